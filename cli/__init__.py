@@ -1,0 +1,1 @@
+"""streamtool's command-line interface (typer commands, rendering, error handling)."""

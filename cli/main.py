@@ -1,0 +1,31 @@
+"""The ``streamtool`` command. Each command lives in its own module and registers itself here."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="streamtool",
+    help="Record, replay, inspect and diff the server-sent-event streams of LLM providers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Record, replay, inspect and diff the server-sent-event streams of LLM providers."""
+
+
+# command modules: importing one registers its command on ``app``
+from . import replay as _replay  # noqa: E402,F401
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,109 @@
+"""ToolInvocationAdapter: segment events in, tool invocations out. Invocation id = segment id.
+
+Arguments are built per segment type (reference/text-formats.md): ``write_file`` gives
+``{path, content}``, ``patch_file`` ``{path, patch}``, ``run_bash`` ``{command}``, ``tool_call``
+the END metadata's pre-parsed ``arguments`` when present, else the content parsed as JSON (when it
+starts with ``{`` or ``[``) or by the text-argument parser the handler supplies. A segment whose
+END metadata says ``incomplete`` produces no invocation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+
+TextArgumentParser = Callable[[str], Any]
+
+_TOOL_TYPES = frozenset(
+    {SegmentType.TOOL_CALL, SegmentType.WRITE_FILE, SegmentType.PATCH_FILE, SegmentType.RUN_BASH}
+)
+
+
+class _Open:
+    __slots__ = ("type", "metadata", "parts")
+
+    def __init__(self, segment_type: SegmentType, metadata: dict[str, Any]) -> None:
+        self.type = segment_type
+        self.metadata = metadata
+        self.parts: list[str] = []
+
+
+class ToolInvocationAdapter:
+    def __init__(self, text_argument_parser: TextArgumentParser | None = None) -> None:
+        self._parse_text_args = text_argument_parser
+        self._open: dict[str, _Open] = {}
+
+    def reset(self) -> None:
+        self._open.clear()
+
+    def process_event(self, event: SegmentEvent) -> ToolInvocation | None:
+        kind = event.event_type
+        if kind is SegmentEventType.CONTENT:
+            state = self._open.get(event.segment_id)
+            if state is not None and event.delta:
+                state.parts.append(event.delta)
+            return None
+        if kind is SegmentEventType.START:
+            assert event.segment_type is not None
+            if event.segment_type in _TOOL_TYPES:
+                self._open[event.segment_id] = _Open(event.segment_type, dict(event.metadata or {}))
+            return None
+        state = self._open.pop(event.segment_id, None)
+        if state is None:
+            return None
+        metadata = state.metadata
+        end_metadata = event.metadata or {}
+        metadata.update(end_metadata)
+        if metadata.get("incomplete"):
+            return None
+        return self._build(
+            event.segment_id, state.type, metadata, "".join(state.parts), end_metadata
+        )
+
+    def _build(
+        self,
+        segment_id: str,
+        segment_type: SegmentType,
+        metadata: dict[str, Any],
+        content: str,
+        end_metadata: dict[str, Any],
+    ) -> ToolInvocation:
+        extra = {k: v for k, v in metadata.items() if k in ("thought_signature", "extra_content")}
+        server_side = bool(metadata.get("server_side"))
+        if segment_type is SegmentType.WRITE_FILE:
+            args: Any = {"path": metadata.get("path"), "content": content}
+            return ToolInvocation(
+                segment_id, metadata.get("tool_name") or "write_file", args, metadata=extra
+            )
+        if segment_type is SegmentType.PATCH_FILE:
+            args = {"path": metadata.get("path"), "patch": content}
+            return ToolInvocation(
+                segment_id, metadata.get("tool_name") or "patch_file", args, metadata=extra
+            )
+        if segment_type is SegmentType.RUN_BASH:
+            command = metadata.get("command") or content
+            return ToolInvocation(segment_id, "run_bash", {"command": command}, metadata=extra)
+        name = str(metadata.get("tool_name") or "")
+        if "arguments" in end_metadata or "arguments" in metadata:
+            arguments = metadata.get("arguments")
+            raw = metadata.get("raw_arguments") if arguments is None else None
+            return ToolInvocation(segment_id, name, arguments, raw, server_side, extra)
+        text = content.strip()
+        if text[:1] in ("{", "["):
+            try:
+                return ToolInvocation(segment_id, name, json.loads(text), None, server_side, extra)
+            except ValueError:
+                return ToolInvocation(segment_id, name, None, content, server_side, extra)
+        if not text:
+            return ToolInvocation(segment_id, name, {}, None, server_side, extra)
+        if self._parse_text_args is not None:
+            try:
+                return ToolInvocation(
+                    segment_id, name, self._parse_text_args(content), None, server_side, extra
+                )
+            except ValueError:
+                pass
+        return ToolInvocation(segment_id, name, None, content, server_side, extra)

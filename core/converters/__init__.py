@@ -1,0 +1,126 @@
+"""Converter registry and auto-detection.
+
+Converters are registered by name with the dotted path of their class, imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..recording import Header
+from ..sse import SSEEvent
+from .base import Converter
+
+CONVERTERS: dict[str, str] = {
+    "openai-chat": "streamtool.core.converters.openai_chat:OpenAIChatConverter",
+}
+
+
+class UnknownConverter(ValueError):
+    pass
+
+
+def converter_names() -> list[str]:
+    return list(CONVERTERS)
+
+
+def make_converter(name: str) -> Converter:
+    target = CONVERTERS.get(name)
+    if target is None:
+        raise UnknownConverter(
+            f"unknown converter {name!r}; valid: auto, {', '.join(converter_names())}"
+        )
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    converter: Converter = cls()
+    return converter
+
+
+_API_ALIASES = {
+    "chat.completions": "openai-chat",
+    "chat": "openai-chat",
+    "openai-chat": "openai-chat",
+    "openai-compatible": "openai-chat",
+    "responses": "openai-responses",
+    "openai-responses": "openai-responses",
+    "messages": "anthropic",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "generatecontent": "gemini",
+    "streamgeneratecontent": "gemini",
+    "kimi-k2": "kimi-k2",
+}
+
+
+def detect_from_header(header: Header) -> str | None:
+    """The converter a recording header points to (its ``api``, then URL, then provider)."""
+    if header.api:
+        name = _API_ALIASES.get(str(header.api).lower())
+        if name:
+            return name
+    url = header.url
+    if url:
+        path = urlsplit(url).path.lower()
+        if path.endswith("/chat/completions"):
+            return "openai-chat"
+        if path.endswith("/responses"):
+            return "openai-responses"
+        if path.endswith("/messages"):
+            return "anthropic"
+        if "generatecontent" in path:
+            return "gemini"
+    provider = (header.provider or "").lower()
+    if provider == "anthropic":
+        return "anthropic"
+    if provider in ("gemini", "google", "vertex"):
+        return "gemini"
+    return None
+
+
+_ANTHROPIC_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
+
+def detect_from_event(event: SSEEvent) -> str | None:
+    """The converter one event's shape points to, or ``None`` if it does not tell."""
+    name = event.event or ""
+    if name in _ANTHROPIC_EVENTS:
+        return "anthropic"
+    if name.startswith("response."):
+        return "openai-responses"
+    data = event.data.strip()
+    if data == "[DONE]":
+        return None
+    try:
+        obj: Any = json.loads(data)
+    except ValueError:
+        return None
+    if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("type")
+    if isinstance(kind, str):
+        if kind in _ANTHROPIC_EVENTS:
+            return "anthropic"
+        if kind.startswith("response.") or (kind == "error" and "sequence_number" in obj):
+            return "openai-responses"
+        if kind == "error" and isinstance(obj.get("error"), dict) and "type" in obj["error"]:
+            return "anthropic"
+    if "candidates" in obj or "usageMetadata" in obj or "promptFeedback" in obj:
+        return "gemini"
+    if "choices" in obj or obj.get("object") == "chat.completion.chunk":
+        return "openai-chat"
+    return None

@@ -1,0 +1,111 @@
+"""The converter contract: SSE items in, normalized ``ChunkResponse``s out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..model import ChunkResponse, Quirk, StreamError
+from ..sse import SSEComment, SSEEvent, SSEItem
+from ..tracker import ToolCallTracker
+
+
+class Converter:
+    """Base class: one instance per stream, ``feed(item) -> list[ChunkResponse]``, ``finish()``.
+
+    Subclasses implement :meth:`on_event` (and may override :meth:`on_comment` and
+    :meth:`on_finish`). Quirks and errors noted while handling an item are attached to the
+    chunks that item produced (or to an extra empty chunk), so that sinks see them in order.
+    Each quirk id is reported once per stream.
+    """
+
+    name = "base"
+
+    def __init__(self) -> None:
+        self.tracker = ToolCallTracker(self.quirk)
+        self._quirks: list[Quirk] = []
+        self._errors: list[StreamError] = []
+        self._seen_quirks: set[str] = set()
+        self.comments = 0
+
+    # -- notes -----------------------------------------------------------------------------
+    def quirk(self, quirk_id: str, detail: str = "") -> None:
+        if quirk_id not in self._seen_quirks:
+            self._seen_quirks.add(quirk_id)
+            self._quirks.append(Quirk(quirk_id, detail))
+
+    def error(self, kind: str, message: str, detail: Any = None) -> None:
+        self._errors.append(StreamError(kind, message, detail))
+
+    def _attach(self, chunks: list[ChunkResponse]) -> list[ChunkResponse]:
+        if self._quirks or self._errors:
+            if not chunks:
+                chunks = [ChunkResponse()]
+            target = chunks[0]
+            if self._quirks:
+                target.quirks = (target.quirks or []) + self._quirks
+                self._quirks = []
+            if self._errors:
+                target.errors = (target.errors or []) + self._errors
+                self._errors = []
+        return chunks
+
+    # -- the contract ----------------------------------------------------------------------
+    def feed(self, item: SSEItem) -> list[ChunkResponse]:
+        if type(item) is SSEEvent:
+            out = self.on_event(item)
+        else:
+            assert isinstance(item, SSEComment)
+            self.comments += 1
+            out = self.on_comment(item)
+        if self._quirks or self._errors:
+            return self._attach(out)
+        return out
+
+    def finish(self) -> list[ChunkResponse]:
+        return self._attach(self.on_finish())
+
+    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def on_comment(self, comment: SSEComment) -> list[ChunkResponse]:
+        self.quirk("sse_comment_keepalive", f"SSE comment lines such as {comment.text[:40]!r}")
+        return []
+
+    def on_finish(self) -> list[ChunkResponse]:
+        return []
+
+    # -- helpers ---------------------------------------------------------------------------
+    def load_json(self, event: SSEEvent) -> Any:
+        """Parse an event's data as JSON; on failure note an error and return ``None``.
+
+        Two JSON documents separated by a single newline (emitters that end events with one
+        ``\\n``, which a spec decoder merges into one multi-line data field) are split and
+        returned as a list marked by :class:`MultiPayload`.
+        """
+        data = event.data
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            if "\n" in data:
+                parts = []
+                for line in data.split("\n"):
+                    line = line.removeprefix("data:").strip()
+                    if not line:
+                        continue
+                    try:
+                        parts.append(json.loads(line))
+                    except ValueError:
+                        break
+                else:
+                    self.quirk(
+                        "sse_single_newline_separator",
+                        "several JSON payloads in one event (events separated by a single LF)",
+                    )
+                    return MultiPayload(parts)
+            self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
+            return None
+
+
+class MultiPayload(list[Any]):
+    """Several JSON payloads that arrived in one SSE event."""

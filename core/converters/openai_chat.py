@@ -1,0 +1,316 @@
+"""Converter ``openai-chat``: OpenAI Chat Completions and every OpenAI-compatible server.
+
+Handles the catalogue's quirks for this API (reference/provider-quirks.md, sections B-D):
+tool calls without ``index`` or sharing one index, ids and names repeated or ``""``, whole calls in
+one chunk, arguments sent as objects or cumulatively, reasoning in ``reasoning_content`` /
+``reasoning`` / ``reasoning_details``, Mistral ``content`` arrays, Azure's empty first ``choices``,
+usage-only chunks, an ``error`` object inside a 200 stream, ``finish_reason: "stop"`` after tool
+calls, and streams that end without ``[DONE]``. Each quirk met is reported by its catalogue id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..model import ChunkResponse, ToolCallDelta
+from ..sse import SSEEvent
+from ..tracker import TrackedCall
+from ..usage import normalize_usage
+from .base import Converter, MultiPayload
+
+
+class OpenAIChatConverter(Converter):
+    name = "openai-chat"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_index: dict[int, TrackedCall] = {}
+        self._by_id: dict[str, TrackedCall] = {}
+        self._last: TrackedCall | None = None
+        self.done = False
+        self.finish_reason: str | None = None
+        self.payloads = 0
+        self._model: str | None = None
+        self._reasoning_field: str | None = None
+        self._content_started = False
+
+    # -- events ----------------------------------------------------------------------------
+    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
+        data = event.data
+        if data == "[DONE]" or (len(data) < 16 and data.strip() == "[DONE]"):
+            self.done = True
+            return [ChunkResponse(is_complete=True)]
+        if not data.strip():
+            self.quirk("sse_empty_event_after_comment", "an event with empty data")
+            return []
+        if self.done:
+            self.quirk("data_after_done", "events after data: [DONE]")
+        obj = self.load_json(event)
+        if obj is None:
+            return []
+        if isinstance(obj, MultiPayload):
+            out: list[ChunkResponse] = []
+            for payload in obj:
+                out.extend(self._payload(payload))
+            return out
+        return self._payload(obj)
+
+    def _payload(self, obj: Any) -> list[ChunkResponse]:
+        if not isinstance(obj, dict):
+            self.error("bad_payload", "event data is not a JSON object", obj)
+            return []
+        self.payloads += 1
+        chunk = ChunkResponse()
+        model = obj.get("model")
+        if model and model != self._model:
+            self._model = chunk.model = model
+
+        err = obj.get("error")
+        if err:
+            message = err.get("message") if isinstance(err, dict) else str(err)
+            self.error("provider_error", f"error inside the stream: {message}", err)
+
+        usage = obj.get("usage")
+        if not usage:
+            x_groq = obj.get("x_groq")
+            if isinstance(x_groq, dict):
+                usage = x_groq.get("usage")
+        if usage:
+            chunk.usage = normalize_usage(usage)
+
+        choices = obj.get("choices")
+        if not choices:
+            if choices is None and "choices" not in obj and not err and not usage:
+                self.quirk("usage_chunk_no_choices_key", "a chunk without a 'choices' key")
+            elif usage:
+                self.quirk("usage_only_chunk", "usage arrives in a chunk whose choices are empty")
+            elif self.payloads == 1 and isinstance(choices, list):
+                self.quirk(
+                    "azure_empty_first_chunk",
+                    "first chunk has empty choices"
+                    + (" (prompt_filter_results)" if "prompt_filter_results" in obj else ""),
+                )
+            return [chunk]
+
+        tool_deltas: list[ToolCallDelta] = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            if choice.get("index", 0) not in (0, None):
+                self.quirk("n_choices", "several choices: only choice 0 is replayed")
+                continue
+            delta = choice.get("delta")
+            if delta is None:
+                delta = choice.get("message")
+            if isinstance(delta, dict):
+                self._delta(delta, chunk, tool_deltas)
+            if "finish_reason" in choice:
+                self._finish(choice["finish_reason"], chunk, tool_deltas)
+        if tool_deltas:
+            chunk.tool_calls = tool_deltas
+        return [chunk]
+
+    def _delta(self, delta: dict[str, Any], chunk: ChunkResponse, out: list[ToolCallDelta]) -> None:
+        content = delta.get("content")
+        if type(content) is str:
+            chunk.content = content
+            if not self._content_started and content.strip():
+                self._content_started = True
+                if content.lstrip().startswith("<think>"):
+                    self.quirk(
+                        "think_tags_in_content", "reasoning as <think>...</think> in content"
+                    )
+        elif isinstance(content, list):
+            self._content_array(content, chunk)
+
+        reasoning = delta.get("reasoning_content")
+        field = "reasoning_content"
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning, field = delta.get("reasoning"), "reasoning"
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning, field = _details_text(delta.get("reasoning_details")), "reasoning_details"
+        if reasoning:
+            chunk.reasoning = (chunk.reasoning or "") + reasoning
+            if field != self._reasoning_field:
+                self._reasoning_field = field
+                self.quirk(f"reasoning_field_{field}", f"reasoning arrives in delta.{field}")
+
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                tool_calls = [tool_calls]
+            for tc in tool_calls:
+                if isinstance(tc, dict):
+                    self._tool_call(tc, out)
+        elif delta.get("function_call"):
+            fc = delta["function_call"]
+            if isinstance(fc, dict):
+                self.quirk("legacy_function_call", "deprecated delta.function_call")
+                self._tool_call({"index": 0, "function": fc}, out)
+
+    def _content_array(self, parts: list[Any], chunk: ChunkResponse) -> None:
+        self.quirk("mistral_content_array", "delta.content is an array of typed chunks")
+        for part in parts:
+            if isinstance(part, str):
+                chunk.content += part
+                continue
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str):
+                chunk.content += part["text"]
+            elif kind == "thinking":
+                thinking = part.get("thinking")
+                text = thinking if isinstance(thinking, str) else _details_text(thinking)
+                if text:
+                    chunk.reasoning = (chunk.reasoning or "") + text
+
+    # -- tool calls ------------------------------------------------------------------------
+    def _tool_call(self, tc: dict[str, Any], out: list[ToolCallDelta]) -> None:
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
+        index = tc.get("index")
+        if index is None and type(fn.get("index")) is int:
+            index = fn["index"]  # Ollama puts it inside "function"
+        if type(index) is not int:
+            index = None
+            self.quirk("oai_tool_index_missing", "tool_calls entries without 'index'")
+        raw_id = tc.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        if raw_id == "":
+            self.quirk("oai_empty_id", 'tool call id sent as ""')
+        name = fn.get("name")
+        name = name if isinstance(name, str) and name else None
+        args = fn.get("arguments")
+        if args is not None and not isinstance(args, str):
+            self.quirk("oai_args_object", "arguments sent as a JSON value, not a string")
+            args = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        extra = tc.get("extra_content")
+        metadata = {"extra_content": extra} if extra else None
+
+        call = self._resolve(index, call_id, name, args, out)
+        if call is None:
+            return
+        if call.announced:
+            if call_id is not None and call_id == call.call_id:
+                self.quirk("oai_id_every_chunk", "the tool call id is repeated on later chunks")
+            if name is not None and name == call.name:
+                self.quirk("oai_name_every_chunk", "the tool name is repeated on later chunks")
+        self._last = call
+        delta = self.tracker.update(
+            call, call_id=call_id, name=name, arguments=args or None, metadata=metadata
+        )
+        if delta is not None:
+            out.append(delta)
+
+    def _resolve(
+        self,
+        index: int | None,
+        call_id: str | None,
+        name: str | None,
+        args: str | None,
+        out: list[ToolCallDelta],
+    ) -> TrackedCall | None:
+        tracker = self.tracker
+        if call_id is not None:
+            call = self._by_id.get(call_id)
+            if call is None and index is not None:
+                prev = self._by_index.get(index)
+                if prev is not None and not prev.complete:
+                    if prev.call_id is None or (prev.synthetic_id and not prev.announced):
+                        call = prev  # an index-only first delta; the id came later
+                    elif prev.call_id != call_id:
+                        self.quirk(
+                            "oai_parallel_same_index",
+                            f"calls with different ids share index {index}",
+                        )
+                        delta = tracker.complete(prev)  # same index, new id: the old call is done
+                        if delta is not None:
+                            out.append(delta)
+            if call is None:
+                call = tracker.open()
+            self._by_id[call_id] = call
+            if index is not None:
+                self._by_index[index] = call
+            return call
+        if index is not None:
+            call = self._by_index.get(index)
+            if call is not None and call.complete:
+                if not name and not args:
+                    self.quirk(
+                        "oai_trailing_empty_tool_stub", "an empty tool-call stub after the call"
+                    )
+                    return None
+                call = None
+            if call is None:
+                call = tracker.open()
+                self._by_index[index] = call
+            return call
+        last = self._last
+        if last is not None and not last.complete and (name is None or name == last.name):
+            return last
+        return tracker.open()
+
+    # -- finish ----------------------------------------------------------------------------
+    def _finish(self, reason: Any, chunk: ChunkResponse, out: list[ToolCallDelta]) -> None:
+        if reason is None:
+            return
+        if reason == "":
+            self.quirk("finish_empty_string", 'finish_reason "" on an intermediate chunk')
+            return
+        if self.finish_reason is not None:
+            self.quirk("finish_double", f"a second finish_reason {reason!r}")
+            return
+        self.finish_reason = chunk.finish_reason = str(reason)
+        chunk.is_complete = True
+        if reason == "error":
+            self.error("provider_error", "finish_reason 'error'")
+        if self.tracker.calls and reason == "stop":
+            self.quirk(
+                "finish_stop_with_tools", 'finish_reason "stop" although tool calls were made'
+            )
+        out.extend(self.tracker.complete_all())
+
+    def on_finish(self) -> list[ChunkResponse]:
+        chunk = ChunkResponse()
+        deltas = self.tracker.flush_unannounced()
+        if self.done or self.finish_reason is not None:
+            deltas.extend(self.tracker.complete_all())
+        if not self.done:
+            if self.finish_reason is not None:
+                self.quirk("eof_no_done", "the stream ended without data: [DONE]")
+            elif self.payloads:
+                open_calls = [c.call_id for c in self.tracker.open_calls()]
+                self.error(
+                    "truncated",
+                    "the stream ended without a finish_reason or [DONE]"
+                    + (
+                        f"; tool calls {', '.join(map(str, open_calls))} may be cut off"
+                        if open_calls
+                        else ""
+                    ),
+                )
+        elif self.finish_reason is None and self.payloads:
+            self.quirk("done_no_finish_reason", "[DONE] arrived without a finish_reason")
+        if deltas:
+            chunk.tool_calls = deltas
+        return [chunk] if deltas else []
+
+
+def _details_text(details: Any) -> str:
+    """Reasoning text out of OpenRouter ``reasoning_details`` or Mistral ``thinking`` lists."""
+    if not isinstance(details, list):
+        return ""
+    parts = []
+    for item in details:
+        if isinstance(item, dict):
+            text = item.get("text")
+            if not isinstance(text, str):
+                text = item.get("summary")
+            if isinstance(text, str):
+                parts.append(text)
+        elif isinstance(item, str):
+            parts.append(item)
+    return "".join(parts)

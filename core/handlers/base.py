@@ -1,0 +1,148 @@
+"""The handler contract (``StreamingResponseHandler``) and the segment bookkeeping all share.
+
+A handler takes ``ChunkResponse``s and emits ``SegmentEvent``s; its internal
+``ToolInvocationAdapter`` turns those events into invocations, so ``get_all_invocations()`` is
+the same for every handler. Segment ids are deterministic (``seg_1``, ``seg_2``...; API tool
+calls use the provider's call id). Reasoning becomes a ``reasoning`` segment in every mode.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from ..adapter import TextArgumentParser, ToolInvocationAdapter
+from ..model import ChunkResponse, Quirk, SegmentEvent, SegmentType, ToolInvocation
+
+SegmentCallback = Callable[[SegmentEvent], None]
+
+
+class StreamingResponseHandler(ABC):
+    """Base: ``feed(ChunkResponse) -> list[SegmentEvent]``, ``finalize()``, invocations, reset."""
+
+    name = "base"
+
+    def __init__(
+        self,
+        on_segment_event: SegmentCallback | None = None,
+        segment_id_prefix: str = "",
+        text_argument_parser: TextArgumentParser | None = None,
+    ) -> None:
+        self._on_segment_event = on_segment_event
+        self._prefix = segment_id_prefix
+        self._text_argument_parser = text_argument_parser
+        self._adapter = ToolInvocationAdapter(text_argument_parser)
+        self.reset()
+
+    # -- the contract ----------------------------------------------------------------------
+    @abstractmethod
+    def feed(self, chunk: ChunkResponse) -> list[SegmentEvent]: ...
+
+    def finalize(self) -> list[SegmentEvent]:
+        if self._finalized:
+            return []
+        self._finalized = True
+        out: list[SegmentEvent] = []
+        self._finalize_segments(out)
+        self._close_text(out)
+        self._close_reasoning(out)
+        return out
+
+    def get_all_invocations(self) -> list[ToolInvocation]:
+        return list(self._invocations)
+
+    def get_all_events(self) -> list[SegmentEvent]:
+        return list(self._events)
+
+    def reset(self) -> None:
+        self._events: list[SegmentEvent] = []
+        self._invocations: list[ToolInvocation] = []
+        self._counter = 0
+        self._text_id: str | None = None
+        self._text_metadata: dict[str, Any] | None = None
+        self._reasoning_id: str | None = None
+        self._reasoning_metadata: dict[str, Any] | None = None
+        self._finalized = False
+        self.quirks: list[Quirk] = []
+        self._adapter.reset()
+
+    # -- hooks for subclasses --------------------------------------------------------------
+    def _finalize_segments(self, out: list[SegmentEvent]) -> None:
+        """Close the handler's own open structured segments at the end of the stream."""
+
+    # -- shared bookkeeping ----------------------------------------------------------------
+    def note_quirk(self, quirk_id: str, detail: str) -> None:
+        if all(q.id != quirk_id for q in self.quirks):
+            self.quirks.append(Quirk(quirk_id, detail))
+
+    def _new_id(self) -> str:
+        self._counter += 1
+        return f"{self._prefix}seg_{self._counter}"
+
+    def _emit(self, event: SegmentEvent, out: list[SegmentEvent]) -> None:
+        self._events.append(event)
+        out.append(event)
+        if self._on_segment_event is not None:
+            self._on_segment_event(event)
+        invocation = self._adapter.process_event(event)
+        if invocation is not None:
+            self._invocations.append(invocation)
+
+    def _check_open(self) -> None:
+        if self._finalized:
+            raise RuntimeError("handler has been finalized; call reset() to reuse it")
+
+    def _reasoning(self, chunk: ChunkResponse, out: list[SegmentEvent]) -> None:
+        """Route ``chunk.reasoning`` (and its metadata) into the reasoning segment."""
+        if chunk.reasoning:
+            if self._reasoning_id is None:
+                self._close_text(out)
+                self._reasoning_id = self._new_id()
+                self._reasoning_metadata = {}
+                self._emit(SegmentEvent.start(self._reasoning_id, SegmentType.REASONING), out)
+            self._emit(SegmentEvent.content(self._reasoning_id, chunk.reasoning), out)
+        if chunk.reasoning_metadata:
+            if self._reasoning_id is None:
+                self._close_text(out)
+                self._reasoning_id = self._new_id()
+                self._reasoning_metadata = {}
+                self._emit(SegmentEvent.start(self._reasoning_id, SegmentType.REASONING), out)
+            assert self._reasoning_metadata is not None
+            _merge_metadata(self._reasoning_metadata, chunk.reasoning_metadata)
+
+    def _text(
+        self, text: str, out: list[SegmentEvent], metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Append ``text`` to the open text segment (opening one if needed)."""
+        if self._text_id is None:
+            self._close_reasoning(out)
+            self._text_id = self._new_id()
+            self._text_metadata = {}
+            self._emit(SegmentEvent.start(self._text_id, SegmentType.TEXT), out)
+        if text:
+            self._emit(SegmentEvent.content(self._text_id, text), out)
+        if metadata:
+            assert self._text_metadata is not None
+            _merge_metadata(self._text_metadata, metadata)
+
+    def _close_text(self, out: list[SegmentEvent]) -> None:
+        if self._text_id is not None:
+            seg_id, self._text_id = self._text_id, None
+            self._emit(SegmentEvent.end(seg_id, self._text_metadata), out)
+            self._text_metadata = None
+
+    def _close_reasoning(self, out: list[SegmentEvent]) -> None:
+        if self._reasoning_id is not None:
+            seg_id, self._reasoning_id = self._reasoning_id, None
+            self._emit(SegmentEvent.end(seg_id, self._reasoning_metadata), out)
+            self._reasoning_metadata = None
+
+    def _close_prose(self, out: list[SegmentEvent]) -> None:
+        self._close_text(out)
+        self._close_reasoning(out)
+
+
+def _merge_metadata(target: dict[str, Any], update: dict[str, Any]) -> None:
+    """Merge metadata into a segment's: the latest value of a key wins."""
+    target.update(update)

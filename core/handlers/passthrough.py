@@ -1,0 +1,24 @@
+"""``passthrough``: text (and reasoning) only; tool calls are not interpreted."""
+
+from __future__ import annotations
+
+from ..model import ChunkResponse, SegmentEvent
+from .base import StreamingResponseHandler
+
+
+class PassThroughStreamingResponseHandler(StreamingResponseHandler):
+    name = "passthrough"
+
+    def feed(self, chunk: ChunkResponse) -> list[SegmentEvent]:
+        self._check_open()
+        out: list[SegmentEvent] = []
+        if chunk.reasoning or chunk.reasoning_metadata:
+            self._reasoning(chunk, out)
+        if chunk.content or chunk.content_metadata:
+            self._text(chunk.content, out, chunk.content_metadata)
+        if chunk.tool_calls:
+            self.note_quirk(
+                "tool_calls_ignored_by_parser",
+                "the stream carries API tool_calls, which the passthrough parser does not read",
+            )
+        return out

@@ -1,0 +1,160 @@
+"""The normalized data model every pipeline stage speaks.
+
+Names follow the design documents streamtool grew from (``ToolCallDelta``, ``ChunkResponse``,
+``SegmentEvent``, ``ToolInvocation``) so that readers of those documents find their way.
+All classes are small and slotted: millions of them are made while replaying a large recording.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class SegmentType(enum.StrEnum):
+    TEXT = "text"
+    REASONING = "reasoning"
+    TOOL_CALL = "tool_call"
+    WRITE_FILE = "write_file"
+    PATCH_FILE = "patch_file"
+    RUN_BASH = "run_bash"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+class SegmentEventType(enum.StrEnum):
+    START = "SEGMENT_START"
+    CONTENT = "SEGMENT_CONTENT"
+    END = "SEGMENT_END"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+@dataclass(slots=True)
+class Quirk:
+    """A provider behaviour that deviates from the reference wire format.
+
+    ``id`` is one of the fixture names of the quirk catalogue (``oai_tool_index_missing``...).
+    """
+
+    id: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class StreamError:
+    """Something that went wrong in the stream: an in-band error, a truncation, bad arguments."""
+
+    kind: str
+    message: str
+    detail: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A provider-agnostic update of one tool call.
+
+    ``index`` is the canonical index given by the shared tracker (0, 1, 2... in order of
+    appearance), never a raw provider index. ``call_id`` and ``name`` are set on the first delta
+    of a call. ``arguments_delta`` is a fragment of the JSON argument text to append.
+    ``is_complete`` says the provider has closed the call (no further fragments will come).
+    """
+
+    index: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments_delta: str | None = None
+    is_complete: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class ChunkResponse:
+    """Everything one provider event contributed, normalized."""
+
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+    is_complete: bool = False
+    model: str | None = None
+    content_metadata: dict[str, Any] | None = None
+    reasoning_metadata: dict[str, Any] | None = None
+    errors: list[StreamError] | None = None
+    quirks: list[Quirk] | None = None
+
+
+@dataclass(slots=True)
+class SegmentEvent:
+    """One handler output event (see reference/text-formats.md, "Segment events")."""
+
+    event_type: SegmentEventType
+    segment_id: str
+    segment_type: SegmentType | None = None
+    delta: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def start(
+        cls, segment_id: str, segment_type: SegmentType, metadata: dict[str, Any] | None = None
+    ) -> SegmentEvent:
+        return cls(SegmentEventType.START, segment_id, segment_type, None, metadata or {})
+
+    @classmethod
+    def content(cls, segment_id: str, delta: str) -> SegmentEvent:
+        return cls(SegmentEventType.CONTENT, segment_id, None, delta, None)
+
+    @classmethod
+    def end(cls, segment_id: str, metadata: dict[str, Any] | None = None) -> SegmentEvent:
+        return cls(SegmentEventType.END, segment_id, None, None, metadata or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.event_type.value, "segment_id": self.segment_id}
+        if self.event_type is SegmentEventType.START:
+            assert self.segment_type is not None
+            out["segment_type"] = self.segment_type.value
+            out["metadata"] = self.metadata or {}
+        elif self.event_type is SegmentEventType.CONTENT:
+            out["delta"] = self.delta
+        else:
+            out["metadata"] = self.metadata or {}
+        return out
+
+
+@dataclass(slots=True)
+class ToolInvocation:
+    """A tool call ready to run. Its id is the id of the segment that produced it.
+
+    ``arguments`` is ``None`` when the argument text could not be parsed; ``raw_arguments``
+    then holds the text exactly as received (never replaced by ``{}``).
+    """
+
+    id: str
+    name: str
+    arguments: Any
+    raw_arguments: str | None = None
+    server_side: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.arguments is None:
+            out["raw_arguments"] = self.raw_arguments
+        if self.server_side:
+            out["server_side"] = True
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out

@@ -1,0 +1,170 @@
+"""Recording format version 1 (see DESIGN.md): record classes and line-level parsing, sans-IO.
+
+A recording is JSONL: a ``header`` record, one ``chunk`` record per network read (``text``, or
+``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. File access lives in
+:mod:`streamtool.core.recording_io`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT_NAME = "streamtool-recording"
+FORMAT_VERSION = 1
+END_REASONS = ("complete", "interrupted", "error", "timeout")
+
+
+class RecordingError(Exception):
+    """Unusable input. ``str()`` is one line naming the file and, where known, the line."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(slots=True)
+class Header:
+    provider: str | None = None
+    api: str | None = None
+    recorded_at: str | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+    response: dict[str, Any] = field(default_factory=dict)
+    raw_body: bool = False  # True when the source is a raw SSE body, not a recording
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str | None:
+        url = self.request.get("url")
+        return url if isinstance(url, str) else None
+
+    @property
+    def model(self) -> str | None:
+        body = self.request.get("body")
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            return str(body["model"])
+        return None
+
+    def to_record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "type": "header",
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "provider": self.provider,
+            "api": self.api,
+            "recorded_at": self.recorded_at,
+            "request": self.request,
+            "response": self.response,
+        }
+        rec.update(self.extra)
+        return rec
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One network read. ``data`` is ``str`` for a ``text`` record and ``bytes`` for ``b64``."""
+
+    t: float | None
+    data: str | bytes
+
+    @property
+    def nbytes(self) -> int:
+        data = self.data
+        return len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
+
+    def to_record(self) -> dict[str, Any]:
+        data = self.data
+        if isinstance(data, bytes):
+            return {"type": "chunk", "t": self.t, "b64": base64.b64encode(data).decode("ascii")}
+        return {"type": "chunk", "t": self.t, "text": data}
+
+
+@dataclass(slots=True)
+class End:
+    t: float | None = None
+    reason: str = "complete"
+    error: Any = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "end", "t": self.t, "reason": self.reason, "error": self.error}
+
+
+def chunk_from_read(t: float | None, data: bytes) -> Chunk:
+    """The chunk record for one network read: text when the bytes are UTF-8 on their own."""
+    try:
+        return Chunk(t, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return Chunk(t, bytes(data))
+
+
+def parse_header(obj: Any, path: str, line: int) -> Header:
+    if not isinstance(obj, dict) or obj.get("type") != "header":
+        raise RecordingError(path, line, "no header: a recording starts with a header record")
+    if obj.get("format") != FORMAT_NAME:
+        raise RecordingError(
+            path, line, f"not a {FORMAT_NAME} header (format={obj.get('format')!r})"
+        )
+    version = obj.get("version")
+    if version != FORMAT_VERSION:
+        raise RecordingError(
+            path, line, f"unsupported recording version {version!r} (this streamtool reads 1)"
+        )
+    request = obj.get("request") or {}
+    response = obj.get("response") or {}
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise RecordingError(path, line, "header 'request' and 'response' must be objects")
+    known = {"type", "format", "version", "provider", "api", "recorded_at", "request", "response"}
+    return Header(
+        provider=obj.get("provider"),
+        api=obj.get("api"),
+        recorded_at=obj.get("recorded_at"),
+        request=request,
+        response=response,
+        extra={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+def parse_record(line_text: str, path: str, line: int) -> Chunk | End:
+    """Parse one record line after the header (a chunk or the end record)."""
+    try:
+        obj = json.loads(line_text)
+    except ValueError as exc:
+        raise RecordingError(path, line, f"not JSON ({exc.args[0].split(':')[0]})") from None
+    return record_from_obj(obj, path, line)
+
+
+def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
+    if not isinstance(obj, dict):
+        raise RecordingError(path, line, "a record must be a JSON object")
+    kind = obj.get("type")
+    if kind == "chunk":
+        t = obj.get("t")
+        if t is not None and not isinstance(t, int | float):
+            raise RecordingError(path, line, "chunk 't' must be a number")
+        text = obj.get("text")
+        if isinstance(text, str):
+            return Chunk(t, text)
+        b64 = obj.get("b64")
+        if isinstance(b64, str):
+            try:
+                return Chunk(t, base64.b64decode(b64, validate=True))
+            except binascii.Error:
+                raise RecordingError(path, line, "chunk 'b64' is not valid base64") from None
+        raise RecordingError(path, line, "chunk record needs a 'text' or 'b64' string")
+    if kind == "end":
+        reason = obj.get("reason", "complete")
+        if reason not in END_REASONS:
+            raise RecordingError(
+                path, line, f"end reason {reason!r} is not one of {', '.join(END_REASONS)}"
+            )
+        t = obj.get("t")
+        return End(t if isinstance(t, int | float) else None, reason, obj.get("error"))
+    if kind == "header":
+        raise RecordingError(path, line, "a second header record")
+    raise RecordingError(path, line, f"unknown record type {kind!r}")

@@ -1,0 +1,210 @@
+"""File I/O for recordings: open a recording or a raw SSE body, and write recordings.
+
+This is the edge: everything here touches the file system. Parsing rules live in
+:mod:`streamtool.core.recording`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .recording import (
+    Chunk,
+    End,
+    Header,
+    RecordingError,
+    chunk_from_read,
+    parse_header,
+    record_from_obj,
+)
+from .secrets import find_secret, redact_request
+
+RAW_SUFFIXES = {".sse", ".txt"}
+RECORDING_SUFFIXES = {".jsonl", ".json"}
+RAW_BLOCK = 64 * 1024
+
+
+class Source:
+    """A recording or raw SSE body on disk, read lazily.
+
+    ``header`` is available at once; iterate :meth:`chunks` once; afterwards ``end`` holds the
+    end record, or ``None`` when the recording was cut off before it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        self.name = Path(self.path).name
+        self.end: End | None = None
+        self._fh: IO[Any] | None = None
+        self._lineno = 0
+        try:
+            if os.path.isdir(self.path):
+                raise RecordingError(self.path, None, "is a folder, not a recording")
+            self._open()
+        except OSError as exc:
+            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+
+    # -- opening ---------------------------------------------------------------------------
+    def _open(self) -> None:
+        suffix = Path(self.path).suffix.lower()
+        if suffix in RAW_SUFFIXES:
+            self._as_raw()
+            return
+        fh = open(self.path, encoding="utf-8", errors="strict", newline="\n")  # noqa: SIM115
+        try:
+            first, lineno = _first_line(fh)
+        except UnicodeDecodeError:
+            fh.close()
+            if suffix in RECORDING_SUFFIXES:
+                raise RecordingError(self.path, 1, "not UTF-8 text") from None
+            self._as_raw()
+            return
+        if first is None:
+            fh.close()
+            if suffix in RECORDING_SUFFIXES:
+                raise RecordingError(self.path, 1, "empty file: no header")
+            self._as_raw()
+            return
+        try:
+            obj = json.loads(first)
+        except ValueError:
+            obj = None
+        looks_like_recording = isinstance(obj, dict) and obj.get("type") == "header"
+        if suffix not in RECORDING_SUFFIXES and not looks_like_recording:
+            fh.close()
+            self._as_raw()
+            return
+        if obj is None:
+            fh.close()
+            raise RecordingError(self.path, lineno, "not JSON, and not a recording header")
+        try:
+            self.header = parse_header(obj, self.path, lineno)
+        except RecordingError:
+            fh.close()
+            raise
+        self._fh = fh
+        self._lineno = lineno
+        self.raw = False
+
+    def _as_raw(self) -> None:
+        self.raw = True
+        self.header = Header(raw_body=True)
+
+    # -- reading ---------------------------------------------------------------------------
+    def chunks(self) -> Iterator[Chunk]:
+        if self.raw:
+            yield from self._raw_chunks()
+            return
+        fh = self._fh
+        assert fh is not None
+        path = self.path
+        lineno = self._lineno
+        loads = json.loads
+        try:
+            for line in fh:
+                lineno += 1
+                if self.end is not None:
+                    if line.strip():
+                        raise RecordingError(path, lineno, "a record after the end record")
+                    continue
+                try:
+                    obj = loads(line)
+                except ValueError as exc:
+                    if not line.strip():
+                        continue
+                    msg = str(exc.args[0]).split(":")[0]
+                    raise RecordingError(path, lineno, f"not JSON ({msg})") from None
+                if type(obj) is dict and obj.get("type") == "chunk":
+                    text = obj.get("text")
+                    if type(text) is str:
+                        t = obj.get("t")
+                        if t is None or type(t) in (float, int):
+                            yield Chunk(t, text)
+                            continue
+                rec = record_from_obj(obj, path, lineno)
+                if isinstance(rec, End):
+                    self.end = rec
+                else:
+                    yield rec
+        except UnicodeDecodeError:
+            raise RecordingError(path, lineno + 1, "not UTF-8 text") from None
+        finally:
+            fh.close()
+
+    def _raw_chunks(self) -> Iterator[Chunk]:
+        try:
+            with open(self.path, "rb") as fh:
+                while block := fh.read(RAW_BLOCK):
+                    yield Chunk(None, block)
+        except OSError as exc:
+            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+        self.end = End(None, "complete", None)
+
+
+def _first_line(fh: IO[str]) -> tuple[str | None, int]:
+    lineno = 0
+    for line in fh:
+        lineno += 1
+        if line.strip():
+            return line, lineno
+    return None, lineno
+
+
+class RecordingWriter:
+    """Writes a recording, flushing every record so a crash leaves every byte on disk.
+
+    The file is created exclusively unless ``force`` is set: nothing a user had is overwritten
+    by accident. Secrets are removed from the header before anything is written, and a header
+    that still carries a known key pattern is refused.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], header: Header, *, force: bool = False
+    ) -> None:
+        import jsonlines
+
+        self.path = str(path)
+        header.request = redact_request(header.request)
+        header.response = dict(header.response)
+        if "headers" in header.response:
+            header.response["headers"] = redact_request({"headers": header.response["headers"]})[
+                "headers"
+            ]
+        leaked = find_secret(json.dumps(header.to_record()))
+        if leaked:
+            raise RecordingError(
+                self.path, None, f"refusing to write a recording holding a {leaked}"
+            )
+        mode = "w" if force else "x"
+        try:
+            self._fh = open(self.path, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
+        except FileExistsError:
+            raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
+        except OSError as exc:
+            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+        self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
+        self._writer.write(header.to_record())
+        self.closed = False
+
+    def write_read(self, t: float, data: bytes) -> Chunk:
+        chunk = chunk_from_read(round(t, 6), data)
+        self._writer.write(chunk.to_record())
+        return chunk
+
+    def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._writer.write(End(None if t is None else round(t, 6), reason, error).to_record())
+        self._writer.close()
+        self._fh.close()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(None, "interrupted" if exc[0] else "complete")

@@ -1,0 +1,283 @@
+"""The replay engine: recording chunks in, segment events / invocations / notes out. Sans-IO.
+
+It wires the pipeline of DESIGN.md (decoder -> converter -> handler -> adapter), picks the
+converter (header, then the first events, unless one is named), keeps the statistics sinks show
+(chunks, bytes, events, timings, usage, finish reason, errors, quirks) and builds the summary
+object that ``replay --format json`` prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .converters import (
+    Converter,
+    converter_names,
+    detect_from_event,
+    detect_from_header,
+    make_converter,
+)
+from .framing import open_decoder
+from .handlers import make_handler
+from .model import (
+    ChunkResponse,
+    Quirk,
+    SegmentEvent,
+    SegmentEventType,
+    SegmentType,
+    StreamError,
+    ToolInvocation,
+)
+from .recording import Chunk, End, Header
+from .sse import SSEEvent, SSEItem
+from .usage import merge_latest
+
+Item = SegmentEvent | ToolInvocation | Quirk | StreamError
+DETECT_LIMIT = 64  # SSE items to look at before giving up on auto-detection
+
+
+class DetectionError(ValueError):
+    """The stream does not say which wire API it speaks."""
+
+
+class ReplayEngine:
+    def __init__(
+        self,
+        header: Header | None = None,
+        *,
+        converter: str = "auto",
+        parser: str = "api_tool_call",
+        source: str = "",
+        handler_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.header = header or Header(raw_body=True)
+        self.source = source
+        self.parser = parser
+        self.handler = make_handler(parser, **(handler_options or {}))
+        self.converter_name: str | None = None
+        self.converter: Converter | None = None
+        if converter != "auto":
+            self._use_converter(converter)
+        else:
+            detected = detect_from_header(self.header)
+            if detected is not None:
+                self._use_converter(detected, detected_by="header")
+        self.decoder: Any = None
+        self._pending: list[SSEItem] = []
+        # statistics and stream-level results
+        self.chunks = 0
+        self.bytes = 0
+        self.sse_events = 0
+        self.comments = 0
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.ttft: float | None = None
+        self.now: float | None = None
+        self.usage: dict[str, int] | None = None
+        self.finish_reason: str | None = None
+        self.model: str | None = self.header.model
+        self.errors: list[StreamError] = []
+        self.quirks: list[Quirk] = []
+        self._quirk_ids: set[str] = set()
+        self._n_invocations = 0
+        self.end: End | None = None
+        self.finished = False
+
+    # -- setup -----------------------------------------------------------------------------
+    def _use_converter(self, name: str, detected_by: str | None = None) -> None:
+        if name not in converter_names():
+            how = f" (detected from the {detected_by})" if detected_by else ""
+            raise DetectionError(
+                f"the stream speaks {name}{how}, but no converter for it is available; "
+                f"valid: {', '.join(converter_names())}"
+            )
+        self.converter = make_converter(name)
+        self.converter_name = name
+
+    # -- input -----------------------------------------------------------------------------
+    def feed_chunk(self, chunk: Chunk) -> list[Item]:
+        """Feed one recorded network read; returns what it produced, in order."""
+        data = chunk.data
+        self.chunks += 1
+        self.bytes += len(data) if type(data) is bytes else len(data.encode("utf-8"))
+        t = chunk.t
+        if t is not None:
+            if self.first_t is None:
+                self.first_t = t
+            self.last_t = t
+        self.now = t
+        if self.decoder is None:
+            self.decoder = open_decoder(data)
+        out: list[Item] = []
+        self._items(self.decoder.feed(data), out)
+        return out
+
+    def finish(self, end: End | None) -> list[Item]:
+        """End of the recording (``end`` is ``None`` when it was cut off before its end record)."""
+        if self.finished:
+            return []
+        self.finished = True
+        self.end = end
+        out: list[Item] = []
+        if self.decoder is not None:
+            self._items(self.decoder.finish(), out)
+        if self.converter is None:
+            self._detect_now(final=True)
+            self._drain_pending(out)
+        if self.converter is not None:
+            self._chunks(self.converter.finish(), out)
+        self._events(self.handler.finalize(), out)
+        if end is None:
+            self._error(
+                StreamError("recording_cut_off", "the recording has no end record (cut off)"), out
+            )
+        elif end.reason != "complete":
+            message = f"the recording ended: {end.reason}"
+            if end.error:
+                message += f" ({end.error})"
+            self._error(StreamError(f"recording_{end.reason}", message, end.error), out)
+        if end is not None and end.t is not None:
+            self.last_t = end.t if self.last_t is None else max(self.last_t, end.t)
+        return out
+
+    # -- pipeline --------------------------------------------------------------------------
+    def _items(self, items: list[SSEItem], out: list[Item]) -> None:
+        if not items:
+            return
+        converter = self.converter
+        if converter is None:
+            self._pending.extend(items)
+            self._detect_now(final=False)
+            if self.converter is None:
+                return
+            self._drain_pending(out)
+            return
+        for item in items:
+            if type(item) is SSEEvent:
+                self.sse_events += 1
+            else:
+                self.comments += 1
+            crs = converter.feed(item)
+            if crs:
+                self._chunks(crs, out)
+
+    def _detect_now(self, final: bool) -> None:
+        for item in self._pending:
+            if type(item) is SSEEvent:
+                name = detect_from_event(item)
+                if name is not None:
+                    self._use_converter(name, detected_by="first events")
+                    return
+        events = sum(1 for i in self._pending if type(i) is SSEEvent)
+        if final or events >= DETECT_LIMIT:
+            if not events:
+                raise DetectionError("the stream holds no events; pass --converter to name its API")
+            raise DetectionError(
+                "cannot tell which API this stream speaks; pass --converter "
+                f"({', '.join(converter_names())})"
+            )
+
+    def _drain_pending(self, out: list[Item]) -> None:
+        pending, self._pending = self._pending, []
+        if self.converter is not None and pending:
+            self._items(pending, out)
+
+    def _chunks(self, crs: list[ChunkResponse], out: list[Item]) -> None:
+        handler = self.handler
+        for cr in crs:
+            if cr.usage:
+                self.usage = merge_latest(self.usage, cr.usage)
+            if cr.finish_reason is not None and self.finish_reason is None:
+                self.finish_reason = cr.finish_reason
+            if cr.model and self.model != cr.model:
+                self.model = cr.model
+            if cr.quirks:
+                for q in cr.quirks:
+                    self._quirk(q, out)
+            if cr.errors:
+                for e in cr.errors:
+                    self._error(e, out)
+            events = handler.feed(cr)
+            if events:
+                if self.ttft is None:
+                    self.ttft = self.now
+                self._events(events, out)
+        if handler.quirks:
+            for q in handler.quirks:
+                self._quirk(q, out)
+            handler.quirks.clear()
+
+    def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
+        out.extend(events)
+        for ev in events:
+            if ev.event_type is SegmentEventType.END and ev.metadata and "error" in ev.metadata:
+                err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
+                self._error(err, out)
+        invocations = self.handler._invocations
+        if len(invocations) > self._n_invocations:
+            out.extend(invocations[self._n_invocations :])
+            self._n_invocations = len(invocations)
+        if self.handler.quirks:
+            for q in self.handler.quirks:
+                self._quirk(q, out)
+            self.handler.quirks.clear()
+
+    def _quirk(self, quirk: Quirk, out: list[Item]) -> None:
+        if quirk.id not in self._quirk_ids:
+            self._quirk_ids.add(quirk.id)
+            self.quirks.append(quirk)
+            out.append(quirk)
+
+    def _error(self, error: StreamError, out: list[Item]) -> None:
+        self.errors.append(error)
+        out.append(error)
+
+    # -- results ---------------------------------------------------------------------------
+    def invocations(self) -> list[ToolInvocation]:
+        return self.handler.get_all_invocations()
+
+    def texts(self) -> tuple[str, str]:
+        """The concatenated text and reasoning of all segments."""
+        kinds: dict[str, SegmentType] = {}
+        text: list[str] = []
+        reasoning: list[str] = []
+        for ev in self.handler._events:
+            if ev.event_type is SegmentEventType.CONTENT:
+                kind = kinds.get(ev.segment_id)
+                if kind is SegmentType.TEXT:
+                    text.append(ev.delta or "")
+                elif kind is SegmentType.REASONING:
+                    reasoning.append(ev.delta or "")
+            elif ev.event_type is SegmentEventType.START and ev.segment_type is not None:
+                kinds[ev.segment_id] = ev.segment_type
+        return "".join(text), "".join(reasoning)
+
+    def stats(self) -> dict[str, Any]:
+        duration = None
+        if self.last_t is not None:
+            duration = round(self.last_t, 6)
+        return {
+            "chunks": self.chunks,
+            "bytes": self.bytes,
+            "sse_events": self.sse_events,
+            "comments": self.comments,
+            "duration_s": duration,
+            "ttft_s": None if self.ttft is None else round(self.ttft, 6),
+            "crlf": bool(getattr(self.decoder, "saw_cr", False)),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        text, reasoning = self.texts()
+        return {
+            "source": self.source,
+            "converter": self.converter_name,
+            "parser": self.parser,
+            "text": text,
+            "reasoning": reasoning,
+            "invocations": [inv.to_dict() for inv in self.invocations()],
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "errors": [e.to_dict() for e in self.errors],
+            "quirks": [q.to_dict() for q in self.quirks],
+            "stats": self.stats(),
+        }

@@ -1,0 +1,191 @@
+"""Server-sent-event decoding, sans-IO: bytes (or text) in, events out.
+
+Implements the WHATWG event-stream rules: LF, CR and CRLF line ends (a CRLF split across two
+reads is one line end), an optional single space after the field colon, multi-line ``data``,
+``event`` / ``id`` / ``retry``, UTF-8 characters split across reads, a leading BOM. Comments are
+surfaced as :class:`SSEComment` events instead of being dropped, and a stream that ends without
+the final blank line yields its pending event flagged ``unterminated``.
+
+The scanning is done by ``str.split`` / regular expressions over whole reads; a long line that
+arrives in many reads is kept as a list of pieces and joined once, so work stays linear.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """A dispatched event. ``event`` is ``None`` when the stream gave no ``event:`` field."""
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    unterminated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SSEComment:
+    """A comment line (``: OPENROUTER PROCESSING``); ``text`` is what follows the colon."""
+
+    text: str
+
+
+SSEItem = SSEEvent | SSEComment
+
+
+class SSEDecoder:
+    """Incremental event-stream decoder. ``feed(bytes|str) -> list[SSEItem]``, then ``finish()``."""
+
+    __slots__ = (
+        "_utf8",
+        "_pending",
+        "_skip_lf",
+        "_started",
+        "_data",
+        "_event",
+        "_id",
+        "_retry",
+        "lines",
+        "saw_cr",
+    )
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending: list[str] = []  # pieces of the current, not yet ended line
+        self._skip_lf = False  # the previous text ended with CR: a leading LF belongs to it
+        self._started = False  # BOM check done
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._retry: int | None = None
+        self.lines = 0  # complete lines seen (for statistics)
+        self.saw_cr = False  # CR or CRLF line ends were used (framing statistics)
+
+    # -- input -----------------------------------------------------------------------------
+    def feed(self, data: bytes | str) -> list[SSEItem]:
+        if isinstance(data, bytes | bytearray | memoryview):
+            text = self._utf8.decode(bytes(data))
+        else:
+            if self._utf8.getstate()[0]:
+                # an earlier read ended inside a UTF-8 sequence: keep decoding bytewise
+                text = self._utf8.decode(data.encode("utf-8"))
+            else:
+                text = data
+        return self._feed_text(text)
+
+    def finish(self) -> list[SSEItem]:
+        """End of stream: flush a partial UTF-8 sequence, the last line and a pending event."""
+        out = self._feed_text(self._utf8.decode(b"", final=True))
+        if self._pending:
+            line = "".join(self._pending)
+            self._pending = []
+            self._line(line, out)
+        if self._data:
+            out.append(self._dispatch(unterminated=True))
+        self._reset_event()
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+    def _feed_text(self, text: str) -> list[SSEItem]:
+        out: list[SSEItem] = []
+        if not text:
+            return out
+        if not self._started:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+                if not text:
+                    return out
+        if self._skip_lf:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+                if not text:
+                    return out
+        has_cr = "\r" in text
+        if not has_cr and "\n" not in text:
+            self._pending.append(text)
+            return out
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending = []
+        if has_cr:
+            self.saw_cr = True
+            if text[-1] == "\r":
+                self._skip_lf = True
+            lines = _LINE_SPLIT.split(text)
+        else:
+            lines = text.split("\n")
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
+        self.lines += len(lines)
+        line_fn = self._line
+        for line in lines:
+            line_fn(line, out)
+        return out
+
+    def _line(self, line: str, out: list[SSEItem]) -> None:
+        if not line:
+            if self._data:
+                out.append(self._dispatch(unterminated=False))
+            self._reset_event()
+            return
+        # the common case first: "data: ..."
+        if line.startswith("data:"):
+            value = line[5:]
+            if value[:1] == " ":
+                value = value[1:]
+            self._data.append(value)
+            return
+        colon = line.find(":")
+        if colon == 0:
+            text = line[1:]
+            if text[:1] == " ":
+                text = text[1:]
+            out.append(SSEComment(text))
+            return
+        if colon < 0:
+            name, value = line, ""
+        else:
+            name, value = line[:colon], line[colon + 1 :]
+            if value[:1] == " ":
+                value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+        # any other field name is ignored, as the standard says
+
+    def _dispatch(self, unterminated: bool) -> SSEEvent:
+        data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+        return SSEEvent(data, self._event, self._id, self._retry, unterminated)
+
+    def _reset_event(self) -> None:
+        self._data = []
+        self._event = None
+        self._id = None
+        self._retry = None
+
+
+def decode_all(chunks: list[bytes] | list[str]) -> list[SSEItem]:
+    """Decode a whole stream given as a list of reads (a convenience for tests and tools)."""
+    decoder = SSEDecoder()
+    out: list[SSEItem] = []
+    for chunk in chunks:
+        out.extend(decoder.feed(chunk))
+    out.extend(decoder.finish())
+    return out

@@ -1,0 +1,254 @@
+"""One tool-call tracker shared by every converter.
+
+Converters parse their wire format and say *which* provider key an update belongs to (an OpenAI
+``index`` or ``id``, a Responses ``item_id``, an Anthropic block index, a Gemini part position);
+the tracker owns everything else: canonical indices in order of appearance, the call id (the
+provider's, or a deterministic one when the provider gave none), set-once ``id`` / ``name`` with
+repeats ignored, and the argument merge policy for providers that resend arguments:
+
+- a fragment that starts with everything received so far (and is longer) means the provider sends
+  cumulative arguments: only the new suffix is emitted, and the call stays in that mode;
+- a fragment equal to everything received so far is a repeat (a "summary" resend): dropped;
+- a lone ``{}`` placeholder followed by a fragment that opens a JSON object is replaced by it.
+
+Every repair is reported as a quirk; bytes are never fuzzily de-duplicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from .model import ToolCallDelta
+
+
+class TrackedCall:
+    __slots__ = (
+        "index",
+        "call_id",
+        "name",
+        "metadata",
+        "synthetic_id",
+        "announced",
+        "complete",
+        "cumulative",
+        "held",
+        "_parts",
+        "_len",
+        "_pending",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.metadata: dict[str, Any] | None = None
+        self.synthetic_id = False
+        self.announced = False  # the first delta (with id and name) has been emitted
+        self.complete = False
+        self.cumulative = False
+        self.held: str | None = None  # a "{}" placeholder not yet emitted
+        self._parts: list[str] = []  # argument text accepted so far
+        self._len = 0
+        self._pending: list[str] = []  # accepted but not yet emitted (call not announced)
+
+    @property
+    def arguments(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+
+NoteFn = Callable[[str, str], None]
+
+
+class ToolCallTracker:
+    """Maps provider keys to canonical tool calls and turns updates into ``ToolCallDelta``s."""
+
+    def __init__(self, note: NoteFn | None = None, id_prefix: str = "call_") -> None:
+        self._note = note or (lambda _id, _detail: None)
+        self._id_prefix = id_prefix
+        self.calls: list[TrackedCall] = []
+        self._by_key: dict[Hashable, TrackedCall] = {}
+        self._ids: set[str] = set()
+
+    # -- lookup ----------------------------------------------------------------------------
+    def find(self, key: Hashable) -> TrackedCall | None:
+        return self._by_key.get(key)
+
+    def open(self, key: Hashable | None = None) -> TrackedCall:
+        """A new call; ``key`` (if given) now refers to it."""
+        call = TrackedCall(len(self.calls))
+        self.calls.append(call)
+        if key is not None:
+            self._by_key[key] = call
+        return call
+
+    def alias(self, key: Hashable, call: TrackedCall) -> None:
+        """Let another provider key (``item_id`` next to ``call_id``...) refer to ``call``."""
+        self._by_key[key] = call
+
+    def last_open(self) -> TrackedCall | None:
+        for call in reversed(self.calls):
+            if not call.complete:
+                return call
+        return None
+
+    def open_calls(self) -> list[TrackedCall]:
+        return [c for c in self.calls if not c.complete]
+
+    # -- updates ---------------------------------------------------------------------------
+    def update(
+        self,
+        call: TrackedCall,
+        *,
+        call_id: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        complete: bool = False,
+        announce: bool = False,
+    ) -> ToolCallDelta | None:
+        """Merge an update into ``call``; the delta to emit, if any.
+
+        A call is announced (its first delta emitted) once its name is known, or when it
+        completes, or when ``announce`` forces it; argument text that arrives earlier is held.
+        """
+        if call.complete:
+            if arguments:
+                self._note("args_after_complete", f"arguments for closed call {call.call_id}")
+            return None
+        if call_id:
+            if call.call_id is None or (call.synthetic_id and not call.announced):
+                call.call_id = call_id
+                call.synthetic_id = False
+            elif call_id != call.call_id and not call.synthetic_id:
+                self._note("tool_id_changed", f"call {call.call_id} later said id {call_id!r}")
+        if name:
+            if call.name is None:
+                call.name = name
+            elif name != call.name:
+                self._note("tool_name_changed", f"call {call.call_id}: {call.name!r} then {name!r}")
+        if metadata:
+            if call.metadata is None:
+                call.metadata = {}
+            for k, v in metadata.items():
+                call.metadata.setdefault(k, v)
+        emit = self._merge_arguments(call, arguments) if arguments else ""
+        first = False
+        if not call.announced and (call.name is not None or complete or announce):
+            self._announce(call)
+            first = True
+            if call._pending:
+                emit = "".join(call._pending) + emit
+                call._pending = []
+        elif not call.announced and emit:
+            call._pending.append(emit)
+            emit = ""
+        if complete:
+            call.complete = True
+            if call.held is not None:
+                emit += call.held
+                self._accept(call, call.held)
+                call.held = None
+        if not (first or emit or complete):
+            return None
+        return ToolCallDelta(
+            index=call.index,
+            call_id=call.call_id if first else None,
+            name=call.name if first else None,
+            arguments_delta=emit or None,
+            is_complete=complete,
+            metadata=(call.metadata if first else None),
+        )
+
+    def complete(self, call: TrackedCall) -> ToolCallDelta | None:
+        return self.update(call, complete=True)
+
+    def complete_all(self) -> list[ToolCallDelta]:
+        out = []
+        for call in self.calls:
+            if not call.complete:
+                delta = self.update(call, complete=True)
+                if delta is not None:
+                    out.append(delta)
+        return out
+
+    def flush_unannounced(self) -> list[ToolCallDelta]:
+        """Announce every call still waiting for a name (end of stream); keep them open."""
+        out = []
+        for call in self.calls:
+            if not call.announced and not call.complete:
+                delta = self.update(call, announce=True)
+                if delta is not None:
+                    out.append(delta)
+        return out
+
+    # -- internals -------------------------------------------------------------------------
+    def _announce(self, call: TrackedCall) -> None:
+        call.announced = True
+        if not call.call_id:
+            call.call_id = f"{self._id_prefix}{call.index}"
+            call.synthetic_id = True
+        if call.call_id in self._ids:
+            base, n = call.call_id, 2
+            while f"{base}#{n}" in self._ids:
+                n += 1
+            self._note("tool_id_reused", f"id {base!r} used by two calls; second is {base}#{n}")
+            call.call_id = f"{base}#{n}"
+        self._ids.add(call.call_id)
+
+    def _accept(self, call: TrackedCall, text: str) -> None:
+        call._parts.append(text)
+        call._len += len(text)
+
+    def _merge_arguments(self, call: TrackedCall, frag: str) -> str:
+        """Apply the merge policy; returns the text to append to the call's arguments."""
+        if call.cumulative:
+            buf = call.arguments
+            if frag.startswith(buf):
+                suffix = frag[len(buf) :]
+                if suffix:
+                    self._accept(call, suffix)
+                return suffix
+            if buf.startswith(frag):
+                return ""
+            call.cumulative = False  # not cumulative after all: plain append from here on
+            self._accept(call, frag)
+            return frag
+        if call.held is not None:
+            held, call.held = call.held, None
+            if frag.lstrip().startswith("{"):
+                self._note(
+                    "oai_args_placeholder_then_full",
+                    f"call {call.call_id}: placeholder {held!r} replaced by the full arguments",
+                )
+                return self._merge_arguments(call, frag)
+            self._accept(call, held)
+            self._accept(call, frag)
+            return held + frag
+        if call._len == 0:
+            if frag.strip() == "{}":
+                call.held = frag
+                return ""
+            self._accept(call, frag)
+            return frag
+        if len(frag) >= call._len:
+            buf = call.arguments
+            if buf.lstrip()[:1] in ("{", "[") and frag.startswith(buf):
+                if len(frag) == len(buf):
+                    self._note(
+                        "oai_args_delta_plus_summary",
+                        f"call {call.call_id}: the complete arguments were sent again; dropped",
+                    )
+                    return ""
+                call.cumulative = True
+                self._note(
+                    "oai_args_cumulative",
+                    f"call {call.call_id}: every fragment repeats the arguments so far",
+                )
+                suffix = frag[len(buf) :]
+                self._accept(call, suffix)
+                return suffix
+        self._accept(call, frag)
+        return frag
