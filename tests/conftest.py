@@ -1,0 +1,48 @@
+"""Shared test fixtures.
+
+The real-provider corpus lives beside the project (``../shared/corpus``) on development machines
+and in CI; a user's clone has none, so every test that needs it skips cleanly without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDINGS = ROOT / "recordings"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def corpus_files(pattern: str = "*/*.sse") -> list[Path]:
+    """Corpus captures matching ``pattern`` (empty when the corpus is absent)."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(CORPUS.glob(pattern))
+
+
+def corpus_meta(path: Path) -> dict:
+    import json
+
+    meta = path.with_suffix(".meta.json")
+    return json.loads(meta.read_text()) if meta.exists() else {}
+
+
+def corpus_api(path: Path) -> str:
+    return str(corpus_meta(path).get("api", ""))
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip("the shared provider corpus (../shared/corpus) is not present")
+    return CORPUS
+
+
+def corpus_params(pattern: str = "*/*.sse", api: str | None = None) -> list:
+    """pytest parameters over corpus files; one skipped parameter when the corpus is absent."""
+    files = [p for p in corpus_files(pattern) if api is None or corpus_api(p) == api]
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="corpus not present"))]
+    return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in files]
