@@ -22,6 +22,11 @@ _TOOL_TYPES = frozenset(
 )
 
 
+# segment metadata that an invocation carries on: provider signatures to send back, and the
+# result a server-side tool returned inside the same response
+_INVOCATION_METADATA = ("thought_signature", "extra_content", "result")
+
+
 class _Open:
     __slots__ = ("type", "metadata", "parts")
 
@@ -71,7 +76,7 @@ class ToolInvocationAdapter:
         content: str,
         end_metadata: dict[str, Any],
     ) -> ToolInvocation:
-        extra = {k: v for k, v in metadata.items() if k in ("thought_signature", "extra_content")}
+        extra = {k: v for k, v in metadata.items() if k in _INVOCATION_METADATA}
         server_side = bool(metadata.get("server_side"))
         if segment_type is SegmentType.WRITE_FILE:
             args: Any = {"path": metadata.get("path"), "content": content}

@@ -2,13 +2,18 @@
 
 Every decoder has the interface of :class:`~streamtool.core.sse.SSEDecoder`
 (``feed(bytes|str) -> list[SSEItem]``, ``finish()``), so converters see SSE events whatever the
-framing was.
+framing was. The first non-whitespace character of the body decides: ``[`` is a streamed JSON
+array (Gemini without ``alt=sse``), ``{`` is NDJSON (Ollama's native API), anything else is SSE.
+A first read that holds only whitespace (or a BOM) does not decide yet: the body is buffered
+until a read that does.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
+from .jsonstream import JSONArrayDecoder, NDJSONDecoder
 from .sse import SSEDecoder, SSEItem
 
 
@@ -18,6 +23,90 @@ class Decoder(Protocol):
     def finish(self) -> list[SSEItem]: ...
 
 
-def open_decoder(first: bytes | str) -> Decoder:
-    """The decoder for a body whose first read is ``first``."""
+_FIRST = re.compile(rb"[^ \t\r\n]")
+_BOM = b"\xef\xbb\xbf"
+
+
+def sniff(first: bytes | str) -> str | None:
+    """``"json-array"``, ``"ndjson"`` or ``"sse"`` from the start of a body; ``None`` if blank."""
+    data = first.encode("utf-8") if isinstance(first, str) else bytes(first)
+    m = _FIRST.search(data)
+    if m is None:
+        return None
+    pos = m.start()
+    if data.startswith(_BOM, pos):
+        m = _FIRST.search(data, pos + len(_BOM))
+        if m is None:
+            return None
+        pos = m.start()
+    c = data[pos : pos + 1]
+    if c == b"[":
+        return "json-array"
+    if c == b"{":
+        return "ndjson"
+    if _BOM.startswith(data[pos:]):
+        return None  # a BOM cut by the read: wait for more
+    return "sse"
+
+
+def make_decoder(kind: str) -> Decoder:
+    if kind == "json-array":
+        return JSONArrayDecoder()
+    if kind == "ndjson":
+        return NDJSONDecoder()
     return SSEDecoder()
+
+
+class PendingDecoder:
+    """Buffers a body that has been blank so far; becomes the right decoder at its first sign."""
+
+    kind = "pending"
+
+    def __init__(self) -> None:
+        self._head: list[bytes | str] = []
+        self._tail = b""  # the last bytes seen (whitespace, or a BOM cut by a read)
+        self._inner: Decoder | None = None
+
+    @property
+    def inner(self) -> Decoder | None:
+        return self._inner
+
+    @property
+    def saw_cr(self) -> bool:
+        return bool(getattr(self._inner, "saw_cr", False))
+
+    def feed(self, data: bytes | str) -> list[SSEItem]:
+        if self._inner is not None:
+            return self._inner.feed(data)
+        self._head.append(data)
+        seen = self._tail + _as_bytes(data)
+        kind = sniff(seen)
+        if kind is None:
+            self._tail = seen[-3:]
+            return []
+        return self._open(kind)
+
+    def finish(self) -> list[SSEItem]:
+        out = self._open("sse") if self._inner is None else []
+        assert self._inner is not None
+        return out + self._inner.finish()
+
+    def _open(self, kind: str) -> list[SSEItem]:
+        self._inner = inner = make_decoder(kind)
+        head, self._head = self._head, []
+        out: list[SSEItem] = []
+        for data in head:
+            out.extend(inner.feed(data))
+        return out
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+
+def open_decoder(first: bytes | str) -> Decoder:
+    """The decoder for a body whose first read is ``first`` (not yet fed to it)."""
+    kind = sniff(first)
+    if kind is None:
+        return PendingDecoder()
+    return make_decoder(kind)

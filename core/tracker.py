@@ -11,7 +11,9 @@ repeats ignored, and the argument merge policy for providers that resend argumen
 - a fragment equal to everything received so far is a repeat (a "summary" resend): dropped;
 - a lone ``{}`` placeholder followed by a fragment that opens a JSON object is replaced by it.
 
-Every repair is reported as a quirk; bytes are never fuzzily de-duplicated.
+Every repair is reported as a quirk; bytes are never fuzzily de-duplicated. Wire APIs whose
+fragments are defined to be appended as they are (Anthropic ``input_json_delta``, Responses argument
+deltas) pass ``raw=True`` / use :meth:`ToolCallTracker.append`, which bypass that policy.
 """
 
 from __future__ import annotations
@@ -108,11 +110,13 @@ class ToolCallTracker:
         metadata: dict[str, Any] | None = None,
         complete: bool = False,
         announce: bool = False,
+        raw: bool = False,
     ) -> ToolCallDelta | None:
         """Merge an update into ``call``; the delta to emit, if any.
 
         A call is announced (its first delta emitted) once its name is known, or when it
         completes, or when ``announce`` forces it; argument text that arrives earlier is held.
+        ``raw`` appends ``arguments`` exactly as given (no merge policy).
         """
         if call.complete:
             if arguments:
@@ -134,7 +138,13 @@ class ToolCallTracker:
                 call.metadata = {}
             for k, v in metadata.items():
                 call.metadata.setdefault(k, v)
-        emit = self._merge_arguments(call, arguments) if arguments else ""
+        if not arguments:
+            emit = ""
+        elif raw:
+            self._accept(call, arguments)
+            emit = arguments
+        else:
+            emit = self._merge_arguments(call, arguments)
         first = False
         if not call.announced and (call.name is not None or complete or announce):
             self._announce(call)
@@ -161,6 +171,14 @@ class ToolCallTracker:
             is_complete=complete,
             metadata=(call.metadata if first else None),
         )
+
+    def append(self, call: TrackedCall, text: str) -> ToolCallDelta | None:
+        """Append an argument fragment as it is (the hot path of streamed arguments)."""
+        if call.announced and not call.complete and text:
+            call._parts.append(text)
+            call._len += len(text)
+            return ToolCallDelta(call.index, None, None, text)
+        return self.update(call, arguments=text, raw=True)
 
     def complete(self, call: TrackedCall) -> ToolCallDelta | None:
         return self.update(call, complete=True)

@@ -16,6 +16,9 @@ from .base import Converter
 
 CONVERTERS: dict[str, str] = {
     "openai-chat": "streamtool.core.converters.openai_chat:OpenAIChatConverter",
+    "openai-responses": "streamtool.core.converters.openai_responses:OpenAIResponsesConverter",
+    "anthropic": "streamtool.core.converters.anthropic:AnthropicConverter",
+    "gemini": "streamtool.core.converters.gemini:GeminiConverter",
 }
 
 

@@ -17,13 +17,14 @@ from .base import StreamingResponseHandler
 
 
 class _ToolState:
-    __slots__ = ("segment_id", "name", "parts", "metadata", "done")
+    __slots__ = ("segment_id", "name", "parts", "metadata", "late", "done")
 
     def __init__(self, segment_id: str, name: str, metadata: dict[str, Any]) -> None:
         self.segment_id = segment_id
         self.name = name
         self.parts: list[str] = []
         self.metadata = metadata
+        self.late: dict[str, Any] | None = None  # metadata of later deltas (a server tool's result)
         self.done = False
 
 
@@ -59,6 +60,10 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, dict(metadata)), out)
         elif state.done:
             return
+        elif delta.metadata:
+            if state.late is None:
+                state.late = {}
+            state.late.update(delta.metadata)
         if delta.arguments_delta:
             state.parts.append(delta.arguments_delta)
             self._emit(SegmentEvent.content(state.segment_id, delta.arguments_delta), out)
@@ -68,7 +73,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
         state.done = True
         raw = "".join(state.parts)
-        metadata: dict[str, Any] = {"tool_name": state.name}
+        metadata: dict[str, Any] = dict(state.late) if state.late else {}
+        metadata["tool_name"] = state.name
         arguments, error = parse_arguments(raw)
         if error is None and arguments == {} and not raw.strip():
             metadata["no_arguments"] = True

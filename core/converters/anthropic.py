@@ -1,0 +1,339 @@
+"""Converter ``anthropic``: the Anthropic Messages streaming API.
+
+Events: ``message_start`` (model, usage), ``content_block_start`` / ``content_block_delta`` /
+``content_block_stop`` per block, ``message_delta`` (stop reason, usage), ``message_stop``,
+``ping`` and a mid-stream ``error``. Blocks map as follows:
+
+- ``text``: ``text_delta`` is content; ``citations_delta`` are collected into the text segment's
+  ``citations`` metadata.
+- ``thinking``: ``thinking_delta`` is reasoning; the ``signature_delta`` is kept in the reasoning
+  segment's metadata (``signature``; ``signatures`` as well when one segment holds several
+  thinking blocks). ``redacted_thinking`` blocks (opaque ``data``, no deltas) give a reasoning
+  segment whose metadata ``redacted_thinking`` lists the data.
+- ``tool_use``: a tool call keyed in the shared tracker by its block index and its ``toolu_`` id;
+  ``input_json_delta`` fragments are appended as they are (an empty first fragment and fragments
+  cut mid-token included); a call that got no input fragments has the start block's ``input``
+  (``{}``) as its arguments. ``content_block_stop`` closes it.
+- ``server_tool_use`` / ``mcp_tool_use``: the same, with ``server_side`` metadata. The call is
+  closed when its result block arrives: result blocks (``web_search_tool_result``,
+  ``bash_code_execution_tool_result``... any block with a ``tool_use_id``) come whole in their
+  ``content_block_start`` and are kept, unchanged, as the ``result`` metadata of the server tool's
+  invocation. A result whose tool use is unknown is kept in the text segment's ``tool_results``.
+
+Usage in ``message_start`` and ``message_delta`` is cumulative: each is passed on normalized and
+the engine keeps the latest value per field (never a sum).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..model import ChunkResponse, ToolCallDelta
+from ..sse import SSEEvent
+from ..tracker import TrackedCall
+from ..usage import normalize_usage
+from .base import Converter, MultiPayload
+from .segments import REASONING, TEXT, TOOL, ProseRuns
+
+_TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
+
+
+class _Block:
+    __slots__ = ("type", "server_side", "tool_input", "stopped")
+
+    def __init__(self, block_type: str) -> None:
+        self.type = block_type
+        self.server_side = False
+        self.tool_input: Any = None  # the ``input`` of a tool block's start event
+        self.stopped = False
+
+
+class AnthropicConverter(Converter):
+    name = "anthropic"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._blocks: dict[int, _Block] = {}  # block index -> what the block is
+        self._runs = ProseRuns()
+        self.started = False
+        self.stopped = False  # message_stop seen
+        self.failed = False  # an error event seen
+        self.finish_reason: str | None = None
+        self._model: str | None = None
+
+    # -- events ----------------------------------------------------------------------------
+    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
+        data = event.data
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            if not data.strip():
+                self.quirk("sse_empty_event_after_comment", "an event with empty data")
+                return []
+            obj = self.load_json(event)
+            if obj is None:
+                return []
+        if type(obj) is dict:
+            return self._payload(obj, event)
+        if isinstance(obj, MultiPayload):
+            out: list[ChunkResponse] = []
+            for payload in obj:
+                if isinstance(payload, dict):
+                    out.extend(self._payload(payload, event))
+            return out
+        self.error("bad_payload", "event data is not a JSON object", obj)
+        return []
+
+    def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        kind = obj.get("type") or event.event
+        if kind == "content_block_delta":
+            return self._block_delta(obj)
+        if kind == "content_block_start":
+            return self._block_start(obj)
+        if kind == "content_block_stop":
+            return self._block_stop(obj)
+        if kind == "ping":
+            return []
+        if kind == "message_start":
+            return self._message_start(obj)
+        if kind == "message_delta":
+            return self._message_delta(obj)
+        if kind == "message_stop":
+            self.stopped = True
+            chunk = ChunkResponse(is_complete=True)
+            deltas = self.tracker.complete_all()
+            if deltas:
+                chunk.tool_calls = deltas
+            return [chunk]
+        if kind == "error":
+            self.failed = True
+            err = obj.get("error")
+            if isinstance(err, dict):
+                message = f"{err.get('type', 'error')}: {err.get('message', '')}"
+            else:
+                message = str(err if err is not None else obj)
+            self.error("provider_error", f"error event in the stream: {message}", err)
+            return []
+        self.quirk("anthropic_unknown_event", f"an event of type {kind!r}")
+        return []
+
+    def _message_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        if self.started:
+            self.quirk("anthropic_second_message_start", "a second message_start in one stream")
+        self.started = True
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return []
+        chunk = ChunkResponse()
+        model = message.get("model")
+        if isinstance(model, str) and model and model != self._model:
+            self._model = chunk.model = model
+        usage = normalize_usage(message.get("usage"))
+        if usage:
+            chunk.usage = usage
+        return [chunk]
+
+    def _message_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        chunk = ChunkResponse()
+        delta = obj.get("delta")
+        if isinstance(delta, dict):
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str) and reason:
+                if self.finish_reason is None:
+                    self.finish_reason = chunk.finish_reason = reason
+                elif reason != self.finish_reason:
+                    self.quirk("finish_double", f"a second stop_reason {reason!r}")
+        usage = normalize_usage(obj.get("usage"))
+        if usage:
+            chunk.usage = usage
+        return [chunk]
+
+    # -- blocks ----------------------------------------------------------------------------
+    def _block_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        index = obj.get("index")
+        block = obj.get("content_block")
+        if not isinstance(block, dict) or type(index) is not int:
+            self.error("bad_payload", "content_block_start without a block or an index", obj)
+            return []
+        block_type = str(block.get("type"))
+        info = _Block(block_type)
+        if index in self._blocks:
+            self.quirk("anthropic_block_index_reused", f"content block index {index} started twice")
+        self._blocks[index] = info
+        if block_type == "text":
+            chunk = ChunkResponse()
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                self._runs.enter(TEXT)
+                chunk.content = text
+            citations = block.get("citations")
+            if isinstance(citations, list) and citations:
+                values: list[Any] = []
+                for citation in citations:
+                    values = self._runs.collect(TEXT, "citations", citation)
+                chunk.content_metadata = {"citations": values}
+            return [chunk] if chunk.content or chunk.content_metadata else []
+        if block_type == "thinking":
+            chunk = ChunkResponse()
+            thinking = block.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                self._runs.enter(REASONING)
+                chunk.reasoning = thinking
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:
+                chunk.reasoning_metadata = self._runs.one_or_many(REASONING, "signature", signature)
+            return [chunk] if chunk.reasoning or chunk.reasoning_metadata else []
+        if block_type == "redacted_thinking":
+            values = self._runs.collect(REASONING, "redacted_thinking", block.get("data"))
+            return [ChunkResponse(reasoning_metadata={"redacted_thinking": values})]
+        if block_type in _TOOL_BLOCKS:
+            return self._tool_start(index, info, block)
+        if isinstance(block.get("tool_use_id"), str):
+            return self._tool_result(block)
+        self.quirk("anthropic_unknown_block", f"a content block of type {block_type!r}")
+        values = self._runs.collect(TEXT, "blocks", block)
+        return [ChunkResponse(content_metadata={"blocks": values})]
+
+    def _tool_start(self, index: int, info: _Block, block: dict[str, Any]) -> list[ChunkResponse]:
+        tracker = self.tracker
+        call_id = block.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        name = block.get("name")
+        name = name if isinstance(name, str) else None
+        info.server_side = _TOOL_BLOCKS[info.type]
+        info.tool_input = block.get("input")
+        call = tracker.open(index)
+        if call_id is not None:
+            tracker.alias(call_id, call)
+        metadata: dict[str, Any] | None = None
+        if info.server_side:
+            metadata = {"server_side": True}
+            server_name = block.get("server_name")
+            if isinstance(server_name, str):
+                metadata["server_name"] = server_name
+        self._runs.enter(TOOL)
+        delta = tracker.update(call, call_id=call_id, name=name, metadata=metadata, announce=True)
+        return [ChunkResponse(tool_calls=[delta])] if delta is not None else []
+
+    def _tool_result(self, block: dict[str, Any]) -> list[ChunkResponse]:
+        call = self.tracker.find(block["tool_use_id"])
+        if call is not None and not call.complete:
+            delta = self.tracker.complete(call)
+            if delta is not None:
+                delta.metadata = {"result": block}
+                return [ChunkResponse(tool_calls=[delta])]
+        self.quirk(
+            "anthropic_orphan_tool_result",
+            f"a {block.get('type')} block for tool use {block['tool_use_id']!r}, "
+            "which is unknown or already closed",
+        )
+        values = self._runs.collect(TEXT, "tool_results", block)
+        return [ChunkResponse(content_metadata={"tool_results": values})]
+
+    def _block_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        delta = obj.get("delta")
+        if not isinstance(delta, dict):
+            self.error("bad_payload", "content_block_delta without a delta", obj)
+            return []
+        kind = delta.get("type")
+        index = obj.get("index")
+        if kind == "input_json_delta":
+            call = self.tracker.find(index) if type(index) is int else None
+            if call is None:
+                self.quirk(
+                    "anthropic_orphan_input_json",
+                    f"input_json_delta for block {index!r}, which is not a tool block",
+                )
+                return []
+            fragment = delta.get("partial_json")
+            if type(fragment) is not str or not fragment:
+                return []
+            out = self.tracker.append(call, fragment)
+            return [ChunkResponse(tool_calls=[out])] if out is not None else []
+        if kind == "text_delta":
+            text = delta.get("text")
+            if type(text) is str and text:
+                self._runs.enter(TEXT)
+                return [ChunkResponse(content=text)]
+            return []
+        if kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if type(thinking) is str and thinking:
+                self._runs.enter(REASONING)
+                return [ChunkResponse(reasoning=thinking)]
+            return []
+        if kind == "signature_delta":
+            signature = delta.get("signature")
+            if not isinstance(signature, str):
+                return []
+            info = self._blocks.get(index) if type(index) is int else None
+            if info is not None and info.type != "thinking":
+                self.quirk(
+                    "anthropic_signature_on_other_block",
+                    f"a signature_delta on a {info.type} block",
+                )
+            meta = self._runs.one_or_many(REASONING, "signature", signature)
+            return [ChunkResponse(reasoning_metadata=meta)]
+        if kind == "citations_delta":
+            values = self._runs.collect(TEXT, "citations", delta.get("citation"))
+            return [ChunkResponse(content_metadata={"citations": values})]
+        self.quirk("anthropic_unknown_delta", f"a content_block_delta of type {kind!r}")
+        return []
+
+    def _block_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        index = obj.get("index")
+        info = self._blocks.get(index) if type(index) is int else None
+        if info is None:
+            self.quirk(
+                "anthropic_orphan_block_stop", f"content_block_stop for unknown block {index!r}"
+            )
+            return []
+        info.stopped = True
+        if info.type not in _TOOL_BLOCKS:
+            return []
+        call = self.tracker.find(index)
+        if call is None or call.complete:
+            return []
+        deltas: list[ToolCallDelta] = []
+        fill = self._input_fallback(call, info)
+        if fill is not None:
+            deltas.append(fill)
+        if not info.server_side:  # a server tool stays open until its result block
+            done = self.tracker.complete(call)
+            if done is not None:
+                deltas.append(done)
+        return [ChunkResponse(tool_calls=deltas)] if deltas else []
+
+    def _input_fallback(self, call: TrackedCall, info: _Block) -> ToolCallDelta | None:
+        """A tool block that got no input fragments: its arguments are the start's ``input``."""
+        if call.arguments or info.tool_input is None:
+            return None
+        if info.tool_input != {}:
+            self.quirk(
+                "anthropic_tool_input_in_start",
+                "tool input given whole in content_block_start, without input_json_delta",
+            )
+        text = json.dumps(info.tool_input, ensure_ascii=False)
+        return self.tracker.append(call, text)
+
+    # -- end -------------------------------------------------------------------------------
+    def on_finish(self) -> list[ChunkResponse]:
+        deltas: list[ToolCallDelta] = []
+        if not self.stopped:
+            # server tools whose block was closed but whose result never came are still closed
+            for index, info in self._blocks.items():
+                if info.server_side and info.stopped:
+                    call = self.tracker.find(index)
+                    if call is not None and not call.complete:
+                        done = self.tracker.complete(call)
+                        if done is not None:
+                            deltas.append(done)
+            if not self.failed and self.started:
+                open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
+                self.error(
+                    "truncated",
+                    "the stream ended without message_stop"
+                    + (f"; tool calls {', '.join(open_calls)} were cut off" if open_calls else ""),
+                )
+        return [ChunkResponse(tool_calls=deltas)] if deltas else []
