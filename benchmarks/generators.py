@@ -130,6 +130,245 @@ def openai_chat(path: Path, target_bytes: int) -> None:
     )
 
 
+def _line_size(raw: str) -> int:
+    """The size of the recording line that holds the read ``raw``."""
+    return len(json.dumps(raw)) + 32
+
+
+def anthropic(path: Path, target_bytes: int) -> None:
+    """Messages API: thinking, a short text, then a ``write_file`` tool_use streamed as
+    ``input_json_delta`` fragments until the recording reaches ``target_bytes``."""
+    model = "claude-sonnet-4-5-20250929"
+
+    def sse(obj: dict) -> str:
+        return f"event: {obj['type']}\ndata: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
+
+    def delta(index: int, body: dict) -> str:
+        return sse({"type": "content_block_delta", "index": index, "delta": body})
+
+    def events() -> Iterator[str]:
+        budget = target_bytes - 2000
+        usage = {
+            "input_tokens": 1850,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 4,
+            "service_tier": "standard",
+        }
+        message = {
+            "id": "msg_01BenchStreamToolUse0001",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        head = [
+            sse({"type": "message_start", "message": message}),
+            sse(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+            ),
+            'event: ping\ndata: {"type": "ping"}\n\n',
+            delta(0, {"type": "thinking_delta", "thinking": "The user wants app.py written."}),
+            delta(0, {"type": "signature_delta", "signature": "EqQBCkYIBxgCKkBbench" + "A" * 80}),
+            sse({"type": "content_block_stop", "index": 0}),
+            sse(
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            ),
+            delta(1, {"type": "text_delta", "text": "I'll write the file now."}),
+            sse({"type": "content_block_stop", "index": 1}),
+            sse(
+                {
+                    "type": "content_block_start",
+                    "index": 2,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": "toolu_01BenchWriteFile00000001",
+                        "name": "write_file",
+                        "input": {},
+                    },
+                }
+            ),
+            delta(2, {"type": "input_json_delta", "partial_json": ""}),
+            delta(2, {"type": "input_json_delta", "partial_json": '{"path": "app.py", '}),
+            delta(2, {"type": "input_json_delta", "partial_json": '"content": "'}),
+        ]
+        for raw in head:
+            budget -= _line_size(raw)
+            yield raw
+        for frag in code_fragments():
+            raw = delta(2, {"type": "input_json_delta", "partial_json": json.dumps(frag)[1:-1]})
+            budget -= _line_size(raw)
+            yield raw
+            if budget <= 0:
+                break
+        yield delta(2, {"type": "input_json_delta", "partial_json": '"}'})
+        yield sse({"type": "content_block_stop", "index": 2})
+        yield sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 99999},
+            }
+        )
+        yield sse({"type": "message_stop"})
+
+    write_recording(
+        path,
+        _header("anthropic", "messages", "https://api.anthropic.com/v1/messages", model),
+        events(),
+        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
+    )
+
+
+def openai_responses(path: Path, target_bytes: int) -> None:
+    """Responses API: a reasoning summary, then a ``write_file`` function call whose arguments
+    stream as deltas; ``.done``, ``output_item.done`` and ``response.completed`` repeat them whole,
+    as the API does."""
+    model = "gpt-5.1-2025-11-13"
+    resp_id = "resp_0bench5c1d2e3f40000691c7c9d222481a3b595421266dab42"
+    rs_id = "rs_0bench5c1d2e3f40000691c7c9e0a4c81a3a7f0e2c1d0b9a8f7"
+    fc_id = "fc_0bench5c1d2e3f40000691c7c9f5c2881a39c4d3e2f1a0b9c8d"
+    call_id = "call_BenchWriteFile0001aBcD"
+    seq = 0
+
+    def sse(obj: dict) -> str:
+        nonlocal seq
+        obj = {"type": obj["type"], "sequence_number": seq, **obj}
+        seq += 1
+        return f"event: {obj['type']}\ndata: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
+
+    def response(status: str, output: list, usage: dict | None) -> dict:
+        return {
+            "id": resp_id,
+            "object": "response",
+            "created_at": 1763700000,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "usage": usage,
+        }
+
+    summary = "**Writing the file**\n\nI'll write app.py with the handler."
+    reasoning_item = {
+        "id": rs_id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": summary}],
+    }
+
+    def call_item(status: str, arguments: str) -> dict:
+        return {
+            "id": fc_id,
+            "type": "function_call",
+            "status": status,
+            "arguments": arguments,
+            "call_id": call_id,
+            "name": "write_file",
+        }
+
+    def events() -> Iterator[str]:
+        parts: list[str] = []
+        budget = target_bytes - 4000
+        head = [
+            sse({"type": "response.created", "response": response("in_progress", [], None)}),
+            sse({"type": "response.in_progress", "response": response("in_progress", [], None)}),
+            sse(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {"id": rs_id, "type": "reasoning", "summary": []},
+                }
+            ),
+            sse(
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": rs_id,
+                    "output_index": 0,
+                    "summary_index": 0,
+                    "delta": summary,
+                    "obfuscation": "q7Rk2",
+                }
+            ),
+            sse({"type": "response.output_item.done", "output_index": 0, "item": reasoning_item}),
+            sse(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 1,
+                    "item": call_item("in_progress", ""),
+                }
+            ),
+        ]
+        for raw in head:
+            budget -= _line_size(raw)
+            yield raw
+        opening = ['{"path": "app.py", "content": "']
+        for frag in _chain(opening, (json.dumps(f)[1:-1] for f in code_fragments())):
+            raw = sse(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": fc_id,
+                    "output_index": 1,
+                    "delta": frag,
+                    "obfuscation": "Lj4np0pap921xSq7"[: max(1, 16 - len(frag) % 16)],
+                }
+            )
+            parts.append(frag)
+            # the three final copies of the arguments, escaped twice, come after the deltas
+            budget -= _line_size(raw) + 3 * int(len(frag) * 1.25)
+            yield raw
+            if budget <= 0:
+                break
+        parts.append('"}')
+        arguments = "".join(parts)
+        yield sse(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": fc_id,
+                "output_index": 1,
+                "arguments": arguments,
+            }
+        )
+        done_item = call_item("completed", arguments)
+        yield sse({"type": "response.output_item.done", "output_index": 1, "item": done_item})
+        usage = {
+            "input_tokens": 1850,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 99999,
+            "output_tokens_details": {"reasoning_tokens": 64},
+            "total_tokens": 101849,
+        }
+        final = response("completed", [reasoning_item, done_item], usage)
+        yield sse({"type": "response.completed", "response": final})
+
+    write_recording(
+        path,
+        _header("openai", "responses", "https://api.openai.com/v1/responses", model),
+        events(),
+        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
+    )
+
+
+def _chain(first: list[str], rest: Iterator[str]) -> Iterator[str]:
+    yield from first
+    yield from rest
+
+
 GENERATORS: dict[str, Generator] = {
     "openai-chat": openai_chat,
+    "anthropic": anthropic,
+    "openai-responses": openai_responses,
 }

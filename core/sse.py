@@ -17,6 +17,9 @@ import re
 from dataclasses import dataclass
 
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+# a whole event of the most common shape, "[event: NAME LF] data: DATA LF LF" (used only on
+# text without CR, from an event boundary; anything else goes through the line-by-line rules)
+_SIMPLE_EVENT = re.compile(r"(?:event: ?(.*)\n)?data: ?(.*)\n\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,30 @@ class SSEDecoder:
             self._pending.append(text)
             text = "".join(self._pending)
             self._pending = []
+        elif (
+            not has_cr
+            and not self._data
+            and self._event is None
+            and self._id is None
+            and self._retry is None
+        ):
+            # fast path: whole events at the start of the text, one regex match each
+            pos = 0
+            simple = _SIMPLE_EVENT.match
+            m = simple(text)
+            while m is not None:
+                name, value = m.group(1, 2)
+                out.append(SSEEvent(value, name))
+                self.lines += 2 if name is None else 3
+                pos = m.end()
+                m = simple(text, pos)
+            if pos:
+                if pos == len(text):
+                    return out
+                text = text[pos:]
+                if "\n" not in text:
+                    self._pending.append(text)
+                    return out
         if has_cr:
             self.saw_cr = True
             if text[-1] == "\r":
@@ -128,9 +155,32 @@ class SSEDecoder:
         if rest:
             self._pending.append(rest)
         self.lines += len(lines)
+        # the two most common lines ("data: ..." and the blank line that ends an event) are
+        # handled inline; every other line goes through _line
         line_fn = self._line
+        data = self._data
         for line in lines:
-            line_fn(line, out)
+            if line[:5] == "data:":
+                if line[5:6] == " ":
+                    data.append(line[6:])
+                else:
+                    data.append(line[5:])
+            elif line:
+                line_fn(line, out)
+            else:
+                if data:
+                    out.append(
+                        SSEEvent(
+                            data[0] if len(data) == 1 else "\n".join(data),
+                            self._event,
+                            self._id,
+                            self._retry,
+                        )
+                    )
+                    data = self._data = []
+                self._event = None
+                self._id = None
+                self._retry = None
         return out
 
     def _line(self, line: str, out: list[SSEItem]) -> None:

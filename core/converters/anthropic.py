@@ -36,6 +36,7 @@ from ..usage import normalize_usage
 from .base import Converter, MultiPayload
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
+_loads = json.loads
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
 
@@ -66,7 +67,7 @@ class AnthropicConverter(Converter):
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         data = event.data
         try:
-            obj = json.loads(data)
+            obj = _loads(data)
         except ValueError:
             if not data.strip():
                 self.quirk("sse_empty_event_after_comment", "an event with empty data")
@@ -75,6 +76,8 @@ class AnthropicConverter(Converter):
             if obj is None:
                 return []
         if type(obj) is dict:
+            if obj.get("type") == "content_block_delta":  # the hot path: most events are deltas
+                return self._block_delta(obj)
             return self._payload(obj, event)
         if isinstance(obj, MultiPayload):
             out: list[ChunkResponse] = []

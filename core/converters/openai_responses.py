@@ -36,6 +36,7 @@ from ..usage import normalize_usage
 from .base import Converter, MultiPayload
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
+_loads = json.loads
 # hosted tools run by OpenAI inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
     "web_search_call": ("action",),
@@ -111,7 +112,7 @@ class OpenAIResponsesConverter(Converter):
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         data = event.data
         try:
-            obj = json.loads(data)
+            obj = _loads(data)
         except ValueError:
             stripped = data.strip()
             if stripped == "[DONE]":
@@ -145,8 +146,10 @@ class OpenAIResponsesConverter(Converter):
                     f"sequence_number {seq} after {self._seq}",
                 )
             self._seq = seq
+        if kind == "response.function_call_arguments.delta":  # the hot path
+            return self._argument_delta(obj, False)
         if kind in _ARGUMENT_DELTAS:
-            return self._argument_delta(obj, kind)
+            return self._argument_delta(obj, kind == "response.custom_tool_call_input.delta")
         if kind == "response.output_text.delta":
             return self._text_delta(obj, TEXT, "text")
         if kind == "response.reasoning_summary_text.delta":
@@ -524,7 +527,7 @@ class OpenAIResponsesConverter(Converter):
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
-        item = self._items.get(obj.get("item_id"))
+        item = self._items.get(obj.get("item_id") or "")
         if item is not None:
             key = (part, obj.get("summary_index" if part == "summary" else "content_index", 0))
             streamed = item.streamed
@@ -540,7 +543,7 @@ class OpenAIResponsesConverter(Converter):
     def _text_done(
         self, obj: dict[str, Any], kind: str, part: str, field: str
     ) -> list[ChunkResponse]:
-        item = self._items.get(obj.get("item_id"))
+        item = self._items.get(obj.get("item_id") or "")
         if item is None:
             return []
         index = obj.get("summary_index" if part == "summary" else "content_index", 0)
@@ -568,13 +571,12 @@ class OpenAIResponsesConverter(Converter):
         return [ChunkResponse(reasoning=text[streamed:])]
 
     # -- arguments -------------------------------------------------------------------------
-    def _argument_delta(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
+    def _argument_delta(self, obj: dict[str, Any], custom: bool) -> list[ChunkResponse]:
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
         tracker = self.tracker
-        item_id = obj.get("item_id")
-        call = tracker.find(item_id) if item_id else None
+        call = tracker.find(obj.get("item_id"))
         if call is None:
             call = self._orphan_call(obj)
             if call is None:
@@ -584,8 +586,7 @@ class OpenAIResponsesConverter(Converter):
                 "responses_parallel_interleaved",
                 "argument deltas of one call arrive after another call was opened",
             )
-        info = self._items.get(item_id) if item_id else None
-        if info is not None and info.custom:
+        if custom:
             delta = json.dumps(delta, ensure_ascii=False)[1:-1]
         out = tracker.append(call, delta)
         return [ChunkResponse(tool_calls=[out])] if out is not None else []
