@@ -2,10 +2,10 @@
 
 Every decoder has the interface of :class:`~streamtool.core.sse.SSEDecoder`
 (``feed(bytes|str) -> list[SSEItem]``, ``finish()``), so converters see SSE events whatever the
-framing was. The first non-whitespace character of the body decides: ``[`` is a streamed JSON
-array (Gemini without ``alt=sse``), ``{`` is NDJSON (Ollama's native API), anything else is SSE.
-A first read that holds only whitespace (or a BOM) does not decide yet: the body is buffered
-until a read that does.
+framing was. The first non-whitespace character of the body (after a BOM) decides: ``[`` is a
+streamed JSON array (Gemini without ``alt=sse``), ``{`` is NDJSON (Ollama's native API), anything
+else is SSE. A first read that holds only whitespace (or part of a BOM) does not decide yet: the
+body is buffered until a read that does.
 """
 
 from __future__ import annotations
@@ -30,22 +30,22 @@ _BOM = b"\xef\xbb\xbf"
 def sniff(first: bytes | str) -> str | None:
     """``"json-array"``, ``"ndjson"`` or ``"sse"`` from the start of a body; ``None`` if blank."""
     data = first.encode("utf-8") if isinstance(first, str) else bytes(first)
-    m = _FIRST.search(data)
+    if data.startswith(_BOM):
+        return _kind(data, len(_BOM))
+    if _BOM.startswith(data):
+        return None  # empty, or a BOM cut by the read: wait for more
+    return _kind(data, 0)
+
+
+def _kind(data: bytes, start: int) -> str | None:
+    m = _FIRST.search(data, start)
     if m is None:
         return None
-    pos = m.start()
-    if data.startswith(_BOM, pos):
-        m = _FIRST.search(data, pos + len(_BOM))
-        if m is None:
-            return None
-        pos = m.start()
-    c = data[pos : pos + 1]
+    c = data[m.start() : m.start() + 1]
     if c == b"[":
         return "json-array"
     if c == b"{":
         return "ndjson"
-    if _BOM.startswith(data[pos:]):
-        return None  # a BOM cut by the read: wait for more
     return "sse"
 
 
@@ -64,7 +64,7 @@ class PendingDecoder:
 
     def __init__(self) -> None:
         self._head: list[bytes | str] = []
-        self._tail = b""  # the last bytes seen (whitespace, or a BOM cut by a read)
+        self._start = b""  # the first bytes of the body, while fewer than a BOM's three
         self._inner: Decoder | None = None
 
     @property
@@ -79,10 +79,15 @@ class PendingDecoder:
         if self._inner is not None:
             return self._inner.feed(data)
         self._head.append(data)
-        seen = self._tail + _as_bytes(data)
-        kind = sniff(seen)
+        raw = _as_bytes(data)
+        if len(self._start) < len(_BOM):
+            # everything seen so far is in _start: the body's beginning is still undecided
+            seen = self._start + raw
+            self._start = seen[: len(_BOM)]
+            kind = sniff(seen)
+        else:
+            kind = _kind(raw, 0)  # the body so far is blank: the new read decides
         if kind is None:
-            self._tail = seen[-3:]
             return []
         return self._open(kind)
 
