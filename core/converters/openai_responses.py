@@ -337,7 +337,9 @@ class OpenAIResponsesConverter(Converter):
                 out.append(delta)
         final = self._final_arguments(info, item)
         if final is not None:
-            out.extend(self._reconcile(call, info, final, "the output item"))
+            # hosted and built-in tool items state their input only when done: nothing to note
+            quiet = first or (info.kind != "call" and info.type != "mcp_call")
+            out.extend(self._reconcile(call, info, final, "the output item", quiet=quiet))
         return [ChunkResponse(tool_calls=out)] if out else []
 
     def _final_arguments(self, info: _Item, item: dict[str, Any]) -> str | None:
@@ -358,9 +360,12 @@ class OpenAIResponsesConverter(Converter):
         return json.dumps(values, ensure_ascii=False) if values else None
 
     def _reconcile(
-        self, call: TrackedCall, info: _Item, final: str, where: str
+        self, call: TrackedCall, info: _Item, final: str, where: str, quiet: bool = False
     ) -> list[ToolCallDelta]:
-        """Bring the streamed arguments up to the authoritative ``final`` text."""
+        """Bring the streamed arguments up to the authoritative ``final`` text.
+
+        ``quiet``: the item that opens the call states its arguments (nothing to note).
+        """
         have = call.arguments
         if info.custom and not call.complete:
             final = final[:-1]  # the closing quote of the input string comes when the call closes
@@ -372,7 +377,9 @@ class OpenAIResponsesConverter(Converter):
         if call.complete or not final.startswith(have):
             self._mismatch(call, final, where)
             return []
-        if streamed:
+        if quiet:
+            pass
+        elif streamed:
             self.quirk(
                 "responses_args_suffix_in_done",
                 f"call {call.call_id}: {where} holds more arguments than were streamed",
