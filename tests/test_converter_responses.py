@@ -25,9 +25,13 @@ HEADER = Header(
     provider="openai", api="responses", request={"url": "https://api.openai.com/v1/responses"}
 )
 RECORDED = sorted(RECORDINGS.glob("openai-responses-*.jsonl"))
-CORPUS_RESPONSES = corpus_params("openai/responses-*.sse") + corpus_params(
-    "deepseek/responses-*.sse"
-)
+CORPUS_RESPONSES = [
+    *corpus_params("openai/responses-*.sse"),
+    *corpus_params("deepseek/responses-*.sse"),
+]
+# the captures the SDK's accumulator cannot take have their own tests below
+SDK_FAILS = ("responses-parallel-function-calls-prerelease", "responses-error-insufficient-quota")
+SDK_WORKS = [p for p in CORPUS_RESPONSES if not str(p.id).endswith(SDK_FAILS)]
 
 
 class Stream:
