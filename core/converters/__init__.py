@@ -75,10 +75,12 @@ def detect_from_header(header: Header) -> str | None:
             return "anthropic"
         if "generatecontent" in path:
             return "gemini"
+        if "/anthropic/" in path and path.endswith(":streamrawpredict"):
+            return "anthropic"  # Claude on Vertex AI speaks the Messages stream
     provider = (header.provider or "").lower()
     if provider == "anthropic":
         return "anthropic"
-    if provider in ("gemini", "google", "vertex"):
+    if provider in ("gemini", "google", "vertex", "vertex-ai", "google-vertex", "google-ai"):
         return "gemini"
     return None
 
@@ -124,6 +126,9 @@ def detect_from_event(event: SSEEvent) -> str | None:
             return "anthropic"
     if "candidates" in obj or "usageMetadata" in obj or "promptFeedback" in obj:
         return "gemini"
+    err = obj.get("error")
+    if isinstance(err, dict) and isinstance(err.get("status"), str) and "choices" not in obj:
+        return "gemini"  # a Google API error ({code, message, status}) as the stream's first word
     if "choices" in obj or obj.get("object") == "chat.completion.chunk":
         return "openai-chat"
     return None

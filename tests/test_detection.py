@@ -1,0 +1,177 @@
+"""Which converter replays a stream: the recording header, else the first events; --converter wins.
+
+A stream that does not say is refused with one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import RECORDINGS
+from streamtool.core.converters import detect_from_event, detect_from_header
+from streamtool.core.recording import Header
+from streamtool.core.sse import SSEEvent
+from wire_helpers import run
+
+
+def header(url: str | None = None, provider: str | None = None, api: str | None = None) -> Header:
+    return Header(provider=provider, api=api, request={"url": url} if url else {})
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://api.openai.com/v1/chat/completions", "openai-chat"),
+        ("https://api.openai.com/v1/responses", "openai-responses"),
+        (
+            "https://myres.openai.azure.com/openai/v1/responses?api-version=preview",
+            "openai-responses",
+        ),
+        ("https://api.anthropic.com/v1/messages?beta=true", "anthropic"),
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:"
+            "streamGenerateContent?alt=sse",
+            "gemini",
+        ),
+        (
+            "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/"
+            "publishers/google/models/gemini-2.5-flash:streamGenerateContent",
+            "gemini",
+        ),
+        (
+            "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/"
+            "publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict",
+            "anthropic",
+        ),
+        # Gemini's OpenAI-compatible endpoint speaks Chat Completions
+        ("https://generativelanguage.googleapis.com/v1beta/openai/chat/completions", "openai-chat"),
+        ("https://example.com/v1/something", None),
+    ],
+)
+def test_header_url(url: str, expected: str | None) -> None:
+    assert detect_from_header(header(url)) == expected
+
+
+def test_header_api_then_url_then_provider() -> None:
+    anthropic_url = "https://api.anthropic.com/v1/messages"
+    assert detect_from_header(header(anthropic_url, api="responses")) == "openai-responses"
+    assert detect_from_header(header(anthropic_url, provider="gemini")) == "anthropic"
+    assert detect_from_header(header(provider="anthropic")) == "anthropic"
+    assert detect_from_header(header(provider="vertex-ai")) == "gemini"
+    assert detect_from_header(header(api="generateContent")) == "gemini"
+    assert detect_from_header(header(api="messages")) == "anthropic"
+    assert (
+        detect_from_header(header(provider="openai")) is None
+    )  # chat or responses: the events say
+
+
+def ev(payload: dict, name: str | None = None) -> SSEEvent:
+    return SSEEvent(json.dumps(payload), name)
+
+
+def test_first_events() -> None:
+    start = {"type": "message_start", "message": {"model": "claude"}}
+    assert detect_from_event(ev(start, "message_start")) == "anthropic"
+    assert detect_from_event(ev(start)) == "anthropic"  # data-only framing
+    assert detect_from_event(ev({"type": "ping"})) == "anthropic"
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    assert detect_from_event(ev(overloaded)) == "anthropic"
+    created = {"type": "response.created", "response": {}}
+    assert detect_from_event(ev(created)) == "openai-responses"
+    assert detect_from_event(SSEEvent("{}", "response.created")) == "openai-responses"
+    assert detect_from_event(ev({"type": "error", "sequence_number": 2})) == "openai-responses"
+    assert detect_from_event(ev({"candidates": [{"content": {"parts": []}}]})) == "gemini"
+    assert detect_from_event(ev({"usageMetadata": {"promptTokenCount": 1}})) == "gemini"
+    google_error = {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+    assert detect_from_event(ev(google_error)) == "gemini"
+    assert (
+        detect_from_event(ev({"choices": [], "object": "chat.completion.chunk"})) == "openai-chat"
+    )
+    assert detect_from_event(ev({"hello": "world"})) is None
+    assert detect_from_event(SSEEvent("[DONE]")) is None
+    assert detect_from_event(SSEEvent("not json")) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "converter"),
+    [
+        ("anthropic-parallel-tool-calls.jsonl", "anthropic"),
+        ("openai-responses-reasoning-then-function-call.jsonl", "openai-responses"),
+        ("gemini-json-array-error-mid-stream.jsonl", "gemini"),
+    ],
+)
+def test_raw_bodies_are_detected_from_their_events(
+    tmp_path: Path, name: str, converter: str
+) -> None:
+    """The same streams saved as raw bodies (no header) are recognised from their events."""
+    lines = (RECORDINGS / name).read_text().splitlines()
+    raw = "".join(json.loads(line)["text"] for line in lines[1:-1])
+    path = tmp_path / "body.txt"
+    path.write_text(raw)
+    result = run([raw])
+    assert result[0]["converter"] == converter
+    assert cli("replay", str(path), "--format", "json").returncode == 0
+
+
+def test_gemini_json_array_behind_blank_first_reads() -> None:
+    element = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+    reads = ["\r\n", "  ", "[" + json.dumps(element), "]"]
+    result, _ = run(reads)
+    assert (result["converter"], result["text"], result["errors"]) == ("gemini", "hi", [])
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from streamtool.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_converter_option_overrides_detection() -> None:
+    path = RECORDINGS / "gemini-parallel-function-calls.jsonl"
+    auto = json.loads(cli("replay", str(path), "--format", "json").stdout)
+    assert auto["converter"] == "gemini" and len(auto["invocations"]) == 2
+    forced = cli("replay", str(path), "--format", "json", "--converter", "anthropic")
+    assert forced.returncode == 0
+    summary = json.loads(forced.stdout)
+    assert summary["converter"] == "anthropic"
+    assert summary["invocations"] == [] and summary["text"] == ""
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('data: {"hello": "world"}\n\ndata: {"n": 2}\n\n', "cannot tell which API this stream"),
+        (": keep-alive\n\n", "the stream holds no events"),
+        ("", "the stream holds no events"),
+    ],
+)
+def test_undetectable_stream_is_a_one_line_error(tmp_path: Path, body: str, message: str) -> None:
+    path = tmp_path / "mystery.sse"
+    path.write_text(body)
+    result = cli("replay", str(path), "--format", "json")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"streamtool: error: {path}: ")
+    assert message in lines[0] and "--converter" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_converter_name_is_a_one_line_error() -> None:
+    path = RECORDINGS / "anthropic-parallel-tool-calls.jsonl"
+    result = cli("replay", str(path), "--converter", "cohere")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert "unknown converter 'cohere'" in line
+    assert "openai-responses" in line and "anthropic" in line and "gemini" in line
