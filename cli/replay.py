@@ -11,6 +11,7 @@ from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
 from streamtool.core.run import replay_file
 
+from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .sinks import JsonlSink, JsonSink, Sink, TextSink
@@ -58,10 +59,18 @@ def replay(
     fmt: Annotated[
         Format, typer.Option("--format", help="json (summary), jsonl (every event) or text.")
     ] = Format.text,
+    emit: Annotated[
+        Emit | None,
+        typer.Option(
+            "--emit",
+            help="Write the replayed stream re-encoded instead of --format: openai-sse (an "
+            "OpenAI chat-completions SSE stream).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     parser_name = parser or default_parser()
-    sink = make_sink(fmt)
+    sink: Sink = make_sink(fmt) if emit is None else make_emit_sink(emit)
     with user_errors(str(file)):
         check_names(converter, parser_name)
         engine = replay_file(file, converter=converter, parser=parser_name, on_items=sink.on_items)
