@@ -118,12 +118,12 @@ class KimiK2Converter(OpenAIChatConverter):
                 continue
             if isinstance(piece, Call):
                 result = self._call(piece)
-                if isinstance(result, ToolCallDelta):
+                if isinstance(result, list):
                     if cur is None or cur.tool_calls is None:
                         cur = ChunkResponse(tool_calls=[])
                         out.append(cur)
                     assert cur.tool_calls is not None
-                    cur.tool_calls.append(result)
+                    cur.tool_calls.extend(result)
                     continue
                 piece = result
             if stream == "reasoning":
@@ -150,8 +150,12 @@ class KimiK2Converter(OpenAIChatConverter):
         else:
             self.quirk(note.kind, note.message)
 
-    def _call(self, call: Call) -> ToolCallDelta | Text:
-        """A scanned call as a tracker delta, or its text given back when it names no tool."""
+    def _call(self, call: Call) -> list[ToolCallDelta] | Text:
+        """A scanned call as tracker deltas, or its text given back when it names no tool.
+
+        The model wrote this call after any structured call still open, so those are complete
+        (their deltas come first): invocations stay in the order the model wrote the calls.
+        """
         call_id, arguments = call.call_id, call.arguments
         name, form = parse_call_id(call_id)
         if form == "underscore":
@@ -181,12 +185,14 @@ class KimiK2Converter(OpenAIChatConverter):
                 f"call {call_id}: arguments sent as a JSON string holding JSON; decoded",
             )
             arguments = decoded
+        deltas = self.tracker.complete_all()
         tracked = self.tracker.open()
         delta = self.tracker.update(
             tracked, call_id=call_id, name=name, arguments=arguments or None, complete=True
         )
         assert delta is not None  # a new call announces itself
-        return delta
+        deltas.append(delta)
+        return deltas
 
     # -- end of stream ---------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
