@@ -226,14 +226,15 @@ def _check_one(
             "missing",
             gold,
             rec,
-            message=f"no golden file {gold}; create it with: streamtool check --update {rec}",
+            message=f"no golden file ({golden_path.name}); create it with: "
+            f"streamtool check --update {rec}",
         )
     if text is None and not create_missing:
         return FileResult(
             "missing",
             gold,
             rec,
-            message=f"no golden file {gold}; not created because CI is set "
+            message=f"no golden file ({golden_path.name}); not created because CI is set "
             f"(add --create-missing to create it there)",
         )
     if text is not None:
