@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -92,7 +93,7 @@ def check(
     if fmt is Format.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(render_report(report))
+        sys.stdout.write(render_report(report, [str(p) for p in paths]))
     sys.stdout.flush()
     raise typer.Exit(report.exit_code)
 
@@ -107,7 +108,7 @@ _LABELS = {
 }
 
 
-def render_report(report: CheckReport) -> str:
+def render_report(report: CheckReport, paths: list[str]) -> str:
     lines: list[str] = []
     for r in report.results:
         if r.status == "error":
@@ -120,6 +121,10 @@ def render_report(report: CheckReport) -> str:
     counts = report.counts()
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     lines.append(f"{len(report.results)} checked: {', '.join(parts) or 'nothing'}")
+    if counts["drift"] + counts["missing"] > 1:
+        lines.append(
+            "to accept every replay as it is now: streamtool check --update " + shlex.join(paths)
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -270,8 +270,7 @@ def _check_one(
         gold,
         rec,
         diff=diff,
-        message=f"the replay differs from {gold}; if the change is intended, run: "
-        f"streamtool check --update {rec}",
+        message=f"if the change is intended, run: streamtool check --update {rec}",
     )
 
 
@@ -281,7 +280,7 @@ def _orphan(golden: Path) -> FileResult:
         "orphan",
         str(golden),
         None,
-        message=f"{golden}: its recording is gone (no {stem}.jsonl or {stem}.sse beside it); "
+        message=f"its recording is gone (no {stem}.jsonl or {stem}.sse beside it); "
         "delete the golden file or restore the recording",
     )
 
