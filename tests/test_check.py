@@ -52,13 +52,18 @@ def golden_of(path: Path) -> Path:
 
 
 # -- the project's own recordings ----------------------------------------------------------
+def bundled() -> list[Path]:
+    return sorted([*RECORDINGS.glob("*.jsonl"), *RECORDINGS.glob("*.sse")])
+
+
 def test_every_bundled_recording_has_a_golden_file() -> None:
-    recordings = sorted(RECORDINGS.glob("*.jsonl"))
+    recordings = bundled()
     assert recordings
     for rec in recordings:
         assert golden_of(rec).is_file(), f"{rec.name} has no golden file"
+    claimed = {golden_of(rec).name for rec in recordings}
     for gold in RECORDINGS.glob("*.golden.json"):
-        assert gold.with_name(gold.name.replace(".golden.json", ".jsonl")).is_file()
+        assert gold.name in claimed, f"{gold.name} has no recording"
 
 
 def streamtool_command() -> list[str]:
@@ -80,7 +85,7 @@ def test_streamtool_check_recordings_passes() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""
-    n = len(list(RECORDINGS.glob("*.jsonl")))
+    n = len(bundled())
     assert proc.stdout.count("\nok ") + proc.stdout.startswith("ok ") == n
     assert proc.stdout.rstrip().endswith(f"{n} checked: {n} match")
 
@@ -399,3 +404,17 @@ def test_json_format(recs: Path) -> None:
         "updated": 0,
         "error": 0,
     }
+
+
+@pytest.mark.parametrize(
+    ("recording", "golden"),
+    [
+        ("foo.jsonl", "foo.golden.json"),
+        ("foo.sse", "foo.golden.json"),
+        ("a.b.jsonl", "a.b.golden.json"),
+        ("noext", "noext.golden.json"),
+    ],
+)
+def test_golden_file_names(recording: str, golden: str) -> None:
+    assert golden_name(recording) == golden
+    assert is_golden_name(golden) and not is_golden_name(recording)

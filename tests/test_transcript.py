@@ -57,7 +57,7 @@ def cut(body: bytes, points: list[int]) -> list[bytes]:
     "path",
     [pytest.param(p, id=p.name) for p in BUNDLED] + corpus_params("*/*.sse"),
 )
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject) -> None:
     header, body, end = read_body(path)
