@@ -299,7 +299,9 @@ def test_name_after_arguments_and_finish_double():
 
 
 def test_events_separated_by_a_single_newline():
-    body = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\ndata: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n'
+    one = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n'
+    two = b'data: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n'
+    body = one + two
     s = summary(body)
     assert s["text"] == "ab"
     assert "sse_single_newline_separator" in quirk_ids(s)
