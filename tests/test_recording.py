@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from streamtool.core.recording import Chunk, End, Header, RecordingError
 from streamtool.core.recording_io import RecordingWriter, Source
 

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+
 from streamtool.core.recording_io import Source
 from streamtool.core.run import replay_file
 from streamtool.core.sse import SSEEvent, decode_all

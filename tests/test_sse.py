@@ -7,6 +7,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.recording_io import Source
 from streamtool.core.sse import SSEComment, SSEDecoder, SSEEvent, decode_all
 
