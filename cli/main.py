@@ -27,7 +27,3 @@ from . import replay as _replay  # noqa: E402,F401
 
 def main() -> None:
     app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
