@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from streamtool.core.check import CheckReport, FileResult, check_paths
 
 from .errors import fail, user_errors

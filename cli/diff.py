@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
 from streamtool.core.diff import MEANING, Row, StreamDiff, diff_streams
 from streamtool.core.handlers import default_parser
 from streamtool.core.run import replay_file

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.core.golden import golden_name, is_golden_name, parse_golden
 from streamtool.core.recording import RecordingError
 from streamtool.core.recording_io import RecordingWriter, Source
-from typer.testing import CliRunner
 
 from .conftest import RECORDINGS
 

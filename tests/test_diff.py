@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.core.diff import (
     align,
@@ -19,7 +21,6 @@ from streamtool.core.diff import (
 from streamtool.core.recording import Header
 from streamtool.core.recording_io import RecordingWriter, Source
 from streamtool.core.run import replay_file
-from typer.testing import CliRunner
 
 from .conftest import RECORDINGS
 

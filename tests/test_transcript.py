@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.model import SegmentEvent, SegmentType
 from streamtool.core.recording import Chunk, chunk_from_read
 from streamtool.core.recording_io import Source
