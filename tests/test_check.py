@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 from streamtool.cli.main import app
 from streamtool.core.golden import golden_name, is_golden_name, parse_golden
 from streamtool.core.recording import RecordingError
-from streamtool.core.recording_io import RecordingWriter, Source
+from streamtool.core.recording_io import RecordingWriter
 
 from .conftest import RECORDINGS
+from .helpers import recording_body
 
 TOOLS = "openai-parallel-tool-calls.jsonl"
 TEXT = "openai-text-usage-chunk-utf8-split.jsonl"
@@ -173,12 +174,9 @@ def test_rechunked_recording_still_matches(recs: Path, tmp_path: Path) -> None:
     """The same bytes cut into other reads at other times: the golden file still holds."""
     run("--update", str(recs))
     rec = recs / TOOLS
-    source = Source(rec)
-    body = b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks()
-    )
+    header, body, _ = recording_body(rec)
     rec.unlink()
-    with RecordingWriter(rec, source.header) as writer:
+    with RecordingWriter(rec, header) as writer:
         for i in range(0, len(body), 7):
             writer.write_read(1.0 + i / 1000, body[i : i + 7])
     assert len(rec.read_text(encoding="utf-8").splitlines()) > 100
@@ -293,10 +291,7 @@ def test_folder_search_skips_golden_files_and_hidden_folders(recs: Path) -> None
 
 def test_raw_sse_body_gets_a_golden_file(tmp_path: Path) -> None:
     body = tmp_path / "capture.sse"
-    source = Source(RECORDINGS / TEXT)
-    body.write_bytes(
-        b"".join(c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks())
-    )
+    body.write_bytes(recording_body(RECORDINGS / TEXT)[1])
     assert run("--update", str(tmp_path))[0] == 0
     gold = tmp_path / "capture.golden.json"
     doc = json.loads(gold.read_text(encoding="utf-8"))

@@ -19,10 +19,11 @@ from streamtool.core.diff import (
     first_difference,
 )
 from streamtool.core.recording import Header
-from streamtool.core.recording_io import RecordingWriter, Source
+from streamtool.core.recording_io import RecordingWriter
 from streamtool.core.run import replay_file
 
 from .conftest import RECORDINGS
+from .helpers import chat_chunk, recording_body, sse
 
 TOOLS = RECORDINGS / "openai-parallel-tool-calls.jsonl"
 ERROR = RECORDINGS / "openrouter-error-in-stream.jsonl"
@@ -45,14 +46,6 @@ def run_json(*args: str) -> tuple[int, dict[str, Any]]:
 
 def rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["field"]: r for r in data["rows"]}
-
-
-def body_of(path: Path) -> tuple[Header, bytes]:
-    source = Source(path)
-    body = b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks()
-    )
-    return source.header, body
 
 
 def write(path: Path, header: Header, body: bytes, size: int, step: float = 0.01) -> Path:
@@ -78,21 +71,10 @@ def chat_header(model: str = "gpt-4o-2024-08-06") -> Header:
 
 def chat_body(deltas: list[tuple[dict[str, Any], str | None]], usage: dict | None = None) -> bytes:
     """An OpenAI Chat Completions stream: one event per ``(delta, finish_reason)``."""
-    out = []
-    for delta, finish in deltas:
-        obj = {
-            "id": "chatcmpl-DiffTest0001",
-            "object": "chat.completion.chunk",
-            "created": 1763700000,
-            "model": "gpt-4o-2024-08-06",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        }
-        out.append("data: " + json.dumps(obj) + "\n\n")
+    chunks = [chat_chunk(delta, finish) for delta, finish in deltas]
     if usage:
-        obj = {"id": "chatcmpl-DiffTest0001", "object": "chat.completion.chunk", "choices": []}
-        out.append("data: " + json.dumps(dict(obj, usage=usage)) + "\n\n")
-    out.append("data: [DONE]\n\n")
-    return "".join(out).encode()
+        chunks.append(chat_chunk(choices=[], usage=usage))
+    return sse(*chunks)
 
 
 def tool_stream(call_id: str, pieces: list[str], text: str = "Checking.") -> bytes:
@@ -117,7 +99,7 @@ def test_a_recording_against_itself() -> None:
 
 
 def test_rechunked_crlf_copy_means_the_same_but_arrived_differently(tmp_path: Path) -> None:
-    header, body = body_of(TOOLS)
+    header, body, _ = recording_body(TOOLS)
     assert b"\r" not in body
     crlf = write(tmp_path / "crlf.jsonl", header, body.replace(b"\n", b"\r\n"), 13, 0.2)
     code, data = run_json(str(TOOLS), str(crlf))
@@ -131,7 +113,7 @@ def test_rechunked_crlf_copy_means_the_same_but_arrived_differently(tmp_path: Pa
 
 
 def test_keepalive_comments_are_arrival_not_meaning(tmp_path: Path) -> None:
-    header, body = body_of(TOOLS)
+    header, body, _ = recording_body(TOOLS)
     events = body.split(b"\n\n")
     with_comments = b"\n\n".join(b": OPENROUTER PROCESSING\n\n" + e if e else e for e in events)
     other = write(tmp_path / "comments.jsonl", header, with_comments, 64)

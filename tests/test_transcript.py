@@ -18,6 +18,7 @@ from streamtool.core.run import replay_file
 from streamtool.core.transcript import build_transcript, coalesce_segments, render
 
 from .conftest import RECORDINGS, corpus_params
+from .helpers import recording_body
 
 BUNDLED = sorted(RECORDINGS.glob("*.jsonl"))
 TIMING_KEYS = {"t", "chunks", "bytes", "sse_events", "comments", "stats", "ttft_s", "duration_s"}
@@ -29,15 +30,6 @@ def outcome(run: Any) -> tuple[str, Any]:
         return "transcript", run()
     except DetectionError as exc:
         return "error", str(exc)
-
-
-def read_body(path: Path) -> tuple[Any, bytes, Any]:
-    """A recording's header, all its body bytes joined, and its end record."""
-    source = Source(path)
-    body = b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode("utf-8") for c in source.chunks()
-    )
-    return source.header, body, source.end
 
 
 def replay_pieces(header: Any, pieces: list[bytes], end: Any, times: list[float]) -> dict:
@@ -61,7 +53,7 @@ def cut(body: bytes, points: list[int]) -> list[bytes]:
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject) -> None:
-    header, body, end = read_body(path)
+    header, body, end = recording_body(path)
     assert body, f"{path} has no body"
     expected = outcome(lambda: build_transcript(replay_file(path)))
     points = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=60), "cuts")
@@ -77,7 +69,7 @@ def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
 def test_one_byte_reads_give_the_same_transcript(path: Path) -> None:
-    header, body, end = read_body(path)
+    header, body, end = recording_body(path)
     expected = build_transcript(replay_file(path))
     pieces = [body[i : i + 1] for i in range(len(body))]
     got = replay_pieces(header, pieces, end, [i * 0.001 for i in range(len(pieces))])
