@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RECORDINGS
-from kimi_streams import text_stream
+from typer.testing import CliRunner
+
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
 from streamtool.core.emit_openai import (
@@ -27,7 +27,9 @@ from streamtool.core.emit_openai import (
 from streamtool.core.model import SegmentEvent, SegmentType, ToolInvocation
 from streamtool.core.recording import Header
 from streamtool.core.run import replay_file
-from typer.testing import CliRunner
+
+from .conftest import RECORDINGS
+from .kimi_streams import text_stream
 
 ALL_RECORDINGS = sorted(RECORDINGS.glob("*.jsonl"))
 KIMI_RECORDINGS = sorted(RECORDINGS.glob("*kimi-k2*.jsonl"))

@@ -6,20 +6,9 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kimi_streams import (
-    KIMI_MODEL,
-    calls_of,
-    chat_event,
-    function_tool,
-    kinds,
-    replay_events,
-    summary,
-    text_stream,
-    tools_header,
-)
+
 from streamtool.core.converters import detect_from_event, detect_from_header
 from streamtool.core.kimi_tokens import (
     ARGUMENT_BEGIN,
@@ -42,6 +31,19 @@ from streamtool.core.kimi_tokens import (
 from streamtool.core.recording import Header
 from streamtool.core.recording_io import Source
 from streamtool.core.sse import SSEEvent
+
+from .conftest import RECORDINGS
+from .kimi_streams import (
+    KIMI_MODEL,
+    calls_of,
+    chat_event,
+    function_tool,
+    kinds,
+    replay_events,
+    summary,
+    text_stream,
+    tools_header,
+)
 
 WEATHER = (
     "I'll check. "

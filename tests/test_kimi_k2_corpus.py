@@ -16,10 +16,11 @@ import re
 from typing import Any
 
 import pytest
-from conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kimi_streams import function_tool, summary, text_stream, tools_header
+
+from .conftest import CORPUS
+from .kimi_streams import function_tool, summary, text_stream, tools_header
 
 CASE_FILES = ("vllm-kimi_k2-parser-cases.json", "vllm-legacy-kimi_k2-parser-cases.json")
 
