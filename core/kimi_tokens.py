@@ -232,7 +232,8 @@ class KimiTokenScanner:
     def _give_back(self, out: list[Piece], kind: str, message: str) -> None:
         """Give the whole unresolved section text back as ordinary text; leave the section."""
         raw = "".join(self._raw)
-        out.append(Note(kind, message, _excerpt(raw), error=True))
+        # the excerpt covers no more than the limit: the same whatever the chunking
+        out.append(Note(kind, message, _excerpt(raw[: self.limit]), error=True))
         if raw:
             out.append(Text(raw))
         self._reset()

@@ -269,6 +269,38 @@ def test_scanner_arbitrary_text_never_depends_on_the_cuts(text, points):
     assert coalesce(scan(cut(text, points))) == coalesce(scan([text]))
 
 
+_SOUP = st.lists(
+    st.sampled_from(
+        [
+            *MARKERS,
+            "a",
+            "  ",
+            "\n",
+            '{"x": 1}',
+            "functions.f:1",
+            "<",
+            "<|",
+            "|>",
+            "<|tool_call",
+            "0",
+        ]
+    ),
+    max_size=14,
+)
+
+
+@given(
+    atoms=_SOUP,
+    points=st.lists(st.integers(0, 400), max_size=8),
+    limit=st.sampled_from([60, SECTION_LIMIT]),
+)
+@settings(max_examples=100, deadline=None)
+def test_scanner_marker_soup_never_depends_on_the_cuts(atoms, points, limit):
+    """Markers in any order (stray ends, nested begins, missing pieces), any cuts, any overflow."""
+    text = "".join(atoms)
+    assert coalesce(scan(cut(text, points), limit)) == coalesce(scan([text], limit))
+
+
 def test_scanner_every_marker_is_found_when_cut_at_each_position():
     for marker in MARKERS:
         for i in range(1, len(marker)):
