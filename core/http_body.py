@@ -3,16 +3,19 @@
 - :class:`BodyDecoder` undoes a ``Content-Encoding`` a server applied although it was asked for
   ``identity``, one network read at a time, so the recording still holds one chunk per read.
 - :class:`SecretScrubber` removes known credential values from anything about to be written.
+- :class:`StreamEndDetector` tells whether a stream's own final event has arrived.
 - :func:`provider_error_message` finds the human message in a provider's HTTP error body.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from typing import Any
 
 from .secrets import REDACTED
+from .sse import SSEDecoder, SSEEvent
 
 DECODABLE = ("gzip", "x-gzip", "deflate")
 
@@ -91,6 +94,40 @@ class SecretScrubber:
         if isinstance(obj, list | tuple):
             return [self.deep(v) for v in obj]
         return obj
+
+
+TERMINAL_EVENTS = frozenset(
+    {"message_stop", "response.completed", "response.failed", "response.incomplete"}
+)
+_TYPE_FIELD = re.compile(r'^\s*\{\s*"type"\s*:\s*"([^"]+)"')
+
+
+class StreamEndDetector:
+    """Follows a body's SSE events to see whether the last one ends the stream.
+
+    OpenAI chat ends with ``data: [DONE]``, Anthropic with ``message_stop``, Responses with
+    ``response.completed`` / ``.failed`` / ``.incomplete``. An SDK stops reading there and closes
+    the response before the transport saw the end of the body; this says it was complete.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+        self.terminated = False
+
+    def feed(self, data: bytes | str) -> None:
+        for item in self._decoder.feed(data):
+            if type(item) is SSEEvent:
+                self.terminated = _is_terminal(item)
+
+
+def _is_terminal(event: SSEEvent) -> bool:
+    if event.event in TERMINAL_EVENTS:
+        return True
+    data = event.data
+    if data.strip() == "[DONE]":
+        return True
+    found = _TYPE_FIELD.match(data[:80])
+    return bool(found and found.group(1) in TERMINAL_EVENTS)
 
 
 def provider_error_message(status: int, body: bytes) -> str:
