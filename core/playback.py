@@ -56,7 +56,7 @@ class Cut:
 
 def parse_speed(value: str) -> float | None:
     """``--speed``: a positive factor, or ``max`` for no sleeps at all."""
-    if value.strip().lower() in ("max", "inf", "0"):
+    if value.strip().lower() in ("max", "inf"):
         return None
     try:
         speed = float(value)
