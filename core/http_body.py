@@ -30,29 +30,30 @@ class BodyDecoder:
     def __init__(self, encoding: str | None) -> None:
         self.encoding = (encoding or "").strip().lower()
         self.decoded = self.encoding in DECODABLE
-        self._raw_deflate = False
         self._z: Any = None
+        self._head = b""  # deflate: the first bytes, until the zlib header can be checked
         if self.encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif self.encoding == "deflate":
-            self._z = zlib.decompressobj()
-        self._first = True
 
     def feed(self, data: bytes) -> bytes:
         if self._z is None:
-            return data
-        if self._first and self.encoding == "deflate" and data:
-            self._first = False
-            try:
-                return bytes(self._z.decompress(data))
-            except zlib.error:
-                # "deflate" sent as a raw deflate stream, without the zlib wrapper
-                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-        self._first = False
+            if self.encoding != "deflate":
+                return data
+            self._head += data
+            if len(self._head) < 2:
+                return b""
+            data, self._head = self._head, b""
+            cmf, flg = data[0], data[1]
+            wrapped = cmf & 0x0F == 8 and (cmf * 256 + flg) % 31 == 0
+            # "deflate" is meant to be zlib-wrapped, but servers also send it raw
+            self._z = zlib.decompressobj() if wrapped else zlib.decompressobj(-zlib.MAX_WBITS)
         return bytes(self._z.decompress(data))
 
     def flush(self) -> bytes:
         if self._z is None:
+            if self._head:  # a deflate body of one byte cannot be valid; keep it as it came
+                head, self._head = self._head, b""
+                return head
             return b""
         return bytes(self._z.flush())
 
