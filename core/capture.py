@@ -15,9 +15,10 @@ comes off the connection, one item per network read, exactly as ``streamtool rec
 
 Streamed requests (``"stream": true`` in the JSON body, or a ``:streamGenerateContent`` URL)
 are recorded; others pass through untouched unless ``streams_only=False``. Each recorded
-response gets its own file: in a folder ``001-openai-chat-completions.jsonl``, ...; for a file
-name ``rec.jsonl``, then ``rec-2.jsonl``, ... Nothing existing is overwritten unless
-``force=True``. The async client writes its (small, flushed) records synchronously.
+response gets its own file: in a folder (an existing one, or a name without a suffix)
+``001-openai-chat-completions.jsonl``, ...; for a file name ``rec.jsonl``, then
+``rec-2.jsonl``, ... Nothing existing is overwritten unless ``force=True``. The async client
+writes its (small, flushed) records synchronously.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class Capture:
         module: str | None = None,
     ) -> None:
         raw = os.fspath(target)
-        self.folder = raw.endswith(("/", os.sep)) or Path(raw).is_dir()
+        # a folder: an existing one, or a name without a suffix ("captures", "runs/")
+        self.folder = raw.endswith(("/", os.sep)) or Path(raw).is_dir() or not Path(raw).suffix
         self.target = Path(raw)
         if self.folder:
             self.target.mkdir(parents=True, exist_ok=True)
