@@ -23,6 +23,7 @@ writes its (small, flushed) records synchronously.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -31,6 +32,7 @@ import re
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,6 +40,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .http_body import StreamEndDetector
 from .recorder import ResponseRecorder
+from .recording import RecordingError
 from .requests import preset_for
 from .secrets import SECRET_HEADERS, SECRET_QUERY
 
@@ -196,9 +199,31 @@ class Capture:
         request.headers["accept-encoding"] = "identity"
         info["headers"]["accept-encoding"] = "identity"
         path = self._next_path(provider, api)
-        return ResponseRecorder(
+        rec = ResponseRecorder(
             path, request=info, provider=provider, api=api, secrets=secrets, force=self.force
         )
+        try:
+            rec.preflight()
+        except RecordingError as exc:
+            self._skip(path, exc)
+            return None
+        return rec
+
+    def _skip(self, path: Path, exc: RecordingError) -> None:
+        """Capturing never breaks the caller's request: warn and let it through unrecorded."""
+        with self._lock:
+            if path in self.paths:
+                self.paths.remove(path)
+        warnings.warn(f"streamtool capture: not recorded: {exc}", RuntimeWarning, stacklevel=3)
+
+    def started(self, rec: ResponseRecorder, response: Any) -> bool:
+        """Write the header for ``response``; ``False`` when the recording cannot be written."""
+        try:
+            rec.start(response.status_code, response.headers.multi_items())
+        except RecordingError as exc:
+            self._skip(Path(rec.path), exc)
+            return False
+        return True
 
 
 def _closed_early(rec: ResponseRecorder, end: StreamEndDetector) -> None:
@@ -215,7 +240,7 @@ def _closed_early(rec: ResponseRecorder, end: StreamEndDetector) -> None:
 def _classes(mod: ModuleType) -> tuple[type, type]:
     """Transport and stream wrappers subclassing ``mod``'s base classes (the clients check)."""
 
-    class TeeStream(mod.SyncByteStream):  # type: ignore[name-defined,misc]
+    class TeeStream(mod.SyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
             self.inner = inner
             self.rec = rec
@@ -240,7 +265,7 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             _closed_early(self.rec, self.end)
             self.inner.close()
 
-    class AsyncTeeStream(mod.AsyncByteStream):  # type: ignore[name-defined,misc]
+    class AsyncTeeStream(mod.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
             self.inner = inner
             self.rec = rec
@@ -265,7 +290,7 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             _closed_early(self.rec, self.end)
             await self.inner.aclose()
 
-    class TeeTransport(mod.BaseTransport):  # type: ignore[name-defined,misc]
+    class TeeTransport(mod.BaseTransport):  # type: ignore[name-defined]
         def __init__(self, capture: Capture, inner: Any) -> None:
             self.capture = capture
             self.inner = inner
@@ -278,16 +303,17 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             try:
                 response = self.inner.handle_request(request)
             except BaseException as exc:
-                rec.fail(exc)
+                with contextlib.suppress(RecordingError):
+                    rec.fail(exc)  # a recording that says why no response came
                 raise
-            rec.start(response.status_code, response.headers.multi_items())
-            response.stream = TeeStream(response.stream, rec)
+            if self.capture.started(rec, response):
+                response.stream = TeeStream(response.stream, rec)
             return response
 
         def close(self) -> None:
             self.inner.close()
 
-    class AsyncTeeTransport(mod.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+    class AsyncTeeTransport(mod.AsyncBaseTransport):  # type: ignore[name-defined]
         def __init__(self, capture: Capture, inner: Any) -> None:
             self.capture = capture
             self.inner = inner
@@ -300,10 +326,11 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             try:
                 response = await self.inner.handle_async_request(request)
             except BaseException as exc:
-                rec.fail(exc)
+                with contextlib.suppress(RecordingError):
+                    rec.fail(exc)  # a recording that says why no response came
                 raise
-            rec.start(response.status_code, response.headers.multi_items())
-            response.stream = AsyncTeeStream(response.stream, rec)
+            if self.capture.started(rec, response):
+                response.stream = AsyncTeeStream(response.stream, rec)
             return response
 
         async def aclose(self) -> None:

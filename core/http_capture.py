@@ -45,6 +45,7 @@ def record_request(
         secrets=prepared.secrets,
         force=force,
     )
+    recorder.preflight()
     timeout = httpx.Timeout(connect_timeout, read=read_timeout, write=30.0, pool=connect_timeout)
     try:
         with httpx.Client(timeout=timeout, headers={"user-agent": USER_AGENT}) as client:

@@ -9,6 +9,7 @@ It is used by ``streamtool record`` (httpx) and by the SDK capture transports (h
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable
@@ -20,6 +21,7 @@ from typing import Any
 from .http_body import BodyDecoder, SecretScrubber, provider_error_message
 from .recording import Chunk, Header, RecordingError
 from .recording_io import RecordingWriter
+from .secrets import find_secret, redact_request
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
 
@@ -99,6 +101,18 @@ class ResponseRecorder:
 
     def now(self) -> float:
         return time.monotonic() - self.t0
+
+    def preflight(self) -> None:
+        """Refuse before any traffic when the request would put a known key pattern on disk.
+
+        (``RecordingWriter`` refuses such a header too, but by then the request was sent.)
+        """
+        request = redact_request(self.scrubber.deep(self.request))
+        leaked = find_secret(json.dumps(request, ensure_ascii=False))
+        if leaked:
+            raise RecordingError(
+                self.path, None, f"refusing to record: the request holds a {leaked}"
+            )
 
     # -- events ----------------------------------------------------------------------------
     def start(self, status: int | None, headers: Iterable[tuple[str, str]]) -> None:

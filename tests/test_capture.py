@@ -248,3 +248,20 @@ def test_request_classification():
     assert is_stream_request("http://x/v1beta/models/g:streamGenerateContent?alt=sse", None)
     assert is_stream_request("http://x/v1/chat/completions", {"stream": True})
     assert not is_stream_request("http://x/v1/chat/completions", {"stream": False})
+
+
+def test_a_request_that_cannot_be_recorded_still_goes_through(server, tmp_path):
+    capture = Capture(tmp_path / "keyed.jsonl")
+    client = openai.OpenAI(
+        base_url=server.url + "/v1", api_key=OPENAI_KEY, max_retries=0, http_client=capture.client()
+    )
+    prompt = "my key is sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX, keep it safe"
+    with (
+        pytest.warns(RuntimeWarning, match="refusing to record"),
+        client.chat.completions.stream(
+            model="gpt-4o-mini-2024-07-18", messages=[{"role": "user", "content": prompt}]
+        ) as stream,
+    ):
+        final = stream.get_final_completion()
+    assert final.choices[0].message.content.startswith("Sure!")
+    assert capture.paths == [] and not (tmp_path / "keyed.jsonl").exists()

@@ -948,3 +948,25 @@ def test_progress_line_on_a_terminal():
     quiet = io.StringIO()
     ProgressLine(quiet).on_read(0.5, 3, 2048)
     assert quiet.getvalue() == ""  # not a terminal: no redraws
+
+
+def test_a_request_holding_a_key_is_refused_before_sending(served, tmp_path):
+    out = tmp_path / "keyed.jsonl"
+    result = run_record(
+        [
+            "-p",
+            "openai-chat",
+            "-m",
+            "gpt-4o-2024-08-06",
+            "--prompt",
+            "my key is sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX",
+            "--base-url",
+            served.url + "/v1",
+            "-o",
+            str(out),
+        ]
+    )
+    assert result.exit_code == 2
+    assert "refusing to record: the request holds a OpenAI-style key" in result.stderr
+    assert "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX" not in result.output
+    assert not out.exists()
