@@ -89,7 +89,7 @@ def serve(
     )
     for rec in library.recordings:
         where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
-        flags = [] if rec.complete else ["cut off"]
+        flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
         if rec.status >= 400:
             flags.append(f"HTTP {rec.status}")
         extra = f" [{', '.join(flags)}]" if flags else ""

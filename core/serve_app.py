@@ -16,7 +16,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -69,11 +69,15 @@ class Recording:
     headers: list[tuple[str, str]]
     chunks: list[tuple[float | None, bytes]] = field(repr=False)
     size: int = 0
-    complete: bool = True  # the recording has an end record
+    # how the recorded stream ended: "complete", "error", "timeout", "interrupted", or
+    # "cut off" (no end record)
+    ended: str = "complete"
 
     @property
-    def body(self) -> bytes:
-        return b"".join(data for _, data in self.chunks)
+    def broken(self) -> bool:
+        """The recorded stream did not end properly: it is served the same way, by dropping
+        the connection after its last byte (HTTP error statuses are complete responses)."""
+        return self.ended != "complete" and self.status < 400
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -83,6 +87,7 @@ class Recording:
             "status": self.status,
             "bytes": self.size,
             "chunks": len(self.chunks),
+            "ended": self.ended,
         }
 
 
@@ -186,7 +191,7 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         headers=headers,
         chunks=chunks,
         size=size,
-        complete=source.end is not None,
+        ended=source.end.reason if source.end is not None else "cut off",
     )
 
 
@@ -347,7 +352,11 @@ def create_app(library: Library, playback: Playback | None = None) -> Any:
                     "headers": self.raw_headers,
                 }
             )
-            for step in schedule(self.rec.chunks, play, self.rec.size):
+            rec = self.rec
+            plan = play
+            if rec.broken and plan.cut_after is None:
+                plan = replace(plan, cut_after=rec.size)  # broken off as it was recorded
+            for step in schedule(rec.chunks, plan, rec.size):
                 if isinstance(step, Cut):
                     return True
                 delay = self.start + step.at - anyio.current_time()

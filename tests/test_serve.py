@@ -649,3 +649,42 @@ def test_create_app_needs_no_server_imports_at_cli_start():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert create_app  # the app factory is importable without them
+
+
+def test_a_broken_off_recording_is_served_broken_off(tmp_path):
+    from streamtool.cli.main import app
+    from typer.testing import CliRunner
+
+    rec = recording("openai-parallel-tool-calls")
+    out = tmp_path / "openai-dropped.jsonl"
+    with serving([rec], Playback(speed=None, cut_after=1234)) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "record",
+                "-p",
+                "openai-chat",
+                "-m",
+                "m",
+                "--prompt",
+                "hi",
+                "--base-url",
+                server.url + "/v1",
+                "-o",
+                str(out),
+            ],
+            env={"OPENAI_API_KEY": "sk-test-local"},
+        )
+    assert result.exit_code == 1
+    [again] = Library.from_paths([out]).recordings
+    assert again.ended == "error" and again.broken
+    got = bytearray()
+    with (
+        serving([out], MAX) as server,
+        httpx.Client(timeout=10) as client,
+        client.stream("POST", server.url + "/v1/chat/completions", json={"stream": True}) as r,
+        pytest.raises(httpx.RemoteProtocolError),
+    ):
+        for data in r.iter_raw():
+            got += data
+    assert bytes(got) == body_of(rec)[:1234]
