@@ -970,3 +970,33 @@ def test_a_request_holding_a_key_is_refused_before_sending(served, tmp_path):
     assert "refusing to record: the request holds a OpenAI-style key" in result.stderr
     assert "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX" not in result.output
     assert not out.exists()
+
+
+def test_record_keeps_the_reads_as_the_server_cut_them(tmp_path):
+    rec = recording("openai-text-usage-chunk-utf8-split")
+    out = tmp_path / "rechunked.jsonl"
+    with serving([rec], Playback(speed=None, rechunk=7)) as server:
+        result = run_record(
+            [
+                "-p",
+                "openai-chat",
+                "-m",
+                "m",
+                "--prompt",
+                "hi",
+                "--base-url",
+                server.url + "/v1",
+                "-o",
+                str(out),
+            ]
+        )
+    assert result.exit_code == 0, result.stderr
+    _, chunks, end = read_all(out)
+    body = body_of(rec)
+    assert b"".join(chunks) == body and end.reason == "complete"
+    assert max(len(c) for c in chunks) <= 7
+    assert len(chunks) >= -(-len(body) // 7)
+    # 7-byte cuts split multi-byte characters: such reads are kept as base64, not repaired
+    raw = out.read_text()
+    assert '"b64":' in raw
+    assert replay_file(out).summary()["text"] == replay_file(rec).summary()["text"]
