@@ -89,6 +89,7 @@ def serve(
     )
     for rec in library.recordings:
         where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
+        where = where.replace("{model}", rec.model or "MODEL")
         flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
         if rec.status >= 400:
             flags.append(f"HTTP {rec.status}")
