@@ -41,8 +41,8 @@ from urllib.parse import parse_qsl, urlsplit
 from .http_body import StreamEndDetector
 from .recorder import ResponseRecorder
 from .recording import RecordingError
-from .requests import preset_for
-from .secrets import SECRET_HEADERS, SECRET_QUERY
+from .requests import credential_values, preset_for
+from .secrets import SECRET_QUERY
 
 _APIS = (
     ("/chat/completions", "chat.completions"),
@@ -84,13 +84,7 @@ def describe_request(request: Any) -> tuple[dict[str, Any], Any, tuple[str, ...]
     except ValueError:
         body = content.decode("utf-8", "replace")
     headers = dict(request.headers.items())
-    secrets: list[str] = []
-    for name, value in headers.items():
-        if name.lower() in SECRET_HEADERS:
-            secrets.append(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                secrets.append(token)
+    secrets = credential_values(headers.items())
     url = str(request.url)
     for key, value in parse_qsl(urlsplit(url).query):
         if key.lower() in SECRET_QUERY:

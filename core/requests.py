@@ -11,7 +11,7 @@ Anthropic and Gemini base URLs are the bare origin.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
@@ -589,12 +589,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     url_query = "&".join(q for q in (parts.query, urlencode(query)) if q)
     url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=url_query))
     secrets = [key] if key else []
-    for name, value in opts.headers:
-        if _credential_header(name):
-            secrets.append(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                secrets.append(token)
+    secrets += credential_values(opts.headers)
     return PreparedRequest(
         method="POST",
         url=url,
@@ -608,8 +603,20 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     )
 
 
-def _credential_header(name: str) -> bool:
-    lowered = name.lower()
-    return lowered in SECRET_HEADERS or any(
-        word in lowered for word in ("key", "token", "secret", "auth", "password")
-    )
+def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The values of headers that carry credentials (and the token of ``Bearer <token>``).
+
+    Beyond the known names, any header whose name speaks of a key, token, secret, auth or
+    password counts: its value is scrubbed from everything a recording keeps.
+    """
+    out: list[str] = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in SECRET_HEADERS or any(
+            word in lowered for word in ("key", "token", "secret", "auth", "password")
+        ):
+            out.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                out.append(token)
+    return out
