@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import RECORDINGS
+from .conftest import RECORDINGS
 from streamtool.core.recording_io import Source
 from streamtool.core.sse import SSEDecoder, SSEEvent
 

@@ -10,8 +10,8 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from conftest import RECORDINGS
-from serve_helpers import body_of, chunks_of, read_all, recording
+from .conftest import RECORDINGS
+from .serve_helpers import body_of, chunks_of, read_all, recording
 from streamtool.core.capture import Capture, http_module, is_stream_request, provider_and_api
 from streamtool.core.http_body import StreamEndDetector
 from streamtool.core.playback import Playback

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from serve_helpers import body_of, chunks_of, read_all, recording, write_recording
+from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
 from streamtool.cli.main import app
 from streamtool.core.http_body import BodyDecoder, provider_error_message
 from streamtool.core.playback import Playback

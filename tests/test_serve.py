@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import RECORDINGS
+from .conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from serve_helpers import (
+from .serve_helpers import (
     body_of,
     chat_chunk,
     chunks_of,
