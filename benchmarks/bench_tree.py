@@ -1,0 +1,288 @@
+"""Cost of the live tree: ``replay --speed max`` on a terminal against ``replay --format json``.
+
+Writes a recording of 5,000 events (reasoning, text, a long streamed ``write_file`` call and two
+small calls, one network read per event, in the OpenAI Chat Completions wire format), then times,
+in the same run:
+
+1. in process: the replay engine with the JSON sink, and with the tree sink drawing live on a
+   forced-terminal rich console (the live path: redraw thread, frames, final tree);
+2. end to end: ``streamtool replay FILE --format json`` into a pipe, and ``streamtool replay FILE
+   --speed max`` in a real pseudo-terminal (so the command picks the live tree itself).
+
+Prints the figures, the ratios (target: at most 2.0) and the redraw rate (target: at most 15 per
+second). Exit code 1 if a target is missed.
+
+    python benchmarks/bench_tree.py [--events 5000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import io
+import json
+import os
+import pty
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+TARGET_RATIO = 2.0
+MAX_FPS = 15.0
+MODEL = "gpt-4o-2024-08-06"
+
+
+def _sse(delta: dict, finish: str | None = None, **extra: object) -> str:
+    obj = {
+        "id": "chatcmpl-AbC9tree5000events",
+        "object": "chat.completion.chunk",
+        "created": 1763700000,
+        "model": MODEL,
+        "system_fingerprint": "fp_f33640a400",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        **extra,
+    }
+    return "data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
+
+
+def _call(index: int, *, call_id: str | None = None, name: str | None = None, args: str) -> str:
+    entry: dict = {"index": index, "function": {"arguments": args}}
+    if call_id:
+        entry = {"index": index, "id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": args}}  # fmt: skip
+    return _sse({"tool_calls": [entry]})
+
+
+def _words(prefix: str) -> Iterator[str]:
+    words = (
+        "the stream arrives in small pieces and every piece must land in the right place "
+        "so the reader sees what the model wrote while it is writing it"
+    ).split()
+    n = 0
+    while True:
+        for w in words:
+            n += 1
+            yield (f"\n{prefix} {n // 12}: " if n % 12 == 0 else " ") + w
+
+
+def _code() -> Iterator[str]:
+    source = (
+        "def handler(event, context):\n"
+        '    """Process one event and return the result."""\n'
+        "    items = [x * 2 for x in range(100) if x % 3 == 0]\n"
+        '    message = f"processed {len(items)} items"\n'
+        "    return {'status': 200, 'body': message}\n\n"
+    )
+    while True:
+        for i in range(0, len(source), 16):
+            yield source[i : i + 16]
+
+
+def events(n: int) -> list[str]:
+    """``n`` SSE events: 20% reasoning, 30% text, 46% one long file write, then two calls."""
+    out = [_sse({"role": "assistant", "content": None})]
+    n_reason, n_text = n // 5, (3 * n) // 10
+    n_file = n - n_reason - n_text - 11
+    gen = _words("step")
+    out += [_sse({"reasoning_content": next(gen)}) for _ in range(n_reason)]
+    gen = _words("point")
+    out += [_sse({"content": next(gen)}) for _ in range(n_text)]
+    out.append(_call(0, call_id="call_Wf7kQ2nX9pL4sR1t", name="write_file", args=""))
+    out.append(_call(0, args='{"path": "app/handler.py", "content": "'))
+    code = _code()
+    out += [_call(0, args=json.dumps(next(code))[1:-1]) for _ in range(n_file)]
+    out.append(_call(0, args='"}'))
+    out.append(_call(1, call_id="call_Rd2mT8vB5cX0zQ6y", name="run_tests", args=""))
+    out.append(_call(1, args='{"path": "app", '))
+    out.append(_call(1, args='"verbose": true}'))
+    out.append(_call(2, call_id="call_Gh3jK9lM1nB7vC4x", name="get_status", args="{}"))
+    out.append(_sse({}, "tool_calls"))
+    usage = {"prompt_tokens": 812, "completion_tokens": n, "total_tokens": 812 + n}
+    out.append(_sse({}, None, usage=usage))
+    out.append("data: [DONE]\n\n")
+    return out
+
+
+def write_recording(path: Path, n_events: int) -> int:
+    evs = events(n_events)
+    header = {
+        "type": "header",
+        "format": "streamtool-recording",
+        "version": 1,
+        "provider": "openai",
+        "api": "chat.completions",
+        "recorded_at": "2026-11-21T00:00:00Z",
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "headers": {"content-type": "application/json"},
+            "body": {"model": MODEL, "stream": True},
+        },
+        "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
+    }
+    t = 0.42
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(header) + "\n")
+        for raw in evs:
+            fh.write(json.dumps({"type": "chunk", "t": round(t, 4), "text": raw}) + "\n")
+            t += 0.011
+        fh.write(json.dumps({"type": "end", "t": round(t, 4), "reason": "complete"}) + "\n")
+    return len(evs)
+
+
+# -- in process ------------------------------------------------------------------------------------
+def run_json(path: Path) -> None:
+    from streamtool.cli.sinks import JsonSink
+    from streamtool.core.run import replay_file
+
+    sink = JsonSink(io.StringIO())
+    engine = replay_file(path, on_items=sink.on_items)
+    sink.close(engine)
+
+
+def run_tree(path: Path, frames: list[int]) -> None:
+    from streamtool.cli.tree import make_console, make_live_sink
+    from streamtool.core.run import replay_file
+
+    with open(os.devnull, "w") as devnull:
+        console = make_console(file=devnull, force_terminal=True, width=120, height=40)
+        sink = make_live_sink(console)
+        assert sink.live
+        engine = replay_file(
+            path, on_items=sink.on_items, before_chunk=lambda e, c: sink.observe(e)
+        )
+        sink.close(engine)
+    frames.append(sink.frames)
+
+
+def best(fn: Callable[[], None], repeat: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+# -- end to end ------------------------------------------------------------------------------------
+def cli_json(path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "streamtool.cli", "replay", str(path), "--format", "json"],
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+
+
+def cli_tree_pty(path: Path, cols: int = 120, rows: int = 40) -> bytes:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamtool.cli", "replay", str(path), "--speed", "max"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    out = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            out.extend(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    code = proc.wait()
+    reader.join()
+    os.close(master)
+    if code != 0:
+        raise SystemExit(f"streamtool replay exited {code}: {bytes(out[-500:])!r}")
+    return bytes(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=5000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "openai-bench-tree.jsonl"
+        n = write_recording(path, args.events)
+        size = path.stat().st_size
+        print(f"recording: {n:,} events, {size / 1e6:.2f} MB")
+
+        frames: list[int] = []
+        run_json(path)  # warm up: imports, caches
+        run_tree(path, frames)
+        json_s, _ = best(lambda: run_json(path), args.repeat)
+        tree_s, _ = best(lambda: run_tree(path, frames), args.repeat)
+        ratio = tree_s / json_s
+        fps = max(frames) / tree_s
+        print(f"in process   json sink  {json_s * 1000:8.1f} ms (median of {args.repeat})")
+        print(f"in process   live tree  {tree_s * 1000:8.1f} ms   frames {max(frames)}")
+        print(f"in process   ratio      {ratio:8.2f}   (target <= {TARGET_RATIO})")
+        ok &= ratio <= TARGET_RATIO
+
+        cli_json(path)
+        out = cli_tree_pty(path)
+        json_e, _ = best(lambda: cli_json(path), args.repeat)
+        tree_e, _ = best(lambda: cli_tree_pty(path), args.repeat)
+        ratio_e = tree_e / json_e
+        print(f"end to end   --format json      {json_e * 1000:8.1f} ms (median of {args.repeat})")
+        print(f"end to end   --speed max (pty)  {tree_e * 1000:8.1f} ms   {len(out):,} bytes drawn")
+        print(f"end to end   ratio              {ratio_e:8.2f}   (target <= {TARGET_RATIO})")
+        ok &= ratio_e <= TARGET_RATIO
+
+        # redraw rate while paced: a 2-second slice played at recorded speed x 10
+        from streamtool.cli.pacing import Pacer
+
+        frames.clear()
+        pacer = Pacer(10.0, None)
+        from streamtool.cli.tree import make_console, make_live_sink
+        from streamtool.core.run import replay_file
+
+        with open(os.devnull, "w") as devnull:
+            console = make_console(file=devnull, force_terminal=True, width=120, height=40)
+            sink = make_live_sink(console)
+            start = time.perf_counter()
+            deadline = start + 2.0
+
+            def before(engine: object, chunk: object) -> None:
+                sink.observe(engine)
+                pacer.wait(chunk.t)  # type: ignore[attr-defined]
+                if time.perf_counter() > deadline:
+                    raise KeyboardInterrupt
+
+            try:
+                replay_file(path, on_items=sink.on_items, before_chunk=before)
+            except KeyboardInterrupt:
+                pass
+            sink._stop_live()
+            elapsed = time.perf_counter() - start
+        rate = sink.frames / elapsed
+        print(f"paced x10    {sink.frames} frames in {elapsed:.2f} s = {rate:.1f} per second "
+              f"(target <= {MAX_FPS:.0f})")  # fmt: skip
+        ok &= rate <= MAX_FPS + 0.5
+    print("OK" if ok else "TARGET MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
