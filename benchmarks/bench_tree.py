@@ -18,6 +18,7 @@ second). Exit code 1 if a target is missed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import io
 import json
@@ -61,10 +62,11 @@ def _call(index: int, *, call_id: str | None = None, name: str | None = None, ar
 
 
 def _words(prefix: str) -> Iterator[str]:
-    words = (
+    sentence = (
         "the stream arrives in small pieces and every piece must land in the right place "
         "so the reader sees what the model wrote while it is writing it"
-    ).split()
+    )
+    words = sentence.split(" ")
     n = 0
     while True:
         for w in words:
@@ -234,7 +236,6 @@ def main() -> int:
         json_s, _ = best(lambda: run_json(path), args.repeat)
         tree_s, _ = best(lambda: run_tree(path, frames), args.repeat)
         ratio = tree_s / json_s
-        fps = max(frames) / tree_s
         print(f"in process   json sink  {json_s * 1000:8.1f} ms (median of {args.repeat})")
         print(f"in process   live tree  {tree_s * 1000:8.1f} ms   frames {max(frames)}")
         print(f"in process   ratio      {ratio:8.2f}   (target <= {TARGET_RATIO})")
@@ -270,10 +271,8 @@ def main() -> int:
                 if time.perf_counter() > deadline:
                     raise KeyboardInterrupt
 
-            try:
+            with contextlib.suppress(KeyboardInterrupt):
                 replay_file(path, on_items=sink.on_items, before_chunk=before)
-            except KeyboardInterrupt:
-                pass
             sink._stop_live()
             elapsed = time.perf_counter() - start
         rate = sink.frames / elapsed
