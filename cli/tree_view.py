@@ -53,12 +53,13 @@ class ViewOptions:
     text_lines: int | None = 200
     reasoning_lines: int | None = 4
     code_lines: int | None = 80
-    line_chars: int | None = 1000
+    line_chars: int | None = 1000  # code, JSON, diffs
+    text_line_chars: int | None = 5000  # prose wraps: a paragraph is one long line
     invocation_chars: int | None = 300
 
     @classmethod
     def full(cls) -> ViewOptions:
-        return cls(None, None, None, None, None)
+        return cls(None, None, None, None, None, None)
 
 
 # -- lexers ----------------------------------------------------------------------------------------
@@ -401,7 +402,9 @@ def render_static(state: TreeState, stats: Stats, opts: ViewOptions | None = Non
             tree.add(note_line(node))
             continue
         max_lines, keep = _static_limits(node, opts)
-        body = segment_body(node, max_lines, keep, opts.line_chars, live=False)
+        prose = node.kind in (SegmentType.TEXT, SegmentType.REASONING)
+        line_chars = opts.text_line_chars if prose else opts.line_chars
+        body = segment_body(node, max_lines, keep, line_chars, live=False)
         tree.add(_node_label(node, body, live=False))
     if state.interrupted:
         tree.add(Text("interrupted: the replay was stopped here", style=STYLE["error"]))
