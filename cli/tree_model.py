@@ -40,6 +40,7 @@ class Segment:
         "errors",
         "invocation",
         "_pretty",
+        "_pretty_lines",
     )
 
     def __init__(self, seg_id: str, kind: SegmentType, meta: dict[str, Any] | None) -> None:
@@ -54,6 +55,7 @@ class Segment:
         self.errors: list[StreamError] = []
         self.invocation: ToolInvocation | None = None
         self._pretty: str | None = None
+        self._pretty_lines = 0
 
     def append(self, delta: str) -> None:
         if delta:
@@ -69,6 +71,21 @@ class Segment:
             joined = "".join(parts)
             parts[:] = [joined]
         return parts[0] if parts else ""
+
+    def tail(self, max_chars: int) -> str:
+        """The last ``max_chars`` characters of the content, without joining all of it."""
+        if self.chars <= max_chars:
+            return self.text
+        need = max_chars
+        pieces: list[str] = []
+        for part in reversed(self._parts):
+            if len(part) >= need:
+                pieces.append(part[-need:])
+                break
+            pieces.append(part)
+            need -= len(part)
+        pieces.reverse()
+        return "".join(pieces)
 
     @property
     def lines(self) -> int:
@@ -117,7 +134,12 @@ class Segment:
             if args is _MISSING or args is None:
                 return None
             self._pretty = json.dumps(args, ensure_ascii=False, indent=2)
+            self._pretty_lines = self._pretty.count("\n") + 1
         return self._pretty
+
+    @property
+    def pretty_lines(self) -> int:
+        return self._pretty_lines if self.pretty_arguments() is not None else 0
 
     @property
     def raw_arguments(self) -> str | None:
@@ -312,7 +334,8 @@ def _nth_newline_from_end(text: str, n: int) -> int:
 
 
 def cut_long_lines(text: str, max_chars: int, *, keep_end: bool = False) -> str:
-    """Shorten every line longer than ``max_chars``, with a marker giving the characters cut."""
+    """Shorten every line longer than ``max_chars`` with a marker: keeping its start, the marker
+    gives the characters cut; keeping its end (a growing stream's tail), it is a bare ``…``."""
     if len(text) <= max_chars:
         return text
     lines = text.split("\n")
@@ -320,7 +343,7 @@ def cut_long_lines(text: str, max_chars: int, *, keep_end: bool = False) -> str:
         if len(line) > max_chars:
             cut = len(line) - max_chars
             if keep_end:
-                lines[i] = f"… (+{cut:,} chars) " + line[-max_chars:]
+                lines[i] = "… " + line[-max_chars:]
             else:
                 lines[i] = line[:max_chars] + f" … (+{cut:,} chars)"
     return "\n".join(lines)

@@ -257,48 +257,84 @@ def segment_header(seg: Segment, live: bool) -> Text:
     return head
 
 
-def _body_text(seg: Segment) -> tuple[str, str]:
-    """(content to show, how to draw it): for finished tool calls, the pretty arguments."""
+def _how(seg: Segment) -> str:
+    """How the node's content is drawn."""
     kind = seg.kind
     if kind is SegmentType.TOOL_CALL:
-        pretty = seg.pretty_arguments()
-        if pretty is not None:
-            return pretty, "json"
-        return seg.text, "json" if not seg.closed else "raw"
-    if kind is SegmentType.RUN_BASH:
-        return (seg.text or str(seg.meta.get("command") or "")), "bash"
-    if kind is SegmentType.WRITE_FILE:
-        return seg.text, "code"
-    if kind is SegmentType.PATCH_FILE:
-        return seg.text, "diff"
-    if kind is SegmentType.REASONING:
-        return seg.text, "reasoning"
-    return seg.text, "text"
+        if seg.pretty_arguments() is not None or not seg.closed:
+            return "json"
+        return "raw"
+    return {
+        SegmentType.RUN_BASH: "bash",
+        SegmentType.WRITE_FILE: "code",
+        SegmentType.PATCH_FILE: "diff",
+        SegmentType.REASONING: "reasoning",
+    }.get(kind, "text")
+
+
+def _content(seg: Segment) -> str:
+    """The whole content as drawn: for finished tool calls, the pretty arguments."""
+    pretty = seg.pretty_arguments() if seg.kind is SegmentType.TOOL_CALL else None
+    if pretty is not None:
+        return pretty
+    if seg.kind is SegmentType.RUN_BASH and not seg.chars:
+        return str(seg.meta.get("command") or "")
+    return seg.text
 
 
 def body_lines(seg: Segment) -> int:
     """How many lines the node's content has as drawn."""
     if seg.kind is SegmentType.TOOL_CALL:
-        pretty = seg.pretty_arguments()
-        if pretty is not None:
-            return pretty.count("\n") + 1
+        pretty = seg.pretty_lines
+        if pretty:
+            return pretty
     elif seg.kind is SegmentType.RUN_BASH and not seg.chars:
         return 1 if seg.meta.get("command") else 0
     return seg.lines
 
 
+def _live_tail(seg: Segment, max_lines: int, line_chars: int) -> list[Part | Cut]:
+    """The last ``max_lines`` lines, read from a window at the end of the content: the cost of a
+    live frame does not grow with the length of the stream."""
+    window = (max_lines + 1) * (line_chars + 1)
+    pretty = seg.pretty_arguments() if seg.kind is SegmentType.TOOL_CALL else None
+    if pretty is not None:
+        full = len(pretty)
+        text = pretty[-window:]
+    elif seg.kind is SegmentType.RUN_BASH and not seg.chars:
+        text = _content(seg)
+        full = len(text)
+    else:
+        full = seg.chars
+        text = seg.tail(window)
+    total = body_lines(seg)
+    pieces = clip(text, max_lines, "tail", line_chars)
+    part = next((p for p in pieces if isinstance(p, Part)), None)
+    if part is None:
+        return [Cut(total)] if total else []
+    kept = part.text.count("\n") + 1
+    if full > len(text) and not any(isinstance(p, Cut) for p in pieces):
+        part.text = "… " + part.text  # the window began inside this line
+    part.first_line = max(1, total - kept + 1)
+    return [Cut(total - kept), part] if total > kept else [part]
+
+
 def segment_body(
     seg: Segment, max_lines: int | None, keep: Keep, line_chars: int | None, live: bool
 ) -> list[RenderableType]:
-    text, how = _body_text(seg)
+    how = _how(seg)
     out: list[RenderableType] = []
     if how == "raw" and has_value(seg.arguments()) and seg.arguments() is None:
         out.append(Text("arguments do not parse; raw text:", style=STYLE["error_body"]))
-    if how in ("text", "reasoning") and text and not text.strip():
+    if how in ("text", "reasoning") and 0 < seg.chars <= 200 and not seg.text.strip():
         # whitespace only: show it, or the node would look empty
-        out.append(Text(repr(text), style=STYLE["dim"]))
-        text = ""
-    for piece in clip(text, max_lines, keep, line_chars):
+        out.append(Text(repr(seg.text), style=STYLE["dim"]))
+        pieces: list[Part | Cut] = []
+    elif live and max_lines is not None and line_chars is not None:
+        pieces = _live_tail(seg, max_lines, line_chars)
+    else:
+        pieces = clip(_content(seg), max_lines, keep, line_chars)
+    for piece in pieces:
         if isinstance(piece, Cut):
             out.append(_marker(piece, keep, live))
             continue

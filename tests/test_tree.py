@@ -282,6 +282,24 @@ def test_live_file_tail_keeps_true_line_numbers() -> None:
     assert len(frame) <= 20
 
 
+def test_live_frame_reads_the_end_of_a_long_segment_with_true_counts() -> None:
+    code = "".join(f"v{i} = {i}\n" for i in range(1, 50001))
+    state = state_of(*write_file_events("seg_1", "gen.py", code)[:-1])
+    frame = [unguided(line) for line in lines_of(draw(render_live(state, stats(), 80, 16)))]
+    shown = [line for line in frame if re.match(r"\d+ v\d+ = \d+$", line)]
+    assert shown and shown[-1] == "50000 v50000 = 50000"
+    first = int(shown[0].split()[0])
+    assert f"… {first - 1:,} earlier lines" in frame
+    one_line = "".join(f"[{i}]" for i in range(40000))  # no newline at all
+    state = state_of(
+        SegmentEvent.start("seg_2", SegmentType.TEXT, {}),
+        *[SegmentEvent.content("seg_2", one_line[i : i + 50]) for i in range(0, len(one_line), 50)],
+    )
+    frame = [unguided(line) for line in lines_of(draw(render_live(state, stats(), 60, 12), 60))]
+    body = "".join(frame[frame.index(f"text  1 line · {len(one_line):,} chars  ▍") + 1 :])
+    assert body.startswith("… ") and "[39999]" in body and "[0]" not in body
+
+
 def test_patch_file_drawn_as_a_diff() -> None:
     patch = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n y = 3\n"
     seg = "seg_4"
