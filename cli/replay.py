@@ -148,6 +148,12 @@ def replay(
             if interrupt is not None:
                 interrupt()
             raise typer.Exit(130) from None
+        except BaseException:
+            # unusable input found mid-stream: take the live display down before the error line
+            abort = getattr(sink, "abort", None)
+            if abort is not None:
+                abort()
+            raise
         sink.close(engine)
         if engine.end is None:
             warn(f"{file}: no end record (the recording was cut off); replayed what it has")

@@ -129,6 +129,11 @@ class TreeSink:
             final = self.final_renderable()
         self.console.print(final)
 
+    def abort(self) -> None:
+        """Stop drawing and print nothing (the command is about to report an error)."""
+        self.closed = True
+        self._stop_live()
+
     def interrupt(self) -> None:
         """The user stopped the replay (Ctrl-C): print the tree as far as it got."""
         self.close(None, interrupted=True)

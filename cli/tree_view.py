@@ -411,6 +411,9 @@ def invocation_line(inv: Any, max_chars: int | None) -> Text:
         raw = inv.raw_arguments if inv.raw_arguments is not None else ""
         args = f"null (raw: {raw!r})"
         style = STYLE["error_body"]
+    elif max_chars is not None and isinstance(inv.arguments, dict):
+        args = _compact_args(inv.arguments)
+        style = ""
     else:
         args = json.dumps(inv.arguments, ensure_ascii=False)
         style = ""
@@ -421,6 +424,22 @@ def invocation_line(inv: Any, max_chars: int | None) -> Text:
     line.append(")")
     line.append("  " + inv.id, style=STYLE["dim"])
     return line
+
+
+def _compact_args(args: dict[str, Any]) -> str:
+    """Arguments on one line; a multi-line string (a file's content, a patch: the node above
+    shows it) is summarised as ``<N lines, M chars>``."""
+    import json
+
+    fields = []
+    for key, value in args.items():
+        if isinstance(value, str) and "\n" in value.rstrip("\n"):
+            lines = value.count("\n") + (0 if value.endswith("\n") else 1)
+            shown = f"<{_plural(lines, 'line')}, {len(value):,} chars>"
+        else:
+            shown = json.dumps(value, ensure_ascii=False)
+        fields.append(f"{json.dumps(key, ensure_ascii=False)}: {shown}")
+    return "{" + ", ".join(fields) + "}"
 
 
 # -- whole trees -----------------------------------------------------------------------------------

@@ -234,11 +234,16 @@ PY = 'def hello():\n    print("hi")\n    return 1\n'
 
 
 def test_write_file_path_line_numbers_and_highlighting_by_extension() -> None:
-    state = state_of(*write_file_events("seg_1", "src/app.py", PY))
+    state = state_of(
+        *write_file_events("seg_1", "src/app.py", PY),
+        ToolInvocation("seg_1", "write_file", {"path": "src/app.py", "content": PY}),
+    )
     tree = render_static(state, stats())
     lines = [unguided(line) for line in lines_of(draw(tree))]
     n = lines.index("write_file src/app.py  3 lines  seg_1")
     assert lines[n + 1 : n + 4] == ["1 def hello():", '2     print("hi")', "3     return 1"]
+    # the invocation does not repeat the file: its content is summarised
+    assert 'write_file({"path": "src/app.py", "content": <3 lines, 42 chars>})  seg_1' in lines
     assert style_of(tree, "def").color is not None  # python: 'def' is a keyword
     plain = state_of(*write_file_events("seg_2", "notes.txt", PY))
     assert style_of(render_static(plain, stats()), "def hello").color is None

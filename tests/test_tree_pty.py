@@ -155,3 +155,15 @@ def test_ctrl_c_stops_the_replay_and_leaves_the_tree_so_far() -> None:
     assert any(line.startswith("chunks 0 · 0 bytes") for line in screen)
     assert b"Traceback" not in run.raw
     assert b"\x1b[?25h" in run.raw  # the cursor is given back
+
+
+def test_bad_line_mid_stream_takes_the_live_tree_down_for_a_one_line_error(tmp_path) -> None:
+    lines = (RECORDINGS / "openai-parallel-tool-calls.jsonl").read_text().splitlines()
+    bad = tmp_path / "openai-bad-line.jsonl"
+    bad.write_text("\n".join([*lines[:8], "garbage{", *lines[8:]]) + "\n")
+    run = run_in_pty(["replay", str(bad), "--speed", "20"])
+    assert run.code == 2
+    screen = "".join(run.screen)  # one line (the terminal wraps a long path)
+    assert screen == f"streamtool: error: {bad}:9: not JSON (Expecting value)"
+    assert b"\x1b[?25l" in run.raw  # the live tree had been drawn...
+    assert run.raw.rfind(b"\x1b[?25h") > run.raw.rfind(b"\x1b[?25l")  # ...and the cursor restored
