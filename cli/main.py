@@ -20,6 +20,8 @@ def _root() -> None:
 
 
 # command modules: importing one registers its command on ``app``
+from . import check as _check  # noqa: E402,F401
+from . import diff as _diff  # noqa: E402,F401
 from . import replay as _replay  # noqa: E402,F401
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
 from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
 from streamtool.core.run import replay_file

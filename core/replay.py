@@ -99,7 +99,10 @@ class ReplayEngine:
         """Feed one recorded network read; returns what it produced, in order."""
         data = chunk.data
         self.chunks += 1
-        self.bytes += len(data) if type(data) is bytes else len(data.encode("utf-8"))
+        if isinstance(data, bytes) or data.isascii():
+            self.bytes += len(data)
+        else:
+            self.bytes += len(data.encode("utf-8"))
         t = chunk.t
         if t is not None:
             if self.first_t is None:
@@ -208,15 +211,19 @@ class ReplayEngine:
             handler.quirks.clear()
 
     def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
-        out.extend(events)
+        """Append events in order; after each END, its error (if any) and new invocations."""
+        end = SegmentEventType.END
         for ev in events:
-            if ev.event_type is SegmentEventType.END and ev.metadata and "error" in ev.metadata:
-                err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
-                self._error(err, out)
-        invocations = self.handler._invocations
-        if len(invocations) > self._n_invocations:
-            out.extend(invocations[self._n_invocations :])
-            self._n_invocations = len(invocations)
+            out.append(ev)
+            if ev.event_type is end:
+                if ev.metadata and "error" in ev.metadata:
+                    err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
+                    self._error(err, out)
+                invocations = self.handler._invocations
+                n = self._n_invocations
+                if n < len(invocations) and invocations[n].id == ev.segment_id:
+                    out.append(invocations[n])
+                    self._n_invocations = n + 1
         if self.handler.quirks:
             for q in self.handler.quirks:
                 self._quirk(q, out)

@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 from streamtool.core.recording import Chunk, End, Header
+from streamtool.core.recording_io import Source
 from streamtool.core.replay import ReplayEngine
 
 
@@ -53,6 +54,15 @@ def replay_bytes(
         engine.feed_chunk(Chunk(0.01 * i, data))
     engine.finish(End(0.01 * len(reads), "complete"))
     return engine
+
+
+def recording_body(path: Any) -> tuple[Header, bytes, End | None]:
+    """A recording's header, every byte of its body joined, and its end record."""
+    source = Source(path)
+    body = b"".join(
+        c.data if isinstance(c.data, bytes) else c.data.encode("utf-8") for c in source.chunks()
+    )
+    return source.header, body, source.end
 
 
 def random_cuts(body: bytes, rng: random.Random, max_cuts: int = 30) -> list[bytes]:

@@ -78,7 +78,9 @@ def test_openrouter_keepalive_comments_between_deltas():
     s = summary("openrouter-keepalive-comments-tool-call.jsonl")
     assert s["reasoning"] == "I need to list the files first."
     assert s["text"] == "Let me look at the folder."
-    assert calls(s) == [("functions.list_files:0", "list_files", {"path": "src", "recursive": True})]
+    assert calls(s) == [
+        ("functions.list_files:0", "list_files", {"path": "src", "recursive": True})
+    ]
     assert quirks(s) == {"sse_comment_keepalive", "reasoning_field_reasoning"}
     assert s["stats"]["comments"] == 4
 

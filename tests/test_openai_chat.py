@@ -201,7 +201,9 @@ def test_reasoning_and_reasoning_details_together_are_not_doubled():
 
 def test_mistral_content_arrays():
     body = sse(
-        chat_chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "hm"}]}]}),
+        chat_chunk(
+            {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "hm"}]}]}
+        ),
         chat_chunk({"content": [{"type": "text", "text": "Hello"}]}),
         chat_chunk({"content": " world"}),
         chat_chunk({}, "stop"),
@@ -260,7 +262,9 @@ def test_no_done_and_no_finish_reason_is_a_truncation_error():
 
 
 def test_unparsable_arguments_are_null_with_raw_text_and_an_error():
-    body = sse(chat_chunk({"tool_calls": [tc(0, "c1", "f", "{not json")]}), chat_chunk({}, "tool_calls"))
+    body = sse(
+        chat_chunk({"tool_calls": [tc(0, "c1", "f", "{not json")]}), chat_chunk({}, "tool_calls")
+    )
     s = summary(body)
     assert s["invocations"][0]["arguments"] is None
     assert s["invocations"][0]["raw_arguments"] == "{not json"
@@ -268,7 +272,9 @@ def test_unparsable_arguments_are_null_with_raw_text_and_an_error():
 
 
 def test_empty_arguments_mean_no_parameters():
-    s = summary(sse(chat_chunk({"tool_calls": [tc(0, "c1", "now", "")]}), chat_chunk({}, "tool_calls")))
+    s = summary(
+        sse(chat_chunk({"tool_calls": [tc(0, "c1", "now", "")]}), chat_chunk({}, "tool_calls"))
+    )
     assert calls(s) == [("c1", "now", {})]
 
 
@@ -294,14 +300,18 @@ def test_name_after_arguments_and_finish_double():
 
 
 def test_events_separated_by_a_single_newline():
-    body = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\ndata: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n'
+    one = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n'
+    two = b'data: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n'
+    body = one + two
     s = summary(body)
     assert s["text"] == "ab"
     assert "sse_single_newline_separator" in quirk_ids(s)
 
 
 def test_keepalive_comments_and_think_tags_are_named():
-    body = b": OPENROUTER PROCESSING\n\n" + sse(chat_chunk({"content": "<think>x</think>y"}), chat_chunk({}, "stop"))
+    body = b": OPENROUTER PROCESSING\n\n" + sse(
+        chat_chunk({"content": "<think>x</think>y"}), chat_chunk({}, "stop")
+    )
     s = summary(body)
     assert s["text"] == "<think>x</think>y"  # nothing rewritten
     assert {"sse_comment_keepalive", "think_tags_in_content"} <= set(quirk_ids(s))
@@ -322,7 +332,9 @@ def _chat_sources() -> list:
 
 @pytest.mark.parametrize("path", _chat_sources())
 def test_summary_meaning_identical_for_every_chunking(path):
-    reads = [c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()]
+    reads = [
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
+    ]
     body = b"".join(reads)
     base = meaning(replay_bytes(reads, converter="openai-chat").summary())
     assert meaning(replay_bytes([body], converter="openai-chat").summary()) == base

@@ -40,7 +40,7 @@ def header() -> Header:
 
 def test_writer_and_reader_round_trip_text_b64_and_timings(tmp_path):
     path = tmp_path / "rec.jsonl"
-    reads = [b"data: {\"a\": 1}\n\n", "data: \"é".encode()[:-1], b"\xa9\"\n\n"]
+    reads = [b'data: {"a": 1}\n\n', 'data: "é'.encode()[:-1], b'\xa9"\n\n']
     with RecordingWriter(path, header()) as writer:
         for i, read in enumerate(reads):
             writer.write_read(0.1 * (i + 1), read)
@@ -81,7 +81,7 @@ def test_writer_refuses_a_header_that_still_holds_a_key(tmp_path):
 
 def test_raw_sse_body_is_accepted(tmp_path):
     path = tmp_path / "body.sse"
-    path.write_bytes(b"data: {\"choices\": []}\n\n" * 3)
+    path.write_bytes(b'data: {"choices": []}\n\n' * 3)
     source = Source(path)
     assert source.raw and source.header.raw_body
     data = b"".join(c.data for c in source.chunks())  # type: ignore[misc]
@@ -99,7 +99,7 @@ def test_unknown_suffix_is_sniffed(tmp_path):
 
 
 BAD = {
-    "not-json.jsonl": ("{\"type\": \"header\"", 1, "not JSON"),
+    "not-json.jsonl": ('{"type": "header"', 1, "not JSON"),
     "no-header.jsonl": ('{"type": "chunk", "t": 0, "text": "x"}\n', 1, "no header"),
     "version.jsonl": (
         '{"type": "header", "format": "streamtool-recording", "version": 9}\n',

@@ -28,7 +28,9 @@ def sdk_accumulate(path: Path):
     from openai._models import construct_type
     from openai.types.chat import ChatCompletionChunk
 
-    reads = [c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()]
+    reads = [
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
+    ]
     state = openai_streaming.ChatCompletionStreamState()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pydantic warns about Mistral's content arrays
@@ -37,7 +39,9 @@ def sdk_accumulate(path: Path):
                 chunk = construct_type(type_=ChatCompletionChunk, value=json.loads(item.data))
                 state.handle_chunk(chunk)
     message = state.current_completion_snapshot.choices[0].message
-    calls = [(t.id, t.function.name, _parsed(t.function.arguments)) for t in (message.tool_calls or [])]
+    calls = [
+        (t.id, t.function.name, _parsed(t.function.arguments)) for t in (message.tool_calls or [])
+    ]
     return message.content, calls
 
 
@@ -62,7 +66,11 @@ SDK_DIFFERS = {
             (
                 "call_297140",
                 "read",
-                {"offset": 1, "limit": 100, "path": "/app/skills/agent-runtime/stage-design/SKILL.md"},
+                {
+                    "offset": 1,
+                    "limit": 100,
+                    "path": "/app/skills/agent-runtime/stage-design/SKILL.md",
+                },
             )
         ],
     ),

@@ -38,7 +38,7 @@ def test_mixed_line_ends_in_one_stream():
 
 
 def test_utf8_character_split_across_reads():
-    body = "data: {\"t\": \"ありがとう 🙏\"}\n\n".encode()
+    body = 'data: {"t": "ありがとう 🙏"}\n\n'.encode()
     cut = body.index("が".encode()) + 1
     cut2 = body.index("🙏".encode()) + 3
     got = events(body[:cut], body[cut:cut2], body[cut2:])
@@ -116,7 +116,7 @@ def test_long_line_in_many_reads_is_linear_and_exact():
 
 
 def test_u2028_inside_data_is_not_a_line_end():
-    assert events("data: {\"a\": \"x\u2028y\u0085z\"}\n\n".encode()) == [
+    assert events('data: {"a": "x\u2028y\u0085z"}\n\n'.encode()) == [
         SSEEvent('{"a": "x\u2028y\u0085z"}')
     ]
 

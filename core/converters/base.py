@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..fastjson import loads
 from ..model import ChunkResponse, Quirk, StreamError
 from ..sse import SSEComment, SSEEvent, SSEItem
 from ..tracker import ToolCallTracker
@@ -85,7 +86,7 @@ class Converter:
         """
         data = event.data
         try:
-            return json.loads(data)
+            return loads(data)
         except ValueError as exc:
             if "\n" in data:
                 parts = []
