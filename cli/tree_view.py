@@ -20,6 +20,7 @@ from rich.highlighter import JSONHighlighter
 from rich.segment import Segment as RichSegment
 from rich.text import Text
 from rich.tree import Tree
+
 from streamtool.core.model import SegmentType
 
 from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip, has_value
@@ -186,9 +187,8 @@ def footer(stats: Stats, state: TreeState) -> Text:
     rate = _rate(stats, state, elapsed)
     if rate:
         parts.append(rate)
-    line1 = " · ".join(parts)
+    text = Text(" · ".join(parts), style=STYLE["dim"])
     usage = stats.usage or {}
-    second: list[str] = []
     if usage:
         names = [
             ("input_tokens", "in"),
@@ -200,24 +200,21 @@ def footer(stats: Stats, state: TreeState) -> Text:
         ]
         shown = [f"{label} {usage[key]:,}" for key, label in names if key in usage]
         shown += [f"{k} {v:,}" for k, v in usage.items() if k not in dict(names)]
-        second.append("usage " + " · ".join(shown))
+        text.append("\nusage: " + " · ".join(shown), style=STYLE["dim"])
+    last: list[Text] = []
     if stats.finish_reason:
-        second.append(f"finish {stats.finish_reason}")
+        last.append(Text(f"finish_reason: {stats.finish_reason}", style=STYLE["dim"]))
     if stats.finished and stats.end_reason and stats.end_reason != "complete":
-        second.append(f"ended {stats.end_reason}")
-    text = Text(line1, style=STYLE["dim"])
-    if second:
-        text.append("\n" + "  ".join(second), style=STYLE["dim"])
-    counts = []
+        last.append(Text(f"ended: {stats.end_reason}", style=STYLE["error"]))
     if state.errors:
-        counts.append(Text(_plural(state.errors, "error"), style=STYLE["error"]))
+        last.append(Text(_plural(state.errors, "error"), style=STYLE["error"]))
     if state.quirks:
-        counts.append(Text(_plural(state.quirks, "quirk"), style=STYLE["quirk"]))
+        last.append(Text(_plural(state.quirks, "quirk"), style=STYLE["quirk"]))
     if state.interrupted:
-        counts.append(Text("interrupted", style=STYLE["error"]))
-    if counts:
-        text.append("\n" if not second else "  ")
-        text.append_text(Text("  ").join(counts))
+        last.append(Text("interrupted", style=STYLE["error"]))
+    if last:
+        text.append("\n")
+        text.append_text(Text("  ").join(last))
     return text
 
 

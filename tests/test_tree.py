@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.style import Style
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.cli.pacing import Pacer, parse_speed
 from streamtool.cli.tree import TreeSink, make_console, make_live_sink
@@ -28,7 +30,6 @@ from streamtool.cli.tree_view import (
 )
 from streamtool.core.model import Quirk, SegmentEvent, SegmentType, StreamError, ToolInvocation
 from streamtool.core.run import replay_file
-from typer.testing import CliRunner
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, replay_bytes, sse
@@ -121,9 +122,8 @@ def test_deepseek_root_reasoning_tool_call_invocation_and_footer() -> None:
         f"chunks {s['chunks']} · {s['bytes']:,} bytes · events {s['sse_events']} · "
         f"elapsed {s['duration_s']:.2f} s · TTFT {s['ttft_s']:.2f} s · {rate:,.1f} tok/s"
     )
-    assert lines[k + 3] == (
-        "usage in 301 · out 41 · reasoning 24 · cached 256 · total 342  finish tool_calls  1 quirk"
-    )
+    assert lines[k + 3] == "usage: in 301 · out 41 · reasoning 24 · cached 256 · total 342"
+    assert lines[k + 4] == "finish_reason: tool_calls  1 quirk"
     assert "quirk reasoning_field_reasoning_content: reasoning arrives in" in text
 
 
@@ -157,7 +157,7 @@ def test_errors_red_and_quirks_yellow_where_they_happened() -> None:
         ]
     )
     assert quirk < seg < errors[0]
-    assert "finish error  2 errors  1 quirk" in lines
+    assert "finish_reason: error  2 errors  1 quirk" in lines
     state = TreeState()
     engine = replay_file(path, on_items=lambda e, t, items: state.feed(items))
     tree = render_static(state, Stats.of(engine))

@@ -119,14 +119,15 @@ def test_live_tree_in_a_terminal_ends_on_the_whole_tree() -> None:
         "├── quirk sse_comment_keepalive: SSE comment lines such as 'OPENROUTER PROCESSING'"
         in frame
     )
-    assert frame[-4:-2] == [
+    assert frame[-5:-3] == [
         "└── invocations (1)",
         '    └── list_files({"path": "src", "recursive": true})  functions.list_files:0',
     ]
-    assert frame[-2].startswith(
+    assert frame[-3].startswith(
         "chunks 16 · 4,507 bytes · events 12 · elapsed 2.48 s · TTFT 1.36 s"
     )
-    assert frame[-1].startswith("usage in 120 · out 38 · reasoning 9")
+    assert frame[-2] == "usage: in 120 · out 38 · reasoning 9 · cached 0 · total 158"
+    assert frame[-1] == "finish_reason: tool_calls  2 quirks"
     # the final tree is printed once below the (erased) live frames: the root appears once
     assert screen.count(str(path)) == 1
 
