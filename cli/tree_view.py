@@ -143,16 +143,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _marker(cut: Cut, where: Keep, live: bool) -> Text:
-    if live:
-        text = (
-            f"… {_plural(cut.lines, 'earlier line')}"
-            if where == "tail"
-            else (f"… {_plural(cut.lines, 'more line')}")
-        )
-    elif where == "tail":
-        text = f"… {_plural(cut.lines, 'earlier line')} cut (--full shows all)"
-    else:
-        text = f"… {_plural(cut.lines, 'line')} cut (--full shows all)"
+    """The line that stands for lines left out."""
+    what = _plural(cut.lines, "earlier line" if where == "tail" else "line")
+    text = f"… {what}" if live else f"… {what} cut (--full shows all)"
     return Text(text, style=STYLE["marker"])
 
 
@@ -310,8 +303,9 @@ def _live_tail(seg: Segment, max_lines: int, line_chars: int) -> list[Part | Cut
     if part is None:
         return [Cut(total)] if total else []
     kept = part.text.count("\n") + 1
-    if full > len(text) and not any(isinstance(p, Cut) for p in pieces):
-        part.text = "… " + part.text  # the window began inside this line
+    window_inside_line = full > len(text) and not any(isinstance(p, Cut) for p in pieces)
+    if window_inside_line and not part.text.startswith("… "):
+        part.text = "… " + part.text  # the window began inside this line (not marked yet)
     part.first_line = max(1, total - kept + 1)
     return [Cut(total - kept), part] if total > kept else [part]
 
@@ -479,6 +473,7 @@ def _static_limits(seg: Segment, opts: ViewOptions) -> tuple[int | None, Keep]:
 LIVE_OLDER_LINES = 2  # content lines of a node that is not the newest
 LIVE_REASONING_LINES = 4
 LIVE_INVOCATIONS = 3
+ROOT_LINES = 2  # source; provider, converter, parser, model
 
 
 def plan_live(nodes: list[Any], budget: int) -> tuple[int, list[tuple[Any, int]]]:
@@ -512,13 +507,13 @@ def plan_live(nodes: list[Any], budget: int) -> tuple[int, list[tuple[Any, int]]
 def render_live(state: TreeState, stats: Stats, width: int, height: int) -> RenderableType:
     """One live frame that fits ``height`` lines of ``width`` columns."""
     foot = footer(stats, state)
-    foot_lines = foot.plain.count("\n") + 1
-    inv_lines = 0
-    if state.invocations:
-        inv_lines = 1 + min(len(state.invocations), LIVE_INVOCATIONS)
-        inv_lines += 1 if len(state.invocations) > LIVE_INVOCATIONS else 0
-    tree_height = max(3, height - foot_lines - 1)
-    budget = tree_height - 1 - inv_lines - 1
+    foot_lines = sum(max(1, -(-len(line) // max(1, width))) for line in foot.plain.split("\n"))
+    tree_height = max(4, height - foot_lines - 1)
+    # the latest invocations, in at most a quarter of the room
+    n_inv = len(state.invocations)
+    show_inv = max(0, min(n_inv, LIVE_INVOCATIONS, (tree_height - ROOT_LINES) // 4 - 1))
+    inv_lines = (1 + show_inv + (1 if show_inv < n_inv and show_inv else 0)) if n_inv else 0
+    budget = tree_height - ROOT_LINES - inv_lines - 1
     hidden, plan = plan_live(state.nodes, budget)
     line_chars = max(20, width * 2)
     tree = Tree(root_label(stats), guide_style="dim")
@@ -532,14 +527,14 @@ def render_live(state: TreeState, stats: Stats, width: int, height: int) -> Rend
         if not show and body_lines(node):
             body = [Text(f"… {_plural(body_lines(node), 'line')}", style=STYLE["marker"])]
         tree.add(_node_label(node, body, live=True))
-    if state.invocations:
-        inv = tree.add(Text(f"invocations ({len(state.invocations)})", style=STYLE["name"]))
-        recent = state.invocations[-LIVE_INVOCATIONS:]
-        if len(state.invocations) > LIVE_INVOCATIONS:
-            inv.add(Text(f"… {len(state.invocations) - len(recent):,} more", style="dim"))
-        for item in recent:
-            inv.add(invocation_line(item, max(20, width - 12)))
-    return Group(KeepBottom(tree, tree_height), foot)
+    if n_inv:
+        inv = tree.add(Text(f"invocations ({n_inv})", style=STYLE["name"]))
+        if show_inv:
+            if show_inv < n_inv:
+                inv.add(Text(f"… {n_inv - show_inv:,} more", style=STYLE["marker"]))
+            for item in state.invocations[n_inv - show_inv :]:
+                inv.add(invocation_line(item, max(20, width - 12)))
+    return Group(KeepBottom(tree, tree_height, head=ROOT_LINES), foot)
 
 
 class KeepBottom:
