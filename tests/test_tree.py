@@ -302,7 +302,7 @@ def test_live_frame_reads_the_end_of_a_long_segment_with_true_counts() -> None:
     )
     frame = [unguided(line) for line in lines_of(draw(render_live(state, stats(), 60, 12), 60))]
     body = "".join(frame[frame.index(f"text  1 line · {len(one_line):,} chars  ▍") + 1 :])
-    assert body.startswith("… ") and "[39999]" in body and "[0]" not in body
+    assert body.startswith("…") and "[39999]" in body and "[0]" not in body
 
 
 def test_patch_file_drawn_as_a_diff() -> None:
