@@ -190,7 +190,7 @@ def frame_cost(path: Path, frames: int = 30) -> float:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
         sink = TreeSink(console, live=False)
         engine = replay_file(path, on_items=sink.on_items)
-        sink._engine = engine
+        sink.observe(engine)
         console.print(sink.frame())  # warm caches (pretty arguments, lexers)
         start = time.perf_counter()
         for _ in range(frames):
@@ -305,7 +305,7 @@ def main() -> int:
 
             with contextlib.suppress(KeyboardInterrupt):
                 replay_file(path, on_items=sink.on_items, before_chunk=before)
-            sink._stop_live()
+            sink.abort()
             elapsed = time.perf_counter() - start
         rate = sink.frames / elapsed
         print(f"paced x10    {sink.frames} frames in {elapsed:.2f} s = {rate:.1f} per second "
