@@ -220,6 +220,7 @@ class TreeState:
         self.quirks = 0
         self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
         self.interrupted = False
+        self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
 
     def feed(self, items: list[Any]) -> None:
         segments = self.segments

@@ -394,20 +394,16 @@ def note_line(note: Note) -> Text:
     return text
 
 
-def invocation_line(inv: Any, max_chars: int | None) -> Text:
-    import json
-
+def invocation_line(inv: Any, max_chars: int | None, cache: dict[Any, str] | None = None) -> Text:
+    """``name(arguments)  id`` on one line; ``cache`` keeps the argument text between frames."""
     line = Text(inv.name or "(unnamed)", style=STYLE["name"])
-    if inv.arguments is None:
-        raw = inv.raw_arguments if inv.raw_arguments is not None else ""
-        args = f"null (raw: {raw!r})"
-        style = STYLE["error_body"]
-    elif max_chars is not None and isinstance(inv.arguments, dict):
-        args = _compact_args(inv.arguments)
-        style = ""
-    else:
-        args = json.dumps(inv.arguments, ensure_ascii=False)
-        style = ""
+    style = STYLE["error_body"] if inv.arguments is None else ""
+    key = (inv.id, max_chars is None)
+    args = cache.get(key) if cache is not None else None
+    if args is None:
+        args = _arguments_text(inv, compact=max_chars is not None)
+        if cache is not None:
+            cache[key] = args
     if max_chars is not None and len(args) > max_chars:
         args = args[:max_chars] + f" … (+{len(args) - max_chars:,} chars)"
     line.append("(")
@@ -415,6 +411,17 @@ def invocation_line(inv: Any, max_chars: int | None) -> Text:
     line.append(")")
     line.append("  " + inv.id, style=STYLE["dim"])
     return line
+
+
+def _arguments_text(inv: Any, *, compact: bool) -> str:
+    import json
+
+    if inv.arguments is None:
+        raw = inv.raw_arguments if inv.raw_arguments is not None else ""
+        return f"null (raw: {raw!r})"
+    if compact and isinstance(inv.arguments, dict):
+        return _compact_args(inv.arguments)
+    return json.dumps(inv.arguments, ensure_ascii=False)
 
 
 def _compact_args(args: dict[str, Any]) -> str:
@@ -533,7 +540,7 @@ def render_live(state: TreeState, stats: Stats, width: int, height: int) -> Rend
             if show_inv < n_inv:
                 inv.add(Text(f"… {n_inv - show_inv:,} more", style=STYLE["marker"]))
             for item in state.invocations[n_inv - show_inv :]:
-                inv.add(invocation_line(item, max(20, width - 12)))
+                inv.add(invocation_line(item, max(20, width - 12), state.view_cache))
     return Group(KeepBottom(tree, tree_height, head=ROOT_LINES), foot)
 
 
