@@ -182,7 +182,7 @@ def compare(
 
 
 def frame_cost(path: Path, frames: int = 30) -> float:
-    """Seconds to build and draw one live frame of the finished stream."""
+    """Seconds to build and draw one live frame of the finished stream (median)."""
     from streamtool.cli.tree import TreeSink, make_console
     from streamtool.core.run import replay_file
 
@@ -192,10 +192,7 @@ def frame_cost(path: Path, frames: int = 30) -> float:
         engine = replay_file(path, on_items=sink.on_items)
         sink.observe(engine)
         console.print(sink.frame())  # warm caches (pretty arguments, lexers)
-        start = time.perf_counter()
-        for _ in range(frames):
-            console.print(sink.frame())
-        return (time.perf_counter() - start) / frames
+        return statistics.median(timed(lambda: console.print(sink.frame())) for _ in range(frames))
 
 
 # -- end to end ------------------------------------------------------------------------------------
