@@ -12,6 +12,7 @@ from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
 from streamtool.core.run import replay_file
 
+from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
@@ -115,12 +116,22 @@ def replay(
     full: Annotated[
         bool, typer.Option("--full", help="Tree: show all content, nothing cut or collapsed.")
     ] = False,
+    emit: Annotated[
+        Emit | None,
+        typer.Option(
+            "--emit",
+            help="Write the replayed stream re-encoded instead of --format: openai-sse (an "
+            "OpenAI chat-completions SSE stream).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     parser_name = parser or default_parser()
     with user_errors(str(file)):
         check_names(converter, parser_name)
-        sink = make_sink(fmt, no_color=no_color, full=full)
+        sink: Sink = (
+            make_sink(fmt, no_color=no_color, full=full) if emit is None else make_emit_sink(emit)
+        )
         live = bool(getattr(sink, "live", False))
         if speed is None:
             pacer = Pacer(1.0 if live else None, max_gap)

@@ -92,6 +92,7 @@ class ReplayEngine:
                 f"valid: {', '.join(converter_names())}"
             )
         self.converter = make_converter(name)
+        self.converter.use_header(self.header)
         self.converter_name = name
 
     # -- input -----------------------------------------------------------------------------

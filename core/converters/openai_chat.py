@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..kimi_tokens import MarkerSniffer
 from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
@@ -22,6 +23,7 @@ from .base import Converter, MultiPayload
 
 class OpenAIChatConverter(Converter):
     name = "openai-chat"
+    sniff_kimi_tokens = True  # note Kimi special tokens in the text (kimi-k2 reads them instead)
 
     def __init__(self) -> None:
         super().__init__()
@@ -34,6 +36,7 @@ class OpenAIChatConverter(Converter):
         self._model: str | None = None
         self._reasoning_field: str | None = None
         self._content_started = False
+        self._kimi = (MarkerSniffer(), MarkerSniffer()) if self.sniff_kimi_tokens else None
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -124,6 +127,8 @@ class OpenAIChatConverter(Converter):
                     )
         elif isinstance(content, list):
             self._content_array(content, chunk)
+        if self._kimi is not None and chunk.content and self._kimi[0].feed(chunk.content):
+            self._kimi_quirk("content", "delta.content")
 
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
             self._reasoning(delta, chunk)
@@ -153,6 +158,15 @@ class OpenAIChatConverter(Converter):
             if field != self._reasoning_field:
                 self._reasoning_field = field
                 self.quirk(f"reasoning_field_{field}", f"reasoning arrives in delta.{field}")
+            if self._kimi is not None and self._kimi[1].feed(reasoning):
+                self._kimi_quirk("reasoning", f"delta.{field}")
+
+    def _kimi_quirk(self, stream: str, where: str) -> None:
+        self.quirk(
+            f"kimi_tokens_in_{stream}",
+            f"Kimi K2 tool-call tokens (<|tool_call...|>) in {where}, read here as plain text; "
+            "replay with --converter kimi-k2 to turn them into tool calls",
+        )
 
     def _content_array(self, parts: list[Any], chunk: ChunkResponse) -> None:
         self.quirk("mistral_content_array", "delta.content is an array of typed chunks")
