@@ -183,7 +183,7 @@ def test_parallel_calls_quirk_between_calls_and_three_invocations() -> None:
 def test_every_bundled_recording_draws_its_invocations_errors_and_quirks() -> None:
     for path in sorted(RECORDINGS.glob("*.jsonl")):
         text, engine = tree_of(path)
-        flat = " ".join(text.split())
+        flat = " ".join(" ".join(unguided(line) for line in lines_of(text)).split())
         for inv in engine.invocations():
             assert f"{inv.name}(" in text and inv.id in text
         for err in engine.errors:

@@ -17,6 +17,8 @@ import time
 
 import pyte
 
+from streamtool.core.run import replay_file
+
 from .conftest import RECORDINGS
 
 SGR_COLOR = re.compile(rb"\x1b\[[0-9;]*(?:3[0-7]|38;[0-9;]+|9[0-7])m")
@@ -104,7 +106,9 @@ def test_live_tree_in_a_terminal_ends_on_the_whole_tree() -> None:
     screen = [line for line in run.screen if line]
     start = screen.index(str(path))
     frame = screen[start:]
-    assert frame[1].startswith("provider openrouter · converter openai-chat · parser api_tool_call")
+    converter = replay_file(path).converter_name
+    head = f"provider openrouter · converter {converter} · parser api_tool_call"
+    assert frame[1].startswith(head)
     assert "├── reasoning  1 line · 31 chars" in frame
     assert "│   I need to list the files first." in frame
     assert "│   Let me look at the folder." in frame
