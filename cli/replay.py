@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
+from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 from streamtool.core.run import replay_file
 
 from .errors import fail, user_errors, warn
@@ -58,13 +59,35 @@ def replay(
     fmt: Annotated[
         Format, typer.Option("--format", help="json (summary), jsonl (every event) or text.")
     ] = Format.text,
+    file_tools: Annotated[
+        str | None,
+        typer.Option(
+            "--file-tools",
+            help="api_tool_call: tools whose file argument streams as a file segment, as "
+            "TOOL=FIELD,... (default: write_file=content,patch_file=patch; '' for none).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     parser_name = parser or default_parser()
     sink = make_sink(fmt)
+    handler_options = None
+    if file_tools is not None:
+        if parser_name != "api_tool_call":
+            fail(f"--file-tools applies to --parser api_tool_call, not {parser_name}")
+        try:
+            handler_options = {"file_tools": parse_file_tools(file_tools)}
+        except FileToolsError as exc:
+            fail(str(exc))
     with user_errors(str(file)):
         check_names(converter, parser_name)
-        engine = replay_file(file, converter=converter, parser=parser_name, on_items=sink.on_items)
+        engine = replay_file(
+            file,
+            converter=converter,
+            parser=parser_name,
+            handler_options=handler_options,
+            on_items=sink.on_items,
+        )
         if engine.end is None:
             warn(f"{file}: no end record (the recording was cut off); replayed what it has")
         sink.close(engine)
