@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json.decoder
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-# C string scanner of the json module: (decoded, index after the closing quote)
-_scanstring = json.decoder.scanstring
+# the json module's C string scanner: (decoded text, index after the closing quote)
+_ScanString = Callable[[str, int, bool], tuple[str, int]]
+_scanstring: _ScanString = json.decoder.scanstring  # type: ignore[attr-defined]
 
 # outside strings only these characters matter; everything else (whitespace, numbers,
 # true/false/null) is skipped in bulk
@@ -107,6 +108,21 @@ class JsonStringFields:
         pos = 0
         n = len(fragment)
         state = self._state
+        if state == _VALUE_STR and not self._pending:
+            # fast path: the whole fragment lies inside the string and ends on a whole
+            # character (no closing quote, no cut escape, no high surrogate awaiting its pair)
+            if "\\" not in fragment:
+                if '"' not in fragment:
+                    return [(self._field, fragment, False)]
+            else:
+                try:
+                    text, end = _scanstring(fragment + '"', 0, False)
+                except ValueError:  # a cut or invalid escape: the general path says which
+                    end = -1
+                if end == n + 1 and (
+                    not _is_high_surrogate(text[-1]) or _is_high_surrogate(fragment[-1])
+                ):
+                    return [(self._field, text, False)]
         if state == _VALUE_STR and self._pending:
             fragment = self._pending + fragment
             n = len(fragment)
@@ -304,9 +320,14 @@ class MarkerStripper:
                 return ""
             self.mode = 2
             return buf
-        if self.mode == 1 and closed and buf.startswith(self.end):
-            if not buf[len(self.end) :].strip(self._WS):
-                return ""
+        end = self.end
+        if (
+            self.mode == 1
+            and closed
+            and buf.startswith(end)
+            and not buf[len(end) :].strip(self._WS)
+        ):
+            return ""
         return buf
 
     def _plain(self, buf: str) -> str:

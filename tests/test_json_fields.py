@@ -13,7 +13,9 @@ from streamtool.core.json_fields import JsonStringFields, MarkerStripper, strip_
 FIELDS = ("content", "path")
 
 
-def extract(fragments: list[str], fields: tuple[str, ...] = FIELDS) -> tuple[dict, dict, JsonStringFields]:
+def extract(
+    fragments: list[str], fields: tuple[str, ...] = FIELDS
+) -> tuple[dict, dict, JsonStringFields]:
     """Feed ``fragments``; returns (decoded text per field, closes per field, the extractor)."""
     ex = JsonStringFields(fields)
     text: dict[str, str] = {}
@@ -44,8 +46,10 @@ def every_cut(text: str) -> list[list[str]]:
     return cases
 
 
-# -- escapes ------------------------------------------------------------------------------------
-ESCAPED = r'{"content": "q\"b\\s\/f\bf\fn\nr\rt\t u\u00e9\u4E2D pair\ud83d\ude80 end", "path": "a\/b.py"}'
+# -- escapes --
+ESCAPED = (
+    r'{"content": "q\"b\\s\/f\bf\fn\nr\rt\t u\u00e9\u4E2D pair\ud83d\ude80 end", "path": "a\/b.py"}'
+)
 
 
 def test_every_escape_decoded_for_every_cut() -> None:
@@ -59,7 +63,15 @@ def test_every_escape_decoded_for_every_cut() -> None:
 
 @pytest.mark.parametrize(
     "literal",
-    [r"\ud83d\ude80", r"\uD83D\uDE80", r"\ud83d", r"\ude80", r"\ud83d\u0041", r"\ud83dx", r"\ud83d\n"],
+    [
+        r"\ud83d\ude80",
+        r"\uD83D\uDE80",
+        r"\ud83d",
+        r"\ude80",
+        r"\ud83d\u0041",
+        r"\ud83dx",
+        r"\ud83d\n",
+    ],
 )
 def test_surrogates_cut_anywhere_match_json_loads(literal: str) -> None:
     whole = '{"content": "<' + literal + '>"}'
@@ -71,10 +83,13 @@ def test_surrogates_cut_anywhere_match_json_loads(literal: str) -> None:
 def test_text_is_emitted_as_soon_as_it_is_decodable() -> None:
     ex = JsonStringFields(FIELDS)
     assert ex.feed('{"path": "src/') == [("path", "src/", False)]
-    assert ex.feed('a.py", "content": "line\\') == [("path", "a.py", True), ("content", "line", False)]
+    assert ex.feed('a.py", "content": "line\\') == [
+        ("path", "a.py", True),
+        ("content", "line", False),
+    ]
     assert ex.in_field == "content"
     assert ex.feed("n\\u00") == [("content", "\n", False)]  # the cut \u escape is held back
-    assert ex.feed('e9\\ud83d') == [("content", "é", False)]  # the high surrogate waits
+    assert ex.feed("e9\\ud83d") == [("content", "é", False)]  # the high surrogate waits
     assert ex.feed('\\ude00"}') == [("content", "😀", True)]
     assert ex.done and ex.in_field is None
 
@@ -84,7 +99,7 @@ def test_raw_non_ascii_and_control_characters_pass_through() -> None:
     assert extract([whole[:5], whole[5:9], whole[9:]])[0]["content"] == "中文 ☕ 😀\u2028 tab\there"
 
 
-# -- structure ----------------------------------------------------------------------------------
+# -- structure --
 def test_keys_in_any_order_other_keys_and_nested_names_ignored() -> None:
     whole = (
         '{ "meta" : {"content": "nested", "path": ["no"]},\n'
@@ -156,8 +171,8 @@ def test_only_requested_fields_are_reported() -> None:
     assert extract([whole], ("patch",))[0] == {"patch": "p"}
 
 
-# -- property: random objects, random serialisation, random cuts ----------------------------------
-KEYS = st.sampled_from(["content", "path", "patch", "x", "Content", "content ", "pa\\th", "c\"x"])
+# -- property: random objects, random serialisation, random cuts --
+KEYS = st.sampled_from(["content", "path", "patch", "x", "Content", "content ", "pa\\th", 'c"x'])
 CHARS = st.one_of(
     st.sampled_from(list('ab /"\\\n\r\t\b\f\x00\x1f{}[]:,_é中\u2028😀') + ["\ud83d", "\ude00"]),
     st.characters(),
@@ -166,7 +181,9 @@ TEXT = st.text(alphabet=CHARS, max_size=30)
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), TEXT)
 VALUES = st.recursive(
     SCALARS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS | TEXT, children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(KEYS | TEXT, children, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -215,7 +232,7 @@ def test_one_character_fragments_give_the_same_text(case: tuple[str, list[str]])
     assert extract(list(whole))[0] == extract(fragments)[0]
 
 
-# -- markers ------------------------------------------------------------------------------------
+# -- markers --
 START, END = "__START_CONTENT__", "__END_CONTENT__"
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 from ..adapter import TextArgumentParser
 from ..json_fields import JsonStringFields, MarkerStripper, strip_markers
-from ..model import ChunkResponse, SegmentEvent, SegmentType, ToolCallDelta
+from ..model import ChunkResponse, SegmentEvent, SegmentEventType, SegmentType, ToolCallDelta
 from .base import SegmentCallback, StreamingResponseHandler
 
+_CONTENT = SegmentEventType.CONTENT
 DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
 PATH_FIELD = "path"
 MARKERS: dict[SegmentType, tuple[str, str]] = {
@@ -190,7 +191,12 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             state.parts.append(fragment)
             pieces = state.extractor.feed(fragment)
             if pieces:
-                text = self._file_pieces(state, pieces)
+                name, text, closed = pieces[0]
+                if len(pieces) == 1 and name == state.field and not closed:
+                    if state.stripper.mode != 2:  # plain text needs no stripping
+                        text = state.stripper.feed(text)
+                else:
+                    text = self._file_pieces(state, pieces)
         if first:
             metadata = dict(state.metadata)
             if state.path is not None:
@@ -198,7 +204,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
         if text:
             state.streamed = True
-            self._emit(SegmentEvent.content(state.segment_id, text), out)
+            self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
         if delta.is_complete:
             self._end_file(state, out, closed=True)
 
