@@ -14,7 +14,7 @@ Requirements printed with the figures: streamtool at 1 MB is at least 50x faster
 and its 8 MB time is at most 9x its 1 MB time. A wire format whose converter is not registered
 is reported as skipped. Exit code 1 when a measured requirement fails.
 
-    python -m benchmarks.bench_file_streaming [--repeat 3] [--sdk-repeat 1] [--read-bytes 4096]
+    python -m benchmarks.bench_file_streaming [--repeat 5] [--sdk-repeat 1] [--read-bytes 4096]
                                               [--stages]
 """
 
@@ -279,7 +279,7 @@ def sdk_seconds(body: bytes, expect_content: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per replay; the best counts")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per replay; the best counts")
     parser.add_argument(
         "--read-bytes", type=int, default=4096, help="SSE bytes per recorded network read"
     )
