@@ -10,6 +10,7 @@ import typer
 
 from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
+from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 from streamtool.core.run import replay_file
 
 from .emit import Emit, make_emit_sink
@@ -124,9 +125,25 @@ def replay(
             "OpenAI chat-completions SSE stream).",
         ),
     ] = None,
+    file_tools: Annotated[
+        str | None,
+        typer.Option(
+            "--file-tools",
+            help="api_tool_call: tools whose file argument streams as a file segment, as "
+            "TOOL=FIELD,... (default: write_file=content,patch_file=patch; '' for none).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     parser_name = parser or default_parser()
+    handler_options = None
+    if file_tools is not None:
+        if parser_name != "api_tool_call":
+            fail(f"--file-tools applies to --parser api_tool_call, not {parser_name}")
+        try:
+            handler_options = {"file_tools": parse_file_tools(file_tools)}
+        except FileToolsError as exc:
+            fail(str(exc))
     with user_errors(str(file)):
         check_names(converter, parser_name)
         sink: Sink = (
@@ -151,6 +168,7 @@ def replay(
                 file,
                 converter=converter,
                 parser=parser_name,
+                handler_options=handler_options,
                 on_items=sink.on_items,
                 before_chunk=before_chunk,
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .coalesce import join_argument_runs
 from .converters import (
     Converter,
     converter_names,
@@ -156,6 +157,7 @@ class ReplayEngine:
                 return
             self._drain_pending(out)
             return
+        batch: list[ChunkResponse] = []
         for item in items:
             if type(item) is SSEEvent:
                 self.sse_events += 1
@@ -163,7 +165,10 @@ class ReplayEngine:
                 self.comments += 1
             crs = converter.feed(item)
             if crs:
-                self._chunks(crs, out)
+                batch += crs
+        if batch:
+            # fragments that arrived in the same read reach the handler joined (same text)
+            self._chunks(join_argument_runs(batch), out)
 
     def _detect_now(self, final: bool) -> None:
         for item in self._pending:
