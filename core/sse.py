@@ -155,32 +155,19 @@ class SSEDecoder:
         if rest:
             self._pending.append(rest)
         self.lines += len(lines)
-        # the two most common lines ("data: ..." and the blank line that ends an event) are
-        # handled inline; every other line goes through _line
         line_fn = self._line
-        data = self._data
         for line in lines:
-            if line[:5] == "data:":
-                if line[5:6] == " ":
-                    data.append(line[6:])
-                else:
-                    data.append(line[5:])
-            elif line:
-                line_fn(line, out)
+            # the two commonest lines inline: a blank line (dispatch) and "data:"
+            if not line:
+                if self._data:
+                    out.append(self._dispatch(unterminated=False))
+                    self._reset_event()
+                elif self._event is not None or self._id is not None or self._retry is not None:
+                    self._reset_event()
+            elif line[:5] == "data:":
+                self._data.append(line[6:] if line[5:6] == " " else line[5:])
             else:
-                if data:
-                    out.append(
-                        SSEEvent(
-                            data[0] if len(data) == 1 else "\n".join(data),
-                            self._event,
-                            self._id,
-                            self._retry,
-                        )
-                    )
-                    data = self._data = []
-                self._event = None
-                self._id = None
-                self._retry = None
+                line_fn(line, out)
         return out
 
     def _line(self, line: str, out: list[SSEItem]) -> None:

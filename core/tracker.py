@@ -13,7 +13,7 @@ repeats ignored, and the argument merge policy for providers that resend argumen
 
 Every repair is reported as a quirk; bytes are never fuzzily de-duplicated. Wire APIs whose
 fragments are defined to be appended as they are (Anthropic ``input_json_delta``, Responses argument
-deltas) pass ``raw=True`` / use :meth:`ToolCallTracker.append`, which bypass that policy.
+deltas) pass ``raw=True`` / use :meth:`ToolCallTracker.append_exact`, which bypass that policy.
 """
 
 from __future__ import annotations
@@ -172,8 +172,19 @@ class ToolCallTracker:
             metadata=(call.metadata if first else None),
         )
 
-    def append(self, call: TrackedCall, text: str) -> ToolCallDelta | None:
-        """Append an argument fragment as it is (the hot path of streamed arguments)."""
+    def append(self, call: TrackedCall, fragment: str) -> ToolCallDelta | None:
+        """Argument text for an announced, open call (the hot path of long streamed calls)."""
+        if not fragment:
+            return None
+        if call.cumulative or call.held is not None or len(fragment) >= call._len:
+            return self.update(call, arguments=fragment)
+        call._parts.append(fragment)
+        call._len += len(fragment)
+        return ToolCallDelta(call.index, None, None, fragment)
+
+    def append_exact(self, call: TrackedCall, text: str) -> ToolCallDelta | None:
+        """Append an argument fragment exactly as it is, without the merge policy (for wire APIs
+        whose fragments are defined as appends: Anthropic, Responses, Gemini)."""
         if call.announced and not call.complete and text:
             call._parts.append(text)
             call._len += len(text)

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RECORDINGS, corpus_params
+
 from streamtool.core.converters import make_converter
 from streamtool.core.recording import Header
 from streamtool.core.sse import SSEEvent
-from wire_helpers import (
+
+from .conftest import RECORDINGS, corpus_params
+from .wire_helpers import (
     assert_chunking_invariant,
     body,
     calls,

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, RECORDINGS, corpus_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.converters.gemini import PartialArgsError, PartialArgsWriter, parse_json_path
 from streamtool.core.recording import Header
-from wire_helpers import (
+
+from .conftest import CORPUS, RECORDINGS, corpus_params
+from .wire_helpers import (
     assert_chunking_invariant,
     calls,
     payloads,

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, RECORDINGS, corpus_params
+
 from streamtool.core.recording import Header
-from wire_helpers import (
+
+from .conftest import CORPUS, RECORDINGS, corpus_params
+from .wire_helpers import (
     assert_chunking_invariant,
     body,
     calls,

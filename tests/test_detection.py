@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import RECORDINGS
+
 from streamtool.core.converters import detect_from_event, detect_from_header
 from streamtool.core.recording import Header
 from streamtool.core.sse import SSEEvent
-from wire_helpers import run
+
+from .conftest import RECORDINGS
+from .wire_helpers import run
 
 
 def header(url: str | None = None, provider: str | None = None, api: str | None = None) -> Header:

@@ -9,6 +9,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.framing import PendingDecoder, make_decoder, open_decoder, sniff
 from streamtool.core.jsonstream import JSONArrayDecoder, NDJSONDecoder
 from streamtool.core.sse import SSEComment, SSEDecoder, SSEEvent

@@ -252,7 +252,7 @@ class AnthropicConverter(Converter):
             fragment = delta.get("partial_json")
             if type(fragment) is not str or not fragment:
                 return []
-            out = self.tracker.append(call, fragment)
+            out = self.tracker.append_exact(call, fragment)
             return [ChunkResponse(tool_calls=[out])] if out is not None else []
         if kind == "text_delta":
             text = delta.get("text")
@@ -318,7 +318,7 @@ class AnthropicConverter(Converter):
                 "tool input given whole in content_block_start, without input_json_delta",
             )
         text = json.dumps(info.tool_input, ensure_ascii=False)
-        return self.tracker.append(call, text)
+        return self.tracker.append_exact(call, text)
 
     # -- end -------------------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:

@@ -269,7 +269,7 @@ class GeminiConverter(Converter):
                 self.error("partial_args", f"call {call.call_id}: {writer.problem}", entry)
                 writer.problem = None
             if text:
-                delta = self.tracker.append(call, text)
+                delta = self.tracker.append_exact(call, text)
                 if delta is not None:
                     out.append(delta)
 
@@ -279,7 +279,7 @@ class GeminiConverter(Converter):
         if writer is not None:
             text = writer.close()
             if text:
-                delta = self.tracker.append(call, text)
+                delta = self.tracker.append_exact(call, text)
                 if delta is not None:
                     out.append(delta)
         done = self.tracker.complete(call)

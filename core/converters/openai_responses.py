@@ -328,7 +328,7 @@ class OpenAIResponsesConverter(Converter):
             if delta is not None:
                 out.append(delta)
             if info.custom:
-                opener = self.tracker.append(call, '"')
+                opener = self.tracker.append_exact(call, '"')
                 if opener is not None:
                     out.append(opener)
         else:
@@ -389,7 +389,7 @@ class OpenAIResponsesConverter(Converter):
                 "responses_args_done_only",
                 f"call {call.call_id}: arguments given only by {where}, without deltas",
             )
-        delta = self.tracker.append(call, final[len(have) :])
+        delta = self.tracker.append_exact(call, final[len(have) :])
         return [delta] if delta is not None else []
 
     def _mismatch(self, call: TrackedCall, final: str, where: str) -> None:
@@ -476,7 +476,7 @@ class OpenAIResponsesConverter(Converter):
             out.extend(self._call_fields(call, info, item))
         deltas: list[ToolCallDelta] = []
         if info.custom and not call.complete:
-            closer = self.tracker.append(call, '"')
+            closer = self.tracker.append_exact(call, '"')
             if closer is not None:
                 deltas.append(closer)
         done = self.tracker.complete(call)
@@ -595,7 +595,7 @@ class OpenAIResponsesConverter(Converter):
             )
         if custom:
             delta = json.dumps(delta, ensure_ascii=False)[1:-1]
-        out = tracker.append(call, delta)
+        out = tracker.append_exact(call, delta)
         return [ChunkResponse(tool_calls=[out])] if out is not None else []
 
     def _orphan_call(self, obj: dict[str, Any]) -> TrackedCall | None:
