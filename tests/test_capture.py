@@ -152,7 +152,7 @@ def test_non_streaming_requests_are_not_recorded(server, tmp_path):
         base_url=server.url + "/v1", api_key=OPENAI_KEY, max_retries=0, http_client=capture.client()
     )
     with pytest.raises(openai.BadRequestError, match="replays streams"):
-        client.chat.completions.create(model="gpt-4o-2024-08-06", messages=[])
+        client.chat.completions.create(model="gpt-4o-mini-2024-07-18", messages=[])
     assert capture.paths == []
     assert list((tmp_path / "none").iterdir()) == []
 
