@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.core.http_body import BodyDecoder, provider_error_message
 from streamtool.core.playback import Playback
@@ -39,7 +40,8 @@ from streamtool.core.requests import (
 )
 from streamtool.core.run import replay_file
 from streamtool.core.serve_app import serving
-from typer.testing import CliRunner
+
+from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
 
 MAX = Playback(speed=None)
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
