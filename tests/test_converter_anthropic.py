@@ -446,8 +446,8 @@ def test_ping_and_data_only_framing() -> None:
 def test_mid_stream_error_leaves_the_open_call_unclosed() -> None:
     events = [
         message_start(),
-        tool(0, "toolu_01Z", "write_file"),
-        args(0, '{"path": "a.py", "content": "pri'),
+        tool(0, "toolu_01Z", "save_note"),
+        args(0, '{"title": "a", "body": "pri'),
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     ]
     result, items = run(body(events), header=HEADER)
@@ -458,7 +458,7 @@ def test_mid_stream_error_leaves_the_open_call_unclosed() -> None:
     }
     (tool_end,) = segments(items, "tool_call")
     assert tool_end["unclosed"] is True and tool_end["arguments"] is None
-    assert result["invocations"][0]["raw_arguments"] == '{"path": "a.py", "content": "pri'
+    assert result["invocations"][0]["raw_arguments"] == '{"title": "a", "body": "pri'
 
 
 def test_stream_cut_without_message_stop_is_reported() -> None:

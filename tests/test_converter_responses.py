@@ -443,7 +443,7 @@ def test_deltas_without_item_id_find_the_call_by_output_index() -> None:
 
 
 def test_incomplete_response_leaves_a_cut_call_unclosed() -> None:
-    s = Stream().created().call_added(0, "fc_1", "call_1", "write_file").args(0, "fc_1", '{"path":')
+    s = Stream().created().call_added(0, "fc_1", "call_1", "save_note").args(0, "fc_1", '{"t":')
     s.add(
         "response.incomplete",
         response=response("incomplete", incomplete_details={"reason": "max_output_tokens"}),

@@ -187,7 +187,9 @@ def test_every_bundled_recording_draws_its_invocations_errors_and_quirks() -> No
         for inv in engine.invocations():
             assert f"{inv.name}(" in text and inv.id in text
         for err in engine.errors:
-            assert f"error {err.kind}: {err.message}" in flat
+            # a segment's own error (unparsable arguments) is drawn under that segment
+            label = "error" if err.kind == "segment" else f"error {err.kind}"
+            assert f"{label}: {err.message}" in flat
         for q in engine.quirks:
             assert f"quirk {q.id}: {q.detail}" in flat
         assert f"chunks {engine.chunks}" in text
