@@ -57,6 +57,7 @@ class SSEDecoder:
         "_retry",
         "lines",
         "saw_cr",
+        "_bytes_fed",
     )
 
     def __init__(self) -> None:
@@ -70,13 +71,15 @@ class SSEDecoder:
         self._retry: int | None = None
         self.lines = 0  # complete lines seen (for statistics)
         self.saw_cr = False  # CR or CRLF line ends were used (framing statistics)
+        self._bytes_fed = False  # a read came as bytes (it may have ended inside a character)
 
     # -- input -----------------------------------------------------------------------------
     def feed(self, data: bytes | str) -> list[SSEItem]:
         if isinstance(data, bytes | bytearray | memoryview):
+            self._bytes_fed = True
             text = self._utf8.decode(bytes(data))
         else:
-            if self._utf8.getstate()[0]:
+            if self._bytes_fed and self._utf8.getstate()[0]:
                 # an earlier read ended inside a UTF-8 sequence: keep decoding bytewise
                 text = self._utf8.decode(data.encode("utf-8"))
             else:
@@ -129,6 +132,7 @@ class SSEDecoder:
         ):
             # fast path: whole events at the start of the text, one regex match each
             pos = 0
+            end = len(text)
             simple = _SIMPLE_EVENT.match
             m = simple(text)
             while m is not None:
@@ -136,10 +140,10 @@ class SSEDecoder:
                 out.append(SSEEvent(value, name))
                 self.lines += 2 if name is None else 3
                 pos = m.end()
+                if pos == end:
+                    return out
                 m = simple(text, pos)
             if pos:
-                if pos == len(text):
-                    return out
                 text = text[pos:]
                 if "\n" not in text:
                     self._pending.append(text)

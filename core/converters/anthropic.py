@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..fastjson import loads as _loads
 from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
@@ -36,7 +37,6 @@ from ..usage import normalize_usage
 from .base import Converter, MultiPayload
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
-_loads = json.loads
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
 
@@ -76,7 +76,16 @@ class AnthropicConverter(Converter):
             if obj is None:
                 return []
         if type(obj) is dict:
-            if obj.get("type") == "content_block_delta":  # the hot path: most events are deltas
+            if obj.get("type") == "content_block_delta":
+                # the hot path, inline: an input fragment for an open tool block
+                delta = obj.get("delta")
+                if type(delta) is dict and delta.get("type") == "input_json_delta":
+                    fragment = delta.get("partial_json")
+                    call = self.tracker.find(obj.get("index"))
+                    if call is not None and type(fragment) is str and fragment:
+                        out = self.tracker.append_exact(call, fragment)
+                        if out is not None:
+                            return [ChunkResponse(tool_calls=[out])]
                 return self._block_delta(obj)
             return self._payload(obj, event)
         if isinstance(obj, MultiPayload):

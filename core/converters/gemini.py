@@ -28,6 +28,7 @@ import json
 import re
 from typing import Any
 
+from ..fastjson import loads as _loads
 from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
@@ -59,7 +60,7 @@ class GeminiConverter(Converter):
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         data = event.data
         try:
-            obj = json.loads(data)
+            obj = _loads(data)
         except ValueError:
             if not data.strip():
                 self.quirk("sse_empty_event_after_comment", "an event with empty data")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..fastjson import loads as _loads
 from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
@@ -36,7 +37,6 @@ from ..usage import normalize_usage
 from .base import Converter, MultiPayload
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
-_loads = json.loads
 # hosted tools run by OpenAI inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
     "web_search_call": ("action",),
@@ -125,6 +125,27 @@ class OpenAIResponsesConverter(Converter):
             if obj is None:
                 return []
         if type(obj) is dict:
+            if obj.get("type") == "response.function_call_arguments.delta":
+                # the hot path, inline: an argument fragment for the call opened last
+                fragment = obj.get("delta")
+                call = self.tracker.find(obj.get("item_id"))
+                seq = obj.get("sequence_number")
+                if (
+                    call is not None
+                    and call is self.tracker.calls[-1]
+                    and type(fragment) is str
+                    and fragment
+                    and (
+                        seq is None
+                        or (type(seq) is int and (self._seq is None or seq == self._seq + 1))
+                    )
+                ):
+                    self.payloads += 1
+                    if seq is not None:
+                        self._seq = seq
+                    out = self.tracker.append_exact(call, fragment)
+                    if out is not None:
+                        return [ChunkResponse(tool_calls=[out])]
             return self._payload(obj, event)
         if isinstance(obj, MultiPayload):
             out: list[ChunkResponse] = []
