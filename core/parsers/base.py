@@ -47,7 +47,11 @@ class TextParser:
         text_argument_parser: TextArgumentParser | None = None,
     ) -> None:
         self._new_id = new_id or _counter_ids()
-        self._text_argument_parser = text_argument_parser
+        if text_argument_parser is None:
+            from .xml_args import parse_xml_arguments
+
+            text_argument_parser = parse_xml_arguments
+        self._text_argument_parser: TextArgumentParser = text_argument_parser
         self._out: list[SegmentEvent] = []
         self._buf = ""
         self._text_id: str | None = None
@@ -136,7 +140,8 @@ class TextParser:
         """A tool body's arguments: ``(arguments, None)`` or ``(None, reason)``.
 
         Empty means no arguments (``{}``); a body starting with ``{`` or ``[`` is JSON; anything
-        else goes to the text-argument parser (XML arguments), which raises ``ValueError``.
+        else goes to the text-argument parser (XML arguments by default), which raises
+        ``ValueError``.
         """
         text = body.strip()
         if not text:
@@ -146,8 +151,6 @@ class TextParser:
                 return json.loads(text), None
             except ValueError as exc:
                 return None, f"arguments are not valid JSON ({exc})"
-        if self._text_argument_parser is None:
-            return None, "arguments are neither JSON nor parsable text"
         try:
             return self._text_argument_parser(body), None
         except ValueError as exc:
