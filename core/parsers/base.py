@@ -20,9 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..adapter import TextArgumentParser
-from ..model import SegmentEvent, SegmentType
+from ..model import SegmentEvent, SegmentEventType, SegmentType
 
 IdFactory = Callable[[], str]
+_START = SegmentEventType.START
+_CONTENT = SegmentEventType.CONTENT
+_END = SegmentEventType.END
 
 
 def _counter_ids() -> IdFactory:
@@ -65,7 +68,8 @@ class TextParser:
             raise RuntimeError(f"{self.name} parser has finished")
         out = self._out = []
         if text:
-            self._buf = self._buf + text if self._buf else text
+            buf = self._buf
+            self._buf = buf + text if buf else text
             self._run()
         return out
 
@@ -96,8 +100,17 @@ class TextParser:
         return out
 
     # -- for subclasses --------------------------------------------------------------------
-    def _run(self) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    _state: Callable[[str, int], tuple[int, bool]]
+
+    def _run(self) -> None:
+        """Run the state functions over the buffer: each returns ``(position, go on)``; what
+        lies after the last position is held for the next text."""
+        buf = self._buf
+        pos = 0
+        more = True
+        while more:
+            pos, more = self._state(buf, pos)
+        self._buf = buf[pos:] if pos else buf
 
     def _flush(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -106,34 +119,32 @@ class TextParser:
     def _open_text(self) -> None:
         self._text_id = self._new_id()
         self._text_metadata = {}
-        self._out.append(SegmentEvent.start(self._text_id, SegmentType.TEXT))
+        self._out.append(SegmentEvent(_START, self._text_id, SegmentType.TEXT, None, {}))
 
     def _text(self, text: str) -> None:
-        if not text:
-            return
-        if self._text_id is None:
-            self._open_text()
-        assert self._text_id is not None
-        self._out.append(SegmentEvent.content(self._text_id, text))
+        if text:
+            if self._text_id is None:
+                self._open_text()
+            self._out.append(SegmentEvent(_CONTENT, self._text_id, None, text, None))  # type: ignore[arg-type]
 
     def _close_text(self) -> None:
         if self._text_id is not None:
             seg_id, self._text_id = self._text_id, None
-            self._out.append(SegmentEvent.end(seg_id, self._text_metadata))
+            self._out.append(SegmentEvent(_END, seg_id, None, None, self._text_metadata))
             self._text_metadata = {}
 
     def _start(self, segment_type: SegmentType, metadata: dict[str, Any] | None = None) -> str:
         self._close_text()
         seg_id = self._new_id()
-        self._out.append(SegmentEvent.start(seg_id, segment_type, dict(metadata or {})))
+        self._out.append(SegmentEvent(_START, seg_id, segment_type, None, dict(metadata or {})))
         return seg_id
 
     def _content(self, seg_id: str, text: str) -> None:
         if text:
-            self._out.append(SegmentEvent.content(seg_id, text))
+            self._out.append(SegmentEvent(_CONTENT, seg_id, None, text, None))
 
     def _end(self, seg_id: str, metadata: dict[str, Any]) -> None:
-        self._out.append(SegmentEvent.end(seg_id, metadata))
+        self._out.append(SegmentEvent(_END, seg_id, None, None, metadata))
 
     # -- arguments -------------------------------------------------------------------------
     def _resolve_arguments(self, body: str) -> tuple[Any, str | None]:
@@ -178,10 +189,12 @@ def literal_hold(buf: str, pos: int, marker: str) -> int:
     Returns ``len(buf)`` when no proper prefix of ``marker`` ends the buffer.
     """
     n = len(buf)
-    longest = min(len(marker) - 1, n - pos)
-    for k in range(longest, 0, -1):
-        if buf.endswith(marker[:k]):
-            return n - k
+    first = marker[0]
+    i = buf.find(first, max(pos, n - len(marker) + 1))
+    while i >= 0:
+        if marker.startswith(buf[i:]):
+            return i
+        i = buf.find(first, i + 1)
     return n
 
 

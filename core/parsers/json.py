@@ -1,8 +1,8 @@
 """``--parser json``: tool calls written as JSON inside the model's text.
 
 See reference/text-formats.md, "JSON". A ``{`` or ``[`` that may start a call (``{`` then a
-string, ``[`` then ``{``) is held back while its beginning, with whitespace outside strings
-removed, can still become one of the call signatures below ("maybe"); any other brace is text.
+string, ``[`` then ``{``) is held back while its first JSON tokens (whitespace between them does
+not matter) can still become one of the call signatures below ("maybe"); any other brace is text.
 
     {"tool": {"function": "NAME", ...}}          {"tool": {"function": {"name": "NAME"}, ...}}
     {"tool": {"name": "NAME", ...}}              {"function": {"name": "NAME", ...}}
@@ -31,65 +31,88 @@ from .base import JsonBracketScanner, TextParser
 
 MAX_SIGNATURE = 1024  # raw characters looked at to decide whether a brace starts a call
 
-_S = None  # token: a JSON string (the tool name)
+_NAME = None  # template token: any JSON string (the tool name)
 _ARG_KEYS = ("args", "arguments", "parameters", "input")
 _CALL_SHAPES: list[tuple[str | None, ...]] = [
-    ('{"tool":{"function":', _S),
-    ('{"tool":{"function":{"name":', _S),
-    ('{"tool":{"name":', _S),
-    ('{"function":{"name":', _S),
-    *[('{"name":', _S, f',"{key}":') for key in _ARG_KEYS],
+    ("{", '"tool"', ":", "{", '"function"', ":", _NAME),
+    ("{", '"tool"', ":", "{", '"function"', ":", "{", '"name"', ":", _NAME),
+    ("{", '"tool"', ":", "{", '"name"', ":", _NAME),
+    ("{", '"function"', ":", "{", '"name"', ":", _NAME),
+    *[("{", '"name"', ":", _NAME, ",", f'"{key}"', ":") for key in _ARG_KEYS],
 ]
 # (mode, tokens); the templates are mutually exclusive: no text matches two of them
 _TEMPLATES: list[tuple[str, tuple[str | None, ...]]] = [
     *[("object", shape) for shape in _CALL_SHAPES],
     *[("array", ("[", *shape)) for shape in _CALL_SHAPES],
-    ("tool_calls", ('{"tool_calls":[{',)),
+    ("tool_calls", ("{", '"tool_calls"', ":", "[", "{")),
 ]
+_MAX_TOKENS = max(len(tokens) for _, tokens in _TEMPLATES)
 _CONTAINER_DEPTH = {"array": 1, "tool_calls": 2}
 
-_CAND = re.compile(r'\{\s*"|\[\s*\{')
-_STRING = re.compile(r'"(?:[^"\\]|\\[\s\S])*"')
-_STRING_PREFIX = re.compile(r'"(?:[^"\\]|\\[\s\S])*\\?')
-_WS_OR_STRING = re.compile(r'"(?:[^"\\]|\\[\s\S])*"|\s+')
+_SPACE = frozenset(" \t\r\n")
+_WS = re.compile(r"[ \t\r\n]*")
+# one JSON token after optional whitespace: a whole string, punctuation, a string cut by the end
+# of the text, or anything else (which no signature accepts)
+_LEX = re.compile(r'\s*(?:("(?:[^"\\]|\\[\s\S])*")|([{}\[\]:,])|("(?:[^"\\]|\\[\s\S])*\\?\Z)|(\S))')
 
 _NO = "no"
 _MAYBE = "maybe"
 
 
-def _strip_ws(raw: str) -> str:
-    return _WS_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "", raw)
+def _lex(raw: str) -> tuple[list[str | None], str | None]:
+    """The first JSON tokens of ``raw`` (``None`` for a token no signature accepts) and the
+    unterminated string that ends it, if any."""
+    tokens: list[str | None] = []
+    pos = 0
+    while len(tokens) < _MAX_TOKENS:
+        m = _LEX.match(raw, pos)
+        if m is None:  # only whitespace is left
+            return tokens, None
+        whole, punct, cut, _other = m.groups()
+        if cut is not None:
+            return tokens, cut
+        tokens.append(whole or punct)
+        if whole is None and punct is None:
+            break
+        pos = m.end()
+    return tokens, None
 
 
-def _match(tokens: tuple[str | None, ...], s: str) -> str | tuple[str | None]:
-    i = 0
-    name: str | None = None
-    for token in tokens:
-        if token is None:
-            m = _STRING.match(s, i)
-            if m is None:
-                if i == len(s) or _STRING_PREFIX.fullmatch(s, i) is not None:
-                    return _MAYBE
+def _match(template: tuple[str | None, ...], tokens: list[str | None], cut: str | None) -> str:
+    for i, want in enumerate(template):
+        if i >= len(tokens):
+            if cut is None:
+                return _MAYBE
+            if want is _NAME or want[0] == '"' and want.startswith(cut):
+                return _MAYBE
+            return _NO
+        got = tokens[i]
+        if got is None:
+            return _NO
+        if want is _NAME:
+            if got[0] != '"':
                 return _NO
-            name = m.group()
-            i = m.end()
-            continue
-        part = s[i : i + len(token)]
-        if part != token:
-            return _MAYBE if len(part) < len(token) and token.startswith(part) else _NO
-        i += len(token)
-    return (name,)
+        elif got != want:
+            return _NO
+    return "yes"
 
 
 def classify(raw: str) -> str | tuple[str, str | None]:
-    """``"no"``, ``"maybe"`` or ``(mode, raw JSON of the name or None)`` for a call's start."""
-    s = _strip_ws(raw)
+    """``"no"``, ``"maybe"`` or ``(mode, raw JSON of the name or None)`` for a call's start.
+
+    Whitespace between JSON tokens does not matter; the first tokens are compared with the
+    signatures, and the answer is "maybe" while the text ends before one of them is complete.
+    """
+    tokens, cut = _lex(raw)
     verdict = _NO
-    for mode, tokens in _TEMPLATES:
-        result = _match(tokens, s)
-        if isinstance(result, tuple):
-            return mode, result[0]
-        if result is _MAYBE:
+    for mode, template in _TEMPLATES:
+        result = _match(template, tokens, cut)
+        if result == "yes":
+            name = None
+            if _NAME in template:
+                name = tokens[template.index(_NAME)]
+            return mode, name
+        if result == _MAYBE:
             verdict = _MAYBE
     return verdict
 
@@ -152,24 +175,35 @@ class JsonParser(TextParser):
         self._seg_meta: dict[str, Any] = {}
         self._parts: list[str] = []
 
-    def _run(self) -> None:
-        buf = self._buf
-        pos = 0
-        more = True
-        while more:
-            pos, more = self._state(buf, pos)
-        self._buf = buf[pos:]
-
     # -- text ------------------------------------------------------------------------------
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
-        m = _CAND.search(buf, pos)
-        if m is None:
-            hold = len(buf) if self._final else _tail_hold(buf, pos)
-            self._text(buf[pos:hold])
-            return hold, False
-        self._text(buf[pos : m.start()])
-        self._state = self._s_signature
-        return m.start(), True
+        """Find the next ``{`` that may start a call: followed by a string, or preceded by a
+        ``[`` (an array of calls). ``str.find`` does the scanning; a brace at the end of the
+        buffer waits for the next text."""
+        n = len(buf)
+        scan = pos
+        while True:
+            j = buf.find("{", scan)
+            if j < 0:
+                hold = n if self._final else _tail_hold(buf, scan)
+                self._text(buf[pos:hold])
+                return hold, False
+            k = j
+            while k > scan and buf[k - 1] in _SPACE:
+                k -= 1
+            start = k - 1 if k > scan and buf[k - 1] == "[" else j
+            after = buf[j + 1 : j + 2]
+            if after != '"' and start == j:
+                e = _WS.match(buf, j + 1).end() if after in _SPACE else j + 1  # type: ignore[union-attr]
+                if e >= n and not self._final:
+                    self._text(buf[pos:start])
+                    return start, False
+                if e >= n or buf[e] != '"':
+                    scan = j + 1
+                    continue
+            self._text(buf[pos:start])
+            self._state = self._s_signature
+            return start, True
 
     def _s_signature(self, buf: str, pos: int) -> tuple[int, bool]:
         raw = buf[pos : pos + MAX_SIGNATURE]
@@ -276,11 +310,9 @@ class JsonParser(TextParser):
 
 
 def _tail_hold(buf: str, pos: int) -> int:
-    """Hold back a trailing ``{`` or ``[`` (plus whitespace): the next text decides it."""
+    """Hold back a trailing ``[`` (and whitespace): a ``{`` may follow in the next text."""
     n = len(buf)
-    k = n
-    if n > pos and buf[n - 1].isspace():
-        k = len(buf.rstrip())
-    if k > pos and buf[k - 1] in "{[":
+    k = len(buf.rstrip(" \t\r\n")) if n > pos and buf[n - 1] in _SPACE else n
+    if k > pos and buf[k - 1] == "[":
         return k - 1
     return n

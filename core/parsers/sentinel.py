@@ -35,15 +35,13 @@ _TYPES = {
 _WS = re.compile(r"\s*")
 _HEADER_CLOSE = re.compile(r"\s*\]\]")
 _HEADER_CLOSE_PARTIAL = re.compile(r"\s*\]?")
+_DECODER = json.JSONDecoder()
+_UNSET = object()
 
 State = Callable[[str, int], tuple[int, bool]]
 
 
-def _header_segment(text: str) -> tuple[SegmentType, dict[str, Any]] | None:
-    try:
-        header = json.loads(text)
-    except ValueError:
-        return None
+def _header_segment(header: Any) -> tuple[SegmentType, dict[str, Any]] | None:
     if not isinstance(header, dict):
         return None
     kind = header.get("type")
@@ -75,14 +73,6 @@ class SentinelParser(TextParser):
         self._meta: dict[str, Any] = {}
         self._parts: list[str] = []
 
-    def _run(self) -> None:
-        buf = self._buf
-        pos = 0
-        more = True
-        while more:
-            pos, more = self._state(buf, pos)
-        self._buf = buf[pos:]
-
     # -- text ------------------------------------------------------------------------------
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         i = buf.find(START, pos)
@@ -103,6 +93,7 @@ class SentinelParser(TextParser):
         limit = pos + MAX_HEADER
         n = min(len(buf), limit)
         p = pos + self._offset
+        header: Any = _UNSET
         if self._json_at < 0:
             p = _WS.match(buf, p, n).end()  # type: ignore[union-attr]
             if p >= n:
@@ -110,6 +101,16 @@ class SentinelParser(TextParser):
             if buf[p] != "{":
                 return self._not_a_header(pos)
             self._json_at = p - pos
+            # fast path: the whole header is already here (one C call instead of the scan)
+            try:
+                header, end = _DECODER.raw_decode(buf, p)
+            except ValueError:
+                pass
+            else:
+                if end <= n:
+                    self._json_end = end - pos
+                else:
+                    header = _UNSET
         if self._json_end < 0:
             scanner = self._scanner
             while True:
@@ -126,7 +127,12 @@ class SentinelParser(TextParser):
             if _HEADER_CLOSE_PARTIAL.fullmatch(buf, p, n) is not None:
                 return self._header_wait(buf, pos, pos + self._json_end)
             return self._not_a_header(pos)
-        parsed = _header_segment(buf[pos + self._json_at : p])
+        if header is _UNSET:
+            try:
+                header = json.loads(buf[pos + self._json_at : p])
+            except ValueError:
+                return self._not_a_header(pos)
+        parsed = _header_segment(header)
         if parsed is None:
             return self._not_a_header(pos)
         self._open(*parsed)

@@ -47,6 +47,7 @@ _OPEN_TAG = re.compile(
 )
 _ANY_TAG = re.compile(r"<(/?)\s*([A-Za-z_][\w.\-:]*)([^<>]*?)(/?)>")
 _ATTR = re.compile(r"([\w.\-:]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_ARG_NAME = re.compile(r"""\bname\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _WS = re.compile(r"\s*")
 _GENERIC_STOP = re.compile(r"</tool\s*>|<!\[CDATA\[", re.I)
 _CDATA_ATOMS = ["<", "!", r"\[", "C", "D", "A", "T", "A"]
@@ -84,6 +85,8 @@ def _close(name: str) -> _Close:
 
 
 def _attrs(raw: str) -> dict[str, str]:
+    if not raw:
+        return {}
     return {
         m.group(1).lower(): unescape_xml(m.group(2) if m.group(2) is not None else m.group(3))
         for m in _ATTR.finditer(raw)
@@ -113,14 +116,6 @@ class XmlParser(TextParser):
         self._mpos = 0
 
     # -- driver ----------------------------------------------------------------------------
-    def _run(self) -> None:
-        buf = self._buf
-        pos = 0
-        more = True
-        while more:
-            pos, more = self._state(buf, pos)
-        self._buf = buf[pos:]
-
     # -- text ------------------------------------------------------------------------------
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         scan = pos
@@ -139,27 +134,17 @@ class XmlParser(TextParser):
                 self._text(buf[pos:i])
                 return i, False
             tag = _OPEN_TAG.fullmatch(buf, i, j + 1)
-            if tag is None or not self._accepts(tag):
-                scan = i + 1
-                continue
-            self._text(buf[pos:i])
-            self._open(tag)
-            return j + 1, True
+            if tag is not None:
+                name = tag.group(1).lower()
+                attrs = _attrs(tag.group(2))
+                needed = "name" if name == "tool" else "path" if name == "write_file" else ""
+                if not needed or attrs.get(needed, "").strip():
+                    self._text(buf[pos:i])
+                    self._open(name, attrs, bool(tag.group(3)))
+                    return j + 1, True
+            scan = i + 1
 
-    @staticmethod
-    def _accepts(tag: re.Match[str]) -> bool:
-        name = tag.group(1).lower()
-        attrs = _attrs(tag.group(2))
-        if name == "tool":
-            return bool(attrs.get("name", "").strip())
-        if name == "write_file":
-            return bool(attrs.get("path", "").strip())
-        return True
-
-    def _open(self, tag: re.Match[str]) -> None:
-        name = tag.group(1).lower()
-        attrs = _attrs(tag.group(2))
-        self_closing = bool(tag.group(3))
+    def _open(self, name: str, attrs: dict[str, str], self_closing: bool) -> None:
         self._parts = []
         self._path = None
         self._seg = None
@@ -259,7 +244,8 @@ class XmlParser(TextParser):
         if low in ("arguments", "tool") or self_closing:
             return j + 1, True
         if low == "arg":
-            key = _attrs(raw_attrs).get("name", "").strip().lower()
+            named = _ARG_NAME.search(raw_attrs)
+            key = unescape_xml(named.group(1) or named.group(2)).strip().lower() if named else ""
         else:
             key = low
         segment_type, content_key, markers = _FILE_TYPES[self._kind]

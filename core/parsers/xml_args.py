@@ -48,7 +48,25 @@ def _attrs(raw: str) -> dict[str, str]:
     return {m.group(1): unescape_xml(m.group(2) or m.group(3) or "") for m in _ATTR.finditer(raw)}
 
 
+# the common case, flat named arguments with plain values, in one regex match
+_FLAT = re.compile(
+    r'\s*(?:<arguments>\s*)?((?:<arg name="[^"<>&]*">[^<]*</arg>\s*)*)(?:</arguments>\s*)?'
+)
+_FLAT_ARG = re.compile(r'<arg name="([^"<>&]*)">([^<]*)</arg>')
+
+
 def parse_xml_arguments(body: str) -> dict[str, Any]:
+    flat = _FLAT.fullmatch(body)
+    if flat is not None:
+        out: dict[str, Any] = {}
+        for key, value in _FLAT_ARG.findall(flat.group(1)):
+            _put(out, key, unescape_xml(value))
+        return out
+    return parse_xml_arguments_tree(body)
+
+
+def parse_xml_arguments_tree(body: str) -> dict[str, Any]:
+    """The general parser (``parse_xml_arguments`` takes a shortcut for flat arguments)."""
     root = _Element("", None, None)
     stack = [root]
     pos = 0
