@@ -14,7 +14,7 @@ from parsing_support import (
     text_of,
 )
 from streamtool.core.parsers.xml import XmlParser
-from streamtool.core.parsers.xml_args import parse_xml_arguments
+from streamtool.core.parsers.xml_args import parse_xml_arguments, parse_xml_arguments_tree
 
 WRITE_MARKED = (
     'Creating it now.\n<tool name="write_file">\n  <arguments>\n'
@@ -386,3 +386,39 @@ def test_segments_helper_reports_types() -> None:
     # a run of text with a "<" at every chunk end is still one text segment
     segs = segments("xml", ["a <", "b <", "c"])
     assert segs == [{"id": "seg_1", "type": "text", "start": {}, "end": {}, "content": "a <b <c"}]
+
+
+def test_text_between_file_arguments_is_reported() -> None:
+    """Without markers, ``</arg>`` inside the content ends it: the rest is not silently lost."""
+    text = (
+        '<tool name="write_file"><arg name="path">t.xml</arg><arg name="content"><a></arg>'
+        "<b/></a></arg></tool>"
+    )
+    segs, invs = outcome("xml", text)
+    assert invs[0]["arguments"] == {"path": "t.xml", "content": "<a>"}
+    assert segs[0]["end"]["error"] == (
+        f"write_file call ({segs[0]['id']}) holds text outside its arguments, which was ignored"
+    )
+
+
+_NAMES = st.text(alphabet="abcxyz_-. ", min_size=1, max_size=6)
+_VALUES = st.text(alphabet="ab &;>'\"\n\t\u00e9", max_size=12) | st.sampled_from(
+    ["&amp;", "&lt;x&gt;", "R&D", "&#65;", "a && b"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    args=st.lists(st.tuples(_NAMES, _VALUES), max_size=5),
+    wrap=st.booleans(),
+    space=st.sampled_from(["", "\n", "  \n  "]),
+)
+def test_flat_shortcut_agrees_with_the_tree_parser(
+    args: list[tuple[str, str]], wrap: bool, space: str
+) -> None:
+    body = space.join(f'<arg name="{k}">{v}</arg>' for k, v in args)
+    if wrap:
+        body = f"<arguments>{space}{body}{space}</arguments>"
+    assert parse_xml_arguments(body) == parse_xml_arguments_tree(body)
+    for key, _ in args:
+        assert key in parse_xml_arguments(body)

@@ -13,6 +13,9 @@ start of ``<tool``, ``<write_file`` or ``<run_bash`` is held back; every other `
   optional whitespace and the closing tag follow it. Without markers the content runs to the
   first closing tag (a CDATA section's text is content, without its wrapper).
 - ``run_bash``: a ``run_bash`` segment streaming only the command.
+- File text, patches and commands are taken verbatim (entities are not decoded: models write
+  code raw); argument values of generic tools are XML text (``&amp;`` is ``&``, a stray ``&``
+  stays). Text between the arguments of a file tool is ignored and reported in END ``error``.
 - Shorthands ``<write_file path="...">...</write_file>`` and ``<run_bash>...</run_bash>``.
 
 A call still open when the stream ends is ENDed with ``incomplete: True`` and an ``error``;
@@ -49,6 +52,7 @@ _ANY_TAG = re.compile(r"<(/?)\s*([A-Za-z_][\w.\-:]*)([^<>]*?)(/?)>")
 _ATTR = re.compile(r"([\w.\-:]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _ARG_NAME = re.compile(r"""\bname\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _WS = re.compile(r"\s*")
+_NON_WS = re.compile(r"\S")
 _GENERIC_STOP = re.compile(r"</tool\s*>|<!\[CDATA\[", re.I)
 _CDATA_ATOMS = ["<", "!", r"\[", "C", "D", "A", "T", "A"]
 _GENERIC_PARTIAL = re.compile(
@@ -108,6 +112,7 @@ class XmlParser(TextParser):
         self._tool_name = ""
         self._parts: list[str] = []  # raw body of a generic tool
         self._path: str | None = None
+        self._stray = False  # text between the arguments of a file tool
         self._value: list[str] | None = None  # a small argument value being collected
         self._value_key = ""
         self._close_name = "arg"
@@ -148,6 +153,7 @@ class XmlParser(TextParser):
         self._parts = []
         self._path = None
         self._seg = None
+        self._stray = False
         if name == "tool":
             tool = attrs["name"].strip()
             self._tool_name = tool
@@ -224,24 +230,34 @@ class XmlParser(TextParser):
 
     # -- write_file / patch_file / run_bash inside <tool> ------------------------------------
     def _s_file(self, buf: str, pos: int) -> tuple[int, bool]:
+        """Between the arguments: whitespace and tags; other text is ignored, and reported."""
         i = buf.find("<", pos)
         if i < 0:
-            return len(buf), False  # whitespace between the arguments
+            self._stray = self._stray or _NON_WS.search(buf, pos) is not None
+            return len(buf), False
+        self._stray = self._stray or _NON_WS.search(buf, pos, i) is not None
         j = buf.find(">", i, i + MAX_TAG + 1)
         if j < 0:
             if len(buf) - i > MAX_TAG:
+                self._stray = True
                 return i + 1, True
             return i, False
         m = _ANY_TAG.fullmatch(buf, i, j + 1)
         if m is None:
+            self._stray = True
             return i + 1, True
         closing, tag, raw_attrs, self_closing = m.groups()
         low = tag.lower()
         if closing:
             if low == "tool":
                 self._end_file()
+            elif low != "arguments":
+                self._stray = True  # a closing tag that closes nothing
             return j + 1, True
-        if low in ("arguments", "tool") or self_closing:
+        if self_closing:
+            self._stray = self._stray or low != "arg"
+            return j + 1, True
+        if low in ("arguments", "tool"):
             return j + 1, True
         if low == "arg":
             named = _ARG_NAME.search(raw_attrs)
@@ -291,8 +307,14 @@ class XmlParser(TextParser):
         if error is not None:
             meta["incomplete"] = True
             meta["error"] = error
-        elif self._kind != "run_bash" and not self._path:
-            meta["error"] = f"{self._kind} call ({self._seg}) has no path"
+        else:
+            problems = []
+            if self._kind != "run_bash" and not self._path:
+                problems.append("has no path")
+            if self._stray:
+                problems.append("holds text outside its arguments, which was ignored")
+            if problems:
+                meta["error"] = f"{self._kind} call ({self._seg}) {' and '.join(problems)}"
         self._end(self._seg, meta)
         self._seg = None
         self._state = self._s_text
