@@ -190,3 +190,43 @@ JSON_EXAMPLES = [
 @given(data=st.data())
 def test_chunking_never_changes_meaning(text: str, data: st.DataObject) -> None:
     assert_chunking_invariant("json", text, data.draw(cut_points(text)))
+
+
+# random texts made of the format's fragments (markers, cut markers, quotes, brackets...)
+FRAGMENTS = [
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ":",
+    ",",
+    '"name"',
+    '"args"',
+    '"tool"',
+    '"function"',
+    '"tool_calls"',
+    '"arguments"',
+    '"x"',
+    "\\",
+    '\\"',
+    " ",
+    "\n",
+    "```json\n",
+    "```",
+    "1",
+    '{"name": "f", "args": {}}',
+    '{"tool": {"function": "g"',
+    '[{"name": "h", "args": ',
+    "x",
+    '{"name":',
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
+def test_random_fragments_chunking_never_changes_meaning(
+    parts: list[str], data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    assert_chunking_invariant("json", text, data.draw(cut_points(text)))

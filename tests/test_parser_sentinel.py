@@ -141,3 +141,43 @@ SENTINEL_EXAMPLES = [
 @given(data=st.data())
 def test_chunking_never_changes_meaning(text: str, data: st.DataObject) -> None:
     assert_chunking_invariant("sentinel", text, data.draw(cut_points(text)))
+
+
+# random texts made of the format's fragments (markers, cut markers, quotes, brackets...)
+FRAGMENTS = [
+    "[[SEG_START",
+    " ",
+    "{",
+    "}",
+    '"type"',
+    ":",
+    '"tool"',
+    '"write_file"',
+    '"text"',
+    '"run_bash"',
+    ",",
+    '"tool_name"',
+    '"t"',
+    '"path"',
+    '"a]]b"',
+    "]]",
+    "]",
+    "[",
+    "[[SEG_END]]",
+    "[[SEG_",
+    "x",
+    "\n",
+    '"',
+    "\\",
+    '[[SEG_START {"type":"write_file","path":"/a"}]]',
+    '[[SEG_START {"type":"tool","tool_name":"t"}]]',
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
+def test_random_fragments_chunking_never_changes_meaning(
+    parts: list[str], data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    assert_chunking_invariant("sentinel", text, data.draw(cut_points(text)))

@@ -422,3 +422,56 @@ def test_flat_shortcut_agrees_with_the_tree_parser(
     assert parse_xml_arguments(body) == parse_xml_arguments_tree(body)
     for key, _ in args:
         assert key in parse_xml_arguments(body)
+
+
+# random texts made of the format's fragments (markers, cut markers, quotes, brackets...)
+FRAGMENTS = [
+    '<tool name="a">',
+    '<tool name="write_file">',
+    '<tool name="patch_file">',
+    '<tool name="run_bash">',
+    "</tool>",
+    "<arguments>",
+    "</arguments>",
+    '<arg name="path">',
+    '<arg name="content">',
+    '<arg name="patch">',
+    '<arg name="command">',
+    "</arg>",
+    "__START_CONTENT__",
+    "__END_CONTENT__",
+    "__START_PATCH__",
+    "__END_PATCH__",
+    "<![CDATA[",
+    "]]>",
+    '<write_file path="/p">',
+    "</write_file>",
+    "<run_bash>",
+    "</run_bash>",
+    "<",
+    ">",
+    "\n",
+    "\r",
+    " ",
+    "x",
+    "<item>",
+    "</item>",
+    "<path>",
+    "</path>",
+    "<to",
+    "ol",
+    "&amp;",
+    "&",
+    '"',
+    "<TOOL name='b'>",
+    "/>",
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
+def test_random_fragments_chunking_never_changes_meaning(
+    parts: list[str], data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    assert_chunking_invariant("xml", text, data.draw(cut_points(text)))
