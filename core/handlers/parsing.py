@@ -35,7 +35,7 @@ class ParsingStreamingResponseHandler(StreamingResponseHandler):
                     f"unknown text parser {parser_name!r}; valid: {', '.join(TEXT_PARSERS)}"
                 )
             self.parser_name = parser_name
-            self.name = parser_name
+        self.name = self.parser_name
         super().__init__(
             on_segment_event, segment_id_prefix, text_argument_parser or parse_xml_arguments
         )
