@@ -190,3 +190,32 @@ def test_bad_arguments_are_a_summary_error(tmp_path: Path) -> None:
     ]
     assert [e["kind"] for e in summary["errors"]] == ["segment"]
     assert "tool call f (seg_1)" in summary["errors"][0]["message"]
+
+
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+@pytest.mark.parametrize(
+    ("parser", "text"),
+    [
+        ("json", '{"name": "f", "args": ' + DEEP + "}"),
+        ("json", '{"name": "a\nb", "args": {}}'),
+        ("sentinel", '[[SEG_START {"type":"tool","tool_name":"t"}]]' + DEEP + "[[SEG_END]]"),
+        ("xml", '<tool name="t">' + '<arg name="a">' * 5000 + "x" + "</arg>" * 5000 + "</tool>"),
+        ("xml", '<tool name="t">' + DEEP + "</tool>"),
+    ],
+    ids=["json-deep", "json-control-char", "sentinel-deep", "xml-deep-args", "xml-deep-json"],
+)
+def test_hostile_arguments_are_an_error_not_a_crash(parser: str, text: str) -> None:
+    handler = run(parser, text)
+    ends = [e for e in handler.get_all_events() if e.event_type is SegmentEventType.END]
+    assert ends[-1].metadata is not None and "error" in ends[-1].metadata
+    (invocation,) = handler.get_all_invocations()
+    assert invocation.arguments is None and invocation.raw_arguments
+
+
+def test_a_header_too_deep_to_decode_is_text() -> None:
+    text = '[[SEG_START {"type":"tool","tool_name":"t","arguments":' + DEEP + "}]][[SEG_END]]"
+    handler = run("sentinel", text)
+    assert handler.get_all_invocations() == []
+    assert [s["type"] for s in coalesce(handler.get_all_events())] == ["text"]

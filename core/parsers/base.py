@@ -162,10 +162,14 @@ class TextParser:
                 return json.loads(text), None
             except ValueError as exc:
                 return None, f"arguments are not valid JSON ({exc})"
+            except RecursionError:
+                return None, "arguments are nested too deeply"
         try:
             return self._text_argument_parser(body), None
         except ValueError as exc:
             return None, f"arguments do not parse ({exc})"
+        except RecursionError:
+            return None, "arguments are nested too deeply"
 
 
 def tool_end_metadata(

@@ -155,6 +155,8 @@ def call_from_json(value: Any) -> tuple[str, Any]:
             arguments = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"the string arguments of {name} are not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise ValueError(f"the string arguments of {name} are nested too deeply") from exc
     return name, arguments
 
 
@@ -221,7 +223,7 @@ class JsonParser(TextParser):
         self._scanner = JsonBracketScanner()
         self._container_open = self._container_seen = False
         if mode == "object":
-            self._open_call(json.loads(name) if name else None)
+            self._open_call(_decode_name(name))
         self._state = self._s_json
         return pos, True
 
@@ -281,6 +283,10 @@ class JsonParser(TextParser):
         meta = dict(self._seg_meta)
         try:
             name, arguments = call_from_json(json.loads(raw))
+        except RecursionError:
+            meta["arguments"] = None
+            meta["raw_arguments"] = raw
+            meta["error"] = f"JSON tool call ({self._seg}): the JSON is nested too deeply"
         except ValueError as exc:
             meta["arguments"] = None
             meta["raw_arguments"] = raw
@@ -307,6 +313,17 @@ class JsonParser(TextParser):
                 self._end(self._seg, meta)
                 self._seg = None
             self._state = self._s_text
+
+
+def _decode_name(raw: str | None) -> str | None:
+    """The tool name a signature found (a JSON string token), or None if it does not decode."""
+    if raw is None:
+        return None
+    try:
+        name = json.loads(raw, strict=False)
+    except ValueError:
+        return None
+    return name if isinstance(name, str) and name else None
 
 
 def _tail_hold(buf: str, pos: int) -> int:

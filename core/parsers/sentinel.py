@@ -104,7 +104,7 @@ class SentinelParser(TextParser):
             # fast path: the whole header is already here (one C call instead of the scan)
             try:
                 header, end = _DECODER.raw_decode(buf, p)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
             else:
                 if end <= n:
@@ -130,7 +130,7 @@ class SentinelParser(TextParser):
         if header is _UNSET:
             try:
                 header = json.loads(buf[pos + self._json_at : p])
-            except ValueError:
+            except (ValueError, RecursionError):
                 return self._not_a_header(pos)
         parsed = _header_segment(header)
         if parsed is None:

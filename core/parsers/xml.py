@@ -114,13 +114,11 @@ class XmlParser(TextParser):
         self._path: str | None = None
         self._stray = False  # text between the arguments of a file tool
         self._value: list[str] | None = None  # a small argument value being collected
-        self._value_key = ""
         self._close_name = "arg"
         self._markers: tuple[str, str] | None = None
         self._lead: list[str] = []
         self._mpos = 0
 
-    # -- driver ----------------------------------------------------------------------------
     # -- text ------------------------------------------------------------------------------
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         scan = pos
@@ -271,7 +269,6 @@ class XmlParser(TextParser):
             self._begin_content(low, markers)
         else:
             self._value = [] if key == "path" else None
-            self._value_key = key
             self._close_name = low
             self._state = self._s_value
         return j + 1, True
