@@ -66,6 +66,11 @@ class TextParser:
     def feed(self, text: str) -> list[SegmentEvent]:
         if self._finished:
             raise RuntimeError(f"{self.name} parser has finished")
+        text_id = self._text_id
+        if text_id is not None and not self._buf and self._plain(text):
+            # fast path (most chunks of prose): an open text segment, nothing held, and no
+            # character that any marker of the format starts with
+            return [SegmentEvent(_CONTENT, text_id, None, text, None)]
         out = self._out = []
         if text:
             buf = self._buf
@@ -101,6 +106,10 @@ class TextParser:
 
     # -- for subclasses --------------------------------------------------------------------
     _state: Callable[[str, int], tuple[int, bool]]
+
+    def _plain(self, text: str) -> bool:
+        """True when ``text``, arriving in the text state with nothing held, is all prose."""
+        return False
 
     def _run(self) -> None:
         """Run the state functions over the buffer: each returns ``(position, go on)``; what

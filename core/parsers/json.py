@@ -178,6 +178,9 @@ class JsonParser(TextParser):
         self._parts: list[str] = []
 
     # -- text ------------------------------------------------------------------------------
+    def _plain(self, text: str) -> bool:
+        return "{" not in text and "[" not in text and self._state == self._s_text
+
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         """Find the next ``{`` that may start a call: followed by a string, or preceded by a
         ``[`` (an array of calls). ``str.find`` does the scanning; a brace at the end of the

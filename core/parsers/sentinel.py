@@ -74,6 +74,9 @@ class SentinelParser(TextParser):
         self._parts: list[str] = []
 
     # -- text ------------------------------------------------------------------------------
+    def _plain(self, text: str) -> bool:
+        return "[" not in text and self._state == self._s_text
+
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         i = buf.find(START, pos)
         if i < 0:

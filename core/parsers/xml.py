@@ -120,6 +120,9 @@ class XmlParser(TextParser):
         self._mpos = 0
 
     # -- text ------------------------------------------------------------------------------
+    def _plain(self, text: str) -> bool:
+        return "<" not in text and self._state == self._s_text
+
     def _s_text(self, buf: str, pos: int) -> tuple[int, bool]:
         scan = pos
         while True:
