@@ -130,6 +130,70 @@ def openai_chat(path: Path, target_bytes: int) -> None:
     )
 
 
+def kimi_k2(path: Path, target_bytes: int) -> None:
+    """A vLLM-served Kimi K2 stream whose tool calls are special tokens in ``content``: prose,
+    then a section with a ``write_file`` call whose arguments stream in small pieces, repeated;
+    markers arrive alone and cut across events."""
+    model = "moonshotai/Kimi-K2-Instruct-0905"
+    base = {
+        "id": "chatcmpl-benchkimi",
+        "object": "chat.completion.chunk",
+        "created": 1763700000,
+        "model": model,
+    }
+
+    def sse(delta: dict, finish: str | None = None) -> str:
+        obj = dict(
+            base, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        )
+        return "data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"
+
+    prose = ["I", "will", "write", "the", "next", "module", "now,", "then", "check", "it."]
+    call_bytes = 64 * 1024  # each call's arguments: well under the 1 MiB section limit
+
+    def events() -> Iterator[str]:
+        budget = target_bytes - 32768  # room for the last cycle's closing events
+        n = 0
+        fragments = code_fragments()
+
+        def sized(event: str) -> str:
+            nonlocal budget
+            budget -= len(json.dumps(event)) + 48  # the recording line it becomes (at most)
+            return event
+
+        yield sized(sse({"role": "assistant", "content": ""}))
+        while budget > 0:
+            for word in prose:
+                yield sized(sse({"content": word + " "}))
+            yield sized(sse({"content": "<|tool_calls_sec"}))
+            yield sized(sse({"content": "tion_begin|>"}))
+            yield sized(sse({"content": "<|tool_call_begin|>"}))
+            yield sized(sse({"content": f" functions.write_file:{n}"}))
+            yield sized(sse({"content": " <|tool_call_argument_begin|>"}))
+            yield sized(sse({"content": f'{{"path": "mod{n}.py", "content": "'}))
+            size = 0
+            for frag in fragments:
+                enc = json.dumps(frag)[1:-1]
+                size += len(enc)
+                yield sized(sse({"content": enc}))
+                if size >= call_bytes or budget <= 0:
+                    break
+            yield sized(sse({"content": '"}'}))
+            yield sized(sse({"content": "<|tool_call_end|><|tool_calls_sec"}))
+            yield sized(sse({"content": "tion_end|>"}))
+            n += 1
+        yield sse({}, "stop")
+        yield "data: [DONE]\n\n"
+
+    write_recording(
+        path,
+        _header("vllm", "chat.completions", "http://127.0.0.1:8000/v1/chat/completions", model),
+        events(),
+        target_bytes,
+    )
+
+
 GENERATORS: dict[str, Generator] = {
     "openai-chat": openai_chat,
+    "kimi-k2": kimi_k2,
 }

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 import typer
+
 from streamtool.core.converters import UnknownConverter
 from streamtool.core.handlers import UnknownParser
 from streamtool.core.recording import RecordingError

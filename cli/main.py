@@ -20,12 +20,12 @@ def _root() -> None:
 
 
 # command modules: importing one registers its command on ``app``
+from . import check as _check  # noqa: E402,F401
+from . import diff as _diff  # noqa: E402,F401
+from . import record as _record  # noqa: E402,F401
 from . import replay as _replay  # noqa: E402,F401
+from . import serve as _serve  # noqa: E402,F401
 
 
 def main() -> None:
     app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

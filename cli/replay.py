@@ -4,22 +4,31 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
 from streamtool.core.converters import UnknownConverter, converter_names
 from streamtool.core.handlers import UnknownParser, default_parser, parser_names
+from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 from streamtool.core.run import replay_file
 
+from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
-from .sinks import JsonlSink, JsonSink, Sink, TextSink
+from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
+from .sinks import JsonlSink, JsonSink, Sink
+
+if TYPE_CHECKING:
+    from streamtool.core.recording import Chunk
+    from streamtool.core.replay import ReplayEngine
 
 
 class Format(StrEnum):
+    tree = "tree"
+    text = "text"
     json = "json"
     jsonl = "jsonl"
-    text = "text"
 
 
 def check_names(converter: str, parser: str) -> None:
@@ -31,12 +40,34 @@ def check_names(converter: str, parser: str) -> None:
         raise UnknownParser(f"unknown parser {parser!r}; valid: {', '.join(parser_names())}")
 
 
-def make_sink(fmt: Format) -> Sink:
+def make_sink(fmt: Format, *, no_color: bool = False, full: bool = False) -> Sink:
     if fmt is Format.json:
         return JsonSink()
     if fmt is Format.jsonl:
         return JsonlSink()
-    return TextSink()
+    # the tree: live on a terminal for ``tree``; printed once for ``text`` and off a terminal
+    from .tree import make_live_sink
+    from .tree_view import ViewOptions
+
+    options = ViewOptions.full() if full else ViewOptions()
+    return make_live_sink(
+        live=False if fmt is Format.text else None, no_color=no_color, options=options
+    )
+
+
+def _speed(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_speed(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+def _max_gap(value: float) -> float:
+    if value != value or value < 0:
+        raise typer.BadParameter("--max-gap must be a number of seconds >= 0 (or inf)")
+    return value
 
 
 @app.command()
@@ -56,17 +87,105 @@ def replay(
         str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
     ] = "auto",
     fmt: Annotated[
-        Format, typer.Option("--format", help="json (summary), jsonl (every event) or text.")
-    ] = Format.text,
+        Format,
+        typer.Option(
+            "--format",
+            help="tree (live on a terminal, printed once otherwise), text (the tree printed "
+            "once), json (summary) or jsonl (every event).",
+        ),
+    ] = Format.tree,
+    speed: Annotated[
+        str | None,
+        typer.Option(
+            "--speed",
+            callback=_speed,
+            help="1 = the recorded timing, N = N times faster, max = no waiting (default: 1 "
+            "for the live tree, max otherwise).",
+        ),
+    ] = None,
+    max_gap: Annotated[
+        float,
+        typer.Option(
+            "--max-gap",
+            callback=_max_gap,
+            help="Longest pause in seconds while pacing (inf keeps every pause).",
+        ),
+    ] = DEFAULT_MAX_GAP,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Tree: show all content, nothing cut or collapsed.")
+    ] = False,
+    emit: Annotated[
+        Emit | None,
+        typer.Option(
+            "--emit",
+            help="Write the replayed stream re-encoded instead of --format: openai-sse (an "
+            "OpenAI chat-completions SSE stream).",
+        ),
+    ] = None,
+    file_tools: Annotated[
+        str | None,
+        typer.Option(
+            "--file-tools",
+            help="api_tool_call: tools whose file argument streams as a file segment, as "
+            "TOOL=FIELD,... (default: write_file=content,patch_file=patch; '' for none).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     parser_name = parser or default_parser()
-    sink = make_sink(fmt)
+    handler_options = None
+    if file_tools is not None:
+        if parser_name != "api_tool_call":
+            fail(f"--file-tools applies to --parser api_tool_call, not {parser_name}")
+        try:
+            handler_options = {"file_tools": parse_file_tools(file_tools)}
+        except FileToolsError as exc:
+            fail(str(exc))
     with user_errors(str(file)):
         check_names(converter, parser_name)
-        engine = replay_file(file, converter=converter, parser=parser_name, on_items=sink.on_items)
+        sink: Sink = (
+            make_sink(fmt, no_color=no_color, full=full) if emit is None else make_emit_sink(emit)
+        )
+        live = bool(getattr(sink, "live", False))
+        if speed is None:
+            pacer = Pacer(1.0 if live else None, max_gap)
+        else:
+            pacer = Pacer(parse_speed(speed), max_gap)
+        observe = getattr(sink, "observe", None) if live else None
+        before_chunk = None
+        if pacer.paced or observe is not None:
+
+            def before_chunk(engine: ReplayEngine, chunk: Chunk) -> None:
+                if observe is not None:
+                    observe(engine)
+                pacer.wait(chunk.t)
+
+        try:
+            engine = replay_file(
+                file,
+                converter=converter,
+                parser=parser_name,
+                handler_options=handler_options,
+                on_items=sink.on_items,
+                before_chunk=before_chunk,
+            )
+        except KeyboardInterrupt:
+            # Ctrl-C while watching: show the tree as far as it got
+            interrupt = getattr(sink, "interrupt", None)
+            if interrupt is not None:
+                interrupt()
+            raise typer.Exit(130) from None
+        except BaseException:
+            # unusable input found mid-stream: take the live display down before the error line
+            abort = getattr(sink, "abort", None)
+            if abort is not None:
+                abort()
+            raise
+        sink.close(engine)
         if engine.end is None:
             warn(f"{file}: no end record (the recording was cut off); replayed what it has")
-        sink.close(engine)
     if not engine.converter_name:
         fail(f"{file}: nothing to replay")

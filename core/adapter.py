@@ -1,8 +1,9 @@
 """ToolInvocationAdapter: segment events in, tool invocations out. Invocation id = segment id.
 
 Arguments are built per segment type (reference/text-formats.md): ``write_file`` gives
-``{path, content}``, ``patch_file`` ``{path, patch}``, ``run_bash`` ``{command}``, ``tool_call``
-the END metadata's pre-parsed ``arguments`` when present, else the content parsed as JSON (when it
+``{path, content}``, ``patch_file`` ``{path, patch}`` (or, for API file tools, the END metadata's
+pre-parsed ``arguments``), ``run_bash`` ``{command}``, ``tool_call`` the END metadata's pre-parsed
+``arguments`` when present, else the content parsed as JSON (when it
 starts with ``{`` or ``[``) or by the text-argument parser the handler supplies. A segment whose
 END metadata says ``incomplete`` produces no invocation.
 """
@@ -17,6 +18,7 @@ from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 
 TextArgumentParser = Callable[[str], Any]
 
+_FILE_TYPES = frozenset({SegmentType.WRITE_FILE, SegmentType.PATCH_FILE})
 _TOOL_TYPES = frozenset(
     {SegmentType.TOOL_CALL, SegmentType.WRITE_FILE, SegmentType.PATCH_FILE, SegmentType.RUN_BASH}
 )
@@ -73,6 +75,13 @@ class ToolInvocationAdapter:
     ) -> ToolInvocation:
         extra = {k: v for k, v in metadata.items() if k in ("thought_signature", "extra_content")}
         server_side = bool(metadata.get("server_side"))
+        if segment_type in _FILE_TYPES and "arguments" in end_metadata:
+            # API file tools: the handler parsed the whole argument object (raw text kept when
+            # it did not parse); the streamed content is the file field as the segment shows it
+            arguments = metadata.get("arguments")
+            raw = metadata.get("raw_arguments") if arguments is None else None
+            name = metadata.get("tool_name") or segment_type.value
+            return ToolInvocation(segment_id, name, arguments, raw, server_side, extra)
         if segment_type is SegmentType.WRITE_FILE:
             args: Any = {"path": metadata.get("path"), "content": content}
             return ToolInvocation(

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .fastjson import loads as fast_loads
 from .recording import (
     Chunk,
     End,
@@ -103,7 +104,7 @@ class Source:
         assert fh is not None
         path = self.path
         lineno = self._lineno
-        loads = json.loads
+        loads = fast_loads
         try:
             for line in fh:
                 lineno += 1

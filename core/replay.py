@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .coalesce import join_argument_runs
 from .converters import (
     Converter,
     converter_names,
@@ -92,6 +93,7 @@ class ReplayEngine:
                 f"valid: {', '.join(converter_names())}"
             )
         self.converter = make_converter(name)
+        self.converter.use_header(self.header)
         self.converter_name = name
 
     # -- input -----------------------------------------------------------------------------
@@ -99,7 +101,10 @@ class ReplayEngine:
         """Feed one recorded network read; returns what it produced, in order."""
         data = chunk.data
         self.chunks += 1
-        self.bytes += len(data) if type(data) is bytes else len(data.encode("utf-8"))
+        if isinstance(data, bytes) or data.isascii():
+            self.bytes += len(data)
+        else:
+            self.bytes += len(data.encode("utf-8"))
         t = chunk.t
         if t is not None:
             if self.first_t is None:
@@ -152,6 +157,7 @@ class ReplayEngine:
                 return
             self._drain_pending(out)
             return
+        batch: list[ChunkResponse] = []
         for item in items:
             if type(item) is SSEEvent:
                 self.sse_events += 1
@@ -159,7 +165,10 @@ class ReplayEngine:
                 self.comments += 1
             crs = converter.feed(item)
             if crs:
-                self._chunks(crs, out)
+                batch += crs
+        if batch:
+            # fragments that arrived in the same read reach the handler joined (same text)
+            self._chunks(join_argument_runs(batch), out)
 
     def _detect_now(self, final: bool) -> None:
         for item in self._pending:
@@ -208,15 +217,19 @@ class ReplayEngine:
             handler.quirks.clear()
 
     def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
-        out.extend(events)
+        """Append events in order; after each END, its error (if any) and new invocations."""
+        end = SegmentEventType.END
         for ev in events:
-            if ev.event_type is SegmentEventType.END and ev.metadata and "error" in ev.metadata:
-                err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
-                self._error(err, out)
-        invocations = self.handler._invocations
-        if len(invocations) > self._n_invocations:
-            out.extend(invocations[self._n_invocations :])
-            self._n_invocations = len(invocations)
+            out.append(ev)
+            if ev.event_type is end:
+                if ev.metadata and "error" in ev.metadata:
+                    err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
+                    self._error(err, out)
+                invocations = self.handler._invocations
+                n = self._n_invocations
+                if n < len(invocations) and invocations[n].id == ev.segment_id:
+                    out.append(invocations[n])
+                    self._n_invocations = n + 1
         if self.handler.quirks:
             for q in self.handler.quirks:
                 self._quirk(q, out)

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from .recording import Chunk
 from .recording_io import Source
 from .replay import Item, ReplayEngine
 
@@ -17,11 +18,13 @@ def replay_file(
     parser: str = "api_tool_call",
     handler_options: dict[str, Any] | None = None,
     on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None = None,
+    before_chunk: Callable[[ReplayEngine, Chunk], None] | None = None,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
     ``on_items(engine, t, items)`` is called after every chunk that produced something (and once
-    at the end), for sinks that show the stream as it goes.
+    at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
+    called before each chunk is fed (the CLI paces a replay there).
     """
     source = Source(path)
     engine = ReplayEngine(
@@ -33,6 +36,8 @@ def replay_file(
     )
     feed = engine.feed_chunk
     for chunk in source.chunks():
+        if before_chunk is not None:
+            before_chunk(engine, chunk)
         items = feed(chunk)
         if on_items is not None and items:
             on_items(engine, chunk.t, items)

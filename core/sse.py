@@ -130,7 +130,17 @@ class SSEDecoder:
         self.lines += len(lines)
         line_fn = self._line
         for line in lines:
-            line_fn(line, out)
+            # the two commonest lines inline: a blank line (dispatch) and "data:"
+            if not line:
+                if self._data:
+                    out.append(self._dispatch(unterminated=False))
+                    self._reset_event()
+                elif self._event is not None or self._id is not None or self._retry is not None:
+                    self._reset_event()
+            elif line[:5] == "data:":
+                self._data.append(line[6:] if line[5:6] == " " else line[5:])
+            else:
+                line_fn(line, out)
         return out
 
     def _line(self, line: str, out: list[SSEItem]) -> None:

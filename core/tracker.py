@@ -162,6 +162,16 @@ class ToolCallTracker:
             metadata=(call.metadata if first else None),
         )
 
+    def append(self, call: TrackedCall, fragment: str) -> ToolCallDelta | None:
+        """Argument text for an announced, open call (the hot path of long streamed calls)."""
+        if not fragment:
+            return None
+        if call.cumulative or call.held is not None or len(fragment) >= call._len:
+            return self.update(call, arguments=fragment)
+        call._parts.append(fragment)
+        call._len += len(fragment)
+        return ToolCallDelta(call.index, None, None, fragment)
+
     def complete(self, call: TrackedCall) -> ToolCallDelta | None:
         return self.update(call, complete=True)
 

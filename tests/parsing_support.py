@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
+
 from streamtool.core.handlers import make_handler
 from streamtool.core.handlers.base import StreamingResponseHandler
 from streamtool.core.model import ChunkResponse, SegmentEvent, SegmentEventType

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
+
 from streamtool.core.parsers.json import call_from_json, classify
+
+from .parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
 
 
 def calls(text: str) -> list[tuple[str, object]]:

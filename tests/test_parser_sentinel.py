@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
+
+from .parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
 
 WRITE = '[[SEG_START {"type":"write_file","path":"/a.py"}]]print("hi")\n[[SEG_END]]'
 

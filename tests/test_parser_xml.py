@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parsing_support import (
+
+from streamtool.core.parsers.xml import XmlParser
+from streamtool.core.parsers.xml_args import parse_xml_arguments, parse_xml_arguments_tree
+
+from .parsing_support import (
     assert_chunking_invariant,
     cut_points,
     invocations,
@@ -13,8 +17,6 @@ from parsing_support import (
     segments,
     text_of,
 )
-from streamtool.core.parsers.xml import XmlParser
-from streamtool.core.parsers.xml_args import parse_xml_arguments, parse_xml_arguments_tree
 
 WRITE_MARKED = (
     'Creating it now.\n<tool name="write_file">\n  <arguments>\n'

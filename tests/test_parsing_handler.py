@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from parsing_support import check_well_formed, coalesce, run
+
 from streamtool.core.handlers import make_handler, parser_names
 from streamtool.core.handlers.parsing import ParsingStreamingResponseHandler
 from streamtool.core.model import (
@@ -17,6 +17,8 @@ from streamtool.core.model import (
     ToolCallDelta,
 )
 from streamtool.core.run import replay_file
+
+from .parsing_support import check_well_formed, coalesce, run
 
 XML_CALL = '<tool name="read_file"><arguments><arg name="path">/a</arg></arguments></tool>'
 

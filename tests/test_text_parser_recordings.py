@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.core.recording import Chunk
 from streamtool.core.recording_io import Source
 from streamtool.core.replay import ReplayEngine
 from streamtool.core.run import replay_file
-from typer.testing import CliRunner
+
+from .conftest import RECORDINGS
 
 GREET = (
     "def greet(name: str) -> str:\n"

@@ -16,6 +16,7 @@ from .base import Converter
 
 CONVERTERS: dict[str, str] = {
     "openai-chat": "streamtool.core.converters.openai_chat:OpenAIChatConverter",
+    "kimi-k2": "streamtool.core.converters.kimi_k2:KimiK2Converter",
 }
 
 
@@ -55,8 +56,24 @@ _API_ALIASES = {
 }
 
 
+def is_kimi_model(model: Any) -> bool:
+    """A Kimi K2 model name (``moonshotai/kimi-k2-thinking``, ``kimi-k2-0905-preview``...)."""
+    return isinstance(model, str) and "kimi" in model.lower()
+
+
 def detect_from_header(header: Header) -> str | None:
-    """The converter a recording header points to (its ``api``, then URL, then provider)."""
+    """The converter a recording header points to (its ``api``, then URL, then provider).
+
+    An OpenAI-compatible request for a Kimi model gets ``kimi-k2``: it reads everything
+    ``openai-chat`` reads, plus the special-token tool calls such models leak into the text.
+    """
+    name = _detect_from_header(header)
+    if name == "openai-chat" and is_kimi_model(header.model):
+        return "kimi-k2"
+    return name
+
+
+def _detect_from_header(header: Header) -> str | None:
     if header.api:
         name = _API_ALIASES.get(str(header.api).lower())
         if name:
@@ -122,5 +139,5 @@ def detect_from_event(event: SSEEvent) -> str | None:
     if "candidates" in obj or "usageMetadata" in obj or "promptFeedback" in obj:
         return "gemini"
     if "choices" in obj or obj.get("object") == "chat.completion.chunk":
-        return "openai-chat"
+        return "kimi-k2" if is_kimi_model(obj.get("model")) else "openai-chat"
     return None

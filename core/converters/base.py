@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..fastjson import loads
 from ..model import ChunkResponse, Quirk, StreamError
+from ..recording import Header
 from ..sse import SSEComment, SSEEvent, SSEItem
 from ..tracker import ToolCallTracker
 
@@ -27,6 +29,9 @@ class Converter:
         self._errors: list[StreamError] = []
         self._seen_quirks: set[str] = set()
         self.comments = 0
+
+    def use_header(self, header: Header) -> None:
+        """Hook: the recording's header (the request, its tools), given before the first item."""
 
     # -- notes -----------------------------------------------------------------------------
     def quirk(self, quirk_id: str, detail: str = "") -> None:
@@ -85,7 +90,7 @@ class Converter:
         """
         data = event.data
         try:
-            return json.loads(data)
+            return loads(data)
         except ValueError as exc:
             if "\n" in data:
                 parts = []

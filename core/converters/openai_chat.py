@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..kimi_tokens import MarkerSniffer
 from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
@@ -22,6 +23,7 @@ from .base import Converter, MultiPayload
 
 class OpenAIChatConverter(Converter):
     name = "openai-chat"
+    sniff_kimi_tokens = True  # note Kimi special tokens in the text (kimi-k2 reads them instead)
 
     def __init__(self) -> None:
         super().__init__()
@@ -34,6 +36,7 @@ class OpenAIChatConverter(Converter):
         self._model: str | None = None
         self._reasoning_field: str | None = None
         self._content_started = False
+        self._kimi = (MarkerSniffer(), MarkerSniffer()) if self.sniff_kimi_tokens else None
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -72,8 +75,8 @@ class OpenAIChatConverter(Converter):
             self.error("provider_error", f"error inside the stream: {message}", err)
 
         usage = obj.get("usage")
-        if not usage:
-            x_groq = obj.get("x_groq")
+        if not usage and "x_groq" in obj:
+            x_groq = obj["x_groq"]
             if isinstance(x_groq, dict):
                 usage = x_groq.get("usage")
         if usage:
@@ -81,10 +84,10 @@ class OpenAIChatConverter(Converter):
 
         choices = obj.get("choices")
         if not choices:
-            if choices is None and "choices" not in obj and not err and not usage:
-                self.quirk("usage_chunk_no_choices_key", "a chunk without a 'choices' key")
-            elif usage:
+            if usage:
                 self.quirk("usage_only_chunk", "usage arrives in a chunk whose choices are empty")
+                if "choices" not in obj:
+                    self.quirk("usage_chunk_no_choices_key", "a usage chunk without 'choices'")
             elif self.payloads == 1 and isinstance(choices, list):
                 self.quirk(
                     "azure_empty_first_chunk",
@@ -105,8 +108,9 @@ class OpenAIChatConverter(Converter):
                 delta = choice.get("message")
             if isinstance(delta, dict):
                 self._delta(delta, chunk, tool_deltas)
-            if "finish_reason" in choice:
-                self._finish(choice["finish_reason"], chunk, tool_deltas)
+            finish = choice.get("finish_reason")
+            if finish is not None:
+                self._finish(finish, chunk, tool_deltas)
         if tool_deltas:
             chunk.tool_calls = tool_deltas
         return [chunk]
@@ -123,18 +127,11 @@ class OpenAIChatConverter(Converter):
                     )
         elif isinstance(content, list):
             self._content_array(content, chunk)
+        if self._kimi is not None and chunk.content and self._kimi[0].feed(chunk.content):
+            self._kimi_quirk("content", "delta.content")
 
-        reasoning = delta.get("reasoning_content")
-        field = "reasoning_content"
-        if not (isinstance(reasoning, str) and reasoning):
-            reasoning, field = delta.get("reasoning"), "reasoning"
-        if not (isinstance(reasoning, str) and reasoning):
-            reasoning, field = _details_text(delta.get("reasoning_details")), "reasoning_details"
-        if reasoning:
-            chunk.reasoning = (chunk.reasoning or "") + reasoning
-            if field != self._reasoning_field:
-                self._reasoning_field = field
-                self.quirk(f"reasoning_field_{field}", f"reasoning arrives in delta.{field}")
+        if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
+            self._reasoning(delta, chunk)
 
         tool_calls = delta.get("tool_calls")
         if tool_calls:
@@ -148,6 +145,28 @@ class OpenAIChatConverter(Converter):
             if isinstance(fc, dict):
                 self.quirk("legacy_function_call", "deprecated delta.function_call")
                 self._tool_call({"index": 0, "function": fc}, out)
+
+    def _reasoning(self, delta: dict[str, Any], chunk: ChunkResponse) -> None:
+        reasoning = delta.get("reasoning_content")
+        field = "reasoning_content"
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning, field = delta.get("reasoning"), "reasoning"
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning, field = _details_text(delta.get("reasoning_details")), "reasoning_details"
+        if reasoning:
+            chunk.reasoning = (chunk.reasoning or "") + reasoning
+            if field != self._reasoning_field:
+                self._reasoning_field = field
+                self.quirk(f"reasoning_field_{field}", f"reasoning arrives in delta.{field}")
+            if self._kimi is not None and self._kimi[1].feed(reasoning):
+                self._kimi_quirk("reasoning", f"delta.{field}")
+
+    def _kimi_quirk(self, stream: str, where: str) -> None:
+        self.quirk(
+            f"kimi_tokens_in_{stream}",
+            f"Kimi K2 tool-call tokens (<|tool_call...|>) in {where}, read here as plain text; "
+            "replay with --converter kimi-k2 to turn them into tool calls",
+        )
 
     def _content_array(self, parts: list[Any], chunk: ChunkResponse) -> None:
         self.quirk("mistral_content_array", "delta.content is an array of typed chunks")
@@ -169,6 +188,18 @@ class OpenAIChatConverter(Converter):
     # -- tool calls ------------------------------------------------------------------------
     def _tool_call(self, tc: dict[str, Any], out: list[ToolCallDelta]) -> None:
         fn = tc.get("function")
+        # fast path: a plain argument fragment for an open, announced call (most chunks)
+        if "id" not in tc and type(fn) is dict and "name" not in fn:
+            index = tc.get("index")
+            args = fn.get("arguments")
+            if type(index) is int and type(args) is str:
+                call = self._by_index.get(index)
+                if call is not None and call.announced and not call.complete:
+                    self._last = call
+                    delta = self.tracker.append(call, args)
+                    if delta is not None:
+                        out.append(delta)
+                    return
         if not isinstance(fn, dict):
             fn = {}
         index = tc.get("index")
@@ -255,8 +286,6 @@ class OpenAIChatConverter(Converter):
 
     # -- finish ----------------------------------------------------------------------------
     def _finish(self, reason: Any, chunk: ChunkResponse, out: list[ToolCallDelta]) -> None:
-        if reason is None:
-            return
         if reason == "":
             self.quirk("finish_empty_string", 'finish_reason "" on an intermediate chunk')
             return

@@ -5,15 +5,67 @@ stream as CONTENT; the END metadata carries the parsed ``arguments``. Arguments 
 give ``arguments: None`` with the raw text kept and an ``error`` (never ``{}``). A call the
 provider never closed (the stream was cut) ends ``unclosed``; its arguments count only when they
 form a whole JSON value, so a cut-off call never runs with repaired arguments.
+
+File tools (``file_tools``, by default ``write_file`` -> ``content`` and ``patch_file`` ->
+``patch``) become ``write_file`` / ``patch_file`` segments instead: their CONTENT is the decoded
+text of that one string argument as it streams (see :mod:`streamtool.core.json_fields`), with the
+``__START_CONTENT__`` / ``__END_CONTENT__`` (``_PATCH_``) markers stripped; the END metadata
+carries ``path`` and the whole parsed ``arguments`` (the streamed field as the segment shows it).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from ..model import ChunkResponse, SegmentEvent, SegmentType, ToolCallDelta
-from .base import StreamingResponseHandler
+from ..adapter import TextArgumentParser
+from ..json_fields import JsonStringFields, MarkerStripper, strip_markers
+from ..model import ChunkResponse, SegmentEvent, SegmentEventType, SegmentType, ToolCallDelta
+from .base import SegmentCallback, StreamingResponseHandler
+
+_CONTENT = SegmentEventType.CONTENT
+DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
+PATH_FIELD = "path"
+MARKERS: dict[SegmentType, tuple[str, str]] = {
+    SegmentType.WRITE_FILE: ("__START_CONTENT__", "__END_CONTENT__"),
+    SegmentType.PATCH_FILE: ("__START_PATCH__", "__END_PATCH__"),
+}
+
+
+class FileToolsError(ValueError):
+    """A ``--file-tools`` value that cannot be used."""
+
+
+def parse_file_tools(spec: str) -> dict[str, str]:
+    """``"write_file=content,patch_file=patch"`` -> ``{"write_file": "content", ...}``.
+
+    An empty value (or ``none``) turns file streaming off: every call stays a ``tool_call``.
+    """
+    text = spec.strip()
+    if not text or text.lower() == "none":
+        return {}
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        name, eq, field = (part.strip() for part in item.partition("="))
+        if not eq or not name or not field:
+            raise FileToolsError(
+                f"--file-tools: {item.strip()!r} is not TOOL=FIELD "
+                "(e.g. write_file=content,patch_file=patch)"
+            )
+        if name in out:
+            raise FileToolsError(f"--file-tools: tool {name!r} is named twice")
+        if field == PATH_FIELD:
+            raise FileToolsError(f"--file-tools: {name}={field}: {PATH_FIELD!r} is the path field")
+        out[name] = field
+    return out
+
+
+def file_segment_type(tool_name: str, field: str) -> SegmentType:
+    """``patch_file`` for a ``patch`` field or a tool whose name says patch, else ``write_file``."""
+    if field == "patch" or "patch" in tool_name.lower():
+        return SegmentType.PATCH_FILE
+    return SegmentType.WRITE_FILE
 
 
 class _ToolState:
@@ -27,8 +79,36 @@ class _ToolState:
         self.done = False
 
 
+class _FileState(_ToolState):
+    __slots__ = ("field", "kind", "extractor", "stripper", "path_parts", "path", "streamed")
+
+    def __init__(
+        self, segment_id: str, name: str, metadata: dict[str, Any], field: str, kind: SegmentType
+    ) -> None:
+        super().__init__(segment_id, name, metadata)
+        self.field = field
+        self.kind = kind
+        self.extractor = JsonStringFields((field, PATH_FIELD))
+        self.stripper = MarkerStripper(*MARKERS[kind])
+        self.path_parts: list[str] = []
+        self.path: str | None = None
+        self.streamed = False  # some content reached the segment
+
+
 class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     name = "api_tool_call"
+
+    def __init__(
+        self,
+        on_segment_event: SegmentCallback | None = None,
+        segment_id_prefix: str = "",
+        text_argument_parser: TextArgumentParser | None = None,
+        file_tools: Mapping[str, str] | None = None,
+    ) -> None:
+        self.file_tools: dict[str, str] = dict(
+            DEFAULT_FILE_TOOLS if file_tools is None else file_tools
+        )
+        super().__init__(on_segment_event, segment_id_prefix, text_argument_parser)
 
     def reset(self) -> None:
         super().reset()
@@ -54,10 +134,21 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             metadata: dict[str, Any] = {"tool_name": delta.name or ""}
             if delta.metadata:
                 metadata.update(delta.metadata)
-            state = _ToolState(segment_id, delta.name or "", metadata)
+            name = delta.name or ""
+            field = self.file_tools.get(name)
+            if field is not None:
+                kind = file_segment_type(name, field)
+                file_state = _FileState(segment_id, name, metadata, field, kind)
+                self._tools[delta.index] = file_state
+                self._file_delta(file_state, delta, out, first=True)
+                return
+            state = _ToolState(segment_id, name, metadata)
             self._tools[delta.index] = state
             self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, dict(metadata)), out)
         elif state.done:
+            return
+        elif type(state) is _FileState:
+            self._file_delta(state, delta, out, first=False)
             return
         if delta.arguments_delta:
             state.parts.append(delta.arguments_delta)
@@ -85,7 +176,98 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def _finalize_segments(self, out: list[SegmentEvent]) -> None:
         for state in self._tools.values():
             if not state.done:
-                self._end_tool(state, out, closed=False)
+                if type(state) is _FileState:
+                    self._end_file(state, out, closed=False)
+                else:
+                    self._end_tool(state, out, closed=False)
+
+    # -- file tools ------------------------------------------------------------------------
+    def _file_delta(
+        self, state: _FileState, delta: ToolCallDelta, out: list[SegmentEvent], *, first: bool
+    ) -> None:
+        text = ""
+        fragment = delta.arguments_delta
+        if fragment:
+            state.parts.append(fragment)
+            pieces = state.extractor.feed(fragment)
+            if pieces:
+                name, text, closed = pieces[0]
+                if len(pieces) == 1 and name == state.field and not closed:
+                    if state.stripper.mode != 2:  # plain text needs no stripping
+                        text = state.stripper.feed(text)
+                else:
+                    text = self._file_pieces(state, pieces)
+        if first:
+            metadata = dict(state.metadata)
+            if state.path is not None:
+                metadata[PATH_FIELD] = state.path
+            self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
+        if text:
+            state.streamed = True
+            self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
+        if delta.is_complete:
+            self._end_file(state, out, closed=True)
+
+    def _file_pieces(self, state: _FileState, pieces: list[tuple[str, str, bool]]) -> str:
+        """Route decoded pieces: the file field through the marker stripper, the path aside."""
+        texts: list[str] = []
+        field = state.field
+        for name, text, closed in pieces:
+            if name == field:
+                stripper = state.stripper
+                if stripper.finished:
+                    # the field again (a duplicate key): json.loads keeps the last value
+                    self.note_quirk(
+                        "tool_args_duplicate_key",
+                        f"call {state.segment_id}: the {field!r} argument appears twice",
+                    )
+                    stripper = state.stripper = MarkerStripper(*MARKERS[state.kind])
+                if text:
+                    texts.append(stripper.feed(text))
+                if closed:
+                    texts.append(stripper.finish(closed=True))
+            else:
+                state.path_parts.append(text)
+                if closed:
+                    state.path = "".join(state.path_parts)
+                    state.path_parts = []
+        return "".join(texts)
+
+    def _end_file(self, state: _FileState, out: list[SegmentEvent], *, closed: bool) -> None:
+        state.done = True
+        tail = "" if state.stripper.finished else state.stripper.finish(closed=False)
+        raw = "".join(state.parts)
+        arguments, error = parse_arguments(raw)
+        metadata: dict[str, Any] = {"tool_name": state.name}
+        path = state.path
+        if error is None and isinstance(arguments, dict):
+            value = arguments.get(state.field)
+            if isinstance(value, str):
+                stripped = strip_markers(value, *MARKERS[state.kind])
+                if not state.extractor.seen.get(state.field):
+                    # the field was not streamed (arguments double-encoded as a JSON string)
+                    tail += stripped
+                if stripped != value:
+                    arguments = dict(arguments)
+                    arguments[state.field] = stripped
+            if isinstance(arguments.get(PATH_FIELD), str):
+                path = arguments[PATH_FIELD]
+        if tail:
+            state.streamed = True
+            self._emit(SegmentEvent.content(state.segment_id, tail), out)
+        if path is not None:
+            metadata[PATH_FIELD] = path
+        metadata["arguments"] = arguments
+        if not closed:
+            metadata["unclosed"] = True
+        if error is not None:
+            metadata["raw_arguments"] = raw
+            shown = "; the file content shown is what arrived" if state.streamed else ""
+            metadata["error"] = (
+                f"tool call {state.segment_id} ({state.name}): {error}{shown}; "
+                "the invocation keeps the raw arguments"
+            )
+        self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
 
 def parse_arguments(raw: str) -> tuple[Any, str | None]:

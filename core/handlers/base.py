@@ -22,6 +22,7 @@ class StreamingResponseHandler(ABC):
     """Base: ``feed(ChunkResponse) -> list[SegmentEvent]``, ``finalize()``, invocations, reset."""
 
     name = "base"
+    _finalized: bool
 
     def __init__(
         self,

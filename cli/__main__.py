@@ -1,0 +1,5 @@
+"""``python -m streamtool.cli`` runs the ``streamtool`` command."""
+
+from streamtool.cli.main import main
+
+main()

@@ -1,0 +1,137 @@
+"""``streamtool check PATH...``: replay recordings and compare them with their golden files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from streamtool.core.check import CheckReport, FileResult, check_paths
+
+from .errors import fail, user_errors
+from .main import app
+
+CI_ENV = "CI"
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def ci_is_set() -> bool:
+    """True when the ``CI`` environment variable is set to anything but empty/0/false/no."""
+    return os.environ.get(CI_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@app.command()
+def check(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Recordings, golden files or folders (searched for *.jsonl and *.sse).",
+            show_default=False,
+        ),
+    ],
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update", help="Write missing golden files and refresh the ones that drifted."
+        ),
+    ] = False,
+    create_missing: Annotated[
+        bool,
+        typer.Option(
+            "--create-missing",
+            help="With --update while CI is set: create missing golden files too "
+            "(outside CI, --update always creates them).",
+        ),
+    ] = False,
+    converter: Annotated[
+        str | None,
+        typer.Option(
+            "--converter",
+            help="With --update: the converter golden files are written with (default: the "
+            "one a golden file names, else auto).",
+        ),
+    ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(
+            "--parser",
+            help="With --update: the parser golden files are written with (default: the one a "
+            "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="text (diffs for people) or json (for scripts).")
+    ] = Format.text,
+) -> None:
+    """Replay recordings and compare them with their golden files (exit 1 on drift).
+
+    A recording foo.jsonl has its golden file foo.golden.json beside it. Exit codes: 0 all match,
+    1 drift / missing / orphaned golden files, 2 unusable input.
+    """
+    if not update and (converter or parser or create_missing):
+        fail("--converter, --parser and --create-missing go with --update")
+    with user_errors():
+        report = check_paths(
+            paths,
+            update=update,
+            create_missing=create_missing or not ci_is_set(),
+            converter=converter,
+            parser=parser,
+        )
+    for result in report.results:
+        if result.status == "error":
+            sys.stderr.write(f"streamtool: error: {result.message}\n")
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_report(report, [str(p) for p in paths]))
+    sys.stdout.flush()
+    raise typer.Exit(report.exit_code)
+
+
+_LABELS = {
+    "match": "ok",
+    "drift": "DRIFT",
+    "missing": "MISSING",
+    "orphan": "ORPHAN",
+    "created": "created",
+    "updated": "updated",
+}
+
+
+def render_report(report: CheckReport, paths: list[str]) -> str:
+    lines: list[str] = []
+    for r in report.results:
+        if r.status == "error":
+            continue  # already on stderr
+        lines.append(f"{_LABELS[r.status]:8} {_subject(r)}")
+        if r.message and r.status != "match":
+            lines.append(f"         {r.message}")
+        if r.diff:
+            lines.append(r.diff.rstrip("\n"))
+    counts = report.counts()
+    parts = [f"{n} {status}" for status, n in counts.items() if n]
+    lines.append(f"{len(report.results)} checked: {', '.join(parts) or 'nothing'}")
+    if counts["drift"] + counts["missing"] > 1:
+        lines.append(
+            "to accept every replay as it is now: streamtool check --update " + shlex.join(paths)
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _subject(r: FileResult) -> str:
+    if r.recording is None:
+        return str(r.golden)
+    if r.status in ("created", "updated"):
+        return f"{r.recording} -> {r.golden}"
+    return r.recording

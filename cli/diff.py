@@ -1,0 +1,188 @@
+"""``streamtool diff A [B]``: two replays side by side; exit 0 when they mean the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from streamtool.core.diff import MEANING, Row, StreamDiff, diff_streams
+from streamtool.core.handlers import default_parser
+from streamtool.core.run import replay_file
+
+from .errors import user_errors
+from .main import app
+from .replay import check_names
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.text import Text
+
+CELL_LIMIT = 400  # characters of a text value shown in a cell
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def diff(
+    a: Annotated[Path, typer.Argument(help="A recording (.jsonl) or raw SSE body.")],
+    b: Annotated[
+        Path | None,
+        typer.Argument(help="A second recording (default: A again, through other options)."),
+    ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(
+            "--parser",
+            help="Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
+        ),
+    ] = None,
+    parser_a: Annotated[str | None, typer.Option("--parser-a", help="Parser for A.")] = None,
+    parser_b: Annotated[str | None, typer.Option("--parser-b", help="Parser for B.")] = None,
+    converter: Annotated[
+        str, typer.Option("--converter", help="Converter for both sides: auto or a name.")
+    ] = "auto",
+    converter_a: Annotated[
+        str | None, typer.Option("--converter-a", help="Converter for A.")
+    ] = None,
+    converter_b: Annotated[
+        str | None, typer.Option("--converter-b", help="Converter for B.")
+    ] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="text (side by side) or json (for scripts).")
+    ] = Format.text,
+) -> None:
+    """Compare two recordings, or one recording through two parsers or converters.
+
+    Exit 0 when both mean the same (text, reasoning, tool calls and arguments, finish reason,
+    error kinds), 1 when they differ, 2 on unusable input. Ids, usage, quirks and how the stream
+    arrived are shown but not compared.
+    """
+    path_b = b if b is not None else a
+    base_parser = parser or default_parser()
+    side_a = (converter_a or converter, parser_a or base_parser)
+    side_b = (converter_b or converter, parser_b or base_parser)
+    with user_errors(str(a)):
+        check_names(*side_a)
+        check_names(*side_b)
+        engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
+    with user_errors(str(path_b)):
+        engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
+    result = diff_streams(engine_a, engine_b)
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        render(result)
+    sys.stdout.flush()
+    raise typer.Exit(0 if result.same_meaning else 1)
+
+
+_TITLES = {
+    "stream": "STREAM",
+    MEANING: "MEANING",
+    "segments": "SEGMENTS",
+    "other": "OTHER",
+    "arrival": "ARRIVAL",
+}
+LEGEND = (
+    "= same · ≠ differs in meaning (text, reasoning, tool calls and arguments, finish reason "
+    "class, error kinds) · ~ differs, not compared (ids, usage, quirks, segment cuts, arrival)"
+)
+
+
+def render(result: StreamDiff) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    console = Console(file=sys.stdout, highlight=False, width=width)
+    table = Table(show_lines=False, expand=True)
+    table.add_column("", no_wrap=True, style="bold")
+    table.add_column(_side_title("A", result.a), ratio=1, overflow="fold")
+    table.add_column(_side_title("B", result.b), ratio=1, overflow="fold")
+    table.add_column("", no_wrap=True)
+    section = None
+    for row in result.rows:
+        if row.section != section:
+            section = row.section
+            if table.row_count:
+                table.add_section()
+            table.add_row(Text(_TITLES[section], style="bold cyan"), "", "", "")
+        table.add_row(
+            Text(row.field),
+            _cell(row.a),
+            _cell(row.b),
+            _mark(row),
+        )
+        if row.note:
+            table.add_row("", Text(row.note, style="italic"), "", "")
+    console.print(table)
+    console.print(Text(LEGEND, style="dim"))
+    if result.same_meaning:
+        others = sum(1 for r in result.rows if not r.same and r.section != "stream")
+        line = "same meaning"
+        if others:
+            line += f" ({others} difference{'s' if others != 1 else ''} in how it arrived "
+            line += "or in what is not compared)"
+        console.print(Text(line, style="green"))
+    else:
+        console.print(Text("meaning differs: " + ", ".join(result.differences), style="red"))
+
+
+def _side_title(label: str, side: dict[str, Any]) -> str:
+    return f"{label}: {Path(side['source']).name} ({side['converter']}, {side['parser']})"
+
+
+def _mark(row: Row) -> Text:
+    from rich.text import Text
+
+    if row.same:
+        return Text("=", style="green")
+    if row.meaning:
+        return Text("≠", style="bold red")
+    return Text("~", style="yellow")
+
+
+def _cell(value: Any) -> Text:
+    from rich.text import Text
+
+    if value is None:
+        return Text("—", style="dim")
+    if isinstance(value, str):
+        return Text(_visible(_clip(value)))
+    if isinstance(value, dict) and "type" in value and "content" in value:  # a segment
+        return Text(f"{value['type']} {value['id']}\n{_visible(_clip(value['content']))}")
+    if isinstance(value, dict) and "name" in value and "arguments" in value:  # a tool call
+        args = value["arguments"]
+        shown = (
+            json.dumps(args, ensure_ascii=False)
+            if args is not None
+            else f"unparsed: {value.get('raw_arguments')!r}"
+        )
+        return Text(_clip(f"{value['name']}({shown})"))
+    if isinstance(value, list):
+        return Text(_clip("\n".join(str(v) for v in value)) if value else "(none)")
+    if isinstance(value, bool):
+        return Text("yes" if value else "no")
+    if isinstance(value, dict):
+        return Text(_clip(", ".join(f"{k} {v}" for k, v in value.items())))
+    return Text(str(value))
+
+
+def _visible(text: str) -> str:
+    """Line ends made visible (a trailing newline is a difference worth seeing)."""
+    return text.replace("\r", "␍").replace("\n", "⏎\n").rstrip("\n")
+
+
+def _clip(text: str) -> str:
+    if len(text) <= CELL_LIMIT:
+        return text
+    return f"{text[:CELL_LIMIT]}… (+{len(text) - CELL_LIMIT} characters)"

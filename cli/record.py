@@ -1,0 +1,339 @@
+"""``streamtool record``: send one streaming request and record the response byte for byte.
+
+The request is built by :mod:`streamtool.core.requests`, sent and written by
+:mod:`streamtool.core.http_capture`. While it streams, every chunk also goes through a
+:class:`~streamtool.core.replay.ReplayEngine` whose items feed a view: a sink with
+``on_items(engine, t, items)`` / ``close(engine)``, as ``replay`` uses. ``VIEWS`` maps
+``--view`` names to sink factories; a view may also have ``on_read(t, chunks, nbytes)``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+from streamtool.core.handlers import default_parser
+from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from streamtool.core.recorder import RecordResult, check_output
+from streamtool.core.recording import Chunk, End, Header
+from streamtool.core.replay import Item, ReplayEngine
+from streamtool.core.requests import (
+    PreparedRequest,
+    RequestError,
+    RequestOptions,
+    build_request,
+    parse_header_option,
+    parse_messages,
+    parse_set_option,
+    parse_tools,
+)
+
+from .errors import fail, user_errors, warn
+from .main import app
+from .replay import check_names
+from .sinks import Sink
+
+
+class ProgressLine:
+    """``--view progress``: one status line on stderr, redrawn in place on a terminal."""
+
+    INTERVAL = 0.1
+
+    def __init__(self, out: IO[str] | None = None) -> None:
+        self.out = out or sys.stderr
+        self.live = self.out.isatty()
+        self.chunks = 0
+        self.bytes = 0
+        self.t = 0.0
+        self.text_chars = 0
+        self.reasoning_chars = 0
+        self.tools = 0
+        self._kinds: dict[str, SegmentType] = {}
+        self._drawn = 0.0
+        self._width = 0
+
+    def on_read(self, t: float | None, chunks: int, nbytes: int) -> None:
+        self.chunks, self.bytes, self.t = chunks, nbytes, t or 0.0
+        self._draw()
+
+    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
+        for item in items:
+            if isinstance(item, SegmentEvent):
+                if item.event_type is SegmentEventType.START and item.segment_type is not None:
+                    self._kinds[item.segment_id] = item.segment_type
+                elif item.event_type is SegmentEventType.CONTENT:
+                    kind = self._kinds.get(item.segment_id)
+                    if kind is SegmentType.TEXT:
+                        self.text_chars += len(item.delta or "")
+                    elif kind is SegmentType.REASONING:
+                        self.reasoning_chars += len(item.delta or "")
+            elif isinstance(item, ToolInvocation):
+                self.tools += 1
+
+    def line(self) -> str:
+        parts = [f"{self.chunks} chunks", _size(self.bytes), f"{self.t:.1f} s"]
+        if self.reasoning_chars:
+            parts.append(f"reasoning {self.reasoning_chars} chars")
+        if self.text_chars:
+            parts.append(f"text {self.text_chars} chars")
+        if self.tools:
+            parts.append(f"{self.tools} tool call{'s' if self.tools != 1 else ''}")
+        return "recording: " + " · ".join(parts)
+
+    def _draw(self, force: bool = False) -> None:
+        if not self.live:
+            return
+        now = time.monotonic()
+        if not force and now - self._drawn < self.INTERVAL:
+            return
+        self._drawn = now
+        text = self.line()
+        pad = " " * max(0, self._width - len(text))
+        self._width = len(text)
+        self.out.write(f"\r{text}{pad}")
+        self.out.flush()
+
+    def close(self, engine: ReplayEngine | None) -> None:
+        if self.live and self._width:
+            self._draw(force=True)
+            self.out.write("\n")
+            self.out.flush()
+
+
+class NoView:
+    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
+        pass
+
+    def close(self, engine: ReplayEngine | None) -> None:
+        pass
+
+
+# --view name -> a sink factory. Another view registers itself here with one line.
+VIEWS: dict[str, Callable[[], Any]] = {"progress": ProgressLine, "none": NoView}
+
+
+class LiveFeed:
+    """Feeds the chunks being recorded through a replay engine into a view, as they arrive.
+
+    Recording never depends on it: if the stream cannot be parsed (an unknown API, an HTTP
+    error body) or the view fails, the view stops and a warning says why; bytes keep being
+    written.
+    """
+
+    def __init__(
+        self,
+        prepared: PreparedRequest,
+        view: Sink | Any,
+        *,
+        converter: str,
+        parser: str,
+        source: str,
+    ) -> None:
+        self.view = view
+        self.engine: ReplayEngine | None = None
+        self.problem: str | None = None
+        self.chunks = 0
+        self.bytes = 0
+        header = Header(
+            provider=prepared.provider,
+            api=prepared.api,
+            request={"url": prepared.url, "body": prepared.body},
+        )
+        try:
+            self.engine = ReplayEngine(header, converter=converter, parser=parser, source=source)
+        except Exception as exc:  # no converter for this API yet: bytes only
+            self.problem = f"live view off: {exc}"
+
+    def on_start(self, status: int | None) -> None:
+        if status is not None and status >= 400:
+            self.engine = None  # an error body, not a stream
+
+    def on_chunk(self, chunk: Chunk) -> None:
+        self.chunks += 1
+        self.bytes += chunk.nbytes
+        on_read = getattr(self.view, "on_read", None)
+        if on_read is not None:
+            on_read(chunk.t, self.chunks, self.bytes)
+        engine = self.engine
+        if engine is None:
+            return
+        try:
+            items = engine.feed_chunk(chunk)
+            self.view.on_items(engine, chunk.t, items)
+        except Exception as exc:
+            self._off(exc)
+
+    def finish(self, result: RecordResult) -> None:
+        engine = self.engine
+        if engine is not None:
+            try:
+                items = engine.finish(End(result.duration, result.reason, result.error))
+                self.view.on_items(engine, engine.now, items)
+            except Exception as exc:
+                self._off(exc)
+        try:
+            self.view.close(self.engine)
+        except Exception as exc:
+            self._off(exc)
+
+    def _off(self, exc: Exception) -> None:
+        self.engine = None
+        if self.problem is None:
+            self.problem = f"live view off: {exc}"
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def _read(path: Path, what: str, binary: bool = False) -> Any:
+    try:
+        return path.read_bytes() if binary else path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        fail(f"{path}: {what} is not UTF-8 text")
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+
+
+@app.command()
+def record(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The recording to write.")],
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider",
+            "-p",
+            help="openai-chat, openai-responses, anthropic, gemini or openai-compatible.",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
+    prompt: Annotated[str | None, typer.Option("--prompt", help="The user message.")] = None,
+    messages: Annotated[
+        Path | None, typer.Option("--messages", help="A JSON list of {role, content} messages.")
+    ] = None,
+    system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
+    tools: Annotated[
+        Path | None,
+        typer.Option("--tools", help="A JSON list of {name, description, parameters} tools."),
+    ] = None,
+    tool_choice: Annotated[
+        str | None, typer.Option("--tool-choice", help="auto, required, none, or a tool name.")
+    ] = None,
+    body: Annotated[
+        Path | None, typer.Option("--body", help="Send exactly this file as the request body.")
+    ] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="An extra header 'Name: value'.")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="The API base URL, or a preset: openrouter, groq, deepseek, mistral, together, "
+            "moonshot, ollama, vllm.",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Read the API key from this variable.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Output token limit (anthropic: 1024).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Set a body field: KEY=VALUE (VALUE as JSON if it parses)."),
+    ] = None,
+    no_stream_usage: Annotated[
+        bool,
+        typer.Option("--no-stream-usage", help="Do not ask for stream_options.include_usage."),
+    ] = False,
+    key_in_query: Annotated[
+        bool, typer.Option("--key-in-query", help="gemini: send the key as ?key= (older style).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --output.")] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds without data before giving up.")
+    ] = 120.0,
+    view: Annotated[
+        str, typer.Option("--view", help="What to show while recording: progress or none.")
+    ] = "progress",
+    parser: Annotated[
+        str | None, typer.Option("--parser", help="Handler for the live view.")
+    ] = None,
+    converter: Annotated[
+        str, typer.Option("--converter", help="Converter for the live view (auto).")
+    ] = "auto",
+) -> None:
+    """Send one streaming request and record the response, one line per network read.
+
+    Exit 0 when the stream completed, 1 on an HTTP error, a dropped connection or a timeout
+    (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
+    """
+    parser_name = parser or default_parser()
+    if view not in VIEWS:
+        fail(f"unknown view {view!r}; valid: {', '.join(VIEWS)}")
+    with user_errors(str(output)):
+        check_names(converter, parser_name)
+        check_output(output, force)
+    try:
+        opts = RequestOptions(
+            provider=provider,
+            model=model,
+            prompt=prompt,
+            messages=parse_messages(_read(messages, "messages"), str(messages))
+            if messages
+            else None,
+            system=system,
+            tools=parse_tools(_read(tools, "tools"), str(tools)) if tools else None,
+            tool_choice=tool_choice,
+            body=_read(body, "body", binary=True) if body else None,
+            headers=[parse_header_option(h) for h in header or ()],
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+            extra=dict(parse_set_option(s) for s in set_ or ()),
+            stream_usage=not no_stream_usage,
+            key_in_query=key_in_query,
+        )
+        prepared = build_request(opts, os.environ)
+    except RequestError as exc:
+        fail(str(exc))
+
+    from streamtool.core.http_capture import record_request
+
+    live = LiveFeed(
+        prepared, VIEWS[view](), converter=converter, parser=parser_name, source=str(output)
+    )
+    with user_errors(str(output)):
+        result = record_request(
+            prepared,
+            output,
+            force=force,
+            read_timeout=timeout,
+            on_start=live.on_start,
+            on_chunk=live.on_chunk,
+        )
+    live.finish(result)
+    if live.problem and result.reason == "complete":
+        warn(live.problem)
+    _report(result)
+
+
+def _report(result: RecordResult) -> None:
+    what = f"{result.chunks} chunks, {_size(result.bytes)} in {result.duration:.2f} s"
+    status = f"HTTP {result.status}" if result.status is not None else "no response"
+    if result.reason == "complete":
+        sys.stderr.write(f"streamtool: recorded {result.path}: {status}, {what}\n")
+        return
+    sys.stderr.write(f"streamtool: error: {result.error or result.reason}\n")
+    sys.stderr.write(f"streamtool: recorded {result.path} ({result.reason}): {status}, {what}\n")
+    raise typer.Exit(130 if result.reason == "interrupted" else 1)

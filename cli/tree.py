@@ -1,0 +1,212 @@
+"""The tree sink: a replay (or a capture) drawn as a tree that grows as the stream plays.
+
+On a terminal the tree is a rich ``Live`` display redrawn by a small thread at most
+``refresh_per_second`` times a second, and only when something changed; the stream's side only
+updates the model (:mod:`.tree_model`), so a fast replay is never slowed by drawing. At the end
+the live frame is replaced by the whole tree, printed once. Off a terminal (a pipe, CI) or with
+``live=False`` nothing is redrawn: the tree is printed once at the end.
+
+The same sink serves ``replay`` and ``record``::
+
+    sink = make_live_sink()            # a console on stdout; live when it is a terminal
+    sink.start(engine)                 # optional: show the root line before the first byte
+    ...
+    items = engine.feed_chunk(chunk)   # after every network read (even one that gave no items)
+    sink.on_items(engine, chunk.t, items)
+    ...
+    sink.on_items(engine, None, engine.finish(end))
+    sink.close(engine)                 # stop redrawing; print the final tree
+
+rich is imported only when a sink is made, so ``streamtool --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .tree_model import Stats, TreeState
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
+
+    from .tree_view import ViewOptions
+
+MAX_REFRESH_PER_SECOND = 15.0
+
+
+def make_console(
+    *,
+    no_color: bool = False,
+    file: Any = None,
+    force_terminal: bool | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    record: bool = False,
+) -> Console:
+    """The console the tree draws on. ``NO_COLOR`` (rich reads it) and ``no_color`` drop colour;
+    the width follows the terminal (or ``COLUMNS``, else 80 off a terminal)."""
+    from rich.console import Console
+
+    return Console(
+        file=file,
+        no_color=True if no_color else None,
+        force_terminal=force_terminal,
+        width=width,
+        height=height,
+        record=record,
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )
+
+
+class TreeSink:
+    """A replay sink (``on_items(engine, t, items)``, ``close(engine)``) that draws the tree."""
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        live: bool | None = None,
+        options: ViewOptions | None = None,
+        refresh_per_second: float = MAX_REFRESH_PER_SECOND,
+    ) -> None:
+        from .tree_view import ViewOptions
+
+        self.console = console if console is not None else make_console()
+        if live is None:
+            live = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.live = live
+        self.options = options or ViewOptions()
+        self.refresh_interval = 1.0 / min(refresh_per_second, MAX_REFRESH_PER_SECOND)
+        self.state = TreeState()
+        self.frames = 0  # live frames drawn
+        self._engine: Any = None
+        self._lock = threading.Lock()
+        self._dirty = False  # the model changed since the last frame (set by the stream's side)
+        self._stop = threading.Event()
+        self._display: Live | None = None
+        self._thread: threading.Thread | None = None
+        self.closed = False
+
+    # -- the stream's side -----------------------------------------------------------------------
+    def start(self, engine: Any = None) -> None:
+        """Begin the live display (done by the first ``on_items`` otherwise)."""
+        if engine is not None:
+            self._engine = engine
+        if self.live and self._display is None and not self.closed:
+            self._start_live()
+        self._dirty = True
+
+    def observe(self, engine: Any) -> None:
+        """The engine moved on (a read that gave no items yet): the footer's counters changed."""
+        self._engine = engine
+        if self._display is None and self.live and not self.closed:
+            self._start_live()
+        self._dirty = True
+
+    def on_items(self, engine: Any, t: float | None, items: list[Any]) -> None:
+        self._engine = engine
+        if items:
+            with self._lock:
+                self.state.feed(items)
+        if self._display is None and self.live and not self.closed:
+            self._start_live()
+        self._dirty = True
+
+    def close(self, engine: Any = None, *, interrupted: bool = False) -> None:
+        """Stop redrawing and print the whole tree once."""
+        if self.closed:
+            return
+        self.closed = True
+        if engine is not None:
+            self._engine = engine
+        self._stop_live()
+        with self._lock:
+            self.state.interrupted = interrupted
+            final = self.final_renderable()
+        self.console.print(final)
+
+    def abort(self) -> None:
+        """Stop drawing and print nothing (the command is about to report an error)."""
+        self.closed = True
+        self._stop_live()
+
+    def interrupt(self) -> None:
+        """The user stopped the replay (Ctrl-C): print the tree as far as it got."""
+        self.close(None, interrupted=True)
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def stats(self) -> Stats:
+        return Stats.of(self._engine) if self._engine is not None else Stats()
+
+    def final_renderable(self) -> RenderableType:
+        from .tree_view import render_static
+
+        return render_static(self.state, self.stats(), self.options)
+
+    def frame(self) -> RenderableType:
+        """The live frame as the model stands now (taken under the model's lock)."""
+        from .tree_view import render_live
+
+        size = self.console.size
+        with self._lock:
+            return render_live(self.state, self.stats(), size.width, size.height)
+
+    def _start_live(self) -> None:
+        from rich.live import Live
+
+        self._display = Live(
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            vertical_overflow="crop",
+            get_renderable=self.frame,
+        )
+        self._display.start(refresh=True)
+        self.frames += 1
+        self._thread = threading.Thread(target=self._redraw_loop, name="tree-redraw", daemon=True)
+        self._thread.start()
+
+    def _redraw_loop(self) -> None:
+        """Every ``refresh_interval``, redraw if the model changed (the stream's side only sets a
+        flag: a fast replay pays nothing for drawing but the frames themselves)."""
+        display = self._display
+        assert display is not None
+        while not self._stop.wait(self.refresh_interval):
+            if self._dirty:
+                self._dirty = False
+                display.refresh()
+                self.frames += 1
+
+    def _stop_live(self) -> None:
+        display, self._display = self._display, None
+        if display is None:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        display.stop()
+
+
+def make_live_sink(
+    console: Console | None = None,
+    *,
+    live: bool | None = None,
+    no_color: bool = False,
+    options: ViewOptions | None = None,
+) -> TreeSink:
+    """A tree sink for a command that shows a stream as it arrives (``replay``, ``record``).
+
+    ``console`` defaults to one on stdout (``no_color`` drops colour); ``live`` defaults to
+    "stdout is a terminal". Feed it with ``on_items(engine, t, items)`` after every read and
+    finish with ``close(engine)``.
+    """
+    if console is None:
+        console = make_console(no_color=no_color)
+    return TreeSink(console, live=live, options=options)

@@ -1,0 +1,350 @@
+"""What the live tree shows, built from the replay engine's items. No rendering here (no rich).
+
+``TreeState.feed(items)`` keeps, in stream order, one :class:`Segment` per segment (its content,
+metadata merged from START and END, the errors that concern it) and one :class:`Note` per error or
+quirk where it happened; invocations are collected apart (the tree shows them at the end).
+``clip`` cuts long content to a number of lines and of characters per line, saying what it cut.
+All work per item is O(1) amortized: content is kept as a list of deltas, joined when read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from streamtool.core.model import (
+    Quirk,
+    SegmentEvent,
+    SegmentEventType,
+    SegmentType,
+    StreamError,
+    ToolInvocation,
+)
+
+_MISSING: Any = object()
+
+
+class Segment:
+    """One segment as it stands: kind, merged metadata, content, whether it has ended."""
+
+    __slots__ = (
+        "id",
+        "kind",
+        "meta",
+        "_parts",
+        "chars",
+        "newlines",
+        "ends_with_newline",
+        "closed",
+        "errors",
+        "invocation",
+        "_pretty",
+        "_pretty_lines",
+    )
+
+    def __init__(self, seg_id: str, kind: SegmentType, meta: dict[str, Any] | None) -> None:
+        self.id = seg_id
+        self.kind = kind
+        self.meta: dict[str, Any] = dict(meta or {})
+        self._parts: list[str] = []
+        self.chars = 0
+        self.newlines = 0
+        self.ends_with_newline = False
+        self.closed = False
+        self.errors: list[StreamError] = []
+        self.invocation: ToolInvocation | None = None
+        self._pretty: str | None = None
+        self._pretty_lines = 0
+
+    def append(self, delta: str) -> None:
+        if delta:
+            self._parts.append(delta)
+            self.chars += len(delta)
+            self.newlines += delta.count("\n")
+            self.ends_with_newline = delta[-1] == "\n"
+
+    @property
+    def text(self) -> str:
+        parts = self._parts
+        if len(parts) > 1:
+            joined = "".join(parts)
+            parts[:] = [joined]
+        return parts[0] if parts else ""
+
+    def tail(self, max_chars: int) -> str:
+        """The last ``max_chars`` characters of the content, without joining all of it."""
+        if self.chars <= max_chars:
+            return self.text
+        need = max_chars
+        pieces: list[str] = []
+        for part in reversed(self._parts):
+            if len(part) >= need:
+                pieces.append(part[-need:])
+                break
+            pieces.append(part)
+            need -= len(part)
+        pieces.reverse()
+        return "".join(pieces)
+
+    @property
+    def lines(self) -> int:
+        """Number of lines of the content (a final line without a newline counts)."""
+        if not self.chars:
+            return 0
+        return self.newlines + (0 if self.ends_with_newline else 1)
+
+    @property
+    def name(self) -> str:
+        name = self.meta.get("tool_name")
+        if not name and self.invocation is not None:
+            name = self.invocation.name
+        return str(name or "")
+
+    @property
+    def path(self) -> str | None:
+        path = self.meta.get("path")
+        if not path and self.invocation is not None and isinstance(self.invocation.arguments, dict):
+            path = self.invocation.arguments.get("path")
+        return str(path) if path else None
+
+    @property
+    def problem(self) -> str | None:
+        """``incomplete`` / ``unclosed`` when the segment ended without being finished."""
+        if self.meta.get("incomplete"):
+            return "incomplete"
+        if self.meta.get("unclosed"):
+            return "unclosed"
+        return None
+
+    def arguments(self) -> Any:
+        """The parsed arguments of a finished tool call, or ``_MISSING`` (see :func:`has_value`)."""
+        if not self.closed:
+            return _MISSING
+        if "arguments" in self.meta:
+            return self.meta["arguments"]
+        if self.invocation is not None:
+            return self.invocation.arguments
+        return _MISSING
+
+    def pretty_arguments(self) -> str | None:
+        """The finished call's arguments as indented JSON (``None`` while unknown or unparsed)."""
+        if self._pretty is None:
+            args = self.arguments()
+            if args is _MISSING or args is None:
+                return None
+            self._pretty = json.dumps(args, ensure_ascii=False, indent=2)
+            self._pretty_lines = self._pretty.count("\n") + 1
+        return self._pretty
+
+    @property
+    def pretty_lines(self) -> int:
+        return self._pretty_lines if self.pretty_arguments() is not None else 0
+
+    @property
+    def raw_arguments(self) -> str | None:
+        raw = self.meta.get("raw_arguments")
+        if raw is None and self.invocation is not None:
+            raw = self.invocation.raw_arguments
+        return None if raw is None else str(raw)
+
+
+def has_value(value: Any) -> bool:
+    return value is not _MISSING
+
+
+@dataclass(slots=True)
+class Note:
+    """An error or a quirk, shown where it happened in the stream."""
+
+    kind: Literal["error", "quirk"]
+    name: str
+    message: str
+
+
+Node = Segment | Note
+
+
+@dataclass(slots=True)
+class Stats:
+    """What the root line and the footer show, read off the engine."""
+
+    source: str = ""
+    provider: str | None = None
+    converter: str | None = None
+    parser: str = ""
+    model: str | None = None
+    chunks: int = 0
+    bytes: int = 0
+    sse_events: int = 0
+    comments: int = 0
+    now: float | None = None
+    duration: float | None = None
+    ttft: float | None = None
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+    finished: bool = False
+    end_reason: str | None = None
+
+    @classmethod
+    def of(cls, engine: Any) -> Stats:
+        end = getattr(engine, "end", None)
+        return cls(
+            source=engine.source,
+            provider=engine.header.provider,
+            converter=engine.converter_name,
+            parser=engine.parser,
+            model=engine.model,
+            chunks=engine.chunks,
+            bytes=engine.bytes,
+            sse_events=engine.sse_events,
+            comments=engine.comments,
+            now=engine.now,
+            duration=engine.last_t,
+            ttft=engine.ttft,
+            usage=engine.usage,
+            finish_reason=engine.finish_reason,
+            finished=engine.finished,
+            end_reason=None if end is None else end.reason,
+        )
+
+
+class TreeState:
+    """The tree's model: nodes in stream order, invocations, counters."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.segments: dict[str, Segment] = {}
+        self.invocations: list[ToolInvocation] = []
+        self.errors = 0
+        self.quirks = 0
+        self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
+        self.interrupted = False
+        self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
+
+    def feed(self, items: list[Any]) -> None:
+        segments = self.segments
+        for item in items:
+            if type(item) is SegmentEvent:
+                kind = item.event_type
+                if kind is SegmentEventType.CONTENT:
+                    seg = segments.get(item.segment_id)
+                    if seg is not None and item.delta:
+                        seg.append(item.delta)
+                        self.generated_chars += len(item.delta)
+                elif kind is SegmentEventType.START:
+                    seg = Segment(
+                        item.segment_id, item.segment_type or SegmentType.TEXT, item.metadata
+                    )
+                    segments[item.segment_id] = seg
+                    self.nodes.append(seg)
+                else:
+                    seg = segments.get(item.segment_id)
+                    if seg is not None:
+                        seg.closed = True
+                        if item.metadata:
+                            seg.meta.update(item.metadata)
+            elif type(item) is ToolInvocation:
+                self.invocations.append(item)
+                seg = segments.get(item.id)
+                if seg is not None:
+                    seg.invocation = item
+            elif type(item) is StreamError:
+                self.errors += 1
+                seg = segments.get(item.detail) if isinstance(item.detail, str) else None
+                if item.kind == "segment" and seg is not None:
+                    seg.errors.append(item)
+                else:
+                    self.nodes.append(Note("error", item.kind, item.message))
+            elif type(item) is Quirk:
+                self.quirks += 1
+                self.nodes.append(Note("quirk", item.id, item.detail))
+
+
+# -- cutting long content ------------------------------------------------------------------------
+Keep = Literal["head", "tail", "both"]
+
+
+@dataclass(slots=True)
+class Part:
+    """A kept run of whole lines; ``first_line`` is its 1-based line number in the content."""
+
+    text: str
+    first_line: int
+
+
+@dataclass(slots=True)
+class Cut:
+    """``lines`` lines left out here."""
+
+    lines: int
+
+
+def clip(
+    text: str,
+    max_lines: int | None,
+    keep: Keep = "head",
+    max_line_chars: int | None = None,
+) -> list[Part | Cut]:
+    """Cut ``text`` to at most ``max_lines`` lines (keeping the head, the tail or both ends).
+
+    Lines longer than ``max_line_chars`` are shortened in place with a marker saying how many
+    characters went (their end is kept in ``tail`` mode, their start otherwise). The work is
+    proportional to what is kept, plus one C-speed count of the newlines.
+    """
+    if not text:
+        return []
+    body = text[:-1] if text.endswith("\n") else text
+    total = body.count("\n") + 1
+    if max_lines is None or total <= max_lines:
+        out: list[Part | Cut] = [Part(body, 1)]
+    elif max_lines <= 0:
+        out = [Cut(total)]
+    elif keep == "head":
+        out = [Part(body[: _nth_newline(body, max_lines)], 1), Cut(total - max_lines)]
+    elif keep == "tail":
+        start = _nth_newline_from_end(body, max_lines) + 1
+        out = [Cut(total - max_lines), Part(body[start:], total - max_lines + 1)]
+    else:
+        head = (max_lines + 1) // 2
+        tail = max_lines - head
+        out = [Part(body[: _nth_newline(body, head)], 1), Cut(total - max_lines)]
+        if tail:
+            start = _nth_newline_from_end(body, tail) + 1
+            out.append(Part(body[start:], total - tail + 1))
+    if max_line_chars is not None:
+        for piece in out:
+            if isinstance(piece, Part):
+                piece.text = cut_long_lines(piece.text, max_line_chars, keep_end=keep == "tail")
+    return out
+
+
+def _nth_newline(text: str, n: int) -> int:
+    """Index of the ``n``-th newline (1-based) of ``text``."""
+    pos = -1
+    for _ in range(n):
+        pos = text.find("\n", pos + 1)
+    return pos
+
+
+def _nth_newline_from_end(text: str, n: int) -> int:
+    pos = len(text)
+    for _ in range(n):
+        pos = text.rfind("\n", 0, pos)
+    return pos
+
+
+def cut_long_lines(text: str, max_chars: int, *, keep_end: bool = False) -> str:
+    """Shorten every line longer than ``max_chars`` with a marker: keeping its start, the marker
+    gives the characters cut; keeping its end (a growing stream's tail), it is a bare ``…``."""
+    if len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if len(line) > max_chars:
+            cut = len(line) - max_chars
+            if keep_end:
+                lines[i] = "… " + line[-max_chars:]
+            else:
+                lines[i] = line[:max_chars] + f" … (+{cut:,} chars)"
+    return "\n".join(lines)

@@ -1,0 +1,569 @@
+"""Drawing the tree with rich: the root line, one node per segment, errors and quirks where they
+happened, the invocations, and a footer of statistics.
+
+Two shapes: the *static* tree (printed once: at the end of a live replay, for ``--format text``
+and whenever the output is not a terminal) shows every node with long content cut to a few
+hundred lines; the *live* frame fits the terminal: the newest node gets the room, older ones
+shrink to a line or two, and what does not fit is counted, so that drawing a frame costs about
+the same at the first chunk as at the ten-thousandth. Importing this module imports rich.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.highlighter import JSONHighlighter
+from rich.segment import Segment as RichSegment
+from rich.text import Text
+from rich.tree import Tree
+
+from streamtool.core.model import SegmentType
+
+from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip, has_value
+
+STYLE = {
+    "root": "bold",
+    "dim": "dim",
+    "text": "bold cyan",
+    "reasoning": "dim italic",
+    "reasoning_body": "dim italic",
+    "tool_call": "bold magenta",
+    "write_file": "bold green",
+    "patch_file": "bold yellow",
+    "run_bash": "bold blue",
+    "name": "bold",
+    "error": "bold red",
+    "error_body": "red",
+    "quirk": "bold yellow",
+    "quirk_body": "yellow",
+    "marker": "dim",
+    "problem": "bold red",
+}
+
+_json_highlighter = JSONHighlighter()
+
+
+@dataclass(slots=True)
+class ViewOptions:
+    """Limits of the static tree; ``None`` means no limit (``--full``)."""
+
+    text_lines: int | None = 200
+    reasoning_lines: int | None = 4
+    code_lines: int | None = 80
+    line_chars: int | None = 1000  # code, JSON, diffs
+    text_line_chars: int | None = 5000  # prose wraps: a paragraph is one long line
+    invocation_chars: int | None = 300
+
+    @classmethod
+    def full(cls) -> ViewOptions:
+        return cls(None, None, None, None, None, None)
+
+
+# -- lexers ----------------------------------------------------------------------------------------
+_LEXERS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "jsx",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".md": "markdown",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".rs": "rust",
+    ".go": "go",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".cc": "cpp",
+    ".hpp": "cpp",
+    ".java": "java",
+    ".rb": "ruby",
+    ".html": "html",
+    ".css": "css",
+    ".sql": "sql",
+    ".txt": "text",
+    ".diff": "diff",
+    ".patch": "diff",
+}
+
+
+@lru_cache(maxsize=256)
+def lexer_for_path(path: str | None) -> str:
+    """The pygments lexer name for a file path, chosen from its extension ("text" if unknown)."""
+    if not path:
+        return "text"
+    name = os.path.basename(path)
+    ext = os.path.splitext(name)[1].lower()
+    if ext in _LEXERS:
+        return _LEXERS[ext]
+    from pygments.lexers import find_lexer_class_for_filename
+
+    try:
+        cls = find_lexer_class_for_filename(name)
+    except Exception:  # pragma: no cover - pygments' guess failing is not our error
+        cls = None
+    if cls is None or not getattr(cls, "aliases", None):
+        return "text"
+    return str(cls.aliases[0])
+
+
+@lru_cache(maxsize=64)
+def _lexer(name: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(name, stripnl=False, ensurenl=True, tabsize=4)
+    except ClassNotFound:  # pragma: no cover - names come from _LEXERS or pygments itself
+        return get_lexer_by_name("text", stripnl=False, ensurenl=True)
+
+
+# -- small pieces ----------------------------------------------------------------------------------
+def _num(n: float) -> str:
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
+
+
+def _secs(s: float | None) -> str:
+    return "-" if s is None else f"{s:.2f} s"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _marker(cut: Cut, where: Keep, live: bool) -> Text:
+    """The line that stands for lines left out."""
+    what = _plural(cut.lines, "earlier line" if where == "tail" else "line")
+    text = f"… {what}" if live else f"… {what} cut (--full shows all)"
+    return Text(text, style=STYLE["marker"])
+
+
+def root_label(stats: Stats) -> Text:
+    """The source on the first line; provider, converter, parser and model on the second."""
+    label = Text(stats.source or "stream", style=STYLE["root"])
+    fields = [
+        ("provider", stats.provider),
+        ("converter", stats.converter),
+        ("parser", stats.parser),
+        ("model", stats.model),
+    ]
+    sep = "\n"
+    for key, value in fields:
+        if value:
+            label.append(sep)
+            label.append(key + " ", style=STYLE["dim"])
+            label.append(str(value))
+            sep = " · "
+    return label
+
+
+def footer(stats: Stats, state: TreeState) -> Text:
+    elapsed = stats.duration if stats.finished else stats.now
+    parts = [
+        f"chunks {stats.chunks:,}",
+        f"{stats.bytes:,} bytes",
+        f"events {stats.sse_events:,}",
+        f"elapsed {_secs(elapsed)}",
+        f"TTFT {_secs(stats.ttft)}",
+    ]
+    rate = _rate(stats, state, elapsed)
+    if rate:
+        parts.append(rate)
+    text = Text(" · ".join(parts), style=STYLE["dim"])
+    usage = stats.usage or {}
+    if usage:
+        names = [
+            ("input_tokens", "in"),
+            ("output_tokens", "out"),
+            ("reasoning_tokens", "reasoning"),
+            ("cached_input_tokens", "cached"),
+            ("cache_creation_input_tokens", "cache write"),
+            ("total_tokens", "total"),
+        ]
+        shown = [f"{label} {usage[key]:,}" for key, label in names if key in usage]
+        shown += [f"{k} {v:,}" for k, v in usage.items() if k not in dict(names)]
+        text.append("\nusage: " + " · ".join(shown), style=STYLE["dim"])
+    last: list[Text] = []
+    if stats.finish_reason:
+        last.append(Text(f"finish_reason: {stats.finish_reason}", style=STYLE["dim"]))
+    if stats.finished and stats.end_reason and stats.end_reason != "complete":
+        last.append(Text(f"ended: {stats.end_reason}", style=STYLE["error"]))
+    if state.errors:
+        last.append(Text(_plural(state.errors, "error"), style=STYLE["error"]))
+    if state.quirks:
+        last.append(Text(_plural(state.quirks, "quirk"), style=STYLE["quirk"]))
+    if state.interrupted:
+        last.append(Text("interrupted", style=STYLE["error"]))
+    if last:
+        text.append("\n")
+        text.append_text(Text("  ").join(last))
+    return text
+
+
+def _rate(stats: Stats, state: TreeState, elapsed: float | None) -> str | None:
+    if elapsed is None or stats.ttft is None or elapsed <= stats.ttft:
+        return None
+    span = elapsed - stats.ttft
+    out = (stats.usage or {}).get("output_tokens")
+    if out is not None and stats.finished:
+        return f"{out / span:,.1f} tok/s"
+    if state.generated_chars:
+        return f"{state.generated_chars / span:,.0f} chars/s"
+    return None
+
+
+# -- segments --------------------------------------------------------------------------------------
+def segment_header(seg: Segment, live: bool) -> Text:
+    kind = seg.kind
+    head = Text(kind.value, style=STYLE.get(kind.value, STYLE["name"]))
+    if kind in (SegmentType.TOOL_CALL,):
+        if seg.name:
+            head.append(" " + seg.name, style=STYLE["name"])
+        head.append("  " + seg.id, style=STYLE["dim"])
+    elif kind in (SegmentType.WRITE_FILE, SegmentType.PATCH_FILE):
+        head.append(" " + (seg.path or "(path not known yet)"), style=STYLE["name"])
+        head.append(f"  {_plural(seg.lines, 'line')}  {seg.id}", style=STYLE["dim"])
+    elif kind is SegmentType.RUN_BASH:
+        head.append("  " + seg.id, style=STYLE["dim"])
+    else:
+        head.append(f"  {_plural(seg.lines, 'line')} · {seg.chars:,} chars", style=STYLE["dim"])
+    if seg.problem:
+        head.append(f"  [{seg.problem}]", style=STYLE["problem"])
+    elif live and not seg.closed:
+        head.append("  ▍", style=STYLE["dim"])
+    elif not seg.closed:
+        head.append("  [not closed]", style=STYLE["problem"])
+    return head
+
+
+def _how(seg: Segment) -> str:
+    """How the node's content is drawn."""
+    kind = seg.kind
+    if kind is SegmentType.TOOL_CALL:
+        if seg.pretty_arguments() is not None or not seg.closed:
+            return "json"
+        return "raw"
+    return {
+        SegmentType.RUN_BASH: "bash",
+        SegmentType.WRITE_FILE: "code",
+        SegmentType.PATCH_FILE: "diff",
+        SegmentType.REASONING: "reasoning",
+    }.get(kind, "text")
+
+
+def _content(seg: Segment) -> str:
+    """The whole content as drawn: for finished tool calls, the pretty arguments."""
+    pretty = seg.pretty_arguments() if seg.kind is SegmentType.TOOL_CALL else None
+    if pretty is not None:
+        return pretty
+    if seg.kind is SegmentType.RUN_BASH and not seg.chars:
+        return str(seg.meta.get("command") or "")
+    return seg.text
+
+
+def body_lines(seg: Segment) -> int:
+    """How many lines the node's content has as drawn."""
+    if seg.kind is SegmentType.TOOL_CALL:
+        pretty = seg.pretty_lines
+        if pretty:
+            return pretty
+    elif seg.kind is SegmentType.RUN_BASH and not seg.chars:
+        return 1 if seg.meta.get("command") else 0
+    return seg.lines
+
+
+def _live_tail(seg: Segment, max_lines: int, line_chars: int) -> list[Part | Cut]:
+    """The last ``max_lines`` lines, read from a window at the end of the content: the cost of a
+    live frame does not grow with the length of the stream."""
+    window = (max_lines + 1) * (line_chars + 1)
+    pretty = seg.pretty_arguments() if seg.kind is SegmentType.TOOL_CALL else None
+    if pretty is not None:
+        full = len(pretty)
+        text = pretty[-window:]
+    elif seg.kind is SegmentType.RUN_BASH and not seg.chars:
+        text = _content(seg)
+        full = len(text)
+    else:
+        full = seg.chars
+        text = seg.tail(window)
+    total = body_lines(seg)
+    pieces = clip(text, max_lines, "tail", line_chars)
+    part = next((p for p in pieces if isinstance(p, Part)), None)
+    if part is None:
+        return [Cut(total)] if total else []
+    kept = part.text.count("\n") + 1
+    window_inside_line = full > len(text) and not any(isinstance(p, Cut) for p in pieces)
+    if window_inside_line and not part.text.startswith("… "):
+        part.text = "… " + part.text  # the window began inside this line (not marked yet)
+    part.first_line = max(1, total - kept + 1)
+    return [Cut(total - kept), part] if total > kept else [part]
+
+
+def segment_body(
+    seg: Segment, max_lines: int | None, keep: Keep, line_chars: int | None, live: bool
+) -> list[RenderableType]:
+    how = _how(seg)
+    out: list[RenderableType] = []
+    if how == "raw" and has_value(seg.arguments()) and seg.arguments() is None:
+        out.append(Text("arguments do not parse; raw text:", style=STYLE["error_body"]))
+    if how in ("text", "reasoning") and 0 < seg.chars <= 200 and not seg.text.strip():
+        # whitespace only: show it, or the node would look empty
+        out.append(Text(repr(seg.text), style=STYLE["dim"]))
+        pieces: list[Part | Cut] = []
+    elif live and max_lines is not None and line_chars is not None:
+        pieces = _live_tail(seg, max_lines, line_chars)
+    else:
+        pieces = clip(_content(seg), max_lines, keep, line_chars)
+    for piece in pieces:
+        if isinstance(piece, Cut):
+            out.append(_marker(piece, keep, live))
+            continue
+        out.append(_draw(piece, how, seg))
+    for err in seg.errors:
+        out.append(Text(f"error: {err.message}", style=STYLE["error_body"]))
+    return out
+
+
+def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
+    text = piece.text
+    if how == "json":
+        return _json_highlighter(Text(text))
+    if how == "reasoning":
+        return Text(text, style=STYLE["reasoning_body"])
+    if how == "diff":
+        return _diff(text)
+    if how == "bash":
+        out = Text("$ ", style=STYLE["dim"])
+        out.append(text, style="bold")
+        return out
+    if how == "code":
+        from rich.syntax import Syntax
+
+        return Syntax(
+            text,
+            _lexer(lexer_for_path(seg.path)),
+            theme="ansi_dark",
+            line_numbers=True,
+            start_line=piece.first_line,
+            background_color="default",
+            word_wrap=True,
+        )
+    if how == "raw":
+        return Text(text, style=STYLE["error_body"])
+    return Text(text)
+
+
+def _diff(text: str) -> Text:
+    out = Text()
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        else:
+            style = ""
+        out.append(line, style=style)
+        if i < len(lines) - 1:
+            out.append("\n")
+    return out
+
+
+def note_line(note: Note) -> Text:
+    if note.kind == "error":
+        text = Text("error ", style=STYLE["error"])
+        text.append(f"{note.name}: {note.message}", style=STYLE["error_body"])
+    else:
+        text = Text("quirk ", style=STYLE["quirk"])
+        text.append(f"{note.name}: {note.message}", style=STYLE["quirk_body"])
+    return text
+
+
+def invocation_line(inv: Any, max_chars: int | None, cache: dict[Any, str] | None = None) -> Text:
+    """``name(arguments)  id`` on one line; ``cache`` keeps the argument text between frames."""
+    line = Text(inv.name or "(unnamed)", style=STYLE["name"])
+    style = STYLE["error_body"] if inv.arguments is None else ""
+    key = (inv.id, max_chars is None)
+    args = cache.get(key) if cache is not None else None
+    if args is None:
+        args = _arguments_text(inv, compact=max_chars is not None)
+        if cache is not None:
+            cache[key] = args
+    if max_chars is not None and len(args) > max_chars:
+        args = args[:max_chars] + f" … (+{len(args) - max_chars:,} chars)"
+    line.append("(")
+    line.append_text(_json_highlighter(Text(args, style=style)) if not style else Text(args, style))
+    line.append(")")
+    line.append("  " + inv.id, style=STYLE["dim"])
+    return line
+
+
+def _arguments_text(inv: Any, *, compact: bool) -> str:
+    import json
+
+    if inv.arguments is None:
+        raw = inv.raw_arguments if inv.raw_arguments is not None else ""
+        return f"null (raw: {raw!r})"
+    if compact and isinstance(inv.arguments, dict):
+        return _compact_args(inv.arguments)
+    return json.dumps(inv.arguments, ensure_ascii=False)
+
+
+def _compact_args(args: dict[str, Any]) -> str:
+    """Arguments on one line; a multi-line string (a file's content, a patch: the node above
+    shows it) is summarised as ``<N lines, M chars>``."""
+    import json
+
+    fields = []
+    for key, value in args.items():
+        if isinstance(value, str) and "\n" in value.rstrip("\n"):
+            lines = value.count("\n") + (0 if value.endswith("\n") else 1)
+            shown = f"<{_plural(lines, 'line')}, {len(value):,} chars>"
+        else:
+            shown = json.dumps(value, ensure_ascii=False)
+        fields.append(f"{json.dumps(key, ensure_ascii=False)}: {shown}")
+    return "{" + ", ".join(fields) + "}"
+
+
+# -- whole trees -----------------------------------------------------------------------------------
+def _node_label(seg: Segment, body: list[RenderableType], live: bool) -> RenderableType:
+    header = segment_header(seg, live)
+    return Group(header, *body) if body else header
+
+
+def render_static(state: TreeState, stats: Stats, opts: ViewOptions | None = None) -> Group:
+    """The whole tree, printed once."""
+    opts = opts or ViewOptions()
+    tree = Tree(root_label(stats), guide_style="dim")
+    for node in state.nodes:
+        if isinstance(node, Note):
+            tree.add(note_line(node))
+            continue
+        max_lines, keep = _static_limits(node, opts)
+        prose = node.kind in (SegmentType.TEXT, SegmentType.REASONING)
+        line_chars = opts.text_line_chars if prose else opts.line_chars
+        body = segment_body(node, max_lines, keep, line_chars, live=False)
+        tree.add(_node_label(node, body, live=False))
+    if state.interrupted:
+        tree.add(Text("interrupted: the replay was stopped here", style=STYLE["error"]))
+    if state.invocations:
+        inv = tree.add(Text(f"invocations ({len(state.invocations)})", style=STYLE["name"]))
+        for item in state.invocations:
+            inv.add(invocation_line(item, opts.invocation_chars))
+    return Group(tree, footer(stats, state))
+
+
+def _static_limits(seg: Segment, opts: ViewOptions) -> tuple[int | None, Keep]:
+    kind = seg.kind
+    if kind is SegmentType.REASONING:
+        return opts.reasoning_lines, "tail"
+    if kind is SegmentType.TEXT:
+        return opts.text_lines, "both"
+    return opts.code_lines, "both"
+
+
+LIVE_OLDER_LINES = 2  # content lines of a node that is not the newest
+LIVE_REASONING_LINES = 4
+LIVE_INVOCATIONS = 3
+ROOT_LINES = 2  # source; provider, converter, parser, model
+
+
+def plan_live(nodes: list[Any], budget: int) -> tuple[int, list[tuple[Any, int]]]:
+    """Which nodes a live frame of ``budget`` lines shows, and how many content lines each.
+
+    Walks from the newest node back: each takes its header line and as many content lines as fit
+    (the newest may use all that is left; reasoning and older nodes a few). Returns the number
+    of older nodes left out, and the plan in stream order.
+    """
+    plan: list[tuple[Any, int]] = []
+    newest = True
+    for node in reversed(nodes):
+        if budget <= 0:
+            break
+        budget -= 1
+        show = 0
+        if isinstance(node, Segment):
+            total = body_lines(node)
+            if node.kind is SegmentType.REASONING:
+                cap = LIVE_REASONING_LINES
+            else:
+                cap = budget if newest else LIVE_OLDER_LINES
+            show = max(0, min(total, cap, budget - (1 if total > cap else 0)))
+            budget -= show + (1 if show < total else 0)
+            newest = False
+        plan.append((node, show))
+    plan.reverse()
+    return len(nodes) - len(plan), plan
+
+
+def render_live(state: TreeState, stats: Stats, width: int, height: int) -> RenderableType:
+    """One live frame that fits ``height`` lines of ``width`` columns."""
+    foot = footer(stats, state)
+    foot_lines = sum(max(1, -(-len(line) // max(1, width))) for line in foot.plain.split("\n"))
+    tree_height = max(4, height - foot_lines - 1)
+    # the latest invocations, in at most a quarter of the room
+    n_inv = len(state.invocations)
+    show_inv = max(0, min(n_inv, LIVE_INVOCATIONS, (tree_height - ROOT_LINES) // 4 - 1))
+    inv_lines = (1 + show_inv + (1 if show_inv < n_inv and show_inv else 0)) if n_inv else 0
+    budget = tree_height - ROOT_LINES - inv_lines - 1
+    hidden, plan = plan_live(state.nodes, budget)
+    line_chars = max(20, width * 2)
+    tree = Tree(root_label(stats), guide_style="dim")
+    if hidden:
+        tree.add(Text(f"… {_plural(hidden, 'earlier node')}", style=STYLE["marker"]))
+    for node, show in plan:
+        if isinstance(node, Note):
+            tree.add(note_line(node))
+            continue
+        body = segment_body(node, show, "tail", line_chars, live=True) if show else []
+        if not show and body_lines(node):
+            body = [Text(f"… {_plural(body_lines(node), 'line')}", style=STYLE["marker"])]
+        tree.add(_node_label(node, body, live=True))
+    if n_inv:
+        inv = tree.add(Text(f"invocations ({n_inv})", style=STYLE["name"]))
+        if show_inv:
+            if show_inv < n_inv:
+                inv.add(Text(f"… {n_inv - show_inv:,} more", style=STYLE["marker"]))
+            for item in state.invocations[n_inv - show_inv :]:
+                inv.add(invocation_line(item, max(20, width - 12), state.view_cache))
+    return Group(KeepBottom(tree, tree_height, head=ROOT_LINES), foot)
+
+
+class KeepBottom:
+    """Draws a renderable in at most ``height`` lines: its first line, then its last ones."""
+
+    def __init__(self, renderable: RenderableType, height: int, head: int = 1) -> None:
+        self.renderable = renderable
+        self.height = height
+        self.head = head
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        if len(lines) > self.height:
+            keep = max(1, self.height - self.head - 1)
+            hidden = len(lines) - self.head - keep
+            marker = console.render_lines(
+                Text(f"… {_plural(hidden, 'line')} above", style=STYLE["marker"]),
+                options,
+                pad=False,
+            )
+            lines = lines[: self.head] + marker[:1] + lines[-keep:]
+        new_line = RichSegment.line()
+        for line in lines:
+            yield from line
+            yield new_line

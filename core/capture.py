@@ -1,0 +1,333 @@
+"""Capture for SDK users: an HTTP client that tees every streamed response into a recording.
+
+    from streamtool.core.capture import Capture
+
+    capture = Capture("captures/")                      # a folder, or a file name
+    client = openai.OpenAI(http_client=capture.client())
+    ...                                                 # stream as usual
+    capture.paths                                       # the recordings written
+
+The official SDKs take an httpx-style client: the installed openai and anthropic SDKs are built
+on ``httpx2``, older ones on ``httpx``. :class:`Capture` hands out a client of the module the SDK
+uses (found from an already imported SDK, else ``httpx2`` when installed, else ``httpx``), or of
+the one named by ``module=``. The tee sits at the transport level, so it sees the raw body as it
+comes off the connection, one item per network read, exactly as ``streamtool record`` writes it.
+
+Streamed requests (``"stream": true`` in the JSON body, or a ``:streamGenerateContent`` URL)
+are recorded; others pass through untouched unless ``streams_only=False``. Each recorded
+response gets its own file: in a folder (an existing one, or a name without a suffix)
+``001-openai-chat-completions.jsonl``, ...; for a file name ``rec.jsonl``, then
+``rec-2.jsonl``, ... Nothing existing is overwritten unless ``force=True``. The async client
+writes its (small, flushed) records synchronously.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from .http_body import StreamEndDetector
+from .recorder import ResponseRecorder
+from .recording import RecordingError
+from .requests import credential_values, preset_for
+from .secrets import SECRET_QUERY
+
+_APIS = (
+    ("/chat/completions", "chat.completions"),
+    ("/responses", "responses"),
+    ("/messages", "messages"),
+    (":streamGenerateContent", "gemini"),
+)
+_HOSTS = {
+    "api.openai.com": "openai",
+    "api.anthropic.com": "anthropic",
+    "generativelanguage.googleapis.com": "gemini",
+}
+
+
+def http_module(name: str | None = None) -> ModuleType:
+    """The httpx-style module the SDK clients take (see the module docstring)."""
+    if name:
+        return importlib.import_module(name)
+    for sdk in ("openai", "anthropic"):
+        base = sys.modules.get(f"{sdk}._base_client")
+        if base is not None:
+            for candidate in ("httpx2", "httpx"):
+                if candidate in vars(base):
+                    return importlib.import_module(candidate)
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
+
+
+def describe_request(request: Any) -> tuple[dict[str, Any], Any, tuple[str, ...]]:
+    """The recording header's request, the parsed body, and the credential values in it."""
+    try:
+        content = request.content
+    except Exception:  # a streaming request body that was not read: keep no body
+        content = b""
+    try:
+        body: Any = json.loads(content) if content else None
+    except ValueError:
+        body = content.decode("utf-8", "replace")
+    headers = dict(request.headers.items())
+    secrets = credential_values(headers.items())
+    url = str(request.url)
+    for key, value in parse_qsl(urlsplit(url).query):
+        if key.lower() in SECRET_QUERY:
+            secrets.append(value)
+    info = {"method": request.method, "url": url, "headers": headers, "body": body}
+    return info, body, tuple(s for s in secrets if s)
+
+
+def provider_and_api(url: str, headers: dict[str, str]) -> tuple[str, str | None]:
+    parts = urlsplit(url)
+    api = next((name for suffix, name in _APIS if parts.path.endswith(suffix)), None)
+    host = parts.netloc.lower().rsplit("@", 1)[-1]
+    provider = _HOSTS.get(host.split(":")[0])
+    if provider is None:
+        preset = preset_for(url)
+        if preset is not None:
+            provider = preset.name
+    if provider is None:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if "anthropic-version" in lowered or api == "messages":
+            provider = "anthropic"
+        elif api == "gemini":
+            provider = "gemini"
+        elif lowered.get("user-agent", "").startswith("OpenAI/"):
+            provider = "openai"
+        else:
+            provider = "openai-compatible"
+    return provider, api
+
+
+def is_stream_request(url: str, body: Any) -> bool:
+    if ":streamGenerateContent" in urlsplit(url).path:
+        return True
+    return isinstance(body, dict) and body.get("stream") is True
+
+
+class Capture:
+    """Hands out SDK-ready HTTP clients whose streamed responses are recorded."""
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        streams_only: bool = True,
+        module: str | None = None,
+    ) -> None:
+        raw = os.fspath(target)
+        # a folder: an existing one, or a name without a suffix ("captures", "runs/")
+        self.folder = raw.endswith(("/", os.sep)) or Path(raw).is_dir() or not Path(raw).suffix
+        self.target = Path(raw)
+        if self.folder:
+            self.target.mkdir(parents=True, exist_ok=True)
+        self.force = force
+        self.streams_only = streams_only
+        self.module_name = module
+        self.paths: list[Path] = []
+        self._lock = threading.Lock()
+        self._count = 0
+
+    # -- clients ---------------------------------------------------------------------------
+    def client(self, **kwargs: Any) -> Any:
+        """A sync client (``openai.OpenAI(http_client=...)``); kwargs go to the client."""
+        mod = http_module(self.module_name)
+        inner = kwargs.pop("transport", None) or mod.HTTPTransport()
+        return mod.Client(transport=self.transport(inner, mod), **kwargs)
+
+    def async_client(self, **kwargs: Any) -> Any:
+        """An async client (``openai.AsyncOpenAI(http_client=...)``)."""
+        mod = http_module(self.module_name)
+        inner = kwargs.pop("transport", None) or mod.AsyncHTTPTransport()
+        return mod.AsyncClient(transport=self.async_transport(inner, mod), **kwargs)
+
+    def transport(self, inner: Any, mod: ModuleType | None = None) -> Any:
+        """Wrap a sync transport of your own."""
+        return _classes(mod or http_module(self.module_name))[0](self, inner)
+
+    def async_transport(self, inner: Any, mod: ModuleType | None = None) -> Any:
+        """Wrap an async transport of your own."""
+        return _classes(mod or http_module(self.module_name))[1](self, inner)
+
+    # -- recordings ------------------------------------------------------------------------
+    def _next_path(self, provider: str, api: str | None) -> Path:
+        with self._lock:
+            while True:
+                self._count += 1
+                n = self._count
+                if self.folder:
+                    slug = re.sub(r"[^a-z0-9]+", "-", f"{provider}-{api or 'stream'}".lower())
+                    path = self.target / f"{n:03d}-{slug.strip('-')}.jsonl"
+                elif n == 1:
+                    path = self.target
+                else:
+                    path = self.target.with_name(f"{self.target.stem}-{n}{self.target.suffix}")
+                if self.force or not path.exists():
+                    self.paths.append(path)
+                    return path
+
+    def recorder_for(self, request: Any) -> ResponseRecorder | None:
+        """A recorder for this request's response, or ``None`` when it is not recorded."""
+        info, body, secrets = describe_request(request)
+        if self.streams_only and not is_stream_request(info["url"], body):
+            return None
+        provider, api = provider_and_api(info["url"], info["headers"])
+        # ask for the body unencoded, so the recording holds what a client parses
+        request.headers["accept-encoding"] = "identity"
+        info["headers"]["accept-encoding"] = "identity"
+        path = self._next_path(provider, api)
+        rec = ResponseRecorder(
+            path, request=info, provider=provider, api=api, secrets=secrets, force=self.force
+        )
+        try:
+            rec.preflight()
+        except RecordingError as exc:
+            self._skip(path, exc)
+            return None
+        return rec
+
+    def _skip(self, path: Path, exc: RecordingError) -> None:
+        """Capturing never breaks the caller's request: warn and let it through unrecorded."""
+        with self._lock:
+            if path in self.paths:
+                self.paths.remove(path)
+        warnings.warn(f"streamtool capture: not recorded: {exc}", RuntimeWarning, stacklevel=3)
+
+    def started(self, rec: ResponseRecorder, response: Any) -> bool:
+        """Write the header for ``response``; ``False`` when the recording cannot be written."""
+        try:
+            rec.start(response.status_code, response.headers.multi_items())
+        except RecordingError as exc:
+            self._skip(Path(rec.path), exc)
+            return False
+        return True
+
+
+def _closed_early(rec: ResponseRecorder, end: StreamEndDetector) -> None:
+    """The client closed the response before the body's end was read."""
+    if rec.reason is not None:
+        return
+    if end.terminated:
+        rec.close()  # an SDK stops at the stream's final event: nothing more was coming
+    else:
+        rec.close("interrupted", f"the client closed the stream after {rec.bytes} bytes")
+
+
+@functools.cache
+def _classes(mod: ModuleType) -> tuple[type, type]:
+    """Transport and stream wrappers subclassing ``mod``'s base classes (the clients check)."""
+
+    class TeeStream(mod.SyncByteStream):  # type: ignore[name-defined]
+        def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
+            self.inner = inner
+            self.rec = rec
+            self.end = StreamEndDetector()
+
+        def __iter__(self) -> Any:
+            rec = self.rec
+            try:
+                for data in self.inner:
+                    chunk = rec.feed(data)
+                    if chunk is not None:
+                        self.end.feed(chunk.data)
+                    yield data
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                rec.fail(exc)
+                raise
+            rec.close()
+
+        def close(self) -> None:
+            _closed_early(self.rec, self.end)
+            self.inner.close()
+
+    class AsyncTeeStream(mod.AsyncByteStream):  # type: ignore[name-defined]
+        def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
+            self.inner = inner
+            self.rec = rec
+            self.end = StreamEndDetector()
+
+        async def __aiter__(self) -> Any:
+            rec = self.rec
+            try:
+                async for data in self.inner:
+                    chunk = rec.feed(data)
+                    if chunk is not None:
+                        self.end.feed(chunk.data)
+                    yield data
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                rec.fail(exc)
+                raise
+            rec.close()
+
+        async def aclose(self) -> None:
+            _closed_early(self.rec, self.end)
+            await self.inner.aclose()
+
+    class TeeTransport(mod.BaseTransport):  # type: ignore[name-defined]
+        def __init__(self, capture: Capture, inner: Any) -> None:
+            self.capture = capture
+            self.inner = inner
+
+        def handle_request(self, request: Any) -> Any:
+            rec = self.capture.recorder_for(request)
+            if rec is None:
+                return self.inner.handle_request(request)
+            rec.t0 = time.monotonic()
+            try:
+                response = self.inner.handle_request(request)
+            except BaseException as exc:
+                with contextlib.suppress(RecordingError):
+                    rec.fail(exc)  # a recording that says why no response came
+                raise
+            if self.capture.started(rec, response):
+                response.stream = TeeStream(response.stream, rec)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class AsyncTeeTransport(mod.AsyncBaseTransport):  # type: ignore[name-defined]
+        def __init__(self, capture: Capture, inner: Any) -> None:
+            self.capture = capture
+            self.inner = inner
+
+        async def handle_async_request(self, request: Any) -> Any:
+            rec = self.capture.recorder_for(request)
+            if rec is None:
+                return await self.inner.handle_async_request(request)
+            rec.t0 = time.monotonic()
+            try:
+                response = await self.inner.handle_async_request(request)
+            except BaseException as exc:
+                with contextlib.suppress(RecordingError):
+                    rec.fail(exc)  # a recording that says why no response came
+                raise
+            if self.capture.started(rec, response):
+                response.stream = AsyncTeeStream(response.stream, rec)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return TeeTransport, AsyncTeeTransport

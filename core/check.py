@@ -1,0 +1,317 @@
+"""``streamtool check``: golden files on disk (the edge: finding, reading and writing files).
+
+Each recording is replayed with the converter and parser its golden file names and the result is
+compared with the golden file (:mod:`streamtool.core.golden` holds the format and the comparison).
+
+- A folder is searched recursively (hidden folders skipped) for recordings (``*.jsonl``) and raw
+  bodies (``*.sse``); golden files themselves are never taken for recordings. Other files
+  (``.json``, ``.txt``) are checked when they are named on the command line.
+- A golden file named on the command line stands for the recording beside it.
+- Statuses: ``match``, ``drift`` (with a unified diff), ``missing`` (no golden file), ``orphan``
+  (a golden file whose recording is gone), ``created`` / ``updated`` (``update=True``) and
+  ``error`` (unusable input: a one-line message naming the file and line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .converters import UnknownConverter, converter_names
+from .golden import (
+    DEFAULT_CONVERTER,
+    Golden,
+    ReplayOptions,
+    golden_diff,
+    golden_name,
+    is_golden_name,
+    make_golden,
+    parse_golden,
+    recording_stem,
+)
+from .handlers import UnknownParser, default_parser, parser_names
+from .recording import RecordingError
+from .replay import DetectionError
+from .run import replay_file
+from .transcript import build_transcript, render
+
+SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
+RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
+STATUSES = ("match", "drift", "missing", "orphan", "created", "updated", "error")
+FAILING = frozenset({"drift", "missing", "orphan"})
+
+
+@dataclass(slots=True)
+class FileResult:
+    status: str
+    golden: str | None
+    recording: str | None = None
+    diff: str | None = None
+    message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "recording": self.recording,
+            "golden": self.golden,
+        }
+        if self.message is not None:
+            out["message"] = self.message
+        if self.diff is not None:
+            out["diff"] = self.diff
+        return out
+
+
+@dataclass(slots=True)
+class CheckReport:
+    results: list[FileResult] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for r in self.results:
+            counts[r.status] += 1
+        return counts
+
+    @property
+    def exit_code(self) -> int:
+        """0 all match (or were written); 1 drift, missing or orphan; 2 unusable input."""
+        statuses = {r.status for r in self.results}
+        if "error" in statuses:
+            return 2
+        return 1 if statuses & FAILING else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.exit_code == 0,
+            "exit_code": self.exit_code,
+            "counts": self.counts(),
+            "files": [r.to_dict() for r in self.results],
+        }
+
+
+@dataclass(slots=True)
+class _Target:
+    recording: Path | None  # None: an orphan golden file
+    golden: Path
+
+
+def check_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    update: bool = False,
+    create_missing: bool = True,
+    converter: str | None = None,
+    parser: str | None = None,
+) -> CheckReport:
+    """Check (or, with ``update``, write) the golden files of every recording under ``paths``.
+
+    ``create_missing=False`` makes ``update`` refresh existing golden files only (a missing one
+    stays ``missing``). ``converter`` / ``parser`` (only with ``update``) replace the replay
+    options a golden file is written with; new golden files otherwise get ``auto`` and the
+    default parser.
+    """
+    if not update and (converter or parser):
+        raise ValueError("converter and parser choices apply only when updating golden files")
+    if converter and converter != DEFAULT_CONVERTER and converter not in converter_names():
+        raise UnknownConverter(
+            f"unknown converter {converter!r}; valid: auto, {', '.join(converter_names())}"
+        )
+    if parser and parser not in parser_names():
+        raise UnknownParser(f"unknown parser {parser!r}; valid: {', '.join(parser_names())}")
+    report = CheckReport()
+    targets = _find_targets(paths, report.results)
+    for target in targets:
+        if target.recording is None:
+            report.results.append(_orphan(target.golden))
+            continue
+        report.results.append(
+            _check_one(target.recording, target.golden, update, create_missing, converter, parser)
+        )
+    return report
+
+
+# -- finding the files ---------------------------------------------------------------------
+def _find_targets(
+    paths: Sequence[str | os.PathLike[str]], errors: list[FileResult]
+) -> list[_Target]:
+    targets: list[_Target] = []
+    seen: set[Path] = set()  # golden files already taken (resolved)
+
+    def add(recording: Path | None, golden: Path) -> None:
+        key = golden.resolve()
+        if key not in seen:
+            seen.add(key)
+            targets.append(_Target(recording, golden))
+
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = _scan_folder(path, errors)
+            if not found:
+                errors.append(
+                    _error(None, f"{path}: no recordings (*.jsonl, *.sse) or golden files in it")
+                )
+            for recording, golden in found:
+                add(recording, golden)
+        elif path.is_file():
+            if is_golden_name(path.name):
+                add(_recording_beside(path), path)
+            else:
+                add(path, path.with_name(golden_name(path.name)))
+        else:
+            errors.append(_error(None, f"{path}: no such file or folder"))
+    return targets
+
+
+def _scan_folder(folder: Path, errors: list[FileResult]) -> list[tuple[Path | None, Path]]:
+    """``(recording, golden)`` pairs under ``folder``; ``recording`` is ``None`` for orphans."""
+    found: list[tuple[Path | None, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(dirpath)
+        goldens = {name for name in filenames if is_golden_name(name)}
+        claimed: dict[str, str] = {}
+        for name in sorted(filenames):
+            if name in goldens or not name.endswith(SCAN_SUFFIXES):
+                continue
+            gname = golden_name(name)
+            if gname in claimed:
+                errors.append(
+                    _error(
+                        str(here / name),
+                        f"{here / name}: its golden file name {gname} is taken by "
+                        f"{claimed[gname]}; rename one of the two recordings",
+                    )
+                )
+                continue
+            claimed[gname] = name
+            found.append((here / name, here / gname))
+        for gname in sorted(goldens - claimed.keys()):
+            found.append((_recording_beside(here / gname), here / gname))
+    return found
+
+
+def _recording_beside(golden: Path) -> Path | None:
+    stem = recording_stem(golden.name)
+    for suffix in RECORDING_SUFFIXES:
+        candidate = golden.with_name(stem + suffix)
+        if candidate.is_file() and not is_golden_name(candidate.name):
+            return candidate
+    return None
+
+
+# -- checking one file ---------------------------------------------------------------------
+def _check_one(
+    recording: Path,
+    golden_path: Path,
+    update: bool,
+    create_missing: bool,
+    converter: str | None,
+    parser: str | None,
+) -> FileResult:
+    rec, gold = str(recording), str(golden_path)
+    stored: Golden | None = None
+    try:
+        text = golden_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError) as exc:
+        return _error(rec, f"{gold}: cannot read the golden file ({_reason(exc)})", gold)
+    if text is None and not update:
+        return FileResult(
+            "missing",
+            gold,
+            rec,
+            message=f"no golden file ({golden_path.name}); create it with: "
+            f"streamtool check --update {rec}",
+        )
+    if text is None and not create_missing:
+        return FileResult(
+            "missing",
+            gold,
+            rec,
+            message=f"no golden file ({golden_path.name}); not created because CI is set "
+            f"(add --create-missing to create it there)",
+        )
+    if text is not None:
+        try:
+            stored = parse_golden(text, gold)
+        except RecordingError as exc:
+            hint = "; --update leaves it alone: fix or delete it" if update else ""
+            return _error(rec, f"{exc}{hint}", gold)
+
+    if stored is not None:
+        options = ReplayOptions(
+            converter or stored.options.converter, parser or stored.options.parser
+        )
+    else:
+        options = ReplayOptions(converter or DEFAULT_CONVERTER, parser or default_parser())
+    try:
+        engine = replay_file(recording, converter=options.converter, parser=options.parser)
+    except RecordingError as exc:
+        return _error(rec, str(exc), gold)
+    except DetectionError as exc:
+        return _error(rec, f"{rec}: {exc}", gold)
+    actual = make_golden(recording.name, options, build_transcript(engine))
+
+    if stored is None:
+        return _write(golden_path, actual, FileResult("created", gold, rec))
+    diff = golden_diff(stored.document, actual, f"{gold} (golden)", f"{rec} (replayed now)")
+    if diff is None:
+        return FileResult("match", gold, rec)
+    if update:
+        return _write(golden_path, actual, FileResult("updated", gold, rec, diff=diff))
+    return FileResult(
+        "drift",
+        gold,
+        rec,
+        diff=diff,
+        message=f"if the change is intended, run: streamtool check --update {rec}",
+    )
+
+
+def _orphan(golden: Path) -> FileResult:
+    stem = recording_stem(golden.name)
+    return FileResult(
+        "orphan",
+        str(golden),
+        None,
+        message=f"its recording is gone (no {stem}.jsonl or {stem}.sse beside it); "
+        "delete the golden file or restore the recording",
+    )
+
+
+def _error(recording: str | None, message: str, golden: str | None = None) -> FileResult:
+    return FileResult("error", golden, recording, message=message)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return "not UTF-8 text"
+
+
+def _write(path: Path, document: dict[str, Any], result: FileResult) -> FileResult:
+    """Write a golden file atomically (a crash never leaves half a file); ``result`` on success."""
+    try:
+        _write_atomic(path, render(document))
+    except OSError as exc:
+        message = f"{path}: cannot write the golden file ({_reason(exc)})"
+        return _error(result.recording, message, result.golden)
+    return result
+
+
+def _write_atomic(path: Path, data: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,297 @@
+"""Comparing two replays side by side: what each stream meant and how it arrived. Sans-IO.
+
+Two finished :class:`~streamtool.core.replay.ReplayEngine` s (two recordings, say two providers
+answering one prompt, or one recording through two parsers or converters) are described
+(:func:`describe`) and lined up row by row (:func:`diff_streams`).
+
+**Meaning** (what decides ``same_meaning`` and the exit code of ``streamtool diff``) is what a
+client acting on the stream would do differently:
+
+- the text and the reasoning (all text segments joined, all reasoning segments joined);
+- the tool calls, in order: name and arguments (parsed values, so ``{"a":1}`` and ``{"a": 1}`` are
+  the same; the raw text when they did not parse);
+- the finish reason, by class: providers name the same ending differently (``tool_calls`` /
+  ``tool_use``, ``stop`` / ``end_turn`` / ``STOP``, ``length`` / ``max_tokens``);
+- the kinds of errors (a stream that broke does not mean what a whole one does; the wording of the
+  messages differs between converters and is shown, not compared).
+
+Everything else is shown but does not count: ids (tool-call ids are random per request; segment
+ids follow them), usage (token accounting differs between providers and runs without changing
+what was said), quirks, the model name, how segments were cut, and how the stream arrived
+(chunks, bytes, events, comments, CRLF framing, time to first token, duration, arguments sent
+incrementally or all at once).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .model import SegmentEventType
+from .transcript import build_transcript
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .replay import ReplayEngine
+
+T = TypeVar("T")
+
+# provider finish reasons -> the class compared for meaning (lower-cased lookup)
+FINISH_CLASSES: dict[str, str] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "completed": "stop",
+    "eos": "stop",
+    "tool_calls": "tool_calls",
+    "tool_use": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_length": "length",
+    "content_filter": "content_filter",
+    "safety": "content_filter",
+    "recitation": "content_filter",
+    "prohibited_content": "content_filter",
+    "blocklist": "content_filter",
+    "spii": "content_filter",
+    "refusal": "content_filter",
+}
+
+MEANING = "meaning"
+SECTIONS = ("stream", MEANING, "segments", "other", "arrival")
+
+
+def finish_class(reason: str | None) -> str | None:
+    """The class of a provider's finish reason (unknown reasons stand for themselves)."""
+    if reason is None:
+        return None
+    return FINISH_CLASSES.get(reason.lower(), reason.lower())
+
+
+def describe(engine: ReplayEngine) -> dict[str, Any]:
+    """One side of a diff: the transcript of a finished replay plus how the stream arrived."""
+    transcript = build_transcript(engine)
+    fragments: Counter[str] = Counter(
+        ev.segment_id
+        for ev in engine.handler.get_all_events()
+        if ev.event_type is SegmentEventType.CONTENT and ev.delta
+    )
+    segments = [dict(seg, fragments=fragments[seg["id"]]) for seg in transcript["segments"]]
+    tool_calls = []
+    for inv in transcript["invocations"]:
+        n = fragments[inv["id"]]
+        call = {k: inv[k] for k in ("id", "name", "arguments", "raw_arguments") if k in inv}
+        call["fragments"] = n
+        call["arguments_arrived"] = arrival_label(n)
+        tool_calls.append(call)
+    text, reasoning = engine.texts()
+    stats = engine.stats()
+    return {
+        "source": engine.source,
+        "converter": transcript["converter"],
+        "parser": transcript["parser"],
+        "model": transcript["model"],
+        "text": text,
+        "reasoning": reasoning,
+        "tool_calls": tool_calls,
+        "finish_reason": transcript["finish_reason"],
+        "usage": transcript["usage"],
+        "errors": transcript["errors"],
+        "quirks": transcript["quirks"],
+        "segments": segments,
+        "arrival": {
+            key: stats[key]
+            for key in ("chunks", "bytes", "sse_events", "comments", "crlf", "ttft_s", "duration_s")
+        },
+    }
+
+
+def arrival_label(fragments: int) -> str:
+    if fragments == 0:
+        return "no argument text"
+    if fragments == 1:
+        return "all at once"
+    return f"incremental ({fragments} fragments)"
+
+
+@dataclass(slots=True)
+class Row:
+    """One line of the side-by-side view. ``meaning`` rows decide ``same_meaning``."""
+
+    section: str
+    field: str
+    a: Any
+    b: Any
+    same: bool
+    meaning: bool = False
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "section": self.section,
+            "field": self.field,
+            "a": self.a,
+            "b": self.b,
+            "same": self.same,
+            "meaning": self.meaning,
+        }
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(slots=True)
+class StreamDiff:
+    a: dict[str, Any]
+    b: dict[str, Any]
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def differences(self) -> list[str]:
+        """The meaning rows that differ (their field names)."""
+        return [r.field for r in self.rows if r.meaning and not r.same]
+
+    @property
+    def same_meaning(self) -> bool:
+        return not self.differences
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "same_meaning": self.same_meaning,
+            "differences": self.differences,
+            "a": self.a,
+            "b": self.b,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def diff_streams(engine_a: ReplayEngine, engine_b: ReplayEngine) -> StreamDiff:
+    return diff_descriptions(describe(engine_a), describe(engine_b))
+
+
+def diff_descriptions(a: dict[str, Any], b: dict[str, Any]) -> StreamDiff:
+    d = StreamDiff(a, b)
+    rows = d.rows
+
+    def row(section: str, name: str, va: Any, vb: Any, same: bool | None = None, **kw: Any) -> None:
+        rows.append(Row(section, name, va, vb, va == vb if same is None else same, **kw))
+
+    for key in ("source", "converter", "parser", "model"):
+        row("stream", key, a[key], b[key])
+
+    # meaning
+    for key in ("text", "reasoning"):
+        note = None
+        if a[key] != b[key]:
+            at = first_difference(a[key], b[key])
+            note = f"first difference at character {at}"
+        row(MEANING, key, a[key], b[key], meaning=True, note=note)
+    calls = align(a["tool_calls"], b["tool_calls"], call_signature)
+    for i, (ca, cb) in enumerate(calls, 1):
+        same = ca is not None and cb is not None and call_signature(ca) == call_signature(cb)
+        row(MEANING, f"tool call {i}", _call_view(ca), _call_view(cb), same, meaning=True)
+    fa, fb = a["finish_reason"], b["finish_reason"]
+    same_finish = finish_class(fa) == finish_class(fb)
+    note = None
+    if same_finish and fa != fb:
+        note = f"both mean {finish_class(fa)!r}"
+    row(MEANING, "finish_reason", fa, fb, same_finish, meaning=True, note=note)
+    row(
+        MEANING,
+        "errors",
+        [f"{e['kind']}: {e['message']}" for e in a["errors"]],
+        [f"{e['kind']}: {e['message']}" for e in b["errors"]],
+        error_kinds(a) == error_kinds(b),
+        meaning=True,
+    )
+
+    # segments, aligned by type and content (ids are shown, not compared)
+    segs = align(a["segments"], b["segments"], segment_signature)
+    for i, (sa, sb) in enumerate(segs, 1):
+        same = sa is not None and sb is not None and segment_signature(sa) == segment_signature(sb)
+        row("segments", f"segment {i}", _segment_view(sa), _segment_view(sb), same)
+
+    # shown, never compared for meaning
+    row("other", "usage", a["usage"], b["usage"])
+    row("other", "quirks", [q["id"] for q in a["quirks"]], [q["id"] for q in b["quirks"]])
+
+    # how the stream arrived
+    for key, value in a["arrival"].items():
+        row("arrival", key, value, b["arrival"][key])
+    for i, (ca, cb) in enumerate(calls, 1):
+        row("arrival", f"tool call {i} id", _get(ca, "id"), _get(cb, "id"))
+        row(
+            "arrival",
+            f"tool call {i} arguments",
+            _get(ca, "arguments_arrived"),
+            _get(cb, "arguments_arrived"),
+        )
+    return d
+
+
+def error_kinds(side: dict[str, Any]) -> list[str]:
+    return sorted(e["kind"] for e in side["errors"])
+
+
+def call_signature(call: dict[str, Any]) -> str:
+    """What a tool call means: its name and arguments (raw text when they did not parse)."""
+    args = call.get("arguments")
+    value = ["raw", call.get("raw_arguments")] if args is None else ["args", args]
+    return json.dumps([call.get("name"), value], sort_keys=True, ensure_ascii=False)
+
+
+def segment_signature(seg: dict[str, Any]) -> str:
+    return json.dumps([seg["type"], seg["content"]], ensure_ascii=False)
+
+
+def first_difference(a: str, b: str) -> int:
+    """The index of the first character where ``a`` and ``b`` differ."""
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # binary search on common-prefix length: C-speed slicing compares
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def align(
+    a: Sequence[T], b: Sequence[T], key: Callable[[T], Hashable]
+) -> list[tuple[T | None, T | None]]:
+    """Pair the items of two sequences: equal items line up, the rest pair in order or alone."""
+    keys_a = [key(x) for x in a]
+    keys_b = [key(x) for x in b]
+    out: list[tuple[T | None, T | None]] = []
+    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            xa = a[i1 + k] if i1 + k < i2 else None
+            xb = b[j1 + k] if j1 + k < j2 else None
+            out.append((xa, xb))
+    return out
+
+
+def _get(item: dict[str, Any] | None, key: str) -> Any:
+    return None if item is None else item.get(key)
+
+
+def _call_view(call: dict[str, Any] | None) -> dict[str, Any] | None:
+    if call is None:
+        return None
+    out = {"name": call["name"], "arguments": call["arguments"]}
+    if call["arguments"] is None:
+        out["raw_arguments"] = call.get("raw_arguments")
+    return out
+
+
+def _segment_view(seg: dict[str, Any] | None) -> dict[str, Any] | None:
+    if seg is None:
+        return None
+    return {"type": seg["type"], "id": seg["id"], "content": seg["content"]}

@@ -1,0 +1,177 @@
+"""Response-body helpers for recording over HTTP (sans-IO).
+
+- :class:`BodyDecoder` undoes a ``Content-Encoding`` a server applied although it was asked for
+  ``identity``, one network read at a time, so the recording still holds one chunk per read.
+- :class:`SecretScrubber` removes known credential values from anything about to be written.
+- :class:`StreamEndDetector` tells whether a stream's own final event has arrived.
+- :func:`provider_error_message` finds the human message in a provider's HTTP error body.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from typing import Any
+
+from .secrets import REDACTED
+from .sse import SSEDecoder, SSEEvent
+
+DECODABLE = ("gzip", "x-gzip", "deflate")
+
+
+class BodyDecoder:
+    """Incremental ``gzip``/``deflate`` decoding; anything else passes through unchanged.
+
+    ``decoded`` says whether bytes are being transformed (the recording notes it), ``encoding``
+    is the header value as sent.
+    """
+
+    def __init__(self, encoding: str | None) -> None:
+        self.encoding = (encoding or "").strip().lower()
+        self.decoded = self.encoding in DECODABLE
+        self._z: Any = None
+        self._head = b""  # deflate: the first bytes, until the zlib header can be checked
+        if self.encoding in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> bytes:
+        if self._z is None:
+            if self.encoding != "deflate":
+                return data
+            self._head += data
+            if len(self._head) < 2:
+                return b""
+            data, self._head = self._head, b""
+            cmf, flg = data[0], data[1]
+            wrapped = cmf & 0x0F == 8 and (cmf * 256 + flg) % 31 == 0
+            # "deflate" is meant to be zlib-wrapped, but servers also send it raw
+            self._z = zlib.decompressobj() if wrapped else zlib.decompressobj(-zlib.MAX_WBITS)
+        return bytes(self._z.decompress(data))
+
+    def flush(self) -> bytes:
+        if self._z is None:
+            if self._head:  # a deflate body of one byte cannot be valid; keep it as it came
+                head, self._head = self._head, b""
+                return head
+            return b""
+        return bytes(self._z.flush())
+
+
+class SecretScrubber:
+    """Replaces every occurrence of known credential values by the redaction marker."""
+
+    MIN_LENGTH = 6  # shorter values would match ordinary text
+
+    def __init__(self, secrets: tuple[str, ...] | list[str] = ()) -> None:
+        values = sorted({s for s in secrets if s and len(s) >= self.MIN_LENGTH}, key=len)
+        self.values = tuple(reversed(values))  # longest first: "Bearer sk-x" before "sk-x"
+        self._bvalues = tuple(v.encode("utf-8") for v in self.values)
+        self._marker = REDACTED.encode("utf-8")
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def text(self, value: str) -> str:
+        for secret in self.values:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def data(self, value: bytes) -> bytes:
+        for secret in self._bvalues:
+            if secret in value:
+                value = value.replace(secret, self._marker)
+        return value
+
+    def deep(self, obj: Any) -> Any:
+        """A copy of a JSON-like value with every string scrubbed."""
+        if not self.values:
+            return obj
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {self.text(str(k)): self.deep(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.deep(v) for v in obj]
+        return obj
+
+
+TERMINAL_EVENTS = frozenset(
+    {"message_stop", "response.completed", "response.failed", "response.incomplete"}
+)
+_TYPE_FIELD = re.compile(r'^\s*\{\s*"type"\s*:\s*"([^"]+)"')
+
+
+class StreamEndDetector:
+    """Follows a body's SSE events to see whether the last one ends the stream.
+
+    OpenAI chat ends with ``data: [DONE]``, Anthropic with ``message_stop``, Responses with
+    ``response.completed`` / ``.failed`` / ``.incomplete``. An SDK stops reading there and closes
+    the response before the transport saw the end of the body; this says it was complete.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+        self.terminated = False
+
+    def feed(self, data: bytes | str) -> None:
+        for item in self._decoder.feed(data):
+            if type(item) is SSEEvent:
+                self.terminated = _is_terminal(item)
+
+
+def _is_terminal(event: SSEEvent) -> bool:
+    if event.event in TERMINAL_EVENTS:
+        return True
+    data = event.data
+    if data.strip() == "[DONE]":
+        return True
+    found = _TYPE_FIELD.match(data[:80])
+    return bool(found and found.group(1) in TERMINAL_EVENTS)
+
+
+def provider_error_message(status: int, body: bytes) -> str:
+    """``HTTP 401: <the provider's message>``, from any of the common error body shapes.
+
+    OpenAI and compatibles: ``{"error": {"message"}}``; Anthropic: ``{"type": "error", "error":
+    {"type", "message"}}``; Gemini: ``{"error": {"code", "message", "status"}}`` (sometimes in a
+    list); Mistral: ``{"object": "error", "message": ...}``; some gateways: ``{"detail": ...}``.
+    """
+    text = body.decode("utf-8", "replace").strip()
+    message = _message_from_json(text) if text else None
+    if message is None:
+        message = " ".join(text.split())[:300] if text else "(empty body)"
+    return f"HTTP {status}: {message}"
+
+
+def _message_from_json(text: str) -> str | None:
+    try:
+        obj: Any = json.loads(text)
+    except ValueError:
+        # an SSE-framed error (``event: error`` / ``data: {...}``)
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                found = _message_from_json(line[5:].strip())
+                if found:
+                    return found
+        return None
+    if isinstance(obj, list) and obj:
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict):
+        msg = err.get("message")
+        kind = err.get("type") or err.get("status") or err.get("code")
+        if isinstance(msg, str) and msg:
+            return f"{msg} ({kind})" if isinstance(kind, str) and kind else msg
+    if isinstance(err, str) and err:
+        return err
+    for key in ("message", "detail"):
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if value:
+            return json.dumps(value, ensure_ascii=False)[:300]
+    return None

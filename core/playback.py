@@ -1,0 +1,124 @@
+"""Planning how a recorded body is written back to a client (sans-IO).
+
+``schedule(chunks, playback, total)`` turns recorded reads ``(t, bytes)`` into the writes a
+server makes: when (seconds after the request arrived) and what. Fault injection for tests lives
+here too: re-cutting the body into N-byte writes, pausing mid-stream, dropping the connection
+after N bytes. The server only sleeps and sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Playback:
+    """How to play recordings back.
+
+    ``speed``: 1.0 keeps the recorded pacing, 2.0 plays twice as fast, ``None`` sends
+    without any sleep. ``rechunk``: write the body in pieces of this many bytes. ``stall``:
+    pause this many seconds once ``stall_after`` bytes were written (default: half the body).
+    ``cut_after``: drop the connection once this many bytes were written.
+    """
+
+    speed: float | None = 1.0
+    rechunk: int | None = None
+    stall: float = 0.0
+    stall_after: int | None = None
+    cut_after: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.speed is not None and not self.speed > 0:
+            raise ValueError("speed must be a positive number (or max)")
+        if self.rechunk is not None and self.rechunk < 1:
+            raise ValueError("rechunk must be at least 1 byte")
+        if self.stall < 0:
+            raise ValueError("stall must not be negative")
+        if self.stall_after is not None and self.stall_after < 0:
+            raise ValueError("stall-after must not be negative")
+        if self.cut_after is not None and self.cut_after < 0:
+            raise ValueError("cut-after must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    at: float  # seconds after the request arrived
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Drop the connection now (after ``sent`` bytes)."""
+
+    sent: int
+
+
+def parse_speed(value: str) -> float | None:
+    """``--speed``: a positive factor, or ``max`` for no sleeps at all."""
+    if value.strip().lower() in ("max", "inf"):
+        return None
+    try:
+        speed = float(value)
+    except ValueError:
+        raise ValueError(f"--speed {value!r}: expected a positive number or max") from None
+    if not speed > 0 or speed == float("inf"):
+        raise ValueError(f"--speed {value!r}: expected a positive number or max")
+    return speed
+
+
+def _timed(chunks: Iterable[tuple[float | None, bytes]], speed: float | None) -> Iterator[Write]:
+    last = 0.0
+    for t, data in chunks:
+        if t is not None and t > last:
+            last = t
+        if data:
+            yield Write(0.0 if speed is None else last / speed, data)
+
+
+def _rechunk(writes: Iterable[Write], size: int) -> Iterator[Write]:
+    buf = bytearray()
+    at = 0.0
+    for w in writes:
+        buf += w.data
+        at = w.at  # a piece is sent when the read holding its last byte was received
+        if len(buf) >= size:
+            whole = len(buf) - len(buf) % size
+            for i in range(0, whole, size):
+                yield Write(at, bytes(buf[i : i + size]))
+            del buf[:whole]
+    if buf:
+        yield Write(at, bytes(buf))
+
+
+def schedule(
+    chunks: Iterable[tuple[float | None, bytes]], playback: Playback, total: int
+) -> Iterator[Write | Cut]:
+    """The writes (and maybe a final :class:`Cut`) for a body of ``total`` bytes."""
+    writes: Iterable[Write] = _timed(chunks, playback.speed)
+    if playback.rechunk:
+        writes = _rechunk(writes, playback.rechunk)
+    stall_at: int | None = None
+    if playback.stall > 0:
+        stall_at = playback.stall_after if playback.stall_after is not None else total // 2
+    cut_at = playback.cut_after
+    sent = 0
+    shift = 0.0
+    for w in writes:
+        data = w.data
+        while data:
+            # split the write where a stall or the cut must happen
+            limits = [x - sent for x in (stall_at, cut_at) if x is not None and x >= sent]
+            room = min(limits) if limits else len(data)
+            if room == 0:
+                if cut_at is not None and sent >= cut_at:
+                    yield Cut(sent)
+                    return
+                shift += playback.stall
+                stall_at = None
+                continue
+            piece, data = data[:room], data[room:]
+            sent += len(piece)
+            yield Write(w.at + shift, piece)
+    if cut_at is not None:
+        yield Cut(sent)

@@ -1,0 +1,210 @@
+"""Turning one HTTP exchange into a recording, whatever HTTP client drives it.
+
+:class:`ResponseRecorder` is told what happens (``start`` with the status and headers, ``feed``
+with every network read, ``close`` or ``fail``) and writes the recording as it goes through
+:class:`~streamtool.core.recording_io.RecordingWriter`: one flushed chunk record per read, so a
+crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
+It is used by ``streamtool record`` (httpx) and by the SDK capture transports (httpx2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .http_body import BodyDecoder, SecretScrubber, provider_error_message
+from .recording import Chunk, Header, RecordingError
+from .recording_io import RecordingWriter
+from .secrets import find_secret, redact_request
+
+ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
+
+
+def check_output(path: str | os.PathLike[str], force: bool) -> None:
+    """Fail early (before any network traffic) when ``path`` cannot be written."""
+    p = Path(path)
+    if p.is_dir():
+        raise RecordingError(str(path), None, "is a folder, not a file")
+    if p.exists() and not force:
+        raise RecordingError(str(path), None, "exists (use --force to overwrite)")
+    if not p.parent.is_dir():
+        raise RecordingError(str(path), None, "its folder does not exist")
+
+
+@dataclass(slots=True)
+class RecordResult:
+    path: str
+    status: int | None
+    reason: str  # the end record's reason
+    error: str | None
+    chunks: int
+    bytes: int
+    duration: float
+
+
+def classify(exc: BaseException, received: int) -> tuple[str, str]:
+    """The end reason and message for an exception that stopped a stream."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", f"interrupted by the user after {received} bytes"
+    if "TimeoutException" in names or isinstance(exc, TimeoutError):
+        return "timeout", f"{type(exc).__name__} after {received} bytes: {detail}"
+    if "ConnectError" in names:
+        return "error", f"could not connect: {detail}"
+    if names & {"RemoteProtocolError", "ReadError", "NetworkError", "ProtocolError"} or isinstance(
+        exc, ConnectionError
+    ):
+        return "error", f"connection dropped after {received} bytes: {detail}"
+    if isinstance(exc, GeneratorExit):
+        return "interrupted", f"the client closed the stream after {received} bytes"
+    return "error", f"{type(exc).__name__} after {received} bytes: {detail}"
+
+
+class ResponseRecorder:
+    """Writes one response as a recording. ``t`` values are seconds since ``t0``."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        request: dict[str, Any],
+        provider: str | None,
+        api: str | None,
+        secrets: Iterable[str] = (),
+        force: bool = False,
+        t0: float | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.request = request
+        self.provider = provider
+        self.api = api
+        self.force = force
+        self.scrubber = SecretScrubber(tuple(secrets))
+        self.t0 = time.monotonic() if t0 is None else t0
+        self.status: int | None = None
+        self.writer: RecordingWriter | None = None
+        self.decoder = BodyDecoder(None)
+        self.chunks = 0
+        self.bytes = 0
+        self.last_t = 0.0
+        self._error_body = bytearray()
+        self.reason: str | None = None
+        self.error: str | None = None
+        self.end_t: float | None = None
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def preflight(self) -> None:
+        """Refuse before any traffic when the request would put a known key pattern on disk.
+
+        (``RecordingWriter`` refuses such a header too, but by then the request was sent.)
+        """
+        request = redact_request(self.scrubber.deep(self.request))
+        leaked = find_secret(json.dumps(request, ensure_ascii=False))
+        if leaked:
+            raise RecordingError(
+                self.path, None, f"refusing to record: the request holds a {leaked}"
+            )
+
+    # -- events ----------------------------------------------------------------------------
+    def start(self, status: int | None, headers: Iterable[tuple[str, str]]) -> None:
+        """The response head arrived: write the header record."""
+        self.status = status
+        merged: dict[str, str] = {}
+        encoding = None
+        for name, value in headers:
+            key = name.lower()
+            merged[key] = f"{merged[key]}, {value}" if key in merged else value
+            if key == "content-encoding":
+                encoding = value
+        self.decoder = BodyDecoder(encoding)
+        response: dict[str, Any] = {"status": status, "headers": merged}
+        if self.decoder.decoded:
+            response["decoded"] = self.decoder.encoding
+        header = Header(
+            provider=self.provider,
+            api=self.api,
+            recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            request=self.scrubber.deep(self.request),
+            response=self.scrubber.deep(response),
+        )
+        self.writer = RecordingWriter(self.path, header, force=self.force)
+
+    def feed(self, data: bytes) -> Chunk | None:
+        """One network read, as received. Returns the chunk written (``None`` if empty)."""
+        t = self.now()
+        data = self.decoder.feed(data)
+        return self._write(t, data)
+
+    def _write(self, t: float, data: bytes) -> Chunk | None:
+        if not data:
+            return None
+        if self.writer is None:
+            self.start(None, ())
+        assert self.writer is not None
+        if self.scrubber:
+            data = self.scrubber.data(data)
+        if self.status is not None and self.status >= 400:
+            room = ERROR_BODY_LIMIT - len(self._error_body)
+            if room > 0:
+                self._error_body += data[:room]
+        self.chunks += 1
+        self.bytes += len(data)
+        self.last_t = t
+        return self.writer.write_read(t, data)
+
+    def close(self, reason: str | None = None, error: str | None = None) -> Chunk | None:
+        """The body ended. HTTP error statuses end with reason ``error`` and their message."""
+        if self.reason is not None:
+            return None
+        tail = self._write(self.now(), self.decoder.flush())
+        if reason is None:
+            if self.status is not None and self.status >= 400:
+                reason = "error"
+                error = provider_error_message(self.status, bytes(self._error_body))
+            else:
+                reason = "complete"
+        self._end(reason, error)
+        return tail
+
+    def fail(self, exc: BaseException) -> tuple[str, str]:
+        """The stream stopped on ``exc``: end the recording with the reason it gives."""
+        reason, message = classify(exc, self.bytes)
+        if self.status is not None and self.status >= 400 and self._error_body:
+            message = f"{provider_error_message(self.status, bytes(self._error_body))}; {message}"
+        if self.reason is None:
+            try:
+                tail = self.decoder.flush()
+            except Exception:  # a truncated compressed body: keep what was decoded
+                tail = b""
+            self._write(self.now(), tail)
+            self._end(reason, message)
+        return reason, message
+
+    def _end(self, reason: str, error: str | None) -> None:
+        if self.writer is None:
+            self.start(self.status, ())
+        assert self.writer is not None
+        self.reason = reason
+        self.error = self.scrubber.text(error) if error else error
+        self.end_t = self.now()
+        self.writer.close(self.end_t, reason, self.error)
+
+    def result(self) -> RecordResult:
+        return RecordResult(
+            path=self.path,
+            status=self.status,
+            reason=self.reason or "interrupted",
+            error=self.error,
+            chunks=self.chunks,
+            bytes=self.bytes,
+            duration=round(self.end_t if self.end_t is not None else self.now(), 6),
+        )

@@ -1,0 +1,622 @@
+"""Building provider requests for ``streamtool record`` (sans-IO).
+
+Everything here is pure: options in, a :class:`PreparedRequest` (method, URL, headers, body bytes)
+out. Reading the files named on the command line and sending the request happen at the edge.
+
+Conventions follow each provider's official SDK, so that the same ``--base-url`` works for an SDK
+and for ``record``: OpenAI-style base URLs end in ``/v1`` (the endpoint path is appended to them),
+Anthropic and Gemini base URLs are the bare origin.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+from .secrets import SECRET_HEADERS
+
+
+class RequestError(ValueError):
+    """The options do not make a valid request. ``str()`` is one line naming the culprit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """One wire API: how a request for it is shaped."""
+
+    name: str  # --provider value
+    provider: str  # the recording header's "provider"
+    api: str  # the recording header's "api"
+    base_url: str | None
+    path: str
+    key_env: tuple[str, ...]
+
+
+APIS: dict[str, Api] = {
+    "openai-chat": Api(
+        "openai-chat",
+        "openai",
+        "chat.completions",
+        "https://api.openai.com/v1",
+        "/chat/completions",
+        ("OPENAI_API_KEY",),
+    ),
+    "openai-responses": Api(
+        "openai-responses",
+        "openai",
+        "responses",
+        "https://api.openai.com/v1",
+        "/responses",
+        ("OPENAI_API_KEY",),
+    ),
+    "anthropic": Api(
+        "anthropic",
+        "anthropic",
+        "messages",
+        "https://api.anthropic.com",
+        "/v1/messages",
+        ("ANTHROPIC_API_KEY",),
+    ),
+    "gemini": Api(
+        "gemini",
+        "gemini",
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        "/v1beta/models/{model}:streamGenerateContent",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    ),
+    # any server that speaks Chat Completions; the key is only read from --api-key-env or a
+    # preset's variable, so an OpenAI key is never sent to an arbitrary host
+    "openai-compatible": Api(
+        "openai-compatible", "openai-compatible", "chat.completions", None, "/chat/completions", ()
+    ),
+}
+OPENAI_SHAPED = ("openai-chat", "openai-responses", "openai-compatible")
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """An OpenAI-compatible provider reachable by name through ``--base-url NAME``."""
+
+    name: str
+    base_url: str
+    key_env: tuple[str, ...]
+    key_required: bool
+    stream_usage: bool  # accepts stream_options.include_usage (else usage comes by default)
+    hosts: tuple[str, ...]
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        # OpenRouter always sends usage; its stream_options field is deprecated and has no effect
+        Preset(
+            "openrouter",
+            "https://openrouter.ai/api/v1",
+            ("OPENROUTER_API_KEY",),
+            True,
+            False,
+            ("openrouter.ai",),
+        ),
+        Preset(
+            "groq",
+            "https://api.groq.com/openai/v1",
+            ("GROQ_API_KEY",),
+            True,
+            True,
+            ("api.groq.com",),
+        ),
+        Preset(
+            "deepseek",
+            "https://api.deepseek.com",
+            ("DEEPSEEK_API_KEY",),
+            True,
+            True,
+            ("api.deepseek.com",),
+        ),
+        # Mistral rejects unknown fields (422 extra_forbidden) and sends usage on its last chunk
+        Preset(
+            "mistral",
+            "https://api.mistral.ai/v1",
+            ("MISTRAL_API_KEY",),
+            True,
+            False,
+            ("api.mistral.ai",),
+        ),
+        Preset(
+            "together",
+            "https://api.together.xyz/v1",
+            ("TOGETHER_API_KEY",),
+            True,
+            False,
+            ("api.together.xyz", "api.together.ai"),
+        ),
+        Preset(
+            "moonshot",
+            "https://api.moonshot.ai/v1",
+            ("MOONSHOT_API_KEY",),
+            True,
+            False,
+            ("api.moonshot.ai", "api.moonshot.cn"),
+        ),
+        Preset(
+            "ollama",
+            "http://localhost:11434/v1",
+            ("OLLAMA_API_KEY",),
+            False,
+            True,
+            ("localhost:11434", "127.0.0.1:11434"),
+        ),
+        Preset(
+            "vllm",
+            "http://localhost:8000/v1",
+            ("VLLM_API_KEY",),
+            False,
+            True,
+            ("localhost:8000", "127.0.0.1:8000"),
+        ),
+    )
+}
+
+TOOL_CHOICES = ("auto", "required", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A neutral tool definition: ``{name, description, parameters}`` (a JSON schema)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RequestOptions:
+    provider: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    system: str | None = None
+    tools: list[ToolDef] | None = None
+    tool_choice: str | None = None
+    body: bytes | None = None  # --body: sent exactly as given
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    base_url: str | None = None  # a URL, or a preset name
+    api_key_env: str | None = None
+    max_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # --set KEY=VALUE
+    stream_usage: bool = True
+    key_in_query: bool = False  # Gemini: send the key as ?key= (the older style)
+
+
+@dataclass(slots=True)
+class PreparedRequest:
+    method: str
+    url: str
+    headers: dict[str, str]
+    content: bytes
+    body: Any  # what the recording header keeps: parsed JSON, else the text
+    provider: str
+    api: str
+    model: str | None
+    secrets: tuple[str, ...] = ()  # credential values: never written anywhere
+
+    def describe(self) -> dict[str, Any]:
+        """The request as a recording header keeps it (before redaction)."""
+        return {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body}
+
+
+# -- reading the user's files (text in, values out) ---------------------------------------------
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RequestError(f"{source}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def parse_tools(text: str, source: str) -> list[ToolDef]:
+    """Neutral tool definitions from JSON text.
+
+    Accepts a list (or ``{"tools": [...]}``) of ``{name, description, parameters}``; entries in
+    the OpenAI (``{"type": "function", "function": {...}}``) or Anthropic (``input_schema``)
+    shape are read too, so a tools file copied from either works.
+    """
+    data = _load_json(text, source)
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list):
+        raise RequestError(f"{source}: a tools file holds a JSON list of tool definitions")
+    tools: list[ToolDef] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(data):
+        where = f"{source}: tool #{i + 1}"
+        if not isinstance(entry, dict):
+            raise RequestError(f"{where}: not an object")
+        if isinstance(entry.get("function"), dict):
+            entry = entry["function"]
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise RequestError(f"{where}: needs a 'name' string")
+        if name in seen:
+            raise RequestError(f"{where}: a second tool named {name!r}")
+        seen.add(name)
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            raise RequestError(f"{where} ({name}): 'description' must be a string")
+        params = entry.get("parameters", entry.get("input_schema"))
+        if params is None:
+            params = {"type": "object", "properties": {}}
+        if not isinstance(params, dict):
+            raise RequestError(f"{where} ({name}): 'parameters' must be a JSON schema object")
+        tools.append(ToolDef(name, description, params))
+    return tools
+
+
+def parse_messages(text: str, source: str) -> list[dict[str, Any]]:
+    """A conversation: a JSON list (or ``{"messages": [...]}``) of ``{role, content}``."""
+    data = _load_json(text, source)
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if not isinstance(data, list) or not data:
+        raise RequestError(f"{source}: a messages file holds a non-empty JSON list of messages")
+    for i, msg in enumerate(data):
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
+            raise RequestError(f"{source}: message #{i + 1} needs a 'role' string")
+        if "content" not in msg:
+            raise RequestError(f"{source}: message #{i + 1} needs 'content'")
+    return data
+
+
+def parse_header_option(value: str) -> tuple[str, str]:
+    """``--header 'Name: value'``."""
+    name, sep, rest = value.partition(":")
+    name = name.strip()
+    if not sep or not name or any(c.isspace() for c in name):
+        raise RequestError(f"--header {value!r}: expected 'Name: value'")
+    return name, rest.strip()
+
+
+def parse_set_option(value: str) -> tuple[str, Any]:
+    """``--set KEY=VALUE``: the value is JSON when it parses, else the plain string."""
+    key, sep, raw = value.partition("=")
+    if not sep or not key.strip():
+        raise RequestError(f"--set {value!r}: expected KEY=VALUE")
+    try:
+        return key.strip(), json.loads(raw)
+    except ValueError:
+        return key.strip(), raw
+
+
+# -- tools and tool choice per API ---------------------------------------------------------------
+def format_tools(api: str, tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
+    if api in ("openai-chat", "openai-compatible"):
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in tools
+        ]
+    if api == "openai-responses":
+        return [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            }
+            for t in tools
+        ]
+    if api == "anthropic":
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ]
+    if api == "gemini":
+        return [
+            {
+                "functionDeclarations": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in tools
+                ]
+            }
+        ]
+    raise RequestError(f"unknown provider {api!r}")
+
+
+def format_tool_choice(api: str, choice: str) -> Any:
+    """``auto|required|none|NAME`` in the API's own shape."""
+    if api in ("openai-chat", "openai-compatible"):
+        if choice in TOOL_CHOICES:
+            return choice
+        return {"type": "function", "function": {"name": choice}}
+    if api == "openai-responses":
+        if choice in TOOL_CHOICES:
+            return choice
+        return {"type": "function", "name": choice}
+    if api == "anthropic":
+        kinds = {"auto": "auto", "required": "any", "none": "none"}
+        if choice in kinds:
+            return {"type": kinds[choice]}
+        return {"type": "tool", "name": choice}
+    if api == "gemini":
+        modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+        if choice in modes:
+            return {"functionCallingConfig": {"mode": modes[choice]}}
+        return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+    raise RequestError(f"unknown provider {api!r}")
+
+
+# -- messages per API ----------------------------------------------------------------------------
+def _conversation(opts: RequestOptions) -> tuple[str | None, list[dict[str, Any]]]:
+    """The system prompt and the non-system messages, from --system/--prompt/--messages."""
+    system = opts.system
+    if opts.messages is not None:
+        messages = []
+        for msg in opts.messages:
+            if msg["role"] in ("system", "developer") and isinstance(msg.get("content"), str):
+                system = msg["content"] if system is None else f"{system}\n\n{msg['content']}"
+            else:
+                messages.append(msg)
+    else:
+        messages = [{"role": "user", "content": opts.prompt}]
+    return system, messages
+
+
+def _gemini_parts(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"text": content}]
+    if isinstance(content, list):
+        return [{"text": p} if isinstance(p, str) else p for p in content]
+    return [content]
+
+
+def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, Any]:
+    """The JSON request body for ``api`` (not used with ``--body``)."""
+    system, messages = _conversation(opts)
+    body: dict[str, Any] = {}
+    if api in ("openai-chat", "openai-compatible"):
+        if system is not None:
+            messages = [{"role": "system", "content": system}, *messages]
+        body = {"model": opts.model, "messages": messages, "stream": True}
+        if stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        if opts.max_tokens is not None:
+            body["max_tokens"] = opts.max_tokens
+    elif api == "openai-responses":
+        body = {"model": opts.model, "input": messages, "stream": True}
+        if system is not None:
+            body["instructions"] = system
+        if opts.max_tokens is not None:
+            body["max_output_tokens"] = opts.max_tokens
+    elif api == "anthropic":
+        body = {
+            "model": opts.model,
+            "max_tokens": opts.max_tokens if opts.max_tokens is not None else 1024,
+            "messages": messages,
+            "stream": True,
+        }
+        if system is not None:
+            body["system"] = system
+    elif api == "gemini":
+        contents = [
+            {
+                "role": "model" if m["role"] in ("assistant", "model") else "user",
+                "parts": _gemini_parts(m.get("content")),
+            }
+            for m in messages
+        ]
+        body = {"contents": contents}
+        if system is not None:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        if opts.max_tokens is not None:
+            body["generationConfig"] = {"maxOutputTokens": opts.max_tokens}
+    if opts.tools:
+        body["tools"] = format_tools(api, opts.tools)
+    if opts.tool_choice is not None:
+        key = "toolConfig" if api == "gemini" else "tool_choice"
+        body[key] = format_tool_choice(api, opts.tool_choice)
+    body.update(opts.extra)
+    return body
+
+
+# -- the whole request ---------------------------------------------------------------------------
+def preset_for(base_url: str | None) -> Preset | None:
+    """The preset a ``--base-url`` names, or whose host it points to."""
+    if not base_url:
+        return None
+    if base_url.lower() in PRESETS:
+        return PRESETS[base_url.lower()]
+    netloc = urlsplit(base_url).netloc.lower()
+    host = netloc.rsplit("@", 1)[-1]
+    for preset in PRESETS.values():
+        for known in preset.hosts:
+            if host == known or (":" not in known and host.split(":")[0] == known):
+                return preset
+    return None
+
+
+def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
+    name = opts.provider
+    if name is None:
+        if preset is None:
+            raise RequestError(
+                "--provider is required (openai-chat, openai-responses, anthropic, gemini, "
+                "openai-compatible) unless --base-url names a preset "
+                f"({', '.join(PRESETS)})"
+            )
+        name = "openai-compatible"
+    api = APIS.get(name)
+    if api is None:
+        raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
+    if preset is not None and name not in OPENAI_SHAPED:
+        raise RequestError(
+            f"the {preset.name} preset speaks the OpenAI API; use it with openai-compatible, "
+            "openai-chat or openai-responses"
+        )
+    return api
+
+
+def _api_key(
+    api: Api, preset: Preset | None, opts: RequestOptions, env: Mapping[str, str], sent: set[str]
+) -> str | None:
+    if opts.api_key_env:
+        key = env.get(opts.api_key_env)
+        if not key:
+            raise RequestError(f"--api-key-env {opts.api_key_env}: that variable is not set")
+        return key
+    names = preset.key_env if preset is not None else api.key_env
+    for var in names:
+        if env.get(var):
+            return env[var]
+    if "authorization" in sent or "x-api-key" in sent or "x-goog-api-key" in sent:
+        return None  # the user passed the credential with --header
+    required = preset.key_required if preset is not None else bool(names)
+    if required:
+        raise RequestError(
+            f"no API key: set {' or '.join(names)} (or name another variable with --api-key-env)"
+        )
+    return None
+
+
+def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedRequest:
+    """The request ``record`` sends, from the command line options and the environment."""
+    preset = preset_for(opts.base_url)
+    api = _resolve_api(opts, preset)
+    wire = "openai-chat" if api.name == "openai-compatible" else api.name
+    if opts.body is None:
+        if opts.prompt is None and opts.messages is None:
+            raise RequestError("give --prompt, --messages FILE or --body FILE")
+        if opts.prompt is not None and opts.messages is not None:
+            raise RequestError("--prompt and --messages cannot be used together")
+        if not opts.model:
+            raise RequestError("--model is required")
+    else:
+        conflicting = [
+            flag
+            for flag, value in (
+                ("--prompt", opts.prompt),
+                ("--messages", opts.messages),
+                ("--system", opts.system),
+                ("--tools", opts.tools),
+                ("--tool-choice", opts.tool_choice),
+                ("--max-tokens", opts.max_tokens),
+                ("--set", opts.extra or None),
+            )
+            if value is not None
+        ]
+        if conflicting:
+            raise RequestError(f"--body sends the body as it is: drop {', '.join(conflicting)}")
+    if opts.tool_choice is not None and opts.tool_choice not in TOOL_CHOICES:
+        names = [t.name for t in opts.tools or ()]
+        if opts.tool_choice not in names:
+            valid = ", ".join([*TOOL_CHOICES, *names])
+            raise RequestError(f"--tool-choice {opts.tool_choice!r}: not a tool; valid: {valid}")
+
+    base: str | None
+    if preset is not None and (opts.base_url or "").lower() == preset.name:
+        base = preset.base_url
+    else:
+        base = opts.base_url or (preset.base_url if preset else None) or api.base_url
+    if not base:
+        raise RequestError(
+            f"--base-url is required for {api.name} (a URL, or a preset: {', '.join(PRESETS)})"
+        )
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise RequestError(f"--base-url {base!r}: not an http(s) URL or a preset name")
+
+    # body
+    if opts.body is not None:
+        content = opts.body
+        try:
+            body: Any = json.loads(content)
+        except ValueError:
+            body = content.decode("utf-8", "replace")
+    else:
+        stream_usage = opts.stream_usage and (preset.stream_usage if preset else True)
+        body = build_body(api.name, opts, stream_usage)
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    model = opts.model
+    if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
+        model = body["model"]
+
+    # URL
+    path = api.path
+    if wire == "gemini":
+        if not model:
+            raise RequestError("--model is required for gemini (it is part of the URL)")
+        path = path.format(model=quote(model, safe=""))
+    query: list[tuple[str, str]] = []
+    if wire == "gemini":
+        query.append(("alt", "sse"))
+
+    # headers
+    sent = {name.lower() for name, _ in opts.headers}
+    key = _api_key(api, preset, opts, env, sent)
+    headers: dict[str, str] = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        # the recording keeps the bytes as received: ask for them unencoded
+        "accept-encoding": "identity",
+    }
+    if key is not None:
+        if wire == "anthropic":
+            headers["x-api-key"] = key
+        elif wire == "gemini":
+            if opts.key_in_query:
+                query.append(("key", key))
+            else:
+                headers["x-goog-api-key"] = key
+        else:
+            headers["authorization"] = f"Bearer {key}"
+    if wire == "anthropic":
+        headers["anthropic-version"] = "2023-06-01"
+    lowered = {k.lower(): k for k in headers}
+    for name, value in opts.headers:
+        existing = lowered.get(name.lower())
+        if existing is not None:
+            del headers[existing]
+        headers[name] = value
+        lowered[name.lower()] = name
+    url_query = "&".join(q for q in (parts.query, urlencode(query)) if q)
+    url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=url_query))
+    secrets = [key] if key else []
+    secrets += credential_values(opts.headers)
+    return PreparedRequest(
+        method="POST",
+        url=url,
+        headers=headers,
+        content=content,
+        body=body,
+        provider=preset.name if preset else api.provider,
+        api=api.api,
+        model=model,
+        secrets=tuple(s for s in secrets if s),
+    )
+
+
+def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The values of headers that carry credentials (and the token of ``Bearer <token>``).
+
+    Beyond the known names, any header whose name speaks of a key, token, secret, auth or
+    password counts: its value is scrubbed from everything a recording keeps.
+    """
+    out: list[str] = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in SECRET_HEADERS or any(
+            word in lowered for word in ("key", "token", "secret", "auth", "password")
+        ):
+            out.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                out.append(token)
+    return out

@@ -1,0 +1,507 @@
+"""``streamtool serve``: recordings played back over real HTTP (the edge; starlette + uvicorn).
+
+The library of recordings and the choice of which one answers a request are plain Python
+(:class:`Library`, :meth:`Library.select`); the write schedule comes from
+:mod:`streamtool.core.playback`. This module adds the ASGI app that sends the recorded bytes,
+one recorded read per write, and helpers that run it with uvicorn. starlette, anyio and uvicorn
+are imported only inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .converters import detect_from_event, detect_from_header
+from .playback import Cut, Playback, schedule
+from .recording import RecordingError
+from .recording_io import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
+from .sse import SSEDecoder, SSEEvent
+
+RECORDING_HEADER = "x-streamtool-recording"
+SNIFF_BYTES = 64 * 1024
+# response headers never replayed: framing and connection handling are the server's own, the
+# body is served decoded, and cookies or redacted values mean nothing to a client
+DROPPED_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "content-encoding",
+        "date",
+        "server",
+        "set-cookie",
+        "alt-svc",
+        "strict-transport-security",
+        "via",
+    }
+)
+# endpoint path suffix -> the converters whose recordings answer it
+ENDPOINTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("/chat/completions", "openai", ("openai-chat", "kimi-k2")),
+    ("/responses", "openai", ("openai-responses",)),
+    ("/messages", "anthropic", ("anthropic",)),
+    (":streamGenerateContent", "gemini", ("gemini",)),
+)
+_GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+
+
+# -- the recordings ------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Recording:
+    """One recording (or raw SSE body) held in memory, ready to be served."""
+
+    name: str
+    path: str
+    api: str | None  # converter name, or None when the stream does not say
+    model: str | None
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[tuple[float | None, bytes]] = field(repr=False)
+    size: int = 0
+    # how the recorded stream ended: "complete", "error", "timeout", "interrupted", or
+    # "cut off" (no end record)
+    ended: str = "complete"
+
+    @property
+    def broken(self) -> bool:
+        """The recorded stream did not end properly: it is served the same way, by dropping
+        the connection after its last byte (HTTP error statuses are complete responses)."""
+        return self.ended != "complete" and self.status < 400
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "api": self.api,
+            "model": self.model,
+            "status": self.status,
+            "bytes": self.size,
+            "chunks": len(self.chunks),
+            "ended": self.ended,
+        }
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files as given, and the recordings (``.jsonl``, ``.sse``, ``.txt``) inside folders."""
+    out: list[Path] = []
+    suffixes = RAW_SUFFIXES | (RECORDING_SUFFIXES - {".json"})
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in suffixes)
+            if not found:
+                raise RecordingError(str(p), None, "holds no recordings (.jsonl, .sse, .txt)")
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise RecordingError(str(p), None, "no such file or folder")
+    return out
+
+
+def _sniff(chunks: list[tuple[float | None, bytes]]) -> tuple[str | None, str | None]:
+    """The API and model a body's first events show."""
+    decoder = SSEDecoder()
+    api: str | None = None
+    model: str | None = None
+    seen = 0
+    for _, data in chunks:
+        for item in decoder.feed(data):
+            if type(item) is not SSEEvent:
+                continue
+            if api is None:
+                api = detect_from_event(item)
+            if model is None:
+                model = _model_of(item.data)
+            if api is not None and model is not None:
+                return api, model
+        seen += len(data)
+        if seen >= SNIFF_BYTES:
+            break
+    return api, model
+
+
+def _model_of(data: str) -> str | None:
+    try:
+        obj: Any = json.loads(data)
+    except ValueError:
+        return None
+    if isinstance(obj, list) and obj:
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return None
+    for holder in (obj, obj.get("message"), obj.get("response")):
+        if isinstance(holder, dict):
+            for key in ("model", "modelVersion"):
+                if isinstance(holder.get(key), str) and holder[key]:
+                    return str(holder[key])
+    return None
+
+
+def load_recording(path: str | os.PathLike[str]) -> Recording:
+    source = Source(path)
+    chunks: list[tuple[float | None, bytes]] = []
+    size = 0
+    for chunk in source.chunks():
+        data = chunk.data if isinstance(chunk.data, bytes) else chunk.data.encode("utf-8")
+        chunks.append((chunk.t, data))
+        size += len(data)
+    header = source.header
+    api = detect_from_header(header) if not header.raw_body else None
+    model = header.model
+    url = header.url
+    if model is None and url:
+        found = _GEMINI_MODEL.search(unquote(urlsplit(url).path))
+        if found:
+            model = found.group(1)
+    if api is None or model is None:
+        sniffed_api, sniffed_model = _sniff(chunks)
+        api = api or sniffed_api
+        model = model or sniffed_model
+    status = header.response.get("status")
+    if not isinstance(status, int) or not 100 <= status <= 599:
+        status = 200
+    recorded = header.response.get("headers")
+    headers: list[tuple[str, str]] = []
+    if isinstance(recorded, dict):
+        for k, v in recorded.items():
+            if k.lower() in DROPPED_HEADERS or not isinstance(v, str) or "[redacted]" in v:
+                continue
+            headers.append((k.lower(), v))
+    if not any(k == "content-type" for k, _ in headers):
+        head = next((d for _, d in chunks if d.strip()), b"").lstrip()
+        json_body = head[:1] in (b"[", b"{") or status >= 400
+        headers.append(("content-type", "application/json" if json_body else "text/event-stream"))
+    return Recording(
+        name=Path(path).stem,
+        path=str(path),
+        api=api,
+        model=model,
+        status=status,
+        headers=headers,
+        chunks=chunks,
+        size=size,
+        ended=source.end.reason if source.end is not None else "cut off",
+    )
+
+
+class SelectionError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Library:
+    """The recordings a server answers with, and the rule that picks one for a request."""
+
+    def __init__(self, recordings: Sequence[Recording]) -> None:
+        self.recordings = list(recordings)
+        self.by_name: dict[str, Recording] = {}
+        for rec in self.recordings:
+            for key in (rec.name, Path(rec.path).name):
+                other = self.by_name.get(key)
+                if other is not None and other is not rec:
+                    raise RecordingError(
+                        rec.path, None, f"two recordings are named {key!r} (also {other.path})"
+                    )
+                self.by_name[key] = rec
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> Library:
+        files = expand_paths(paths)
+        if not files:
+            raise RecordingError("serve", None, "no recordings given")
+        return cls([load_recording(p) for p in files])
+
+    def names(self) -> list[str]:
+        return [r.name for r in self.recordings]
+
+    def select(self, apis: tuple[str, ...], model: str | None, name: str | None) -> Recording:
+        """The recording for a request: by name (header), by model, else the only one."""
+        if name:
+            rec = self.by_name.get(name)
+            if rec is None:
+                raise SelectionError(
+                    404, f"no recording named {name!r}; available: {', '.join(self.names())}"
+                )
+            return rec
+        candidates = [r for r in self.recordings if r.api in apis]
+        if model:
+            matching = [r for r in candidates if r.model == model]
+            if len(matching) == 1:
+                return matching[0]
+            if len(matching) > 1:
+                raise SelectionError(
+                    409,
+                    f"{len(matching)} recordings are for model {model!r} "
+                    f"({', '.join(r.name for r in matching)}); pick one with the "
+                    f"X-Streamtool-Recording header",
+                )
+        if len(candidates) == 1:
+            return candidates[0]
+        if len(self.recordings) == 1 and self.recordings[0].api is None:
+            return self.recordings[0]
+        if not candidates:
+            available = ", ".join(f"{r.name} ({r.api or 'unknown API'})" for r in self.recordings)
+            raise SelectionError(404, f"no recording speaks this API; available: {available}")
+        wanted = f" and none is for model {model!r}" if model else ""
+        raise SelectionError(
+            409,
+            f"{len(candidates)} recordings answer this endpoint{wanted} "
+            f"({', '.join(r.name for r in candidates)}); pick one with the model name or the "
+            "X-Streamtool-Recording header",
+        )
+
+
+def endpoint_for(path: str) -> tuple[str, tuple[str, ...]] | None:
+    """The error style and the converters for a request path, or ``None``."""
+    for suffix, style, apis in ENDPOINTS:
+        if path.endswith(suffix):
+            return style, apis
+    return None
+
+
+def error_body(style: str, status: int, message: str) -> bytes:
+    """An error in the shape the API's SDK reads its message from."""
+    kinds = {400: "invalid_request_error", 404: "not_found_error", 409: "conflict_error"}
+    kind = kinds.get(status, "api_error")
+    obj: dict[str, Any]
+    if style == "anthropic":
+        obj = {"type": "error", "error": {"type": kind, "message": message}}
+    elif style == "gemini":
+        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ABORTED"}
+        obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}
+    else:
+        obj = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return json.dumps(obj).encode("utf-8")
+
+
+class CutConnection(Exception):
+    """Raised by the app to make the server drop a connection (``--cut-after``)."""
+
+
+class _QuietCuts(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CutConnection)
+
+
+def quiet_cut_logging() -> None:
+    """Deliberate connection drops are not server errors: keep them out of the log."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietCuts) for f in logger.filters):
+        logger.addFilter(_QuietCuts())
+
+
+# -- the ASGI app --------------------------------------------------------------------------------
+def create_app(library: Library, playback: Playback | None = None) -> Any:
+    """The starlette app answering the provider endpoints from ``library``."""
+    import anyio
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+    from starlette.types import Receive, Scope, Send
+
+    play = playback or Playback()
+
+    class RecordedStream(Response):
+        """Sends a recording's status, headers and body writes, paced, watching for disconnect."""
+
+        def __init__(self, rec: Recording, start: float) -> None:
+            self.rec = rec
+            self.start = start
+            self.status_code = rec.status
+            self.background = None
+            self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in rec.headers]
+            self.raw_headers.append((RECORDING_HEADER.encode(), rec.name.encode("utf-8")))
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            cut = False
+            async with anyio.create_task_group() as tg:
+
+                async def watch_disconnect() -> None:
+                    while True:
+                        message = await receive()
+                        if message["type"] == "http.disconnect":
+                            tg.cancel_scope.cancel()
+                            return
+
+                tg.start_soon(watch_disconnect)
+                cut = await self._play(send)
+                tg.cancel_scope.cancel()
+            if cut:
+                raise CutConnection(self.rec.name)
+
+        async def _play(self, send: Send) -> bool:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            rec = self.rec
+            plan = play
+            if rec.broken and plan.cut_after is None:
+                plan = replace(plan, cut_after=rec.size)  # broken off as it was recorded
+            for step in schedule(rec.chunks, plan, rec.size):
+                if isinstance(step, Cut):
+                    return True
+                delay = self.start + step.at - anyio.current_time()
+                if delay > 0:
+                    await anyio.sleep(delay)
+                await send({"type": "http.response.body", "body": step.data, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return False
+
+    def error(style: str, status: int, message: str) -> Response:
+        return Response(error_body(style, status, message), status, media_type="application/json")
+
+    async def answer(request: Request) -> Response:
+        start = anyio.current_time()
+        path = request.url.path
+        endpoint = endpoint_for(path)
+        if endpoint is None:
+            known = ", ".join(f"*{suffix}" for suffix, _, _ in ENDPOINTS)
+            return error("openai", 404, f"streamtool serve answers {known}; not {path}")
+        style, apis = endpoint
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        model = body.get("model") if isinstance(body, dict) else None
+        if style == "gemini":
+            found = _GEMINI_MODEL.search(unquote(path))
+            model = found.group(1) if found else model
+        try:
+            rec = library.select(
+                apis,
+                model if isinstance(model, str) else None,
+                request.headers.get(RECORDING_HEADER),
+            )
+        except SelectionError as exc:
+            return error(style, exc.status, exc.message)
+        if (
+            style != "gemini"
+            and rec.status < 400
+            and isinstance(body, dict)
+            and body.get("stream") is not True
+        ):
+            return error(style, 400, "streamtool serve replays streams: send stream: true")
+        return RecordedStream(rec, start)
+
+    async def index(request: Request) -> Response:
+        return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
+
+    return Starlette(
+        routes=[
+            Route("/", index, methods=["GET"]),
+            Route("/{path:path}", answer, methods=["POST"]),
+        ]
+    )
+
+
+# -- running it ----------------------------------------------------------------------------------
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (``port`` 0 picks a free one). Raises ``OSError`` if it cannot."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _config(app: Any, log_level: str, access_log: bool) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+    quiet_cut_logging()
+    return config
+
+
+def run_server(
+    app: Any, sock: socket.socket, *, log_level: str = "info", access_log: bool = True
+) -> None:
+    """Serve on ``sock`` until interrupted (uvicorn handles SIGINT / SIGTERM)."""
+    import uvicorn
+
+    server = uvicorn.Server(_config(app, log_level, access_log))
+    server.run(sockets=[sock])
+
+
+class ServerThread:
+    """A server on 127.0.0.1 in a background thread, for tests: ``with ServerThread(app) as s``.
+
+    ``s.url`` is the origin (``http://127.0.0.1:PORT``); stopped on exit.
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ServerThread:
+        import time
+
+        import uvicorn
+
+        sock = bind(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+        self._server = uvicorn.Server(_config(self.app, "warning", False))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.005)
+        self._sock = sock
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()
+
+
+def serving(
+    paths: Iterable[str | os.PathLike[str]], playback: Playback | None = None, port: int = 0
+) -> ServerThread:
+    """Serve recordings from a background thread: ``with serving(["rec.jsonl"]) as server:``.
+
+    Point an SDK at ``server.url + "/v1"`` (OpenAI) or ``server.url`` (Anthropic, Gemini).
+    """
+    return ServerThread(create_app(Library.from_paths(paths), playback), port=port)

@@ -1,0 +1,90 @@
+"""The transcript of a replay: what a stream meant, as a readable, deterministic JSON document.
+
+A transcript is built from a finished :class:`~streamtool.core.replay.ReplayEngine`. It holds the
+converter and parser used, the model, every segment in order with its content coalesced and its
+START and END metadata merged, the invocations, the finish reason, the usage, the errors and the
+quirks. It holds nothing that depends on how the bytes were cut into reads or when they came (no
+chunk counts, no times): the same bytes cut at any points give the same transcript. Golden files
+(:mod:`streamtool.core.golden`) and ``streamtool diff`` are built on it. Sans-IO.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from .model import SegmentEvent, SegmentEventType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .replay import ReplayEngine
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
+    """The transcript of a finished replay (see the module docstring)."""
+    if not engine.finished:
+        raise ValueError("the replay has not finished: call engine.finish() first")
+    return {
+        "converter": engine.converter_name,
+        "parser": engine.parser,
+        "model": engine.model,
+        "segments": coalesce_segments(engine.handler.get_all_events()),
+        "invocations": [inv.to_dict() for inv in engine.invocations()],
+        "finish_reason": engine.finish_reason,
+        "usage": engine.usage,
+        "errors": [e.to_dict() for e in engine.errors],
+        "quirks": [q.to_dict() for q in engine.quirks],
+    }
+
+
+def coalesce_segments(events: list[SegmentEvent]) -> list[dict[str, Any]]:
+    """Segments in order of their START: ``{type, id, content, metadata}``.
+
+    ``content`` is every CONTENT delta joined; ``metadata`` is the START metadata updated by the
+    END metadata (the END value of a key wins). A segment that never got its END event carries
+    ``"ended": false``.
+    """
+    segments: list[dict[str, Any]] = []
+    parts: dict[str, list[str]] = {}
+    by_id: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        kind = ev.event_type
+        if kind is SegmentEventType.CONTENT:
+            if ev.delta:
+                parts[ev.segment_id].append(ev.delta)
+        elif kind is SegmentEventType.START:
+            assert ev.segment_type is not None
+            seg: dict[str, Any] = {
+                "type": ev.segment_type.value,
+                "id": ev.segment_id,
+                "content": "",
+                "metadata": dict(ev.metadata or {}),
+                "ended": False,
+            }
+            segments.append(seg)
+            by_id[ev.segment_id] = seg
+            parts[ev.segment_id] = []
+        else:
+            seg = by_id[ev.segment_id]
+            seg["metadata"].update(ev.metadata or {})
+            seg["ended"] = True
+    for seg in segments:
+        seg["content"] = "".join(parts[seg["id"]])
+        if seg["ended"]:
+            del seg["ended"]
+    return segments
+
+
+def render(document: Any) -> str:
+    """A transcript (or any JSON document) as text: 2-space indent, keys in their given order.
+
+    Non-ASCII text is written as is, for readability; lone UTF-16 surrogates (which a provider's
+    JSON escapes can produce) are written as ``\\uXXXX`` escapes, so the text is valid UTF-8 and
+    reads back to the same value.
+    """
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text + "\n"

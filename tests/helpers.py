@@ -1,0 +1,78 @@
+"""Small helpers for tests: build SSE bodies and replay them in memory."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from streamtool.core.recording import Chunk, End, Header
+from streamtool.core.recording_io import Source
+from streamtool.core.replay import ReplayEngine
+
+
+def sse(*payloads: Any, done: bool = True) -> bytes:
+    """An SSE body with one ``data:`` event per payload (dicts are JSON-encoded)."""
+    parts = []
+    for p in payloads:
+        data = p if isinstance(p, str) else json.dumps(p)
+        parts.append(f"data: {data}\n\n")
+    if done:
+        parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()
+
+
+def chat_chunk(delta: dict | None = None, finish: str | None = None, **extra: Any) -> dict:
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "model": "test-model",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
+    chunk.update(extra)
+    return chunk
+
+
+def replay_bytes(
+    reads: list[bytes] | bytes,
+    *,
+    converter: str = "auto",
+    parser: str = "api_tool_call",
+    header: Header | None = None,
+    **handler_options: Any,
+) -> ReplayEngine:
+    if isinstance(reads, bytes):
+        reads = [reads]
+    engine = ReplayEngine(
+        header or Header(raw_body=True),
+        converter=converter,
+        parser=parser,
+        source="test",
+        handler_options=handler_options or None,
+    )
+    for i, data in enumerate(reads):
+        engine.feed_chunk(Chunk(0.01 * i, data))
+    engine.finish(End(0.01 * len(reads), "complete"))
+    return engine
+
+
+def recording_body(path: Any) -> tuple[Header, bytes, End | None]:
+    """A recording's header, every byte of its body joined, and its end record."""
+    source = Source(path)
+    body = b"".join(
+        c.data if isinstance(c.data, bytes) else c.data.encode("utf-8") for c in source.chunks()
+    )
+    return source.header, body, source.end
+
+
+def random_cuts(body: bytes, rng: random.Random, max_cuts: int = 30) -> list[bytes]:
+    if len(body) < 2:
+        return [body]
+    k = rng.randint(1, min(max_cuts, len(body) - 1))
+    cuts = sorted(rng.sample(range(1, len(body)), k))
+    return [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+
+
+def meaning(summary: dict) -> dict:
+    """A summary without the fields that legitimately depend on chunking (stats)."""
+    return {k: v for k, v in summary.items() if k != "stats"}

@@ -1,0 +1,103 @@
+"""Helpers shared by the HTTP tests (record, serve, capture): reading recordings back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from streamtool.core.recording_io import Source
+from streamtool.core.sse import SSEDecoder, SSEEvent
+
+from .conftest import RECORDINGS
+
+
+def recording(name: str) -> Path:
+    return RECORDINGS / f"{name}.jsonl"
+
+
+def chunks_of(path: Path) -> list[bytes]:
+    """Every recorded read, as bytes."""
+    return [c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()]
+
+
+def body_of(path: Path) -> bytes:
+    return b"".join(chunks_of(path))
+
+
+def read_all(path: Path) -> tuple[Any, list[bytes], Any]:
+    """(header, chunks, end) of a recording."""
+    source = Source(path)
+    chunks = [c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks()]
+    return source.header, chunks, source.end
+
+
+def payloads(path: Path) -> list[tuple[str | None, Any]]:
+    """(event name, parsed JSON data) of every SSE event in a recording ([DONE] skipped)."""
+    decoder = SSEDecoder()
+    out: list[tuple[str | None, Any]] = []
+    items = []
+    for data in chunks_of(path):
+        items.extend(decoder.feed(data))
+    items.extend(decoder.finish())
+    for item in items:
+        if isinstance(item, SSEEvent) and item.data.strip() not in ("", "[DONE]"):
+            out.append((item.event, json.loads(item.data)))
+    return out
+
+
+def write_recording(
+    path: Path,
+    reads: list[tuple[float, bytes | str]],
+    *,
+    status: int = 200,
+    api: str = "chat.completions",
+    provider: str = "openai",
+    model: str = "gpt-4o-mini",
+    content_type: str = "text/event-stream",
+) -> Path:
+    """A small recording written by a test (timings and reads as given)."""
+    from streamtool.core.recording import Chunk, End
+
+    header = {
+        "type": "header",
+        "format": "streamtool-recording",
+        "version": 1,
+        "provider": provider,
+        "api": api,
+        "recorded_at": "2026-11-21T12:00:00Z",
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "headers": {"content-type": "application/json"},
+            "body": {"model": model, "stream": True},
+        },
+        "response": {"status": status, "headers": {"content-type": content_type}},
+    }
+    lines = [json.dumps(header)]
+    for t, data in reads:
+        lines.append(json.dumps(Chunk(t, data).to_record()))
+    last = reads[-1][0] if reads else 0.0
+    lines.append(json.dumps(End(last, "complete", None).to_record()))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def chat_chunk(text: str, i: int = 0, finish: str | None = None) -> str:
+    """One OpenAI chat completion chunk as an SSE event."""
+    obj = {
+        "id": "chatcmpl-Cj2Yw8tLq0nR5bX3eH7mK9sVdA1F",
+        "object": "chat.completion.chunk",
+        "created": 1763726400,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_560af6e559",
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"content": text} if text else {},
+                "logprobs": None,
+                "finish_reason": finish,
+            }
+        ],
+    }
+    return f"data: {json.dumps(obj, separators=(',', ':'), ensure_ascii=False)}\n\n"

@@ -1,0 +1,132 @@
+"""Reference check: our chat-completions replay equals the openai SDK's own stream accumulator.
+
+For every chat-completions capture of the shared corpus (and every bundled chat recording), the
+same bytes are decoded into ``ChatCompletionChunk`` objects the way the SDK's ``Stream`` does
+(``construct_type``, lenient) and fed to ``ChatCompletionStreamState``. Where the SDK works, the
+final text and tool calls must be equal. Where it crashes or merges parallel calls, the test
+states the correct result and why the SDK differs.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from streamtool.core.recording_io import Source
+from streamtool.core.run import replay_file
+from streamtool.core.sse import SSEEvent, decode_all
+
+from .conftest import RECORDINGS, corpus_params
+
+openai_streaming = pytest.importorskip("openai.lib.streaming.chat")
+
+
+def sdk_accumulate(path: Path):
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    reads = [
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
+    ]
+    state = openai_streaming.ChatCompletionStreamState()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic warns about Mistral's content arrays
+        for item in decode_all(reads):
+            if isinstance(item, SSEEvent) and item.data.strip() != "[DONE]":
+                chunk = construct_type(type_=ChatCompletionChunk, value=json.loads(item.data))
+                state.handle_chunk(chunk)
+    message = state.current_completion_snapshot.choices[0].message
+    calls = [
+        (t.id, t.function.name, _parsed(t.function.arguments)) for t in (message.tool_calls or [])
+    ]
+    return message.content, calls
+
+
+def _parsed(arguments: str | None):
+    try:
+        return json.loads(arguments or "{}")
+    except ValueError:
+        return arguments  # e.g. several calls' arguments glued together
+
+
+def ours(path: Path):
+    s = replay_file(path, converter="openai-chat").summary()
+    return s, [(i["id"], i["name"], i["arguments"]) for i in s["invocations"]]
+
+
+# Captures where the SDK's accumulator does not give the right answer, with the right answer.
+SDK_DIFFERS = {
+    "tool-call-chunk-no-index-thought-signature": (
+        "TypeError: the SDK indexes its tool-call list with the delta's missing 'index' "
+        "(openai/openai-python#2806)",
+        [
+            (
+                "call_297140",
+                "read",
+                {
+                    "offset": 1,
+                    "limit": 100,
+                    "path": "/app/skills/agent-runtime/stage-design/SKILL.md",
+                },
+            )
+        ],
+    ),
+    "tool-call-no-index-single-chunk": (
+        "TypeError: Mistral sends tool_calls entries without 'index'",
+        [("gSIMJiOkT", "weather", {"location": "San Francisco"})],
+    ),
+    "ollama-parallel-calls-same-index": (
+        "the SDK merges calls by index: ids, names and arguments of the three calls are "
+        "concatenated into one call",
+        [
+            ("call_k3jz8w1q", "get_weather", {"city": "北京"}),
+            ("call_p0x7n2m5", "get_weather", {"city": "上海"}),
+            ("call_r9c4v6b1", "get_weather", {"city": "广州"}),
+        ],
+    ),
+}
+
+
+def _chat_params() -> list:
+    bundled = [
+        pytest.param(p, id=p.name)
+        for p in sorted(RECORDINGS.glob("*.jsonl"))
+        if Source(p).header.api == "chat.completions"
+    ]
+    return corpus_params(api="chat.completions") + bundled
+
+
+@pytest.mark.parametrize("path", _chat_params())
+def test_final_text_and_tool_calls_match_the_openai_sdk(path):
+    summary, our_calls = ours(path)
+    known = SDK_DIFFERS.get(path.stem)
+    if known is not None:
+        reason, correct = known
+        assert our_calls == correct, reason
+        try:
+            _, sdk_calls = sdk_accumulate(path)
+        except TypeError:
+            assert reason.startswith("TypeError"), "the SDK crashed where it was expected to work"
+        else:
+            assert sdk_calls != correct, "the SDK now gets this right: move it to the equal cases"
+        return
+    sdk_text, sdk_calls = sdk_accumulate(path)
+    assert our_calls == sdk_calls
+    if isinstance(sdk_text, str):
+        assert summary["text"] == sdk_text
+    else:
+        assert summary["text"] == ""
+
+
+def test_mistral_content_arrays_the_sdk_keeps_only_strings(corpus):
+    """Magistral's thinking arrives as content arrays; the SDK drops them from the text, we keep
+    them as reasoning, and the text parts agree."""
+    path = corpus / "mistral" / "magistral-thinking-content-array.sse"
+    summary, _ = ours(path)
+    sdk_text, _ = sdk_accumulate(path)
+    assert summary["text"] == sdk_text
+    assert summary["reasoning"].startswith("Okay")
+    assert summary["reasoning"] not in (sdk_text or "")

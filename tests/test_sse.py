@@ -1,0 +1,178 @@
+"""The SSE decoder: every rule of DESIGN.md, and chunking never changes the decoded events."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamtool.core.recording_io import Source
+from streamtool.core.sse import SSEComment, SSEDecoder, SSEEvent, decode_all
+
+from .conftest import RECORDINGS, corpus_files
+
+
+def events(*chunks: bytes | str):
+    return decode_all(list(chunks))
+
+
+def test_lf_cr_and_crlf_line_ends_are_equivalent():
+    lf = events(b"event: a\ndata: 1\n\ndata: 2\n\n")
+    cr = events(b"event: a\rdata: 1\r\rdata: 2\r\r")
+    crlf = events(b"event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n")
+    assert lf == cr == crlf == [SSEEvent("1", "a"), SSEEvent("2")]
+
+
+def test_crlf_split_across_reads_is_one_line_end():
+    # a naive decoder that normalises each read sees "\r" then "\n": a false blank line that
+    # dispatches the event before its second data line
+    got = events(b"data: first\r", b"\ndata: second\r\n\r\n")
+    assert got == [SSEEvent("first\nsecond")]
+
+
+def test_mixed_line_ends_in_one_stream():
+    got = events(b"data: a\r\n\ndata: b\r\rdata: c\n\r\n")
+    assert got == [SSEEvent("a"), SSEEvent("b"), SSEEvent("c")]
+
+
+def test_utf8_character_split_across_reads():
+    body = 'data: {"t": "ありがとう 🙏"}\n\n'.encode()
+    cut = body.index("が".encode()) + 1
+    cut2 = body.index("🙏".encode()) + 3
+    got = events(body[:cut], body[cut:cut2], body[cut2:])
+    assert got == [SSEEvent('{"t": "ありがとう 🙏"}')]
+    assert "\ufffd" not in got[0].data
+
+
+def test_text_and_byte_reads_mix():
+    # recordings store valid-UTF-8 reads as text and the others as bytes
+    body = "data: é🙏\n\n".encode()
+    cut = body.index("🙏".encode()) + 2
+    got = events("data: ", body[6:cut], body[cut:-2], "\n\n")
+    assert got == [SSEEvent("é🙏")]
+
+
+def test_bom_is_skipped_once():
+    assert events(b"\xef\xbb\xbfdata: x\n\n") == [SSEEvent("x")]
+    # a BOM split across reads
+    assert events(b"\xef", b"\xbb\xbfdata: x\n\n") == [SSEEvent("x")]
+    # only the first BOM is special
+    assert events(b"data: \xef\xbb\xbfx\n\n") == [SSEEvent("\ufeffx")]
+
+
+def test_data_without_space_and_only_one_space_removed():
+    assert events(b"data:{}\n\ndata:  two\n\n") == [SSEEvent("{}"), SSEEvent(" two")]
+
+
+def test_multi_line_data_joined_with_newline():
+    assert events(b"data: a\ndata: b\ndata:\n\n") == [SSEEvent("a\nb\n")]
+
+
+def test_comments_are_surfaced_in_order():
+    got = events(b": OPENROUTER PROCESSING\n\n:\ndata: x\n: ping\n\n")
+    assert got == [
+        SSEComment("OPENROUTER PROCESSING"),
+        SSEComment(""),
+        SSEComment("ping"),
+        SSEEvent("x"),
+    ]
+
+
+def test_event_id_retry_fields_and_unknown_fields():
+    got = events(b"event: message_start\nid: 7\nretry: 1500\nfoo: bar\ndata: {}\n\n")
+    assert got == [SSEEvent("{}", "message_start", "7", 1500)]
+    got = events(b"retry: soon\nid: a\x00b\ndata: x\n\n")
+    assert got == [SSEEvent("x")]
+
+
+def test_field_without_colon_and_blank_event_without_data():
+    # "data" alone is a data field with an empty value; an event with no data is not dispatched
+    assert events(b"data\n\nevent: ping\n\n") == [SSEEvent("")]
+
+
+def test_unterminated_last_event_is_flagged():
+    got = events(b"data: a\n\ndata: b")
+    assert got == [SSEEvent("a"), SSEEvent("b", unterminated=True)]
+    got = events(b"data: a\n\ndata: b\n")
+    assert got == [SSEEvent("a"), SSEEvent("b", unterminated=True)]
+    assert events(b"data: a\n\n") == [SSEEvent("a")]
+
+
+def test_trailing_cr_at_end_of_stream():
+    assert events(b"data: a\r\r") == [SSEEvent("a")]
+
+
+def test_long_line_in_many_reads_is_linear_and_exact():
+    payload = "x" * 200_000
+    body = f"data: {payload}\n\n"
+    decoder = SSEDecoder()
+    out = []
+    for i in range(0, len(body), 7):
+        out.extend(decoder.feed(body[i : i + 7]))
+    out.extend(decoder.finish())
+    assert out == [SSEEvent(payload)]
+
+
+def test_u2028_inside_data_is_not_a_line_end():
+    assert events('data: {"a": "x\u2028y\u0085z"}\n\n'.encode()) == [
+        SSEEvent('{"a": "x\u2028y\u0085z"}')
+    ]
+
+
+# -- the chunking property over every recording and corpus capture ------------------------------
+
+
+def _bodies() -> list:
+    params = []
+    for path in sorted(RECORDINGS.glob("*.jsonl")) + corpus_files("*/*.sse"):
+        params.append(pytest.param(path, id=f"{path.parent.name}/{path.name}"))
+    return params
+
+
+def _body_bytes(path) -> bytes:
+    source = Source(path)
+    parts = [c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks()]
+    return b"".join(parts)
+
+
+def _recorded_reads(path) -> list[bytes]:
+    return [c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()]
+
+
+@pytest.mark.parametrize("path", _bodies())
+def test_decoded_events_identical_for_every_chunking(path):
+    body = _body_bytes(path)
+    whole = decode_all([body])
+    assert whole, "every body holds events"
+    assert decode_all(_recorded_reads(path)) == whole
+    assert decode_all([body[i : i + 1] for i in range(len(body))]) == whole
+    rng = random.Random(len(body))
+    for _ in range(5):
+        cuts = sorted(rng.sample(range(1, len(body)), k=min(len(body) - 1, rng.randint(1, 40))))
+        pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+        assert decode_all(pieces) == whole
+
+
+_SSE_LINES = st.lists(
+    st.one_of(
+        st.just(""),
+        st.text(alphabet="ab:é🙏 \u2028{}", max_size=8).map(lambda s: "data:" + s),
+        st.text(alphabet="abc", max_size=4).map(lambda s: ": " + s),
+        st.sampled_from(["event: x", "id: 1", "retry: 5", "data", "foo: bar"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=_SSE_LINES, ending=st.sampled_from(["\n", "\r", "\r\n"]), data=st.data())
+def test_random_streams_decode_the_same_however_cut(lines, ending, data):
+    body = ending.join(lines).encode()
+    whole = decode_all([body])
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=10)))
+    cuts = [c for c in cuts if 0 < c < len(body)]
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert decode_all(pieces) == whole
+    assert decode_all([body[i : i + 1] for i in range(len(body))]) == whole

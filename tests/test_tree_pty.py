@@ -1,0 +1,174 @@
+"""``streamtool replay`` in a real pseudo-terminal: the live tree is drawn, paced, and its final
+frame is what a user sees on the screen (a terminal emulator, pyte, reads the bytes)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+import pyte
+
+from streamtool.core.run import replay_file
+
+from .conftest import RECORDINGS
+
+SGR_COLOR = re.compile(rb"\x1b\[[0-9;]*(?:3[0-7]|38;[0-9;]+|9[0-7])m")
+
+
+class Run:
+    def __init__(self, raw: bytes, code: int, elapsed: float, cols: int, rows: int) -> None:
+        self.raw = raw
+        self.code = code
+        self.elapsed = elapsed
+        screen = pyte.Screen(cols, rows)
+        pyte.ByteStream(screen).feed(raw)
+        self.screen = [line.rstrip() for line in screen.display]
+
+
+def _controlling_terminal() -> None:
+    """In the child: a new session whose controlling terminal is the pty (so Ctrl-C is SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def run_in_pty(
+    args: list[str],
+    *,
+    cols: int = 100,
+    rows: int = 40,
+    env: dict[str, str] | None = None,
+    interrupt_after: float | None = None,
+    timeout: float = 20.0,
+) -> Run:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    environ["TERM"] = "xterm-256color"
+    environ.update(env or {})
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamtool.cli", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=environ,
+        close_fds=True,
+        preexec_fn=_controlling_terminal,
+    )
+    os.close(slave)
+    out = bytearray()
+    sent = False
+    try:
+        while True:
+            now = time.monotonic()
+            if now - start > timeout:
+                proc.kill()
+                raise AssertionError(f"no exit after {timeout} s: {bytes(out[-400:])!r}")
+            if interrupt_after is not None and not sent and now - start >= interrupt_after:
+                os.write(master, b"\x03")  # Ctrl-C, through the terminal's line discipline
+                sent = True
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not data:
+                    break
+                out.extend(data)
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=5)
+    finally:
+        os.close(master)
+        if proc.poll() is None:  # pragma: no cover - only on a failure above
+            os.killpg(proc.pid, signal.SIGKILL)
+    return Run(bytes(out), code, time.monotonic() - start, cols, rows)
+
+
+def test_live_tree_in_a_terminal_ends_on_the_whole_tree() -> None:
+    path = RECORDINGS / "openrouter-keepalive-comments-tool-call.jsonl"  # 2.48 s recorded
+    run = run_in_pty(["replay", str(path), "--speed", "4"])
+    assert run.code == 0, run.raw[-500:]
+    assert run.elapsed >= 2.4 / 4  # paced at four times the recorded speed
+    # drawn live: the cursor hidden while frames were redrawn in place, then shown again
+    assert b"\x1b[?25l" in run.raw and b"\x1b[?25h" in run.raw and b"\x1b[2K" in run.raw
+    assert SGR_COLOR.search(run.raw)
+    screen = [line for line in run.screen if line]
+    start = screen.index(str(path))
+    frame = screen[start:]
+    converter = replay_file(path).converter_name
+    head = f"provider openrouter · converter {converter} · parser api_tool_call"
+    assert frame[1].startswith(head)
+    assert "├── reasoning  1 line · 31 chars" in frame
+    assert "│   I need to list the files first." in frame
+    assert "│   Let me look at the folder." in frame
+    call = frame.index("├── tool_call list_files  functions.list_files:0")
+    assert frame[call + 1 : call + 5] == [
+        "│   {",
+        '│     "path": "src",',
+        '│     "recursive": true',
+        "│   }",
+    ]
+    assert (
+        "├── quirk sse_comment_keepalive: SSE comment lines such as 'OPENROUTER PROCESSING'"
+        in frame
+    )
+    assert frame[-5:-3] == [
+        "└── invocations (1)",
+        '    └── list_files({"path": "src", "recursive": true})  functions.list_files:0',
+    ]
+    assert frame[-3].startswith(
+        "chunks 16 · 4,507 bytes · events 12 · elapsed 2.48 s · TTFT 1.36 s"
+    )
+    assert frame[-2] == "usage: in 120 · out 38 · reasoning 9 · cached 0 · total 158"
+    assert frame[-1] == "finish_reason: tool_calls  2 quirks"
+    # the final tree is printed once below the (erased) live frames: the root appears once
+    assert screen.count(str(path)) == 1
+
+
+def test_no_color_and_terminal_width_are_honoured() -> None:
+    path = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    run = run_in_pty(["replay", str(path), "--speed", "max"], cols=64, env={"NO_COLOR": "1"})
+    assert run.code == 0, run.raw[-500:]
+    assert not SGR_COLOR.search(run.raw)
+    text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", run.raw).decode()
+    widths = [len(line) for line in re.split(r"\r?\n|\r", text)]
+    assert 50 < max(widths) <= 64  # wrapped to the terminal's 64 columns, not rich's 80
+    assert '    └── get_weather({"city": "Tokyo", "unit": "celsius"})' in run.screen
+    flag = run_in_pty(["replay", str(path), "--speed", "max", "--no-color"], cols=64)
+    assert flag.code == 0 and not SGR_COLOR.search(flag.raw)
+
+
+def test_ctrl_c_stops_the_replay_and_leaves_the_tree_so_far() -> None:
+    path = RECORDINGS / "ollama-parallel-calls-same-index.jsonl"  # first call at 2.8 s
+    run = run_in_pty(["replay", str(path), "--speed", "1", "--max-gap", "inf"], interrupt_after=1.0)
+    assert run.code == 130
+    screen = [line for line in run.screen if line]
+    assert str(path) in screen
+    assert any("interrupted: the replay was stopped here" in line for line in screen)
+    assert not any("get_weather" in line for line in screen)  # stopped before the first call
+    assert any(line.startswith("chunks 0 · 0 bytes") for line in screen)
+    assert b"Traceback" not in run.raw
+    assert b"\x1b[?25h" in run.raw  # the cursor is given back
+
+
+def test_bad_line_mid_stream_takes_the_live_tree_down_for_a_one_line_error(tmp_path) -> None:
+    lines = (RECORDINGS / "openai-parallel-tool-calls.jsonl").read_text().splitlines()
+    bad = tmp_path / "openai-bad-line.jsonl"
+    bad.write_text("\n".join([*lines[:8], "garbage{", *lines[8:]]) + "\n")
+    run = run_in_pty(["replay", str(bad), "--speed", "20"])
+    assert run.code == 2
+    screen = "".join(run.screen)  # one line (the terminal wraps a long path)
+    assert screen == f"streamtool: error: {bad}:9: not JSON (Expecting value)"
+    assert b"\x1b[?25l" in run.raw  # the live tree had been drawn...
+    assert run.raw.rfind(b"\x1b[?25h") > run.raw.rfind(b"\x1b[?25l")  # ...and the cursor restored
