@@ -10,15 +10,13 @@ import anthropic
 import httpx2
 import openai
 import pytest
-
+from .conftest import RECORDINGS
+from .serve_helpers import body_of, chunks_of, read_all, recording
 from streamtool.core.capture import Capture, http_module, is_stream_request, provider_and_api
 from streamtool.core.http_body import StreamEndDetector
 from streamtool.core.playback import Playback
 from streamtool.core.run import replay_file
 from streamtool.core.serve_app import serving
-
-from .conftest import RECORDINGS
-from .serve_helpers import body_of, chunks_of, read_all, recording
 
 OPENAI_KEY = "sk-test-FAKEcapture0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-FAKEcapture0123456789ab"

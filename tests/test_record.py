@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
+from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
 from streamtool.cli.main import app
 from streamtool.core.http_body import BodyDecoder, provider_error_message
 from streamtool.core.playback import Playback
@@ -40,8 +39,7 @@ from streamtool.core.requests import (
 )
 from streamtool.core.run import replay_file
 from streamtool.core.serve_app import serving
-
-from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
+from typer.testing import CliRunner
 
 MAX = Playback(speed=None)
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
