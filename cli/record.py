@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
+
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 from streamtool.core.recorder import RecordResult, check_output

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from streamtool.core.playback import Playback, parse_speed
 from streamtool.core.serve_app import Library, bind, create_app, run_server
 

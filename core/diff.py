@@ -82,9 +82,10 @@ def describe(engine: ReplayEngine) -> dict[str, Any]:
         if ev.event_type is SegmentEventType.CONTENT and ev.delta
     )
     segments = [dict(seg, fragments=fragments[seg["id"]]) for seg in transcript["segments"]]
+    provider_fragments = engine.argument_fragments()
     tool_calls = []
     for inv in transcript["invocations"]:
-        n = fragments[inv["id"]]
+        n = provider_fragments.get(inv["id"], fragments[inv["id"]])
         call = {k: inv[k] for k in ("id", "name", "arguments", "raw_arguments") if k in inv}
         call["fragments"] = n
         call["arguments_arrived"] = arrival_label(n)

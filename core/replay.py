@@ -246,6 +246,12 @@ class ReplayEngine:
         out.append(error)
 
     # -- results ---------------------------------------------------------------------------
+    def argument_fragments(self) -> dict[str, int]:
+        """How many argument fragments the provider sent per tool call id (arrival, not meaning)."""
+        if self.converter is None:
+            return {}
+        return {c.call_id: c.fragments for c in self.converter.tracker.calls if c.call_id}
+
     def invocations(self) -> list[ToolInvocation]:
         return self.handler.get_all_invocations()
 

@@ -36,6 +36,7 @@ class TrackedCall:
         "_parts",
         "_len",
         "_pending",
+        "fragments",
     )
 
     def __init__(self, index: int) -> None:
@@ -51,6 +52,7 @@ class TrackedCall:
         self._parts: list[str] = []  # argument text accepted so far
         self._len = 0
         self._pending: list[str] = []  # accepted but not yet emitted (call not announced)
+        self.fragments = 0  # argument fragments the provider sent (how the arguments arrived)
 
     @property
     def arguments(self) -> str:
@@ -129,6 +131,8 @@ class ToolCallTracker:
                 call.name = name
             elif name != call.name:
                 self._note("tool_name_changed", f"call {call.call_id}: {call.name!r} then {name!r}")
+        if arguments:
+            call.fragments += 1
         if metadata:
             if call.metadata is None:
                 call.metadata = {}
@@ -168,6 +172,7 @@ class ToolCallTracker:
             return None
         if call.cumulative or call.held is not None or len(fragment) >= call._len:
             return self.update(call, arguments=fragment)
+        call.fragments += 1
         call._parts.append(fragment)
         call._len += len(fragment)
         return ToolCallDelta(call.index, None, None, fragment)

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conftest import RECORDINGS
 from streamtool.core.recording_io import Source
 from streamtool.core.sse import SSEDecoder, SSEEvent
+
+from .conftest import RECORDINGS
 
 
 def recording(name: str) -> Path:

@@ -10,13 +10,15 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from .conftest import RECORDINGS
-from .serve_helpers import body_of, chunks_of, read_all, recording
+
 from streamtool.core.capture import Capture, http_module, is_stream_request, provider_and_api
 from streamtool.core.http_body import StreamEndDetector
 from streamtool.core.playback import Playback
 from streamtool.core.run import replay_file
 from streamtool.core.serve_app import serving
+
+from .conftest import RECORDINGS
+from .serve_helpers import body_of, chunks_of, read_all, recording
 
 OPENAI_KEY = "sk-test-FAKEcapture0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-FAKEcapture0123456789ab"
@@ -152,7 +154,7 @@ def test_non_streaming_requests_are_not_recorded(server, tmp_path):
         base_url=server.url + "/v1", api_key=OPENAI_KEY, max_retries=0, http_client=capture.client()
     )
     with pytest.raises(openai.BadRequestError, match="replays streams"):
-        client.chat.completions.create(model="gpt-4o-2024-08-06", messages=[])
+        client.chat.completions.create(model="gpt-4o-mini-2024-07-18", messages=[])
     assert capture.paths == []
     assert list((tmp_path / "none").iterdir()) == []
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.coalesce import join_argument_runs
 from streamtool.core.model import ChunkResponse, Quirk, SegmentEventType, ToolCallDelta
 from streamtool.core.recording import Chunk, End, Header

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.converters import CONVERTERS
 from streamtool.core.handlers import make_handler
 from streamtool.core.handlers.api_tool_call import (

@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from streamtool.core.json_fields import JsonStringFields, MarkerStripper, strip_markers
 
 FIELDS = ("content", "path")

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
+from typer.testing import CliRunner
+
 from streamtool.cli.main import app
 from streamtool.core.http_body import BodyDecoder, provider_error_message
 from streamtool.core.playback import Playback
@@ -39,7 +40,8 @@ from streamtool.core.requests import (
 )
 from streamtool.core.run import replay_file
 from streamtool.core.serve_app import serving
-from typer.testing import CliRunner
+
+from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
 
 MAX = Playback(speed=None)
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -486,6 +488,8 @@ def test_recorded_file_replays_like_the_original(served, tmp_path):
             "gpt-4o-2024-08-06",
             "--prompt",
             "hi",
+            "--header",
+            "X-Streamtool-Recording: openai-parallel-tool-calls",
             "--base-url",
             served.url + "/v1",
             "-o",
@@ -754,6 +758,8 @@ def test_existing_output_is_never_overwritten(served, tmp_path):
         "gpt-4o-2024-08-06",
         "--prompt",
         "hi",
+        "--header",
+        "X-Streamtool-Recording: openai-parallel-tool-calls",
         "--base-url",
         served.url + "/v1",
         "-o",
@@ -915,6 +921,8 @@ def test_a_view_sink_sees_the_stream_as_it_is_recorded(served, tmp_path, monkeyp
             "gpt-4o-2024-08-06",
             "--prompt",
             "hi",
+            "--header",
+            "X-Streamtool-Recording: openai-parallel-tool-calls",
             "--base-url",
             served.url + "/v1",
             "--view",

@@ -58,7 +58,12 @@ def ours(path: Path):
 
 
 # Captures where the SDK's accumulator does not give the right answer, with the right answer.
-SDK_DIFFERS = {
+SDK_DIFFERS: dict[str, tuple[str, list]] = {
+    "openai-patch-file-markers": (
+        "the SDK keeps the __START_PATCH__/__END_PATCH__ markers inside the patch text; the "
+        "api_tool_call handler strips them from the file content (issue: streamed file content)",
+        [],  # filled below from the recording itself
+    ),
     "tool-call-chunk-no-index-thought-signature": (
         "TypeError: the SDK indexes its tool-call list with the delta's missing 'index' "
         "(openai/openai-python#2806)",
@@ -90,11 +95,28 @@ SDK_DIFFERS = {
 }
 
 
+def _patch_file_expected() -> list:
+    import re
+
+    path = RECORDINGS / "openai-patch-file-markers.jsonl"
+    _, calls = sdk_accumulate(path)
+    out = []
+    for call_id, name, args in calls:
+        args = dict(args)
+        # text-formats.md: one newline after the start marker is dropped; the end marker, with
+        # only whitespace after it up to the end of the string, ends the content
+        args["patch"] = re.sub(r"__START_PATCH__\n?", "", args["patch"])
+        args["patch"] = re.sub(r"__END_PATCH__\s*$", "", args["patch"])
+        out.append((call_id, name, args))
+    return out
+
+
 def _chat_params() -> list:
     bundled = [
         pytest.param(p, id=p.name)
         for p in sorted(RECORDINGS.glob("*.jsonl"))
         if Source(p).header.api == "chat.completions"
+        and Source(p).header.response.get("status", 200) < 400  # an HTTP error has no stream
     ]
     return corpus_params(api="chat.completions") + bundled
 
@@ -105,6 +127,8 @@ def test_final_text_and_tool_calls_match_the_openai_sdk(path):
     known = SDK_DIFFERS.get(path.stem)
     if known is not None:
         reason, correct = known
+        if path.stem == "openai-patch-file-markers":
+            correct = _patch_file_expected()
         assert our_calls == correct, reason
         try:
             _, sdk_calls = sdk_accumulate(path)

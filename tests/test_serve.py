@@ -16,9 +16,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from .conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from streamtool.core.converters import CONVERTERS
+from streamtool.core.playback import Cut, Playback, Write, parse_speed, schedule
+from streamtool.core.run import replay_file
+from streamtool.core.serve_app import Library, RecordingError, create_app, serving
+
+from .conftest import RECORDINGS
 from .serve_helpers import (
     body_of,
     chat_chunk,
@@ -27,10 +33,6 @@ from .serve_helpers import (
     recording,
     write_recording,
 )
-from streamtool.core.converters import CONVERTERS
-from streamtool.core.playback import Cut, Playback, Write, parse_speed, schedule
-from streamtool.core.run import replay_file
-from streamtool.core.serve_app import Library, RecordingError, create_app, serving
 
 MAX = Playback(speed=None)
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -612,8 +614,9 @@ def test_serve_command_runs_and_stops(tmp_path):
     ],
 )
 def test_serve_command_bad_input(tmp_path, args, message):
-    from streamtool.cli.main import app
     from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
 
     rec = str(recording("openai-parallel-tool-calls"))
     result = CliRunner().invoke(app, ["serve", *[a.format(rec=rec) for a in args]])
@@ -624,9 +627,10 @@ def test_serve_command_bad_input(tmp_path, args, message):
 
 
 def test_serve_command_port_in_use():
+    from typer.testing import CliRunner
+
     from streamtool.cli.main import app
     from streamtool.core.serve_app import bind
-    from typer.testing import CliRunner
 
     sock = bind("127.0.0.1", 0)
     try:
@@ -652,8 +656,9 @@ def test_create_app_needs_no_server_imports_at_cli_start():
 
 
 def test_a_broken_off_recording_is_served_broken_off(tmp_path):
-    from streamtool.cli.main import app
     from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
 
     rec = recording("openai-parallel-tool-calls")
     out = tmp_path / "openai-dropped.jsonl"

@@ -145,7 +145,8 @@ def _recorded_reads(path) -> list[bytes]:
 def test_decoded_events_identical_for_every_chunking(path):
     body = _body_bytes(path)
     whole = decode_all([body])
-    assert whole, "every body holds events"
+    if Source(path).header.response.get("status", 200) < 400:
+        assert whole, "every stream body holds events"
     assert decode_all(_recorded_reads(path)) == whole
     assert decode_all([body[i : i + 1] for i in range(len(body))]) == whole
     rng = random.Random(len(body))
