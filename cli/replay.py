@@ -79,8 +79,8 @@ def replay(
         str | None,
         typer.Option(
             "--parser",
-            help="Handler: api_tool_call or passthrough (default: $AUTOBYTEUS_STREAM_PARSER, "
-            "else api_tool_call).",
+            help="Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
+            "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),
     ] = None,
     converter: Annotated[

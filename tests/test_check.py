@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.golden import golden_name, is_golden_name, parse_golden
+from streamtool.core.handlers import parser_names
 from streamtool.core.recording import RecordingError
 from streamtool.core.recording_io import RecordingWriter
 
@@ -342,7 +343,7 @@ def test_golden_file_naming_an_unknown_parser(recs: Path) -> None:
     code, _, err = run(str(recs / TEXT))
     assert code == 2
     assert err == (
-        f"streamtool: error: {gold}:7: unknown parser 'nope'; valid: api_tool_call, passthrough\n"
+        f"streamtool: error: {gold}:7: unknown parser 'nope'; valid: {', '.join(parser_names())}\n"
     )
 
 

@@ -100,3 +100,10 @@ def test_reasoning_metadata_is_kept_with_its_segment():
     out = h.feed(ChunkResponse(content="t"))
     end = next(e for e in out if e.event_type is E.END)
     assert end.metadata == {"signature": "sig"}
+
+
+def test_arguments_nested_too_deeply_are_an_error_not_a_crash():
+    from streamtool.core.handlers.api_tool_call import parse_arguments
+
+    raw = "[" * 100_000 + "]" * 100_000
+    assert parse_arguments(raw) == (None, "arguments are nested too deeply to parse")

@@ -11,6 +11,9 @@ from .base import StreamingResponseHandler
 PARSERS: dict[str, str] = {
     "api_tool_call": "streamtool.core.handlers.api_tool_call:ApiToolCallStreamingResponseHandler",
     "passthrough": "streamtool.core.handlers.passthrough:PassThroughStreamingResponseHandler",
+    "xml": "streamtool.core.handlers.parsing:XmlStreamingResponseHandler",
+    "json": "streamtool.core.handlers.parsing:JsonStreamingResponseHandler",
+    "sentinel": "streamtool.core.handlers.parsing:SentinelStreamingResponseHandler",
 }
 DEFAULT_PARSER = "api_tool_call"
 PARSER_ENV = "AUTOBYTEUS_STREAM_PARSER"

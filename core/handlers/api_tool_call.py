@@ -289,11 +289,13 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         value = json.loads(text)
     except ValueError as exc:
         return None, f"arguments are not valid JSON ({exc})"
+    except RecursionError:
+        return None, "arguments are nested too deeply to parse"
     if isinstance(value, str):
         inner = value.strip()
         if inner[:1] == "{":
             try:
                 return json.loads(inner), None
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
     return value, None
