@@ -83,9 +83,9 @@ class AnthropicConverter(Converter):
                     fragment = delta.get("partial_json")
                     call = self.tracker.find(obj.get("index"))
                     if call is not None and type(fragment) is str and fragment:
-                        out = self.tracker.append_exact(call, fragment)
-                        if out is not None:
-                            return [ChunkResponse(tool_calls=[out])]
+                        added = self.tracker.append_exact(call, fragment)
+                        if added is not None:
+                            return [ChunkResponse(tool_calls=[added])]
                 return self._block_delta(obj)
             return self._payload(obj, event)
         if isinstance(obj, MultiPayload):

@@ -143,9 +143,9 @@ class OpenAIResponsesConverter(Converter):
                     self.payloads += 1
                     if seq is not None:
                         self._seq = seq
-                    out = self.tracker.append_exact(call, fragment)
-                    if out is not None:
-                        return [ChunkResponse(tool_calls=[out])]
+                    added = self.tracker.append_exact(call, fragment)
+                    if added is not None:
+                        return [ChunkResponse(tool_calls=[added])]
             return self._payload(obj, event)
         if isinstance(obj, MultiPayload):
             out: list[ChunkResponse] = []
