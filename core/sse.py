@@ -75,6 +75,21 @@ class SSEDecoder:
 
     # -- input -----------------------------------------------------------------------------
     def feed(self, data: bytes | str) -> list[SSEItem]:
+        if (
+            type(data) is str
+            and self._started
+            and not self._pending
+            and not self._data
+            and self._event is None
+            and not self._skip_lf
+            and not self._bytes_fed
+        ):
+            # fast path: a read that is exactly one whole event of the common shape
+            m = _SIMPLE_EVENT.fullmatch(data)
+            if m is not None and self._id is None and self._retry is None and "\r" not in data:
+                name, value = m.group(1, 2)
+                self.lines += 2 if name is None else 3
+                return [SSEEvent(value, name)]
         if isinstance(data, bytes | bytearray | memoryview):
             self._bytes_fed = True
             text = self._utf8.decode(bytes(data))
