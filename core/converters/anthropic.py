@@ -81,7 +81,8 @@ class AnthropicConverter(Converter):
                 delta = obj.get("delta")
                 if type(delta) is dict and delta.get("type") == "input_json_delta":
                     fragment = delta.get("partial_json")
-                    call = self.tracker.find(obj.get("index"))
+                    index = obj.get("index")
+                    call = self.tracker.find(index) if type(index) is int else None
                     if call is not None and type(fragment) is str and fragment:
                         added = self.tracker.append_exact(call, fragment)
                         if added is not None:
@@ -98,7 +99,9 @@ class AnthropicConverter(Converter):
         return []
 
     def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        kind = obj.get("type") or event.event
+        kind = obj.get("type")
+        if not isinstance(kind, str) or not kind:
+            kind = event.event
         if kind == "content_block_delta":
             return self._block_delta(obj)
         if kind == "content_block_start":

@@ -128,7 +128,8 @@ class OpenAIResponsesConverter(Converter):
             if obj.get("type") == "response.function_call_arguments.delta":
                 # the hot path, inline: an argument fragment for the call opened last
                 fragment = obj.get("delta")
-                call = self.tracker.find(obj.get("item_id"))
+                item_id = obj.get("item_id")
+                call = self.tracker.find(item_id) if type(item_id) is str else None
                 seq = obj.get("sequence_number")
                 if (
                     call is not None
@@ -158,7 +159,9 @@ class OpenAIResponsesConverter(Converter):
 
     def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
-        kind = obj.get("type") or event.event or ""
+        kind = obj.get("type")
+        if not isinstance(kind, str) or not kind:
+            kind = event.event or ""
         seq = obj.get("sequence_number")
         if type(seq) is int:
             if self._seq is not None and seq != self._seq + 1:
@@ -555,7 +558,7 @@ class OpenAIResponsesConverter(Converter):
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
-        item = self._items.get(obj.get("item_id") or "")
+        item = self._items.get(_str(obj.get("item_id")))
         if item is not None:
             key = (part, obj.get("summary_index" if part == "summary" else "content_index", 0))
             streamed = item.streamed
@@ -571,7 +574,7 @@ class OpenAIResponsesConverter(Converter):
     def _text_done(
         self, obj: dict[str, Any], kind: str, part: str, field: str
     ) -> list[ChunkResponse]:
-        item = self._items.get(obj.get("item_id") or "")
+        item = self._items.get(_str(obj.get("item_id")))
         if item is None:
             return []
         index = obj.get("summary_index" if part == "summary" else "content_index", 0)
@@ -604,7 +607,7 @@ class OpenAIResponsesConverter(Converter):
         if type(delta) is not str or not delta:
             return []
         tracker = self.tracker
-        call = tracker.find(obj.get("item_id"))
+        call = tracker.find(_str(obj.get("item_id")))
         if call is None:
             call = self._orphan_call(obj)
             if call is None:
@@ -670,6 +673,11 @@ class OpenAIResponsesConverter(Converter):
                 + (f"; tool calls {', '.join(open_calls)} were cut off" if open_calls else ""),
             )
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
+
+
+def _str(value: Any) -> str:
+    """A provider id used as a key: a string, or ``""`` for anything else."""
+    return value if type(value) is str else ""
 
 
 def _error_message(err: Any) -> str:
