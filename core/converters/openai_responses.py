@@ -312,7 +312,13 @@ class OpenAIResponsesConverter(Converter):
         return self._call_fields(call, info, item, first=True)
 
     def _call_fields(
-        self, call: TrackedCall, info: _Item, item: dict[str, Any], *, first: bool = False
+        self,
+        call: TrackedCall,
+        info: _Item,
+        item: dict[str, Any],
+        *,
+        first: bool = False,
+        where: str = "response.output_item.added",
     ) -> list[ChunkResponse]:
         """Merge what an item says about its call (id, name, arguments) into the tracker."""
         call_id = item.get("call_id")
@@ -363,7 +369,7 @@ class OpenAIResponsesConverter(Converter):
         if final is not None:
             # hosted and built-in tool items state their input only when done: nothing to note
             quiet = first or (info.kind != "call" and info.type != "mcp_call")
-            out.extend(self._reconcile(call, info, final, "the output item", quiet=quiet))
+            out.extend(self._reconcile(call, info, final, where, quiet=quiet))
         return [ChunkResponse(tool_calls=out)] if out else []
 
     def _final_arguments(self, info: _Item, item: dict[str, Any]) -> str | None:
@@ -495,9 +501,9 @@ class OpenAIResponsesConverter(Converter):
             call = self.tracker.open(item_id)
             if type(index) is int:
                 self.tracker.alias(("output", index), call)
-            out.extend(self._call_fields(call, info, item, first=True))
+            out.extend(self._call_fields(call, info, item, first=True, where=where))
         else:
-            out.extend(self._call_fields(call, info, item))
+            out.extend(self._call_fields(call, info, item, where=where))
         deltas: list[ToolCallDelta] = []
         if info.custom and not call.complete:
             closer = self.tracker.append_exact(call, '"')
