@@ -3,9 +3,10 @@
 Every decoder has the interface of :class:`~streamtool.core.sse.SSEDecoder`
 (``feed(bytes|str) -> list[SSEItem]``, ``finish()``), so converters see SSE events whatever the
 framing was. The first non-whitespace character of the body (after a BOM) decides: ``[`` is a
-streamed JSON array (Gemini without ``alt=sse``), ``{`` is NDJSON (Ollama's native API), anything
-else is SSE. A first read that holds only whitespace (or part of a BOM) does not decide yet: the
-body is buffered until a read that does.
+streamed JSON array (Gemini without ``alt=sse``), ``{`` is a sequence of JSON values (NDJSON as
+Ollama's native API sends it, or one pretty-printed JSON body), anything else is SSE. A first
+read that holds only whitespace (or part of a BOM) does not decide yet: the body is buffered
+until a read that does.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Gemini's ``streamGenerateContent`` without ``alt=sse`` answers with one JSON array whose elements
 arrive over time (pretty-printed, with read boundaries anywhere, even inside a string or an
-escape); Ollama's native API sends NDJSON, one JSON object per line. Both decoders have the
+escape); Ollama's native API sends NDJSON, one JSON object per line. A body that starts with
+``{`` is read as a sequence of JSON values, which covers NDJSON and also a pretty-printed JSON
+object spread over many lines (an HTTP error body, a non-streamed answer). Both decoders have the
 interface of :class:`~streamtool.core.sse.SSEDecoder` and turn every element into an
 :class:`~streamtool.core.sse.SSEEvent` whose ``data`` is the element's JSON text, so converters
 never see the difference. Like the SSE decoder they take bytes or text, keep a UTF-8 character
@@ -24,6 +26,7 @@ _NON_WS = re.compile(r"[^ \t\r\n]")
 _IN_STRING = re.compile(r'["\\]')
 _STRUCTURE = re.compile(r'[{}\[\]"]')
 _SCALAR_END = re.compile(r"[,\] \t\r\n]")
+_SCALAR_END_SEQ = re.compile(r"[ \t\r\n]")
 
 # top-level states of the array decoder
 _BEFORE = 0  # nothing but whitespace so far: expecting "["
@@ -67,14 +70,25 @@ class JSONArrayDecoder:
     instead of it vanishing. ``closed`` tells whether the closing ``]`` arrived.
     """
 
-    __slots__ = ("_input", "_state", "_depth", "_in_string", "_escape", "_scalar", "_parts")
+    __slots__ = (
+        "_input",
+        "_state",
+        "_depth",
+        "_in_string",
+        "_escape",
+        "_scalar",
+        "_parts",
+        "_array",
+        "saw_cr",
+    )
 
-    saw_cr = False
     kind = "json-array"
 
-    def __init__(self) -> None:
+    def __init__(self, array: bool = True) -> None:
         self._input = _TextInput()
-        self._state = _BEFORE
+        self._array = array  # False: top-level values one after another (NDJSON and the like)
+        self._state = _BEFORE if array else _VALUE
+        self.saw_cr = False  # CR or CRLF line ends (framing statistics)
         self._depth = 0
         self._in_string = False
         self._escape = False  # the previous read ended on a backslash inside a string
@@ -83,10 +97,13 @@ class JSONArrayDecoder:
 
     @property
     def closed(self) -> bool:
-        return self._state == _DONE
+        return self._state == _DONE or (not self._array and self._state != _INSIDE)
 
     def feed(self, data: bytes | str) -> list[SSEItem]:
-        return self._scan(self._input.text(data))
+        text = self._input.text(data)
+        if not self.saw_cr and "\r" in text:
+            self.saw_cr = True
+        return self._scan(text)
 
     def finish(self) -> list[SSEItem]:
         out = self._scan(self._input.final())
@@ -114,7 +131,9 @@ class JSONArrayDecoder:
                     break
                 pos = m.start()
                 c = text[pos]
-                if state in (_BEFORE, _DONE):
+                if not self._array:
+                    pass  # a sequence: every value starts here
+                elif state in (_BEFORE, _DONE):
                     if c == "[":
                         state = _VALUE
                         pos += 1
@@ -149,7 +168,7 @@ class JSONArrayDecoder:
                 continue
             # inside an element
             if self._scalar:
-                m = _SCALAR_END.search(text, pos)
+                m = (_SCALAR_END if self._array else _SCALAR_END_SEQ).search(text, pos)
                 if m is None:
                     pos = n
                     break
@@ -205,56 +224,16 @@ class JSONArrayDecoder:
             piece = "".join(self._parts)
             self._parts = []
         out.append(SSEEvent(piece))
-        return _AFTER
+        return _AFTER if self._array else _VALUE
 
 
-class NDJSONDecoder:
-    """Newline-delimited JSON: one event per non-blank line (LF or CRLF line ends)."""
+class NDJSONDecoder(JSONArrayDecoder):
+    """NDJSON, or any sequence of JSON values: one event per top-level value, as soon as it is
+    whole (a value may span lines, as a pretty-printed object does)."""
 
-    __slots__ = ("_input", "_pending", "lines", "saw_cr")
+    __slots__ = ()
 
     kind = "ndjson"
 
     def __init__(self) -> None:
-        self._input = _TextInput()
-        self._pending: list[str] = []
-        self.lines = 0
-        self.saw_cr = False
-
-    def feed(self, data: bytes | str) -> list[SSEItem]:
-        text = self._input.text(data)
-        if "\n" not in text:
-            if text:
-                self._pending.append(text)
-            return []
-        if self._pending:
-            self._pending.append(text)
-            text = "".join(self._pending)
-            self._pending = []
-        lines = text.split("\n")
-        rest = lines.pop()
-        if rest:
-            self._pending.append(rest)
-        self.lines += len(lines)
-        return self._events(lines, unterminated=False)
-
-    def finish(self) -> list[SSEItem]:
-        text = self._input.final()
-        if text:
-            self._pending.append(text)
-        if not self._pending:
-            return []
-        lines = "".join(self._pending).split("\n")
-        self._pending = []
-        return self._events(lines, unterminated=True)
-
-    def _events(self, lines: list[str], unterminated: bool) -> list[SSEItem]:
-        out: list[SSEItem] = []
-        last = len(lines) - 1
-        for i, line in enumerate(lines):
-            if line[-1:] == "\r":
-                self.saw_cr = True
-                line = line[:-1]
-            if line.strip():
-                out.append(SSEEvent(line, unterminated=unterminated and i == last))
-        return out
+        super().__init__(array=False)

@@ -151,9 +151,22 @@ def test_ndjson_any_chunking_gives_the_same_events(points: list[int]) -> None:
     assert decode("ndjson", bytewise(data)) == decode("ndjson", [data])
 
 
-def test_ndjson_last_line_without_newline_is_unterminated() -> None:
-    events = decode("ndjson", ['{"a": 1}\n{"b": ', "2}"])
-    assert events == [SSEEvent('{"a": 1}'), SSEEvent('{"b": 2}', unterminated=True)]
+def test_ndjson_value_cut_off_at_the_end_is_unterminated() -> None:
+    events = decode("ndjson", ['{"a": 1}\n{"b": ', "2}", '\n{"c": [1, '])
+    assert events == [
+        SSEEvent('{"a": 1}'),
+        SSEEvent('{"b": 2}'),
+        SSEEvent('{"c": [1, ', unterminated=True),
+    ]
+
+
+def test_a_pretty_printed_json_body_is_one_event() -> None:
+    """An HTTP error body (or a non-streamed answer) is one JSON object over many lines."""
+    body = json.dumps({"error": {"message": "Rate limit", "code": 429}}, indent=4) + "\n"
+    events = decode("ndjson", [body[:9], body[9:]])
+    assert [json.loads(e.data) for e in events] == [
+        {"error": {"message": "Rate limit", "code": 429}}
+    ]
 
 
 # -- choosing the decoder --------------------------------------------------------------------
