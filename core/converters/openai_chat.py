@@ -27,8 +27,6 @@ class OpenAIChatConverter(Converter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._by_index: dict[int, TrackedCall] = {}
-        self._by_id: dict[str, TrackedCall] = {}
         self._last: TrackedCall | None = None
         self.done = False
         self.finish_reason: str | None = None
@@ -193,7 +191,7 @@ class OpenAIChatConverter(Converter):
             index = tc.get("index")
             args = fn.get("arguments")
             if type(index) is int and type(args) is str:
-                call = self._by_index.get(index)
+                call = self.tracker.find(index)
                 if call is not None and call.announced and not call.complete:
                     self._last = call
                     delta = self.tracker.append(call, args)
@@ -244,11 +242,12 @@ class OpenAIChatConverter(Converter):
         args: str | None,
         out: list[ToolCallDelta],
     ) -> TrackedCall | None:
+        # provider keys in the shared tracker: the call id (a str) and the index (an int)
         tracker = self.tracker
         if call_id is not None:
-            call = self._by_id.get(call_id)
+            call = tracker.find(call_id)
             if call is None and index is not None:
-                prev = self._by_index.get(index)
+                prev = self.tracker.find(index)
                 if prev is not None and not prev.complete:
                     if prev.call_id is None or (prev.synthetic_id and not prev.announced):
                         call = prev  # an index-only first delta; the id came later
@@ -262,12 +261,12 @@ class OpenAIChatConverter(Converter):
                             out.append(delta)
             if call is None:
                 call = tracker.open()
-            self._by_id[call_id] = call
+            tracker.alias(call_id, call)
             if index is not None:
-                self._by_index[index] = call
+                tracker.alias(index, call)
             return call
         if index is not None:
-            call = self._by_index.get(index)
+            call = self.tracker.find(index)
             if call is not None and call.complete:
                 if not name and not args:
                     self.quirk(
@@ -277,7 +276,7 @@ class OpenAIChatConverter(Converter):
                 call = None
             if call is None:
                 call = tracker.open()
-                self._by_index[index] = call
+                tracker.alias(index, call)
             return call
         last = self._last
         if last is not None and not last.complete and (name is None or name == last.name):
