@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, Protocol
 
 import typer
 
@@ -37,7 +37,14 @@ from streamtool.core.requests import (
 from .errors import fail, user_errors, warn
 from .main import app
 from .replay import check_names
-from .sinks import Sink
+
+
+class View(Protocol):
+    """What ``record`` shows: a replay sink whose ``close`` also takes ``None`` (no stream)."""
+
+    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None: ...
+
+    def close(self, engine: ReplayEngine | None) -> None: ...
 
 
 class ProgressLine:
@@ -114,8 +121,39 @@ class NoView:
         pass
 
 
+class TreeView:
+    """``--view tree``: the live tree of ``replay``, drawn on stderr while the bytes arrive."""
+
+    def __init__(self) -> None:
+        from .tree import make_console, make_live_sink
+
+        self.sink = make_live_sink(make_console(file=sys.stderr), live=sys.stderr.isatty())
+        self.engine: ReplayEngine | None = None
+
+    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
+        self.engine = engine
+        self.sink.on_items(engine, t, items)
+
+    def close(self, engine: ReplayEngine | None) -> None:
+        engine = engine or self.engine
+        if engine is not None:
+            self.sink.close(engine)
+        else:
+            self.sink.abort()
+
+
+def _auto_view() -> Any:
+    """The tree on a terminal; a quiet progress line otherwise (pipes, CI)."""
+    return TreeView() if sys.stderr.isatty() else ProgressLine()
+
+
 # --view name -> a sink factory. Another view registers itself here with one line.
-VIEWS: dict[str, Callable[[], Any]] = {"progress": ProgressLine, "none": NoView}
+VIEWS: dict[str, Callable[[], Any]] = {
+    "auto": _auto_view,
+    "tree": TreeView,
+    "progress": ProgressLine,
+    "none": NoView,
+}
 
 
 class LiveFeed:
@@ -129,7 +167,7 @@ class LiveFeed:
     def __init__(
         self,
         prepared: PreparedRequest,
-        view: Sink | Any,
+        view: View,
         *,
         converter: str,
         parser: str,
@@ -178,7 +216,7 @@ class LiveFeed:
             except Exception as exc:
                 self._off(exc)
         try:
-            self.view.close(self.engine)
+            self.view.close(self.engine)  # a view's close takes None: the view was switched off
         except Exception as exc:
             self._off(exc)
 
@@ -265,8 +303,13 @@ def record(
         float, typer.Option("--timeout", help="Seconds without data before giving up.")
     ] = 120.0,
     view: Annotated[
-        str, typer.Option("--view", help="What to show while recording: progress or none.")
-    ] = "progress",
+        str,
+        typer.Option(
+            "--view",
+            help="What to show while recording: tree (the live tree), progress (one line), "
+            "none, or auto (tree on a terminal, else progress).",
+        ),
+    ] = "auto",
     parser: Annotated[
         str | None, typer.Option("--parser", help="Handler for the live view.")
     ] = None,

@@ -1008,3 +1008,31 @@ def test_record_keeps_the_reads_as_the_server_cut_them(tmp_path):
     raw = out.read_text()
     assert '"b64":' in raw
     assert replay_file(out).summary()["text"] == replay_file(rec).summary()["text"]
+
+
+def test_the_live_tree_view_shows_the_capture(served, tmp_path):
+    """``--view tree`` draws replay's tree while recording (printed once when not a terminal)."""
+    out = tmp_path / "tree.jsonl"
+    result = run_record(
+        [
+            "-p",
+            "anthropic",
+            "-m",
+            "claude-sonnet-4-6",
+            "--prompt",
+            "hi",
+            "--header",
+            "X-Streamtool-Recording: anthropic-text-then-tool-use",
+            "--base-url",
+            served.url,
+            "--view",
+            "tree",
+            "-o",
+            str(out),
+        ]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "converter anthropic" in result.stderr
+    assert "tool_call get_weather" in result.stderr and '"city": "Lisbon"' in result.stderr
+    assert "invocations (1)" in result.stderr
+    assert body_of(out) == body_of(recording("anthropic-text-then-tool-use"))
