@@ -8,11 +8,12 @@ import shlex
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from streamtool.core.check import CheckReport, FileResult, check_paths
+if TYPE_CHECKING:
+    from streamtool.core.check import CheckReport, FileResult
 
 from .errors import fail, user_errors
 from .main import app
@@ -81,6 +82,8 @@ def check(
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
     with user_errors():
+        from streamtool.core.check import check_paths  # imported when used: fast start
+
         report = check_paths(
             paths,
             update=update,

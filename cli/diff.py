@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from streamtool.core.diff import MEANING, Row, StreamDiff, diff_streams
 from streamtool.core.handlers import default_parser
 from streamtool.core.run import replay_file
 
@@ -19,8 +18,10 @@ from .errors import user_errors
 from .main import app
 from .replay import check_names
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:
     from rich.text import Text
+
+    from streamtool.core.diff import Row, StreamDiff
 
 CELL_LIMIT = 400  # characters of a text value shown in a cell
 
@@ -75,6 +76,8 @@ def diff(
         engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
     with user_errors(str(path_b)):
         engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
+    from streamtool.core.diff import diff_streams  # imported when used: fast start
+
     result = diff_streams(engine_a, engine_b)
     if fmt is Format.json:
         sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
@@ -86,7 +89,7 @@ def diff(
 
 _TITLES = {
     "stream": "STREAM",
-    MEANING: "MEANING",
+    "meaning": "MEANING",
     "segments": "SEGMENTS",
     "other": "OTHER",
     "arrival": "ARRIVAL",

@@ -14,28 +14,21 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Annotated, Any, Protocol
+from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
-from streamtool.core.recorder import RecordResult, check_output
 from streamtool.core.recording import Chunk, End, Header
 from streamtool.core.replay import Item, ReplayEngine
-from streamtool.core.requests import (
-    PreparedRequest,
-    RequestError,
-    RequestOptions,
-    build_request,
-    parse_header_option,
-    parse_messages,
-    parse_set_option,
-    parse_tools,
-)
 
 from .errors import fail, user_errors, warn
 from .main import app
+
+if TYPE_CHECKING:
+    from streamtool.core.recorder import RecordResult
+    from streamtool.core.requests import PreparedRequest
 from .replay import check_names
 
 
@@ -322,6 +315,18 @@ def record(
     Exit 0 when the stream completed, 1 on an HTTP error, a dropped connection or a timeout
     (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
     """
+    # request building and HTTP are imported by this command only: every other one starts fast
+    from streamtool.core.recorder import check_output
+    from streamtool.core.requests import (
+        RequestError,
+        RequestOptions,
+        build_request,
+        parse_header_option,
+        parse_messages,
+        parse_set_option,
+        parse_tools,
+    )
+
     parser_name = parser or default_parser()
     if view not in VIEWS:
         fail(f"unknown view {view!r}; valid: {', '.join(VIEWS)}")

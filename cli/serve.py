@@ -8,9 +8,6 @@ from typing import Annotated
 
 import typer
 
-from streamtool.core.playback import Playback, parse_speed
-from streamtool.core.serve_app import Library, bind, create_app, run_server
-
 from .errors import fail, user_errors
 from .main import app
 
@@ -65,6 +62,10 @@ def serve(
     A request gets the recording named by its X-Streamtool-Recording header, else the one for
     its model, else the only one for that endpoint.
     """
+    # the server stack is imported only by this command: every other command starts fast
+    from streamtool.core.playback import Playback, parse_speed
+    from streamtool.core.serve_app import Library, bind, create_app, run_server
+
     with user_errors():
         library = Library.from_paths(paths)
     try:
