@@ -34,7 +34,7 @@ from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from .base import Converter, MultiPayload
+from .base import Converter
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
@@ -89,14 +89,7 @@ class AnthropicConverter(Converter):
                             return [ChunkResponse(tool_calls=[added])]
                 return self._block_delta(obj)
             return self._payload(obj, event)
-        if isinstance(obj, MultiPayload):
-            out: list[ChunkResponse] = []
-            for payload in obj:
-                if isinstance(payload, dict):
-                    out.extend(self._payload(payload, event))
-            return out
-        self.error("bad_payload", "event data is not a JSON object", obj)
-        return []
+        return self.each_payload(obj, lambda payload: self._payload(payload, event))
 
     def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         kind = obj.get("type")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..fastjson import loads
@@ -81,6 +82,24 @@ class Converter:
         return []
 
     # -- helpers ---------------------------------------------------------------------------
+    def each_payload(
+        self, obj: Any, handle: Callable[[dict[str, Any]], list[ChunkResponse]]
+    ) -> list[ChunkResponse]:
+        """``handle`` each JSON object of an event's data; anything else is a ``bad_payload``."""
+        if isinstance(obj, MultiPayload):
+            out: list[ChunkResponse] = []
+            for payload in obj:
+                if isinstance(payload, dict):
+                    out.extend(handle(payload))
+                else:
+                    self.error("bad_payload", "event data is not a JSON object", payload)
+            return out
+        if isinstance(obj, dict):
+            return handle(obj)
+        if obj is not None:
+            self.error("bad_payload", "event data is not a JSON object", obj)
+        return []
+
     def load_json(self, event: SSEEvent) -> Any:
         """Parse an event's data as JSON; on failure note an error and return ``None``.
 

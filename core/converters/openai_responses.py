@@ -34,7 +34,7 @@ from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from .base import Converter, MultiPayload
+from .base import Converter
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
 # hosted tools run by OpenAI inside the response: the item fields that are the call's input
@@ -148,14 +148,7 @@ class OpenAIResponsesConverter(Converter):
                     if added is not None:
                         return [ChunkResponse(tool_calls=[added])]
             return self._payload(obj, event)
-        if isinstance(obj, MultiPayload):
-            out: list[ChunkResponse] = []
-            for payload in obj:
-                if isinstance(payload, dict):
-                    out.extend(self._payload(payload, event))
-            return out
-        self.error("bad_payload", "event data is not a JSON object", obj)
-        return []
+        return self.each_payload(obj, lambda payload: self._payload(payload, event))
 
     def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
