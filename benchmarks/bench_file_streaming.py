@@ -13,8 +13,9 @@ Messages and OpenAI Chat Completions wire formats. Then, in the same run:
 Requirements printed with the figures: on the Anthropic body (the one the SDK accumulates)
 streamtool at 1 MB is at least 50x faster than the SDK, and for both wire formats its 8 MB time is
 at most 9x its 1 MB time. The OpenAI-chat speed-up against the same SDK figure is printed for
-scale: that body is about twice as large and parsing its events' JSON alone takes most of the time. A wire format whose converter is not registered
-is reported as skipped. Exit code 1 when a measured requirement fails.
+scale: that body is about twice as large and parsing its events' JSON alone takes most of the
+time. A wire format whose converter is not registered is reported as skipped. Exit code 1 when
+a measured requirement fails.
 
     python -m benchmarks.bench_file_streaming [--repeat 5] [--sdk-repeat 1] [--read-bytes 4096]
                                               [--stages]
