@@ -249,13 +249,13 @@ def test_finish_stop_although_tool_calls_were_made_keeps_raw_value():
 
 def test_no_done_and_no_finish_reason_is_a_truncation_error():
     body = sse(
-        chat_chunk({"tool_calls": [tc(0, "c1", "run", '{"cmd": "rm -rf /tmp/x')]}),
+        chat_chunk({"tool_calls": [tc(0, "c1", "run", '{"cmd": "rm -rf build/x')]}),
         done=False,
     )
     s = summary(body)
     # the cut-off arguments are never repaired nor replaced by {}
     assert s["invocations"] == [
-        {"id": "c1", "name": "run", "arguments": None, "raw_arguments": '{"cmd": "rm -rf /tmp/x'}
+        {"id": "c1", "name": "run", "arguments": None, "raw_arguments": '{"cmd": "rm -rf build/x'}
     ]
     kinds = [e["kind"] for e in s["errors"]]
     assert "truncated" in kinds and "segment" in kinds
