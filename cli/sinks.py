@@ -12,8 +12,6 @@ from typing import IO, Any, Protocol
 from streamtool.core.model import (
     Quirk,
     SegmentEvent,
-    SegmentEventType,
-    SegmentType,
     ToolInvocation,
 )
 from streamtool.core.replay import Item, ReplayEngine
@@ -70,76 +68,3 @@ class JsonlSink:
         summary = engine.summary()
         self.out.write(json.dumps({"type": "summary", **summary}, ensure_ascii=False) + "\n")
         self.out.flush()
-
-
-class TextSink:
-    """``--format text``: a plain, readable transcript of the stream, printed at the end."""
-
-    def __init__(self, out: IO[str] | None = None) -> None:
-        self.out = out or sys.stdout
-
-    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
-        pass
-
-    def close(self, engine: ReplayEngine) -> None:
-        self.out.write(render_text(engine))
-        self.out.flush()
-
-
-def render_text(engine: ReplayEngine) -> str:
-    lines: list[str] = []
-    head = [engine.source or "stream", engine.converter_name or "?", engine.parser]
-    if engine.model:
-        head.append(engine.model)
-    lines.append(" · ".join(head))
-    segments: dict[str, tuple[SegmentType, dict[str, Any], list[str]]] = {}
-    order: list[str] = []
-    ends: dict[str, dict[str, Any]] = {}
-    for ev in engine.handler.get_all_events():
-        if ev.event_type is SegmentEventType.START:
-            assert ev.segment_type is not None
-            segments[ev.segment_id] = (ev.segment_type, dict(ev.metadata or {}), [])
-            order.append(ev.segment_id)
-        elif ev.event_type is SegmentEventType.CONTENT:
-            segments[ev.segment_id][2].append(ev.delta or "")
-        else:
-            ends[ev.segment_id] = ev.metadata or {}
-    for seg_id in order:
-        kind, meta, parts = segments[seg_id]
-        meta.update(ends.get(seg_id, {}))
-        body = "".join(parts)
-        if kind is SegmentType.TEXT:
-            lines.append("── text")
-        elif kind is SegmentType.REASONING:
-            lines.append("── reasoning")
-        else:
-            label = meta.get("tool_name") or kind.value
-            lines.append(f"── {kind.value} {label} ({seg_id})")
-            if meta.get("path"):
-                lines.append(f"   path: {meta['path']}")
-            if kind is SegmentType.TOOL_CALL and meta.get("arguments") is not None:
-                body = json.dumps(meta["arguments"], ensure_ascii=False, indent=2)
-        lines.append(body)
-        if meta.get("incomplete"):
-            lines.append("   [incomplete]")
-    invocations = engine.invocations()
-    if invocations:
-        lines.append(f"── invocations ({len(invocations)})")
-        for inv in invocations:
-            args = (
-                json.dumps(inv.arguments, ensure_ascii=False)
-                if inv.arguments is not None
-                else (f"null (raw: {inv.raw_arguments!r})")
-            )
-            lines.append(f"   {inv.name}({args})  id={inv.id}")
-    tail = [f"finish_reason: {engine.finish_reason}"]
-    if engine.usage:
-        tail.append("usage: " + ", ".join(f"{k} {v}" for k, v in engine.usage.items()))
-    stats = engine.stats()
-    tail.append(f"{stats['chunks']} chunks, {stats['bytes']} bytes, {stats['sse_events']} events")
-    lines.append("── " + " · ".join(tail))
-    for err in engine.errors:
-        lines.append(f"error: {err.kind}: {err.message}")
-    for q in engine.quirks:
-        lines.append(f"quirk: {q.id}: {q.detail}")
-    return "\n".join(lines) + "\n"
