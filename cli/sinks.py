@@ -1,4 +1,4 @@
-"""Output sinks for a replay: where the engine's items go (JSON, JSONL, a readable text view).
+"""Output sinks for a replay: where the engine's items go (the JSON summary, JSONL events).
 
 A sink has ``on_items(engine, t, items)`` (called as the stream plays) and ``close(engine)``.
 """
