@@ -105,11 +105,11 @@ def openai_chat(path: Path, target_bytes: int) -> None:
                 ]
             }
         )
-        budget = target_bytes
+        budget = target_bytes - 2000  # room for the closing events
         for frag in code_fragments():
             enc = json.dumps(frag)[1:-1]
             event = sse({"tool_calls": [{"index": 0, "function": {"arguments": enc}}]})
-            budget -= len(event) + 40
+            budget -= _line_size(event)
             yield event
             if budget <= 0:
                 break
@@ -126,7 +126,7 @@ def openai_chat(path: Path, target_bytes: int) -> None:
         path,
         _header("openai", "chat.completions", "https://api.openai.com/v1/chat/completions", model),
         events(),
-        target_bytes,
+        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
     )
 
 
