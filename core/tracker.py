@@ -182,19 +182,20 @@ class ToolCallTracker:
             return None
         if call.cumulative or call.held is not None or len(fragment) >= call._len:
             return self.update(call, arguments=fragment)
-        call.fragments += 1
-        call._parts.append(fragment)
-        call._len += len(fragment)
-        return ToolCallDelta(call.index, None, None, fragment)
+        return self._append_plain(call, fragment)
 
     def append_exact(self, call: TrackedCall, text: str) -> ToolCallDelta | None:
         """Append an argument fragment exactly as it is, without the merge policy (for wire APIs
         whose fragments are defined as appends: Anthropic, Responses, Gemini)."""
         if call.announced and not call.complete and text:
-            call._parts.append(text)
-            call._len += len(text)
-            return ToolCallDelta(call.index, None, None, text)
+            return self._append_plain(call, text)
         return self.update(call, arguments=text, raw=True)
+
+    def _append_plain(self, call: TrackedCall, text: str) -> ToolCallDelta:
+        """The hot path: an announced, open call takes ``text`` as it is."""
+        call.fragments += 1
+        self._accept(call, text)
+        return ToolCallDelta(call.index, None, None, text)
 
     def complete(self, call: TrackedCall) -> ToolCallDelta | None:
         return self.update(call, complete=True)

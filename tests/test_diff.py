@@ -298,3 +298,14 @@ def test_broken_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "unknown parser 'nope'" in err and err.count("\n") == 1
     code, _, err = run(str(tmp_path / "missing.jsonl"))
     assert code == 2 and err.count("\n") == 1 and "missing.jsonl" in err
+
+
+def test_incremental_arguments_are_counted_for_every_wire_api() -> None:
+    """Anthropic and Responses fragments are appended as they are; they still count."""
+    from streamtool.core.diff import describe
+    from streamtool.core.run import replay_file
+
+    for name in ("anthropic-text-then-tool-use", "openai-responses-text-then-function-call"):
+        calls = describe(replay_file(RECORDINGS / f"{name}.jsonl"))["tool_calls"]
+        assert calls and calls[0]["fragments"] > 1, name
+        assert calls[0]["arguments_arrived"].startswith("incremental"), name

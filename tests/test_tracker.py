@@ -83,3 +83,20 @@ def test_plain_fragments_that_do_not_repeat_the_buffer_are_appended_verbatim(fra
         out.append(t.update(c, arguments=f))
     out.append(t.complete(c))
     assert args_of(out) == expected
+
+
+def test_fragments_count_what_the_provider_sent_on_every_path():
+    """``fragments`` (how the arguments arrived, shown by diff) counts the provider's fragments,
+    whether they take the merge policy (chat) or are appended as they are (Anthropic, Responses)."""
+    t, _ = tracker_with_notes()
+    chat = t.open()
+    t.update(chat, call_id="a", name="f", arguments='{"x": ')
+    for frag in ("1", ", ", '"y": 2}'):
+        t.append(chat, frag)
+    exact = t.open()
+    t.append_exact(exact, '{"q"')
+    t.update(exact, call_id="b", name="g")
+    for frag in (": ", '"v"', "}"):
+        t.append_exact(exact, frag)
+    assert (chat.fragments, exact.fragments) == (4, 4)
+    assert (chat.arguments, exact.arguments) == ('{"x": 1, "y": 2}', '{"q": "v"}')
