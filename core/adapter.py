@@ -18,7 +18,6 @@ from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 
 TextArgumentParser = Callable[[str], Any]
 
-_FILE_TYPES = frozenset({SegmentType.WRITE_FILE, SegmentType.PATCH_FILE})
 _TOOL_TYPES = frozenset(
     {SegmentType.TOOL_CALL, SegmentType.WRITE_FILE, SegmentType.PATCH_FILE, SegmentType.RUN_BASH}
 )
@@ -80,12 +79,13 @@ class ToolInvocationAdapter:
     ) -> ToolInvocation:
         extra = {k: v for k, v in metadata.items() if k in _INVOCATION_METADATA}
         server_side = bool(metadata.get("server_side"))
-        if segment_type in _FILE_TYPES and "arguments" in end_metadata:
-            # API file tools: the handler parsed the whole argument object (raw text kept when
-            # it did not parse); the streamed content is the file field as the segment shows it
+        is_call = segment_type is SegmentType.TOOL_CALL
+        if "arguments" in end_metadata or (is_call and "arguments" in metadata):
+            # the handler parsed the whole argument object (API tool calls, API file tools); the
+            # raw text is kept when it did not parse
             arguments = metadata.get("arguments")
             raw = metadata.get("raw_arguments") if arguments is None else None
-            name = metadata.get("tool_name") or segment_type.value
+            name = str(metadata.get("tool_name") or ("" if is_call else segment_type.value))
             return ToolInvocation(segment_id, name, arguments, raw, server_side, extra)
         if segment_type is SegmentType.WRITE_FILE:
             args: Any = {"path": metadata.get("path"), "content": content}
@@ -101,10 +101,6 @@ class ToolInvocationAdapter:
             command = metadata.get("command") or content
             return ToolInvocation(segment_id, "run_bash", {"command": command}, metadata=extra)
         name = str(metadata.get("tool_name") or "")
-        if "arguments" in end_metadata or "arguments" in metadata:
-            arguments = metadata.get("arguments")
-            raw = metadata.get("raw_arguments") if arguments is None else None
-            return ToolInvocation(segment_id, name, arguments, raw, server_side, extra)
         text = content.strip()
         if text[:1] in ("{", "["):
             try:
