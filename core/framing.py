@@ -30,7 +30,7 @@ _BOM = b"\xef\xbb\xbf"
 
 def sniff(first: bytes | str) -> str | None:
     """``"json-array"``, ``"ndjson"`` or ``"sse"`` from the start of a body; ``None`` if blank."""
-    data = first.encode("utf-8") if isinstance(first, str) else bytes(first)
+    data = _as_bytes(first)
     if data.startswith(_BOM):
         return _kind(data, len(_BOM))
     if _BOM.startswith(data):
