@@ -163,11 +163,34 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
         state.done = True
         raw = "".join(state.parts)
+        arguments, error = parse_arguments(raw)
+        no_args = error is None and arguments == {} and not raw.strip()
+        metadata = self._end_metadata(
+            state,
+            raw,
+            arguments,
+            error,
+            closed=closed,
+            extra={"no_arguments": True} if no_args else None,
+        )
+        self._emit(SegmentEvent.end(state.segment_id, metadata), out)
+
+    @staticmethod
+    def _end_metadata(
+        state: _ToolState,
+        raw: str,
+        arguments: Any,
+        error: str | None,
+        *,
+        closed: bool,
+        extra: dict[str, Any] | None = None,
+        error_note: str = "",
+    ) -> dict[str, Any]:
+        """A call's END metadata: its parsed arguments, or the raw text and why it did not parse."""
         metadata: dict[str, Any] = dict(state.late) if state.late else {}
         metadata["tool_name"] = state.name
-        arguments, error = parse_arguments(raw)
-        if error is None and arguments == {} and not raw.strip():
-            metadata["no_arguments"] = True
+        if extra:
+            metadata.update(extra)
         metadata["arguments"] = arguments
         if not closed:
             # the provider never closed the call (the converter reports the truncation); the
@@ -175,8 +198,9 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             metadata["unclosed"] = True
         if error is not None:
             metadata["raw_arguments"] = raw
-            metadata["error"] = f"tool call {state.segment_id} ({state.name or 'unnamed'}): {error}"
-        self._emit(SegmentEvent.end(state.segment_id, metadata), out)
+            name = state.name or "unnamed"
+            metadata["error"] = f"tool call {state.segment_id} ({name}): {error}{error_note}"
+        return metadata
 
     def _finalize_segments(self, out: list[SegmentEvent]) -> None:
         for state in self._tools.values():
@@ -243,8 +267,6 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
         tail = "" if state.stripper.finished else state.stripper.finish(closed=False)
         raw = "".join(state.parts)
         arguments, error = parse_arguments(raw)
-        metadata: dict[str, Any] = dict(state.late) if state.late else {}
-        metadata["tool_name"] = state.name
         path = state.path
         if error is None and isinstance(arguments, dict):
             value = arguments.get(state.field)
@@ -261,18 +283,16 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
         if tail:
             state.streamed = True
             self._emit(SegmentEvent.content(state.segment_id, tail), out)
-        if path is not None:
-            metadata[PATH_FIELD] = path
-        metadata["arguments"] = arguments
-        if not closed:
-            metadata["unclosed"] = True
-        if error is not None:
-            metadata["raw_arguments"] = raw
-            shown = "; the file content shown is what arrived" if state.streamed else ""
-            metadata["error"] = (
-                f"tool call {state.segment_id} ({state.name}): {error}{shown}; "
-                "the invocation keeps the raw arguments"
-            )
+        shown = "; the file content shown is what arrived" if state.streamed else ""
+        metadata = self._end_metadata(
+            state,
+            raw,
+            arguments,
+            error,
+            closed=closed,
+            extra={PATH_FIELD: path} if path is not None else None,
+            error_note=f"{shown}; the invocation keeps the raw arguments",
+        )
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
 
