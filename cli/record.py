@@ -25,11 +25,11 @@ from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import fail, user_errors, warn
 from .main import app
+from .replay import check_names
 
 if TYPE_CHECKING:
     from streamtool.core.recorder import RecordResult
     from streamtool.core.requests import PreparedRequest
-from .replay import check_names
 
 
 class View(Protocol):

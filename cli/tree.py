@@ -96,22 +96,22 @@ class TreeSink:
         """Begin the live display (done by the first ``on_items`` otherwise)."""
         if engine is not None:
             self._engine = engine
-        if self.live and self._display is None and not self.closed:
-            self._start_live()
-        self._dirty = True
+        self._changed()
 
     def observe(self, engine: Any) -> None:
         """The engine moved on (a read that gave no items yet): the footer's counters changed."""
         self._engine = engine
-        if self._display is None and self.live and not self.closed:
-            self._start_live()
-        self._dirty = True
+        self._changed()
 
     def on_items(self, engine: Any, t: float | None, items: list[Any]) -> None:
         self._engine = engine
         if items:
             with self._lock:
                 self.state.feed(items)
+        self._changed()
+
+    def _changed(self) -> None:
+        """Something to draw: start the live display if it is not running, ask for a frame."""
         if self._display is None and self.live and not self.closed:
             self._start_live()
         self._dirty = True

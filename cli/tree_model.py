@@ -118,7 +118,8 @@ class Segment:
         return None
 
     def arguments(self) -> Any:
-        """The parsed arguments of a finished tool call, or ``_MISSING`` (see :func:`has_value`)."""
+        """The parsed arguments of a finished tool call (``None``: they do not parse), or
+        ``_MISSING`` while it is unfinished or they are not known."""
         if not self.closed:
             return _MISSING
         if "arguments" in self.meta:
@@ -147,10 +148,6 @@ class Segment:
         if raw is None and self.invocation is not None:
             raw = self.invocation.raw_arguments
         return None if raw is None else str(raw)
-
-
-def has_value(value: Any) -> bool:
-    return value is not _MISSING
 
 
 @dataclass(slots=True)

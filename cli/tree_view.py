@@ -10,6 +10,7 @@ the same at the first chunk as at the ten-thousandth. Importing this module impo
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +24,7 @@ from rich.tree import Tree
 
 from streamtool.core.model import SegmentType
 
-from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip, has_value
+from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip
 
 STYLE = {
     "root": "bold",
@@ -227,7 +228,7 @@ def _rate(stats: Stats, state: TreeState, elapsed: float | None) -> str | None:
 def segment_header(seg: Segment, live: bool) -> Text:
     kind = seg.kind
     head = Text(kind.value, style=STYLE.get(kind.value, STYLE["name"]))
-    if kind in (SegmentType.TOOL_CALL,):
+    if kind is SegmentType.TOOL_CALL:
         if seg.name:
             head.append(" " + seg.name, style=STYLE["name"])
         head.append("  " + seg.id, style=STYLE["dim"])
@@ -247,6 +248,14 @@ def segment_header(seg: Segment, live: bool) -> Text:
     return head
 
 
+_HOW = {
+    SegmentType.RUN_BASH: "bash",
+    SegmentType.WRITE_FILE: "code",
+    SegmentType.PATCH_FILE: "diff",
+    SegmentType.REASONING: "reasoning",
+}
+
+
 def _how(seg: Segment) -> str:
     """How the node's content is drawn."""
     kind = seg.kind
@@ -254,12 +263,7 @@ def _how(seg: Segment) -> str:
         if seg.pretty_arguments() is not None or not seg.closed:
             return "json"
         return "raw"
-    return {
-        SegmentType.RUN_BASH: "bash",
-        SegmentType.WRITE_FILE: "code",
-        SegmentType.PATCH_FILE: "diff",
-        SegmentType.REASONING: "reasoning",
-    }.get(kind, "text")
+    return _HOW.get(kind, "text")
 
 
 def _content(seg: Segment) -> str:
@@ -315,7 +319,7 @@ def segment_body(
 ) -> list[RenderableType]:
     how = _how(seg)
     out: list[RenderableType] = []
-    if how == "raw" and has_value(seg.arguments()) and seg.arguments() is None:
+    if how == "raw" and seg.arguments() is None:  # finished, and its arguments do not parse
         out.append(Text("arguments do not parse; raw text:", style=STYLE["error_body"]))
     if how in ("text", "reasoning") and 0 < seg.chars <= 200 and not seg.text.strip():
         # whitespace only: show it, or the node would look empty
@@ -414,8 +418,6 @@ def invocation_line(inv: Any, max_chars: int | None, cache: dict[Any, str] | Non
 
 
 def _arguments_text(inv: Any, *, compact: bool) -> str:
-    import json
-
     if inv.arguments is None:
         raw = inv.raw_arguments if inv.raw_arguments is not None else ""
         return f"null (raw: {raw!r})"
@@ -427,8 +429,6 @@ def _arguments_text(inv: Any, *, compact: bool) -> str:
 def _compact_args(args: dict[str, Any]) -> str:
     """Arguments on one line; a multi-line string (a file's content, a patch: the node above
     shows it) is summarised as ``<N lines, M chars>``."""
-    import json
-
     fields = []
     for key, value in args.items():
         if isinstance(value, str) and "\n" in value.rstrip("\n"):

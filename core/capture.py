@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .http_body import StreamEndDetector
 from .recorder import ResponseRecorder
 from .recording import RecordingError
-from .requests import credential_values, preset_for
+from .requests import APIS, credential_values, preset_for
 from .secrets import SECRET_QUERY
 
 _APIS = (
@@ -50,11 +50,8 @@ _APIS = (
     ("/messages", "messages"),
     (":streamGenerateContent", "gemini"),
 )
-_HOSTS = {
-    "api.openai.com": "openai",
-    "api.anthropic.com": "anthropic",
-    "generativelanguage.googleapis.com": "gemini",
-}
+# the official hosts: the default base URLs ``streamtool record`` sends to
+_HOSTS = {urlsplit(a.base_url).netloc: a.provider for a in APIS.values() if a.base_url}
 
 
 def http_module(name: str | None = None) -> ModuleType:
@@ -220,68 +217,64 @@ class Capture:
         return True
 
 
-def _closed_early(rec: ResponseRecorder, end: StreamEndDetector) -> None:
-    """The client closed the response before the body's end was read."""
-    if rec.reason is not None:
-        return
-    if end.terminated:
-        rec.close()  # an SDK stops at the stream's final event: nothing more was coming
-    else:
-        rec.close("interrupted", f"the client closed the stream after {rec.bytes} bytes")
+class _Tee:
+    """What the sync and async tee streams share: each read goes to the recorder, and the
+    read loop runs ``with self`` so that the way it ends closes the recording."""
+
+    def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
+        self.inner = inner
+        self.rec = rec
+        self.end = StreamEndDetector()
+
+    def _read(self, data: bytes) -> None:
+        chunk = self.rec.feed(data)
+        if chunk is not None:
+            self.end.feed(chunk.data)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.rec.close()  # the whole body was read
+        elif not isinstance(exc, GeneratorExit):  # a client closing early: see _closed
+            self.rec.fail(exc)
+
+    def _closed(self) -> None:
+        """The client closed the response, maybe before the body's end was read."""
+        rec = self.rec
+        if rec.reason is not None:
+            return
+        if self.end.terminated:
+            rec.close()  # an SDK stops at the stream's final event: nothing more was coming
+        else:
+            rec.close("interrupted", f"the client closed the stream after {rec.bytes} bytes")
 
 
 @functools.cache
 def _classes(mod: ModuleType) -> tuple[type, type]:
     """Transport and stream wrappers subclassing ``mod``'s base classes (the clients check)."""
 
-    class TeeStream(mod.SyncByteStream):  # type: ignore[name-defined]
-        def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
-            self.inner = inner
-            self.rec = rec
-            self.end = StreamEndDetector()
-
+    class TeeStream(_Tee, mod.SyncByteStream):  # type: ignore[name-defined]
         def __iter__(self) -> Any:
-            rec = self.rec
-            try:
+            with self:
                 for data in self.inner:
-                    chunk = rec.feed(data)
-                    if chunk is not None:
-                        self.end.feed(chunk.data)
+                    self._read(data)
                     yield data
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                rec.fail(exc)
-                raise
-            rec.close()
 
         def close(self) -> None:
-            _closed_early(self.rec, self.end)
+            self._closed()
             self.inner.close()
 
-    class AsyncTeeStream(mod.AsyncByteStream):  # type: ignore[name-defined]
-        def __init__(self, inner: Any, rec: ResponseRecorder) -> None:
-            self.inner = inner
-            self.rec = rec
-            self.end = StreamEndDetector()
-
+    class AsyncTeeStream(_Tee, mod.AsyncByteStream):  # type: ignore[name-defined]
         async def __aiter__(self) -> Any:
-            rec = self.rec
-            try:
+            with self:
                 async for data in self.inner:
-                    chunk = rec.feed(data)
-                    if chunk is not None:
-                        self.end.feed(chunk.data)
+                    self._read(data)
                     yield data
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                rec.fail(exc)
-                raise
-            rec.close()
 
         async def aclose(self) -> None:
-            _closed_early(self.rec, self.end)
+            self._closed()
             await self.inner.aclose()
 
     class TeeTransport(mod.BaseTransport):  # type: ignore[name-defined]

@@ -74,14 +74,12 @@ class SecretScrubber:
 
     def text(self, value: str) -> str:
         for secret in self.values:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+            value = value.replace(secret, REDACTED)
         return value
 
     def data(self, value: bytes) -> bytes:
         for secret in self._bvalues:
-            if secret in value:
-                value = value.replace(secret, self._marker)
+            value = value.replace(secret, self._marker)
         return value
 
     def deep(self, obj: Any) -> Any:
@@ -113,12 +111,17 @@ class StreamEndDetector:
 
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
-        self.terminated = False
+        self._last: SSEEvent | None = None
 
     def feed(self, data: bytes | str) -> None:
         for item in self._decoder.feed(data):
             if type(item) is SSEEvent:
-                self.terminated = _is_terminal(item)
+                self._last = item
+
+    @property
+    def terminated(self) -> bool:
+        """The last event so far ends the stream (looked at only when asked, not per event)."""
+        return self._last is not None and _is_terminal(self._last)
 
 
 def _is_terminal(event: SSEEvent) -> bool:

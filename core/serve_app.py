@@ -25,6 +25,7 @@ from .converters import detect_from_event, detect_from_header
 from .playback import Cut, Playback, schedule
 from .recording import RecordingError
 from .recording_io import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
+from .secrets import REDACTED
 from .sse import SSEDecoder, SSEEvent
 
 RECORDING_HEADER = "x-streamtool-recording"
@@ -175,7 +176,7 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     headers: list[tuple[str, str]] = []
     if isinstance(recorded, dict):
         for k, v in recorded.items():
-            if k.lower() in DROPPED_HEADERS or not isinstance(v, str) or "[redacted]" in v:
+            if k.lower() in DROPPED_HEADERS or not isinstance(v, str) or REDACTED in v:
                 continue
             headers.append((k.lower(), v))
     if not any(k == "content-type" for k, _ in headers):
