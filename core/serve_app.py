@@ -22,11 +22,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .converters import detect_from_event, detect_from_header
+from .framing import PendingDecoder, sniff
 from .playback import Cut, Playback, schedule
 from .recording import RecordingError
 from .recording_io import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from .secrets import REDACTED
-from .sse import SSEDecoder, SSEEvent
+from .sse import SSEEvent
 
 RECORDING_HEADER = "x-streamtool-recording"
 SNIFF_BYTES = 64 * 1024
@@ -112,7 +113,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 def _sniff(chunks: list[tuple[float | None, bytes]]) -> tuple[str | None, str | None]:
     """The API and model a body's first events show."""
-    decoder = SSEDecoder()
+    decoder = PendingDecoder()  # the framing decides: SSE, a JSON array or NDJSON
     api: str | None = None
     model: str | None = None
     seen = 0
@@ -180,8 +181,8 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
                 continue
             headers.append((k.lower(), v))
     if not any(k == "content-type" for k, _ in headers):
-        head = next((d for _, d in chunks if d.strip()), b"").lstrip()
-        json_body = head[:1] in (b"[", b"{") or status >= 400
+        head = b"".join(d for _, d in chunks[:8])
+        json_body = sniff(head) in ("json-array", "ndjson") or status >= 400
         headers.append(("content-type", "application/json" if json_body else "text/event-stream"))
     return Recording(
         name=Path(path).stem,

@@ -711,3 +711,14 @@ def test_a_broken_off_recording_is_served_broken_off(tmp_path):
         for data in r.iter_raw():
             got += data
     assert bytes(got) == body_of(rec)[:1234]
+
+
+def test_a_raw_json_array_body_is_served_as_what_it_is(tmp_path):
+    """A raw Gemini body without alt=sse (a streamed JSON array) is recognised like replay does:
+    its API and model come from the array's first object, and it is served as JSON."""
+    raw = tmp_path / "gemini-array.txt"
+    raw.write_bytes(body_of(recording("gemini-json-array-error-mid-stream")))
+    (rec,) = Library.from_paths([raw]).recordings
+    assert rec.api == "gemini"
+    assert rec.model == replay_file(raw).model
+    assert dict(rec.headers)["content-type"] == "application/json"
