@@ -87,13 +87,6 @@ def diff(
     raise typer.Exit(0 if result.same_meaning else 1)
 
 
-_TITLES = {
-    "stream": "STREAM",
-    "meaning": "MEANING",
-    "segments": "SEGMENTS",
-    "other": "OTHER",
-    "arrival": "ARRIVAL",
-}
 LEGEND = (
     "= same · ≠ differs in meaning (text, reasoning, tool calls and arguments, finish reason "
     "class, error kinds) · ~ differs, not compared (ids, usage, quirks, segment cuts, arrival)"
@@ -118,7 +111,7 @@ def render(result: StreamDiff) -> None:
             section = row.section
             if table.row_count:
                 table.add_section()
-            table.add_row(Text(_TITLES[section], style="bold cyan"), "", "", "")
+            table.add_row(Text(section.upper(), style="bold cyan"), "", "", "")
         table.add_row(
             Text(row.field),
             _cell(row.a),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .converters import UnknownConverter, converter_names
+from .converters import UnknownConverter
 from .golden import (
     DEFAULT_CONVERTER,
     Golden,
@@ -32,8 +32,10 @@ from .golden import (
     make_golden,
     parse_golden,
     recording_stem,
+    unknown_converter,
+    unknown_parser,
 )
-from .handlers import UnknownParser, default_parser, parser_names
+from .handlers import UnknownParser, default_parser
 from .recording import RecordingError
 from .replay import DetectionError
 from .run import replay_file
@@ -116,12 +118,10 @@ def check_paths(
     """
     if not update and (converter or parser):
         raise ValueError("converter and parser choices apply only when updating golden files")
-    if converter and converter != DEFAULT_CONVERTER and converter not in converter_names():
-        raise UnknownConverter(
-            f"unknown converter {converter!r}; valid: auto, {', '.join(converter_names())}"
-        )
-    if parser and parser not in parser_names():
-        raise UnknownParser(f"unknown parser {parser!r}; valid: {', '.join(parser_names())}")
+    if converter and (problem := unknown_converter(converter)) is not None:
+        raise UnknownConverter(problem)
+    if parser and (problem := unknown_parser(parser)) is not None:
+        raise UnknownParser(problem)
     report = CheckReport()
     targets = _find_targets(paths, report.results)
     for target in targets:

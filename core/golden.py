@@ -108,21 +108,29 @@ def parse_golden(text: str, path: str) -> Golden:
             raise RecordingError(
                 path, _line_of(text, key), f'"replay.{key}" must be a non-empty string'
             )
-    if converter != DEFAULT_CONVERTER and converter not in converter_names():
-        raise RecordingError(
-            path,
-            _line_of(text, "converter"),
-            f"unknown converter {converter!r}; valid: auto, {', '.join(converter_names())}",
-        )
-    if parser not in parser_names():
-        raise RecordingError(
-            path,
-            _line_of(text, "parser"),
-            f"unknown parser {parser!r}; valid: {', '.join(parser_names())}",
-        )
+    for key, problem in (
+        ("converter", unknown_converter(converter)),
+        ("parser", unknown_parser(parser)),
+    ):
+        if problem is not None:
+            raise RecordingError(path, _line_of(text, key), problem)
     if not isinstance(doc.get("transcript"), dict):
         raise RecordingError(path, _line_of(text, "transcript"), '"transcript" must be an object')
     return Golden(ReplayOptions(converter, parser), doc)
+
+
+def unknown_converter(name: str) -> str | None:
+    """Why ``name`` is not a converter a golden file can name (``auto`` or a converter)."""
+    if name == DEFAULT_CONVERTER or name in converter_names():
+        return None
+    return f"unknown converter {name!r}; valid: auto, {', '.join(converter_names())}"
+
+
+def unknown_parser(name: str) -> str | None:
+    """Why ``name`` is not a parser a golden file can name."""
+    if name in parser_names():
+        return None
+    return f"unknown parser {name!r}; valid: {', '.join(parser_names())}"
 
 
 def _line_of(text: str, key: str) -> int:

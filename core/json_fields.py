@@ -26,6 +26,8 @@ import json.decoder
 import re
 from collections.abc import Callable, Iterable
 
+from .parsers.base import literal_hold
+
 # the json module's C string scanner: (decoded text, index after the closing quote)
 _ScanString = Callable[[str, int, bool], tuple[str, int]]
 _scanstring: _ScanString = json.decoder.scanstring  # type: ignore[attr-defined]
@@ -339,19 +341,11 @@ class MarkerStripper:
         s = self._buf + text if self._buf else text
         end = self.end
         i = s.rfind(end)
-        if i >= 0 and not s[i + len(end) :].strip(self._WS):
-            self._buf = s[i:]
-            return s[:i]
-        # hold a tail that may be the beginning of the end marker
-        lo = max(0, len(s) - len(end) + 1)
-        j = s.find(end[0], lo)
-        while j >= 0:
-            if end.startswith(s[j:]):
-                self._buf = s[j:]
-                return s[:j]
-            j = s.find(end[0], j + 1)
-        self._buf = ""
-        return s
+        if i < 0 or s[i + len(end) :].strip(self._WS):
+            # hold a tail that may be the beginning of the end marker
+            i = literal_hold(s, 0, end)
+        self._buf = s[i:]
+        return s[:i]
 
 
 def strip_markers(text: str, start: str, end: str) -> str:

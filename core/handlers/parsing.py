@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..adapter import TextArgumentParser
 from ..model import ChunkResponse, SegmentEvent, SegmentEventType
-from ..parsers import TEXT_PARSERS, make_text_parser
+from ..parsers import make_text_parser
 from ..parsers.xml_args import parse_xml_arguments
 from .base import SegmentCallback, StreamingResponseHandler
 
@@ -30,11 +30,7 @@ class ParsingStreamingResponseHandler(StreamingResponseHandler):
         parser_name: str | None = None,
     ) -> None:
         if parser_name is not None:
-            if parser_name not in TEXT_PARSERS:
-                raise ValueError(
-                    f"unknown text parser {parser_name!r}; valid: {', '.join(TEXT_PARSERS)}"
-                )
-            self.parser_name = parser_name
+            self.parser_name = parser_name  # an unknown name fails in reset(): make_text_parser
         self.name = self.parser_name
         super().__init__(
             on_segment_event, segment_id_prefix, text_argument_parser or parse_xml_arguments

@@ -155,6 +155,13 @@ class TextParser:
     def _end(self, seg_id: str, metadata: dict[str, Any]) -> None:
         self._out.append(SegmentEvent(_END, seg_id, None, None, metadata))
 
+    def _end_incomplete(self, seg_id: str, metadata: dict[str, Any], error: str) -> None:
+        """END a segment the stream left open: its metadata plus ``incomplete`` and ``error``."""
+        metadata = dict(metadata)
+        metadata["incomplete"] = True
+        metadata["error"] = error
+        self._end(seg_id, metadata)
+
     # -- arguments -------------------------------------------------------------------------
     def _resolve_arguments(self, body: str) -> tuple[Any, str | None]:
         """A tool body's arguments: ``(arguments, None)`` or ``(None, reason)``.

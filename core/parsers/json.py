@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import SegmentType
-from .base import JsonBracketScanner, TextParser
+from .base import JsonBracketScanner, TextParser, tool_end_metadata
 
 MAX_SIGNATURE = 1024  # raw characters looked at to decide whether a brace starts a call
 
@@ -283,21 +283,18 @@ class JsonParser(TextParser):
         assert self._seg is not None
         raw = "".join(self._parts)
         self._parts = []
-        meta = dict(self._seg_meta)
+        base = self._seg_meta
+        error = None
         try:
             name, arguments = call_from_json(json.loads(raw))
         except RecursionError:
-            meta["arguments"] = None
-            meta["raw_arguments"] = raw
-            meta["error"] = f"JSON tool call ({self._seg}): the JSON is nested too deeply"
+            arguments, error = None, "the JSON is nested too deeply"
         except ValueError as exc:
-            meta["arguments"] = None
-            meta["raw_arguments"] = raw
-            meta["error"] = f"JSON tool call ({self._seg}): {exc}"
+            arguments, error = None, str(exc)
         else:
-            meta["tool_name"] = name
-            meta["arguments"] = arguments
-        self._end(self._seg, meta)
+            base = {**base, "tool_name": name}
+        where = f"JSON tool call ({self._seg})"
+        self._end(self._seg, tool_end_metadata(base, arguments, error, raw, where))
         self._seg = None
 
     # -- end of stream ---------------------------------------------------------------------
@@ -308,12 +305,11 @@ class JsonParser(TextParser):
             if self._buf and self._seg is not None:
                 self._emit(self._buf)
             if self._seg is not None:
-                meta = dict(self._seg_meta)
-                meta["incomplete"] = True
-                meta["error"] = (
-                    f"unterminated JSON tool call ({self._seg}): the stream ended inside the JSON"
+                self._end_incomplete(
+                    self._seg,
+                    self._seg_meta,
+                    f"unterminated JSON tool call ({self._seg}): the stream ended inside the JSON",
                 )
-                self._end(self._seg, meta)
                 self._seg = None
             self._state = self._s_text
 

@@ -215,12 +215,11 @@ class SentinelParser(TextParser):
         if self._state == self._s_body:
             self._emit(self._buf)  # a cut [[SEG_END marker is content: nothing is lost
             if self._seg is not None:
-                meta = dict(self._meta)
-                meta["incomplete"] = True
-                meta["error"] = (
+                self._end_incomplete(
+                    self._seg,
+                    self._meta,
                     f"unterminated {self._type.value} block ({self._seg}): the stream ended "
-                    f"before {END}"
+                    f"before {END}",
                 )
-                self._end(self._seg, meta)
                 self._seg = None
             self._state = self._s_text

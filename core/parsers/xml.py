@@ -265,10 +265,9 @@ class XmlParser(TextParser):
             key = unescape_xml(named.group(1) or named.group(2)).strip().lower() if named else ""
         else:
             key = low
-        segment_type, content_key, markers = _FILE_TYPES[self._kind]
+        _, content_key, markers = _FILE_TYPES[self._kind]
         if key == content_key:
-            if self._seg is None:
-                self._seg = self._start(segment_type, self._file_metadata())
+            self._file_segment()
             self._begin_content(low, markers)
         else:
             self._value = [] if key == "path" else None
@@ -290,8 +289,7 @@ class XmlParser(TextParser):
             self._value = None
             if path:
                 self._path = path
-                if self._seg is None:
-                    self._seg = self._start(_FILE_TYPES[self._kind][0], self._file_metadata())
+                self._file_segment()
         self._state = self._s_file
         return m.end(), True
 
@@ -300,22 +298,23 @@ class XmlParser(TextParser):
             return {"path": self._path}
         return {}
 
-    def _end_file(self, *, error: str | None = None) -> None:
+    def _file_segment(self) -> str:
+        """The file tool's segment, started (with what is known of its path) if not yet."""
         if self._seg is None:
             self._seg = self._start(_FILE_TYPES[self._kind][0], self._file_metadata())
+        return self._seg
+
+    def _end_file(self) -> None:
+        seg = self._file_segment()
         meta = self._file_metadata()
-        if error is not None:
-            meta["incomplete"] = True
-            meta["error"] = error
-        else:
-            problems = []
-            if self._kind != "run_bash" and not self._path:
-                problems.append("has no path")
-            if self._stray:
-                problems.append("holds text outside its arguments, which was ignored")
-            if problems:
-                meta["error"] = f"{self._kind} call ({self._seg}) {' and '.join(problems)}"
-        self._end(self._seg, meta)
+        problems = []
+        if self._kind != "run_bash" and not self._path:
+            problems.append("has no path")
+        if self._stray:
+            problems.append("holds text outside its arguments, which was ignored")
+        if problems:
+            meta["error"] = f"{self._kind} call ({seg}) {' and '.join(problems)}"
+        self._end(seg, meta)
         self._seg = None
         self._state = self._s_text
 
@@ -442,13 +441,12 @@ class XmlParser(TextParser):
         if state in (self._s_generic, self._s_generic_cdata):
             self._raw(buf)
             assert self._seg is not None
-            meta = {
-                "tool_name": self._tool_name,
-                "incomplete": True,
-                "error": f"unterminated tool call {self._tool_name} ({self._seg}): "
+            self._end_incomplete(
+                self._seg,
+                {"tool_name": self._tool_name},
+                f"unterminated tool call {self._tool_name} ({self._seg}): "
                 "the stream ended before </tool>",
-            }
-            self._end(self._seg, meta)
+            )
             self._seg = None
             return
         if state == self._s_lead:
@@ -457,9 +455,12 @@ class XmlParser(TextParser):
             self._emit(buf)
         # _s_newline: a lone CR after the start marker is the dropped newline;
         # _s_file / _s_value: markup between the arguments, not content
-        if self._seg is None:
-            self._seg = self._start(_FILE_TYPES[self._kind][0], self._file_metadata())
+        seg = self._file_segment()
         closing = f"</{self._kind}>" if self._shorthand else "</tool>"
-        self._end_file(
-            error=f"unterminated {self._kind} call ({self._seg}): the stream ended before {closing}"
+        self._end_incomplete(
+            seg,
+            self._file_metadata(),
+            f"unterminated {self._kind} call ({seg}): the stream ended before {closing}",
         )
+        self._seg = None
+        self._state = self._s_text
