@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from streamtool.core.converters import UnknownConverter, converter_names
-from streamtool.core.handlers import UnknownParser, default_parser, parser_names
+from streamtool.core.converters import check_converter_name
+from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 from streamtool.core.run import replay_file
 
@@ -32,12 +32,8 @@ class Format(StrEnum):
 
 
 def check_names(converter: str, parser: str) -> None:
-    if converter != "auto" and converter not in converter_names():
-        raise UnknownConverter(
-            f"unknown converter {converter!r}; valid: auto, {', '.join(converter_names())}"
-        )
-    if parser not in parser_names():
-        raise UnknownParser(f"unknown parser {parser!r}; valid: {', '.join(parser_names())}")
+    check_converter_name(converter)
+    check_parser_name(parser)
 
 
 def make_sink(fmt: Format, *, no_color: bool = False, full: bool = False) -> Sink:

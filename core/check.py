@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .converters import UnknownConverter
+from .converters import check_converter_name
 from .golden import (
     DEFAULT_CONVERTER,
     Golden,
@@ -32,10 +32,8 @@ from .golden import (
     make_golden,
     parse_golden,
     recording_stem,
-    unknown_converter,
-    unknown_parser,
 )
-from .handlers import UnknownParser, default_parser
+from .handlers import check_parser_name, default_parser
 from .recording import RecordingError
 from .replay import DetectionError
 from .run import replay_file
@@ -118,10 +116,10 @@ def check_paths(
     """
     if not update and (converter or parser):
         raise ValueError("converter and parser choices apply only when updating golden files")
-    if converter and (problem := unknown_converter(converter)) is not None:
-        raise UnknownConverter(problem)
-    if parser and (problem := unknown_parser(parser)) is not None:
-        raise UnknownParser(problem)
+    if converter:
+        check_converter_name(converter)
+    if parser:
+        check_parser_name(parser)
     report = CheckReport()
     targets = _find_targets(paths, report.results)
     for target in targets:

@@ -24,8 +24,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .converters import converter_names
-from .handlers import parser_names
+from .converters import check_converter_name
+from .handlers import check_parser_name
 from .recording import RecordingError
 from .transcript import render
 
@@ -108,29 +108,17 @@ def parse_golden(text: str, path: str) -> Golden:
             raise RecordingError(
                 path, _line_of(text, key), f'"replay.{key}" must be a non-empty string'
             )
-    for key, problem in (
-        ("converter", unknown_converter(converter)),
-        ("parser", unknown_parser(parser)),
+    for key, check, name in (
+        ("converter", check_converter_name, converter),
+        ("parser", check_parser_name, parser),
     ):
-        if problem is not None:
-            raise RecordingError(path, _line_of(text, key), problem)
+        try:
+            check(name)
+        except ValueError as exc:
+            raise RecordingError(path, _line_of(text, key), str(exc)) from None
     if not isinstance(doc.get("transcript"), dict):
         raise RecordingError(path, _line_of(text, "transcript"), '"transcript" must be an object')
     return Golden(ReplayOptions(converter, parser), doc)
-
-
-def unknown_converter(name: str) -> str | None:
-    """Why ``name`` is not a converter a golden file can name (``auto`` or a converter)."""
-    if name == DEFAULT_CONVERTER or name in converter_names():
-        return None
-    return f"unknown converter {name!r}; valid: auto, {', '.join(converter_names())}"
-
-
-def unknown_parser(name: str) -> str | None:
-    """Why ``name`` is not a parser a golden file can name."""
-    if name in parser_names():
-        return None
-    return f"unknown parser {name!r}; valid: {', '.join(parser_names())}"
 
 
 def _line_of(text: str, key: str) -> int:

@@ -31,12 +31,20 @@ def converter_names() -> list[str]:
     return list(CONVERTERS)
 
 
-def make_converter(name: str) -> Converter:
-    target = CONVERTERS.get(name)
-    if target is None:
+def check_converter_name(name: str) -> None:
+    """Raise :class:`UnknownConverter` (naming the valid ones) unless ``name`` is ``auto`` or a
+    registered converter."""
+    if name != "auto" and name not in CONVERTERS:
         raise UnknownConverter(
             f"unknown converter {name!r}; valid: auto, {', '.join(converter_names())}"
         )
+
+
+def make_converter(name: str) -> Converter:
+    target = CONVERTERS.get(name)
+    if target is None:
+        check_converter_name(name)
+        raise UnknownConverter("'auto' picks a converter; it is not one")
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     converter: Converter = cls()

@@ -32,10 +32,15 @@ def default_parser() -> str:
     return os.environ.get(PARSER_ENV, "").strip() or DEFAULT_PARSER
 
 
-def make_handler(name: str, **options: Any) -> StreamingResponseHandler:
-    target = PARSERS.get(name)
-    if target is None:
+def check_parser_name(name: str) -> None:
+    """Raise :class:`UnknownParser` (naming the valid ones) unless ``name`` is a parser."""
+    if name not in PARSERS:
         raise UnknownParser(f"unknown parser {name!r}; valid: {', '.join(parser_names())}")
+
+
+def make_handler(name: str, **options: Any) -> StreamingResponseHandler:
+    check_parser_name(name)
+    target = PARSERS[name]
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     handler: StreamingResponseHandler = cls(**options)
