@@ -13,23 +13,12 @@ import math
 import time
 from collections.abc import Callable
 
+from streamtool.core.playback import parse_speed
+
+__all__ = ["DEFAULT_MAX_GAP", "Pacer", "parse_speed"]
+
 DEFAULT_MAX_GAP = 2.0
 LATE_FORGIVEN = 0.25  # fall this far behind (a suspended process) and the schedule restarts
-
-
-def parse_speed(value: str) -> float | None:
-    """``"max"`` -> ``None`` (no pacing); ``"1"``, ``"2.5"``, ``"10x"`` -> a factor > 0."""
-    text = value.strip().lower()
-    if text in ("max", "inf", "infinity"):
-        return None
-    text = text.removesuffix("x")
-    try:
-        speed = float(text)
-    except ValueError:
-        raise ValueError(f"--speed must be a number > 0 or 'max', not {value!r}") from None
-    if not speed > 0 or math.isnan(speed):
-        raise ValueError(f"--speed must be a number > 0 or 'max', not {value!r}")
-    return None if math.isinf(speed) else speed
 
 
 class Pacer:

@@ -8,6 +8,7 @@ after N bytes. The server only sleeps and sends.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -55,16 +56,18 @@ class Cut:
 
 
 def parse_speed(value: str) -> float | None:
-    """``--speed``: a positive factor, or ``max`` for no sleeps at all."""
-    if value.strip().lower() in ("max", "inf"):
+    """``--speed`` (serve and replay): ``max`` -> ``None`` (no waiting); ``1``, ``2.5``, ``10x``
+    -> a factor > 0."""
+    text = value.strip().lower()
+    if text in ("max", "inf", "infinity"):
         return None
     try:
-        speed = float(value)
+        speed = float(text.removesuffix("x"))
     except ValueError:
-        raise ValueError(f"--speed {value!r}: expected a positive number or max") from None
-    if not speed > 0 or speed == float("inf"):
-        raise ValueError(f"--speed {value!r}: expected a positive number or max")
-    return speed
+        speed = math.nan
+    if not speed > 0:  # also false for nan
+        raise ValueError(f"--speed must be a number > 0 or 'max', not {value!r}")
+    return None if math.isinf(speed) else speed
 
 
 def _timed(chunks: Iterable[tuple[float | None, bytes]], speed: float | None) -> Iterator[Write]:

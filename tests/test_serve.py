@@ -627,7 +627,7 @@ def test_serve_command_runs_and_stops(tmp_path):
     "args, message",
     [
         (["missing.jsonl"], "missing.jsonl: no such file"),
-        (["{rec}", "--speed", "fast"], "--speed 'fast'"),
+        (["{rec}", "--speed", "fast"], "--speed must be a number > 0 or 'max', not 'fast'"),
         (["{rec}", "--rechunk", "0"], "rechunk must be at least 1"),
     ],
 )
