@@ -305,18 +305,15 @@ class KimiTokenScanner:
             if self._hold(marker, out):
                 self._emit_call(out)
                 self._after_call()
-        elif marker in (SECTION_END, SECTION_END_SINGULAR):
+        elif marker in (SECTION_END, SECTION_END_SINGULAR, CALL_BEGIN):
             out.append(
                 Note("kimi_call_end_missing", "a Kimi tool call closed without <|tool_call_end|>")
             )
             self._emit_call(out)
-            self._reset()
-        elif marker == CALL_BEGIN:
-            out.append(
-                Note("kimi_call_end_missing", "a Kimi tool call closed without <|tool_call_end|>")
-            )
-            self._emit_call(out)
-            self._begin_call(marker, out)
+            if marker == CALL_BEGIN:
+                self._begin_call(marker, out)
+            else:
+                self._reset()
         elif self._hold(marker, out):
             self._args.append(marker)
 

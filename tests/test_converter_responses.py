@@ -508,3 +508,14 @@ def test_sequence_gap_is_noted() -> None:
     s.events[1]["sequence_number"] = 5
     result = summary(s.text(), header=HEADER)
     assert [q["id"] for q in result["quirks"]] == ["responses_sequence_gap"]
+
+
+def test_argument_deltas_before_their_item_are_kept_once_with_the_items_call_id() -> None:
+    """Deltas that arrive before ``output_item.added`` (nothing names the call yet) are held,
+    appended once each, and the call takes the item's ``call_id`` when the item arrives."""
+    s = Stream().created().args(0, "fc_1", '{"a"').args(0, "fc_1", ":1}")
+    s.call_done(0, "fc_1", "call_1", "f", '{"a":1}')
+    s.completed([function_call("fc_1", "call_1", "f", '{"a":1}', "completed")])
+    result = summary(s.text(), header=HEADER)
+    assert calls(result) == [("call_1", "f", {"a": 1})]
+    assert result["errors"] == []

@@ -85,8 +85,7 @@ class AnthropicConverter(Converter):
                     call = self.tracker.find(index) if type(index) is int else None
                     if call is not None and type(fragment) is str and fragment:
                         added = self.tracker.append_exact(call, fragment)
-                        if added is not None:
-                            return [ChunkResponse(tool_calls=[added])]
+                        return [ChunkResponse(tool_calls=[added])] if added is not None else []
                 return self._block_delta(obj)
             return self._payload(obj, event)
         return self.each_payload(obj, lambda payload: self._payload(payload, event))

@@ -33,7 +33,7 @@ from ..model import ChunkResponse, ToolCallDelta
 from ..sse import SSEEvent
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from .base import Converter, MultiPayload
+from .base import Converter
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
@@ -73,7 +73,7 @@ class GeminiConverter(Converter):
                 return []
         if type(obj) is dict:
             return self._payload(obj)
-        if isinstance(obj, list | MultiPayload):  # a JSON array inside one SSE event
+        if isinstance(obj, list):  # a JSON array inside one SSE event (or a MultiPayload)
             out: list[ChunkResponse] = []
             for payload in obj:
                 if isinstance(payload, dict):

@@ -84,12 +84,22 @@ class _Item:
 
     __slots__ = ("type", "kind", "streamed", "done", "custom")
 
-    def __init__(self, item_type: str, kind: str) -> None:
+    def __init__(self, item_type: str) -> None:
         self.type = item_type
-        self.kind = kind  # "call", "server", "message", "reasoning", "other"
+        # a custom tool call: the input is streamed as a JSON string
+        self.custom = item_type == "custom_tool_call"
+        kind = "other"
+        if item_type == "function_call" or self.custom:
+            kind = "call"
+        elif item_type in _SERVER_ITEMS:
+            kind = "server"
+        elif item_type in _CLIENT_ITEMS:
+            kind = "builtin"
+        elif item_type == "message" or item_type == "reasoning":
+            kind = item_type
+        self.kind = kind  # "call", "server", "builtin", "message", "reasoning", "other"
         self.streamed: dict[tuple[str, int], int] = {}  # (part kind, index) -> characters streamed
         self.done = False
-        self.custom = False  # a custom tool call: the input is streamed as a JSON string
 
 
 class OpenAIResponsesConverter(Converter):
@@ -144,9 +154,9 @@ class OpenAIResponsesConverter(Converter):
                     self.payloads += 1
                     if seq is not None:
                         self._seq = seq
+                    # what _argument_delta would do (no quirk applies to this delta)
                     added = self.tracker.append_exact(call, fragment)
-                    if added is not None:
-                        return [ChunkResponse(tool_calls=[added])]
+                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
             return self._payload(obj, event)
         return self.each_payload(obj, lambda payload: self._payload(payload, event))
 
@@ -281,27 +291,13 @@ class OpenAIResponsesConverter(Converter):
         item = obj.get("item")
         if not isinstance(item, dict):
             return []
-        item_type = str(item.get("type"))
         item_id = item.get("id")
-        output_index = obj.get("output_index")
-        if item_type == "function_call" or item_type == "custom_tool_call":
-            info = _Item(item_type, "call")
-            info.custom = item_type == "custom_tool_call"
-        elif item_type in _SERVER_ITEMS:
-            info = _Item(item_type, "server")
-        elif item_type in _CLIENT_ITEMS:
-            info = _Item(item_type, "builtin")
-        elif item_type in ("message", "reasoning"):
-            info = _Item(item_type, item_type)
-        else:
-            info = _Item(item_type, "other")
+        info = _Item(str(item.get("type")))
         if isinstance(item_id, str) and item_id:
             self._items[item_id] = info
         if info.kind in ("message", "reasoning", "other"):
             return []
-        call = self.tracker.open(item_id if isinstance(item_id, str) and item_id else None)
-        if type(output_index) is int:
-            self.tracker.alias(("output", output_index), call)
+        call = self._open_call(item_id, obj.get("output_index"))
         return self._call_fields(call, info, item, first=True)
 
     def _call_fields(
@@ -317,14 +313,9 @@ class OpenAIResponsesConverter(Converter):
         call_id = item.get("call_id")
         call_id = call_id if isinstance(call_id, str) and call_id else None
         if call_id is not None:
-            known = self.tracker.find(call_id)
-            if known is None:
+            if self.tracker.find(call_id) is None:
                 self.tracker.alias(call_id, call)
-            if call.call_id is not None and call_id != call.call_id:
-                self.quirk(
-                    "responses_call_id_changed",
-                    f"item {item.get('id')} said call_id {call.call_id!r}, later {call_id!r}",
-                )
+            self._check_call_id(call, item)
         if call_id is None and first and info.kind == "server":
             call_id = item.get("id") if isinstance(item.get("id"), str) else None
         name: str | None = None
@@ -355,7 +346,9 @@ class OpenAIResponsesConverter(Converter):
                 if opener is not None:
                     out.append(opener)
         else:
-            delta = self.tracker.update(call, name=name)
+            # a call announced here (its deltas came before any item) takes the item's call id
+            late_id = call_id if not call.announced else None
+            delta = self.tracker.update(call, call_id=late_id, name=name)
             if delta is not None:
                 out.append(delta)
         final = self._final_arguments(info, item)
@@ -458,28 +451,16 @@ class OpenAIResponsesConverter(Converter):
         info = self._items.get(item_id) if item_id is not None else None
         call = self._find_call(item_id, index)
         if info is None:
-            added = call is not None
-            item_type = str(item.get("type"))
-            if item_type in ("function_call", "custom_tool_call"):
-                info = _Item(item_type, "call")
-                info.custom = item_type == "custom_tool_call"
-            elif item_type in _SERVER_ITEMS:
-                info = _Item(item_type, "server")
-            elif item_type in _CLIENT_ITEMS:
-                info = _Item(item_type, "builtin")
-            elif item_type in ("message", "reasoning"):
-                info = _Item(item_type, item_type)
-            else:
-                info = _Item(item_type, "other")
+            info = _Item(str(item.get("type")))
             if item_id is not None:
                 self._items[item_id] = info
-            if info.kind in ("call", "server", "builtin") and not added:
+            if info.kind in ("call", "server", "builtin") and call is None:
                 quirk = (
                     "responses_completed_only"
                     if where == "response.completed"
                     else "responses_item_done_only"
                 )
-                self.quirk(quirk, f"a {item_type} item that only {where} announced")
+                self.quirk(quirk, f"a {info.type} item that only {where} announced")
         info.done = True
         if info.kind == "message":
             return self._message_done(info, item, where)
@@ -491,9 +472,7 @@ class OpenAIResponsesConverter(Converter):
             return [ChunkResponse(content_metadata={"items": values})]
         out: list[ChunkResponse] = []
         if call is None:
-            call = self.tracker.open(item_id)
-            if type(index) is int:
-                self.tracker.alias(("output", index), call)
+            call = self._open_call(item_id, index)
             out.extend(self._call_fields(call, info, item, first=True, where=where))
         else:
             out.extend(self._call_fields(call, info, item, where=where))
@@ -515,6 +494,13 @@ class OpenAIResponsesConverter(Converter):
         call = self.tracker.find(item_id) if item_id is not None else None
         if call is None and type(index) is int:
             call = self.tracker.find(("output", index))
+        return call
+
+    def _open_call(self, item_id: Any, index: Any) -> TrackedCall:
+        """A new call, keyed by its item id and its output index (those that are given)."""
+        call = self.tracker.open(item_id if isinstance(item_id, str) and item_id else None)
+        if type(index) is int:
+            self.tracker.alias(("output", index), call)
         return call
 
     def _message_done(self, info: _Item, item: dict[str, Any], where: str) -> list[ChunkResponse]:
@@ -609,8 +595,6 @@ class OpenAIResponsesConverter(Converter):
         call = tracker.find(_str(obj.get("item_id")))
         if call is None:
             call = self._orphan_call(obj)
-            if call is None:
-                return []
         if call is not tracker.calls[-1] and not call.complete:
             self.quirk(
                 "responses_parallel_interleaved",
@@ -621,22 +605,19 @@ class OpenAIResponsesConverter(Converter):
         out = tracker.append_exact(call, delta)
         return [ChunkResponse(tool_calls=[out])] if out is not None else []
 
-    def _orphan_call(self, obj: dict[str, Any]) -> TrackedCall | None:
+    def _orphan_call(self, obj: dict[str, Any]) -> TrackedCall:
         index = obj.get("output_index")
-        if type(index) is int:
-            call = self.tracker.find(("output", index))
-            if call is not None:
-                return call
+        call = self._find_call(None, index)
+        if call is not None:
+            return call
         item_id = obj.get("item_id")
         self.quirk(
             "responses_delta_before_item",
             f"argument deltas for item {item_id!r} before its output_item.added",
         )
-        call = self.tracker.open(item_id if isinstance(item_id, str) and item_id else None)
-        if type(index) is int:
-            self.tracker.alias(("output", index), call)
+        call = self._open_call(item_id, index)
         if isinstance(item_id, str) and item_id and item_id not in self._items:
-            self._items[item_id] = _Item("function_call", "call")
+            self._items[item_id] = _Item("function_call")
         return call
 
     def _argument_done(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
