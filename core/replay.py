@@ -83,8 +83,6 @@ class ReplayEngine:
         self._n_invocations = 0
         self.end: End | None = None
         self.finished = False
-        status = self.header.response.get("status")
-        self.http_status: int | None = status if isinstance(status, int) else None
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
@@ -132,13 +130,7 @@ class ReplayEngine:
             self._detect_now(final=True)
             self._drain_pending(out)
         if self.converter is not None:
-            crs = self.converter.finish()
-            if self.http_status is not None and self.http_status >= 400:
-                # an HTTP error answer is not a stream: it cannot be "truncated"
-                for cr in crs:
-                    if cr.errors:
-                        cr.errors = [e for e in cr.errors if e.kind != "truncated"]
-            self._chunks(crs, out)
+            self._chunks(self.converter.finish(), out)
         self._events(self.handler.finalize(), out)
         if end is None:
             self._error(

@@ -65,14 +65,10 @@ class AnthropicConverter(Converter):
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        data = event.data
         try:
-            obj = _loads(data)
-        except ValueError:
-            if not data.strip():
-                self.quirk("sse_empty_event_after_comment", "an event with empty data")
-                return []
-            obj = self.load_json(event)
+            obj = _loads(event.data)
+        except ValueError as exc:
+            obj = self.not_json(event, exc)
             if obj is None:
                 return []
         if type(obj) is dict:
@@ -337,10 +333,5 @@ class AnthropicConverter(Converter):
                         if done is not None:
                             deltas.append(done)
             if not self.failed and self.started:
-                open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
-                self.error(
-                    "truncated",
-                    "the stream ended without message_stop"
-                    + (f"; tool calls {', '.join(open_calls)} were cut off" if open_calls else ""),
-                )
+                self.truncated("message_stop")
         return [ChunkResponse(tool_calls=deltas)] if deltas else []

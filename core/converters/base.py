@@ -30,9 +30,14 @@ class Converter:
         self._errors: list[StreamError] = []
         self._seen_quirks: set[str] = set()
         self.comments = 0
+        self.http_error = False  # the recorded answer is an HTTP error body, not a stream
 
     def use_header(self, header: Header) -> None:
-        """Hook: the recording's header (the request, its tools), given before the first item."""
+        """The recording's header (the request, its tools), given before the first item.
+
+        Subclasses that read more of it call ``super().use_header(header)``."""
+        status = header.response.get("status")
+        self.http_error = isinstance(status, int) and status >= 400
 
     # -- notes -----------------------------------------------------------------------------
     def quirk(self, quirk_id: str, detail: str = "") -> None:
@@ -81,7 +86,40 @@ class Converter:
     def on_finish(self) -> list[ChunkResponse]:
         return []
 
+    def on_unparsed(self, event: SSEEvent) -> bool:
+        """Hook: data that is not JSON, which a converter may take as its own (``[DONE]``, an
+        object cut off by the end of the stream); ``True`` when it did (the event gives nothing).
+        """
+        return False
+
     # -- helpers ---------------------------------------------------------------------------
+    def truncated(self, missing: str, cut: str = "were cut off") -> None:
+        """Note that the stream ended without ``missing``, naming the tool calls still open.
+
+        An HTTP error answer is not a stream: it cannot be cut short."""
+        if self.http_error:
+            return
+        open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
+        self.error(
+            "truncated",
+            f"the stream ended without {missing}"
+            + (f"; tool calls {', '.join(open_calls)} {cut}" if open_calls else ""),
+        )
+
+    def not_json(self, event: SSEEvent, exc: ValueError) -> Any:
+        """The slow path of parsing an event's data, after ``loads(event.data)`` raised ``exc``.
+
+        Empty data is a quirk, :meth:`on_unparsed` may take the data, and anything else is what
+        :meth:`load_json` makes of it; ``None`` when the event gives nothing.
+        """
+        data = event.data
+        if not data.strip():
+            self.quirk("sse_empty_event_after_comment", "an event with empty data")
+            return None
+        if self.on_unparsed(event):
+            return None
+        return self._split_payloads(data, exc)
+
     def each_payload(
         self, obj: Any, handle: Callable[[dict[str, Any]], list[ChunkResponse]]
     ) -> list[ChunkResponse]:
@@ -111,24 +149,27 @@ class Converter:
         try:
             return loads(data)
         except ValueError as exc:
-            if "\n" in data:
-                parts = []
-                for line in data.split("\n"):
-                    line = line.removeprefix("data:").strip()
-                    if not line:
-                        continue
-                    try:
-                        parts.append(json.loads(line))
-                    except ValueError:
-                        break
-                else:
-                    self.quirk(
-                        "sse_single_newline_separator",
-                        "several JSON payloads in one event (events separated by a single LF)",
-                    )
-                    return MultiPayload(parts)
-            self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
-            return None
+            return self._split_payloads(data, exc)
+
+    def _split_payloads(self, data: str, exc: ValueError) -> Any:
+        if "\n" in data:
+            parts = []
+            for line in data.split("\n"):
+                line = line.removeprefix("data:").strip()
+                if not line:
+                    continue
+                try:
+                    parts.append(json.loads(line))
+                except ValueError:
+                    break
+            else:
+                self.quirk(
+                    "sse_single_newline_separator",
+                    "several JSON payloads in one event (events separated by a single LF)",
+                )
+                return MultiPayload(parts)
+        self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
+        return None
 
 
 class MultiPayload(list[Any]):

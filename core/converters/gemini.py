@@ -58,17 +58,10 @@ class GeminiConverter(Converter):
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        data = event.data
         try:
-            obj = _loads(data)
-        except ValueError:
-            if not data.strip():
-                self.quirk("sse_empty_event_after_comment", "an event with empty data")
-                return []
-            if event.unterminated:
-                self.error("truncated", "the stream ends inside a response object", data[:200])
-                return []
-            obj = self.load_json(event)
+            obj = _loads(event.data)
+        except ValueError as exc:
+            obj = self.not_json(event, exc)
             if obj is None:
                 return []
         if type(obj) is dict:
@@ -81,6 +74,12 @@ class GeminiConverter(Converter):
             return out
         self.error("bad_payload", "event data is not a JSON object", obj)
         return []
+
+    def on_unparsed(self, event: SSEEvent) -> bool:
+        if event.unterminated:
+            self.error("truncated", "the stream ends inside a response object", event.data[:200])
+            return True
+        return False
 
     def _payload(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         self.payloads += 1
@@ -357,12 +356,7 @@ class GeminiConverter(Converter):
     def on_finish(self) -> list[ChunkResponse]:
         deltas = self.tracker.flush_unannounced()
         if self.finish_reason is None and not self.failed and self.payloads:
-            open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
-            self.error(
-                "truncated",
-                "the stream ended without a finishReason"
-                + (f"; tool calls {', '.join(open_calls)} were cut off" if open_calls else ""),
-            )
+            self.truncated("a finishReason")
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
 
 

@@ -45,6 +45,7 @@ class KimiK2Converter(OpenAIChatConverter):
         self.tools: list[tuple[str, frozenset[str] | None]] = []
 
     def use_header(self, header: Header) -> None:
+        super().use_header(header)
         self.tools = offered_tools(header.request.get("body"))
 
     # -- the OpenAI payload, then the tokens inside its text ---------------------------------

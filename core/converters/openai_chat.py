@@ -310,16 +310,7 @@ class OpenAIChatConverter(Converter):
             if self.finish_reason is not None:
                 self.quirk("eof_no_done", "the stream ended without data: [DONE]")
             elif self.payloads:
-                open_calls = [c.call_id for c in self.tracker.open_calls()]
-                self.error(
-                    "truncated",
-                    "the stream ended without a finish_reason or [DONE]"
-                    + (
-                        f"; tool calls {', '.join(map(str, open_calls))} may be cut off"
-                        if open_calls
-                        else ""
-                    ),
-                )
+                self.truncated("a finish_reason or [DONE]", "may be cut off")
         elif self.finish_reason is None and self.payloads:
             self.quirk("done_no_finish_reason", "[DONE] arrived without a finish_reason")
         if deltas:

@@ -120,18 +120,10 @@ class OpenAIResponsesConverter(Converter):
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        data = event.data
         try:
-            obj = _loads(data)
-        except ValueError:
-            stripped = data.strip()
-            if stripped == "[DONE]":
-                self.done = True
-                return []
-            if not stripped:
-                self.quirk("sse_empty_event_after_comment", "an event with empty data")
-                return []
-            obj = self.load_json(event)
+            obj = _loads(event.data)
+        except ValueError as exc:
+            obj = self.not_json(event, exc)
             if obj is None:
                 return []
         if type(obj) is dict:
@@ -159,6 +151,12 @@ class OpenAIResponsesConverter(Converter):
                     return [ChunkResponse(tool_calls=[added])] if added is not None else []
             return self._payload(obj, event)
         return self.each_payload(obj, lambda payload: self._payload(payload, event))
+
+    def on_unparsed(self, event: SSEEvent) -> bool:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return True
+        return False
 
     def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
@@ -646,12 +644,7 @@ class OpenAIResponsesConverter(Converter):
     def on_finish(self) -> list[ChunkResponse]:
         deltas = self.tracker.flush_unannounced()
         if self.terminal is None and not self.failed and self.payloads:
-            open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
-            self.error(
-                "truncated",
-                "the stream ended without response.completed"
-                + (f"; tool calls {', '.join(open_calls)} were cut off" if open_calls else ""),
-            )
+            self.truncated("response.completed")
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
 
 
