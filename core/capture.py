@@ -36,13 +36,13 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from .http_body import StreamEndDetector
 from .recorder import ResponseRecorder
 from .recording import RecordingError
 from .requests import APIS, credential_values, preset_for
-from .secrets import SECRET_QUERY
+from .secrets import secret_query_values
 
 _APIS = (
     ("/chat/completions", "chat.completions"),
@@ -83,9 +83,7 @@ def describe_request(request: Any) -> tuple[dict[str, Any], Any, tuple[str, ...]
     headers = dict(request.headers.items())
     secrets = credential_values(headers.items())
     url = str(request.url)
-    for key, value in parse_qsl(urlsplit(url).query):
-        if key.lower() in SECRET_QUERY:
-            secrets.append(value)
+    secrets += secret_query_values(url)
     info = {"method": request.method, "url": url, "headers": headers, "body": body}
     return info, body, tuple(s for s in secrets if s)
 

@@ -15,7 +15,7 @@ import zlib
 from typing import Any
 
 from .secrets import REDACTED
-from .sse import SSEDecoder, SSEEvent
+from .sse import SSEDecoder, SSEEvent, decode_all
 
 DECODABLE = ("gzip", "x-gzip", "deflate")
 
@@ -153,9 +153,9 @@ def _message_from_json(text: str) -> str | None:
         obj: Any = json.loads(text)
     except ValueError:
         # an SSE-framed error (``event: error`` / ``data: {...}``)
-        for line in text.splitlines():
-            if line.startswith("data:"):
-                found = _message_from_json(line[5:].strip())
+        for item in decode_all([text]):
+            if type(item) is SSEEvent:
+                found = _message_from_json(item.data.strip())
                 if found:
                     return found
         return None

@@ -22,7 +22,7 @@ from .recording import (
     parse_header,
     record_from_obj,
 )
-from .secrets import find_secret, redact_request
+from .secrets import find_secret, redact_headers, redact_request
 
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
@@ -171,10 +171,8 @@ class RecordingWriter:
         self.path = str(path)
         header.request = redact_request(header.request)
         header.response = dict(header.response)
-        if "headers" in header.response:
-            header.response["headers"] = redact_request({"headers": header.response["headers"]})[
-                "headers"
-            ]
+        if isinstance(header.response.get("headers"), dict):
+            header.response["headers"] = redact_headers(header.response["headers"])
         leaked = find_secret(json.dumps(header.to_record()))
         if leaked:
             raise RecordingError(

@@ -30,6 +30,11 @@ def redact_headers(headers: dict[str, Any]) -> dict[str, Any]:
     return {k: (REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
 
 
+def secret_query_values(url: str) -> list[str]:
+    """The values of the URL's query parameters that carry credentials (``key=``...)."""
+    return [v for k, v in parse_qsl(urlsplit(url).query) if k.lower() in SECRET_QUERY]
+
+
 def redact_url(url: str) -> str:
     parts = urlsplit(url)
     if not parts.query:
