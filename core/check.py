@@ -219,16 +219,19 @@ def _check_one(
         text = None
     except (OSError, UnicodeDecodeError) as exc:
         return _error(rec, f"{gold}: cannot read the golden file ({_reason(exc)})", gold)
+    # a missing golden file is reported after the replay, so that an unusable recording is
+    # reported as what it is (exit 2), not as a golden file to create
+    missing: FileResult | None = None
     if text is None and not update:
-        return FileResult(
+        missing = FileResult(
             "missing",
             gold,
             rec,
             message=f"no golden file ({golden_path.name}); create it with: "
             f"streamtool check --update {rec}",
         )
-    if text is None and not create_missing:
-        return FileResult(
+    elif text is None and not create_missing:
+        missing = FileResult(
             "missing",
             gold,
             rec,
@@ -254,6 +257,8 @@ def _check_one(
         return _error(rec, str(exc), gold)
     except DetectionError as exc:
         return _error(rec, f"{rec}: {exc}", gold)
+    if missing is not None:
+        return missing
     actual = make_golden(recording.name, options, build_transcript(engine))
 
     if stored is None:

@@ -415,3 +415,20 @@ def test_json_format(recs: Path) -> None:
 def test_golden_file_names(recording: str, golden: str) -> None:
     assert golden_name(recording) == golden
     assert is_golden_name(golden) and not is_golden_name(recording)
+
+
+@pytest.mark.parametrize("ci", [None, "true"])
+def test_an_unusable_recording_without_golden_file_is_unusable_not_missing(
+    tmp_path: Path, ci: str | None
+) -> None:
+    lines = (RECORDINGS / TOOLS).read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:3], "garbage {", *lines[3:]]) + "\n", encoding="utf-8")
+    before = bad.read_bytes()
+    code, out, err = run(str(bad), ci=ci)
+    assert code == 2
+    assert "MISSING" not in out and "--update" not in out
+    assert f"{bad}:4: not JSON" in err and err.count("\n") == 1 and "Traceback" not in err
+    code, _, err = run("--update", str(bad), ci=ci)
+    assert code == 2 and f"{bad}:4: not JSON" in err
+    assert bad.read_bytes() == before and not list(tmp_path.glob("*.golden.json"))
