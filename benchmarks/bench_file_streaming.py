@@ -208,9 +208,9 @@ def stage_breakdown(path: Path, converter: str, repeat: int) -> list[tuple[str, 
     from streamtool.core.converters import make_converter
     from streamtool.core.handlers import make_handler
     from streamtool.core.model import ChunkResponse
-    from streamtool.core.recording_io import Source
-    from streamtool.core.run import replay_file
-    from streamtool.core.sse import SSEDecoder, SSEEvent
+    from streamtool.core.recording.reader import Source
+    from streamtool.core.recording.replay_file import replay_file
+    from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
     def through(stage: int) -> float:
         start = time.perf_counter()

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from streamtool.core.recording_io import Source  # noqa: E402
+from streamtool.core.recording.reader import Source  # noqa: E402
 
 PACED = ROOT / "recordings" / "openai-responses-text-then-function-call.jsonl"
 

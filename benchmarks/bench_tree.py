@@ -142,7 +142,7 @@ def write_recording(path: Path, n_events: int) -> int:
 # -- in process ------------------------------------------------------------------------------------
 def run_json(path: Path) -> None:
     from streamtool.cli.sinks import JsonSink
-    from streamtool.core.run import replay_file
+    from streamtool.core.recording.replay_file import replay_file
 
     sink = JsonSink(io.StringIO())
     engine = replay_file(path, on_items=sink.on_items)
@@ -151,7 +151,7 @@ def run_json(path: Path) -> None:
 
 def run_tree(path: Path, frames: list[int]) -> None:
     from streamtool.cli.tree import make_console, make_live_sink
-    from streamtool.core.run import replay_file
+    from streamtool.core.recording.replay_file import replay_file
 
     with open(os.devnull, "w") as devnull:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
@@ -184,7 +184,7 @@ def compare(
 def frame_cost(path: Path, frames: int = 30) -> float:
     """Seconds to build and draw one live frame of the finished stream (median)."""
     from streamtool.cli.tree import TreeSink, make_console
-    from streamtool.core.run import replay_file
+    from streamtool.core.recording.replay_file import replay_file
 
     with open(os.devnull, "w") as devnull:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
@@ -286,7 +286,7 @@ def main() -> int:
         frames.clear()
         pacer = Pacer(10.0, None)
         from streamtool.cli.tree import make_console, make_live_sink
-        from streamtool.core.run import replay_file
+        from streamtool.core.recording.replay_file import replay_file
 
         with open(os.devnull, "w") as devnull:
             console = make_console(file=devnull, force_terminal=True, width=120, height=40)

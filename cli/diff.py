@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from streamtool.core.handlers import default_parser
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 from .errors import user_errors
 from .main import app
@@ -21,7 +21,7 @@ from .replay import check_names
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from streamtool.core.diff import Row, StreamDiff
+    from streamtool.core.outputs.diff import Row, StreamDiff
 
 CELL_LIMIT = 400  # characters of a text value shown in a cell
 
@@ -76,7 +76,7 @@ def diff(
         engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
     with user_errors(str(path_b)):
         engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
-    from streamtool.core.diff import diff_streams  # imported when used: fast start
+    from streamtool.core.outputs.diff import diff_streams  # imported when used: fast start
 
     result = diff_streams(engine_a, engine_b)
     if fmt is Format.json:

@@ -6,7 +6,7 @@ import sys
 from enum import StrEnum
 from typing import IO
 
-from streamtool.core.emit_openai import OpenAISSEEmitter, stream_identity
+from streamtool.core.outputs.emit_openai import OpenAISSEEmitter, stream_identity
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import warn

@@ -1,7 +1,7 @@
 """``streamtool record``: send one streaming request and record the response byte for byte.
 
-The request is built by :mod:`streamtool.core.requests`, sent and written by
-:mod:`streamtool.core.http_capture`. While it streams, every chunk also goes through a
+The request is built by :mod:`streamtool.core.net.requests`, sent and written by
+:mod:`streamtool.core.net.http_capture`. While it streams, every chunk also goes through a
 :class:`~streamtool.core.replay.ReplayEngine` whose items feed a view: a sink with
 ``on_items(engine, t, items)`` / ``close(engine)``, as ``replay`` uses. ``VIEWS`` maps
 ``--view`` names to sink factories; a view may also have ``on_read(t, chunks, nbytes)``.
@@ -20,7 +20,7 @@ import typer
 
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
-from streamtool.core.recording import Chunk, End, Header
+from streamtool.core.recording.format import Chunk, End, Header
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import fail, user_errors, warn
@@ -28,8 +28,8 @@ from .main import app
 from .replay import check_names
 
 if TYPE_CHECKING:
-    from streamtool.core.recorder import RecordResult
-    from streamtool.core.requests import PreparedRequest
+    from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.recording.recorder import RecordResult
 
 
 class View(Protocol):
@@ -316,8 +316,7 @@ def record(
     (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
     """
     # request building and HTTP are imported by this command only: every other one starts fast
-    from streamtool.core.recorder import check_output
-    from streamtool.core.requests import (
+    from streamtool.core.net.requests import (
         RequestError,
         RequestOptions,
         build_request,
@@ -326,6 +325,7 @@ def record(
         parse_set_option,
         parse_tools,
     )
+    from streamtool.core.recording.recorder import check_output
 
     parser_name = parser or default_parser()
     if view not in VIEWS:
@@ -357,7 +357,7 @@ def record(
     except RequestError as exc:
         fail(str(exc))
 
-    from streamtool.core.http_capture import record_request
+    from streamtool.core.net.http_capture import record_request
 
     live = LiveFeed(
         prepared, VIEWS[view](), converter=converter, parser=parser_name, source=str(output)

@@ -11,7 +11,7 @@ import typer
 from streamtool.core.converters import check_converter_name
 from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
@@ -20,7 +20,7 @@ from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
-    from streamtool.core.recording import Chunk
+    from streamtool.core.recording.format import Chunk
     from streamtool.core.replay import ReplayEngine
 
 

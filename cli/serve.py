@@ -63,8 +63,8 @@ def serve(
     its model, else the only one for that endpoint.
     """
     # the server stack is imported only by this command: every other command starts fast
-    from streamtool.core.playback import Playback, parse_speed
-    from streamtool.core.serve_app import Library, bind, create_app, run_server
+    from streamtool.core.net.playback import Playback, parse_speed
+    from streamtool.core.net.server import Library, bind, create_app, run_server
 
     with user_errors():
         library = Library.from_paths(paths)

@@ -1,4 +1,22 @@
-"""streamtool's library: sans-IO protocol stages (decoder, converters, handlers, adapter)."""
+"""streamtool's library.
+
+The sans-IO pipeline (``wire`` → ``converters`` → ``handlers``/``parsers`` → the adapter, driven
+by :class:`ReplayEngine`) never touches a file or a socket; ``recording`` is the file edge,
+``net`` the network edge and ``outputs`` what a replay produces. Quick use::
+
+    from streamtool.core import replay_file
+
+    engine = replay_file("recordings/openai-chat-write-file.jsonl")
+    print(engine.summary()["invocations"])
+
+Every name below is importable from ``streamtool.core``; the heavier ones (the HTTP server,
+SDK capture) are loaded on first use, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .model import (
     ChunkResponse,
@@ -11,6 +29,28 @@ from .model import (
     ToolInvocation,
 )
 
+# name -> module (relative to this package) that defines it, imported when first asked for.
+_LAZY = {
+    "ReplayEngine": ".replay",
+    "DetectionError": ".replay",
+    "replay_file": ".recording.replay_file",
+    "Source": ".recording.reader",
+    "RecordingWriter": ".recording.writer",
+    "RecordingError": ".recording.format",
+    "Header": ".recording.format",
+    "Chunk": ".recording.format",
+    "End": ".recording.format",
+    "check_paths": ".recording.check",
+    "build_transcript": ".outputs.transcript",
+    "diff_streams": ".outputs.diff",
+    "OpenAISSEEmitter": ".outputs.emit_openai",
+    "Capture": ".net.capture",
+    "serving": ".net.server",
+    "Playback": ".net.playback",
+    "make_converter": ".converters",
+    "make_handler": ".handlers",
+}
+
 __all__ = [
     "ChunkResponse",
     "Quirk",
@@ -20,4 +60,51 @@ __all__ = [
     "StreamError",
     "ToolCallDelta",
     "ToolInvocation",
+    "ReplayEngine",
+    "DetectionError",
+    "replay_file",
+    "Source",
+    "RecordingWriter",
+    "RecordingError",
+    "Header",
+    "Chunk",
+    "End",
+    "check_paths",
+    "build_transcript",
+    "diff_streams",
+    "OpenAISSEEmitter",
+    "Capture",
+    "serving",
+    "Playback",
+    "make_converter",
+    "make_handler",
 ]
+
+if TYPE_CHECKING:
+    from .converters import make_converter
+    from .handlers import make_handler
+    from .net.capture import Capture
+    from .net.playback import Playback
+    from .net.server import serving
+    from .outputs.diff import diff_streams
+    from .outputs.emit_openai import OpenAISSEEmitter
+    from .outputs.transcript import build_transcript
+    from .recording.check import check_paths
+    from .recording.format import Chunk, End, Header, RecordingError
+    from .recording.reader import Source
+    from .recording.replay_file import replay_file
+    from .recording.writer import RecordingWriter
+    from .replay import DetectionError, ReplayEngine
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -18,7 +18,6 @@ from .converters import (
     detect_from_header,
     make_converter,
 )
-from .framing import open_decoder
 from .handlers import make_handler
 from .model import (
     ChunkResponse,
@@ -29,9 +28,10 @@ from .model import (
     StreamError,
     ToolInvocation,
 )
-from .recording import Chunk, End, Header
-from .sse import SSEEvent, SSEItem
+from .recording.format import Chunk, End, Header
 from .usage import merge_latest
+from .wire.framing import open_decoder
+from .wire.sse import SSEEvent, SSEItem
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
 DETECT_LIMIT = 64  # SSE items to look at before giving up on auto-detection

@@ -6,8 +6,8 @@ import json
 import random
 from typing import Any
 
-from streamtool.core.recording import Chunk, End, Header
-from streamtool.core.recording_io import Source
+from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.recording.reader import Source
 from streamtool.core.replay import ReplayEngine
 
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from streamtool.core.recording_io import Source
-from streamtool.core.sse import SSEDecoder, SSEEvent
+from streamtool.core.recording.reader import Source
+from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS
 
@@ -57,7 +57,7 @@ def write_recording(
     content_type: str = "text/event-stream",
 ) -> Path:
     """A small recording written by a test (timings and reads as given)."""
-    from streamtool.core.recording import Chunk, End
+    from streamtool.core.recording.format import Chunk, End
 
     header = {
         "type": "header",

@@ -11,11 +11,11 @@ import httpx2
 import openai
 import pytest
 
-from streamtool.core.capture import Capture, http_module, is_stream_request, provider_and_api
-from streamtool.core.http_body import StreamEndDetector
-from streamtool.core.playback import Playback
-from streamtool.core.run import replay_file
-from streamtool.core.serve_app import serving
+from streamtool.core.net.capture import Capture, http_module, is_stream_request, provider_and_api
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import serving
+from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.wire.http_body import StreamEndDetector
 
 from .conftest import RECORDINGS
 from .serve_helpers import body_of, chunks_of, read_all, recording

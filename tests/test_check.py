@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.golden import golden_name, is_golden_name, parse_golden
 from streamtool.core.handlers import parser_names
-from streamtool.core.recording import RecordingError
-from streamtool.core.recording_io import RecordingWriter
+from streamtool.core.outputs.golden import golden_name, is_golden_name, parse_golden
+from streamtool.core.recording.format import RecordingError
+from streamtool.core.recording.writer import RecordingWriter
 
 from .conftest import RECORDINGS
 from .helpers import recording_body

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from streamtool.core.converters import make_converter
-from streamtool.core.recording import Header
-from streamtool.core.sse import SSEEvent
+from streamtool.core.recording.format import Header
+from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS, corpus_params
 from .wire_helpers import (

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from streamtool.core.converters import detect_from_event, detect_from_header
-from streamtool.core.recording import Header
-from streamtool.core.sse import SSEEvent
+from streamtool.core.recording.format import Header
+from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS
 from .wire_helpers import run

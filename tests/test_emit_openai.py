@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
-from streamtool.core.emit_openai import (
+from streamtool.core.model import SegmentEvent, SegmentType, ToolInvocation
+from streamtool.core.outputs.emit_openai import (
     FINISH_REASONS,
     OpenAISSEEmitter,
     openai_usage,
     stream_identity,
 )
-from streamtool.core.model import SegmentEvent, SegmentType, ToolInvocation
-from streamtool.core.recording import Header
-from streamtool.core.run import replay_file
+from streamtool.core.recording.format import Header
+from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .kimi_streams import text_stream

@@ -29,7 +29,7 @@ from streamtool.core.model import (
     ToolCallDelta,
     ToolInvocation,
 )
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 

@@ -10,9 +10,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.framing import PendingDecoder, make_decoder, open_decoder, sniff
-from streamtool.core.jsonstream import JSONArrayDecoder, NDJSONDecoder
-from streamtool.core.sse import SSEComment, SSEDecoder, SSEEvent
+from streamtool.core.wire.framing import PendingDecoder, make_decoder, open_decoder, sniff
+from streamtool.core.wire.jsonstream import JSONArrayDecoder, NDJSONDecoder
+from streamtool.core.wire.sse import SSEComment, SSEDecoder, SSEEvent
 
 # -- helpers ---------------------------------------------------------------------------------
 

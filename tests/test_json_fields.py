@@ -1,4 +1,4 @@
-"""The incremental JSON string-field extractor and the marker stripper (core/json_fields.py)."""
+"""The incremental JSON string-field extractor and the marker stripper (core/wire/json_fields.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.json_fields import JsonStringFields, MarkerStripper, strip_markers
+from streamtool.core.wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 
 FIELDS = ("content", "path")
 

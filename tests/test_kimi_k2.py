@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.converters import detect_from_event, detect_from_header
-from streamtool.core.kimi_tokens import (
+from streamtool.core.recording.format import Header
+from streamtool.core.recording.reader import Source
+from streamtool.core.wire.kimi_tokens import (
     ARGUMENT_BEGIN,
     CALL_BEGIN,
     CALL_END,
@@ -28,9 +30,7 @@ from streamtool.core.kimi_tokens import (
     decode_double_encoded,
     parse_call_id,
 )
-from streamtool.core.recording import Header
-from streamtool.core.recording_io import Source
-from streamtool.core.sse import SSEEvent
+from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS
 from .kimi_streams import (
@@ -676,7 +676,7 @@ def test_named_converter_wins_over_detection():
 
 # -- bundled recordings ------------------------------------------------------------------------
 def replay_recording(name: str, converter: str = "auto") -> dict:
-    from streamtool.core.run import replay_file
+    from streamtool.core.recording.replay_file import replay_file
 
     return replay_file(RECORDINGS / name, converter=converter).summary()
 

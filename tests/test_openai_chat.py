@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.recording_io import Source
+from streamtool.core.recording.reader import Source
 
 from .conftest import RECORDINGS, corpus_params
 from .helpers import chat_chunk, meaning, random_cuts, replay_bytes, sse

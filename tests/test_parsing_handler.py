@@ -16,7 +16,7 @@ from streamtool.core.model import (
     SegmentType,
     ToolCallDelta,
 )
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 from .parsing_support import check_well_formed, coalesce, run
 

@@ -25,10 +25,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.http_body import BodyDecoder, provider_error_message
-from streamtool.core.playback import Playback
-from streamtool.core.recording_io import Source
-from streamtool.core.requests import (
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.requests import (
     PRESETS,
     RequestError,
     RequestOptions,
@@ -38,8 +36,10 @@ from streamtool.core.requests import (
     parse_messages,
     parse_tools,
 )
-from streamtool.core.run import replay_file
-from streamtool.core.serve_app import serving
+from streamtool.core.net.server import serving
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.wire.http_body import BodyDecoder, provider_error_message
 
 from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
 
@@ -641,7 +641,7 @@ def _chunks_so_far(path: Path) -> list[bytes]:
 
 
 def test_connection_refused(tmp_path):
-    from streamtool.core.serve_app import bind
+    from streamtool.core.net.server import bind
 
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]

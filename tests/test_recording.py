@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from streamtool.core.recording import Chunk, End, Header, RecordingError
-from streamtool.core.recording_io import RecordingWriter, Source
+from streamtool.core.recording.format import Chunk, End, Header, RecordingError
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.writer import RecordingWriter
 
 from .conftest import RECORDINGS
 

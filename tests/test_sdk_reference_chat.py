@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from streamtool.core.recording_io import Source
-from streamtool.core.run import replay_file
-from streamtool.core.sse import SSEEvent, decode_all
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.wire.sse import SSEEvent, decode_all
 
 from .conftest import RECORDINGS, corpus_params
 

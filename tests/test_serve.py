@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.converters import CONVERTERS
-from streamtool.core.playback import Cut, Playback, Write, parse_speed, schedule
-from streamtool.core.recording_io import Source
-from streamtool.core.run import replay_file
-from streamtool.core.serve_app import Library, RecordingError, create_app, serving
+from streamtool.core.net.playback import Cut, Playback, Write, parse_speed, schedule
+from streamtool.core.net.server import Library, RecordingError, create_app, serving
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .serve_helpers import (
@@ -648,7 +648,7 @@ def test_serve_command_port_in_use():
     from typer.testing import CliRunner
 
     from streamtool.cli.main import app
-    from streamtool.core.serve_app import bind
+    from streamtool.core.net.server import bind
 
     sock = bind("127.0.0.1", 0)
     try:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.framing import open_decoder
-from streamtool.core.recording_io import Source
-from streamtool.core.sse import SSEComment, SSEDecoder, SSEEvent, decode_all
+from streamtool.core.recording.reader import Source
+from streamtool.core.wire.framing import open_decoder
+from streamtool.core.wire.sse import SSEComment, SSEDecoder, SSEEvent, decode_all
 
 from .conftest import RECORDINGS, corpus_files
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.recording import Chunk
-from streamtool.core.recording_io import Source
+from streamtool.core.recording.format import Chunk
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.replay import ReplayEngine
-from streamtool.core.run import replay_file
 
 from .conftest import RECORDINGS
 

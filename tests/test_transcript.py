@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.model import SegmentEvent, SegmentType
-from streamtool.core.recording import Chunk, chunk_from_read
-from streamtool.core.recording_io import Source
+from streamtool.core.outputs.transcript import build_transcript, coalesce_segments, render
+from streamtool.core.recording.format import Chunk, chunk_from_read
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.replay import DetectionError, ReplayEngine
-from streamtool.core.run import replay_file
-from streamtool.core.transcript import build_transcript, coalesce_segments, render
 
 from .conftest import RECORDINGS, corpus_params
 from .helpers import recording_body

@@ -29,7 +29,7 @@ from streamtool.cli.tree_view import (
     render_static,
 )
 from streamtool.core.model import Quirk, SegmentEvent, SegmentType, StreamError, ToolInvocation
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, replay_bytes, sse

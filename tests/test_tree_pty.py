@@ -17,7 +17,7 @@ import time
 
 import pyte
 
-from streamtool.core.run import replay_file
+from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 

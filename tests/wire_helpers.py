@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.cli.sinks import item_to_dict
-from streamtool.core.recording import Chunk, End, Header
-from streamtool.core.recording_io import Source
+from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.recording.reader import Source
 from streamtool.core.replay import ReplayEngine
-from streamtool.core.sse import SSEDecoder, SSEEvent
+from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 COMPLETE = End(None, "complete", None)
 

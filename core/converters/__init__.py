@@ -10,8 +10,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..recording import Header
-from ..sse import SSEEvent
+from ..recording.format import Header
+from ..wire.sse import SSEEvent
 from .base import Converter
 
 CONVERTERS: dict[str, str] = {

@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..fastjson import loads
 from ..model import ChunkResponse, Quirk, StreamError
-from ..recording import Header
-from ..sse import SSEComment, SSEEvent, SSEItem
+from ..recording.format import Header
 from ..tracker import ToolCallTracker
+from ..wire.fastjson import loads
+from ..wire.sse import SSEComment, SSEEvent, SSEItem
 
 
 class Converter:

@@ -2,7 +2,7 @@
 
 Everything ``openai-chat`` reads is read the same way (structured ``tool_calls`` included). On
 top of that, the content and the reasoning text each pass through a
-:class:`~streamtool.core.kimi_tokens.KimiTokenScanner`: each Kimi tool-call section becomes
+:class:`~streamtool.core.wire.kimi_tokens.KimiTokenScanner`: each Kimi tool-call section becomes
 ordinary tool calls (through the shared tracker, so they share one index space with structured
 calls, in order of appearance), and the text around a section stays content (or reasoning).
 
@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
-from ..kimi_tokens import parse_call_id as parse_call_id
 from ..model import ChunkResponse, ToolCallDelta
-from ..recording import Header
+from ..recording.format import Header
+from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
+from ..wire.kimi_tokens import parse_call_id as parse_call_id
 from .openai_chat import OpenAIChatConverter
 
 _WHERE = {"content": "delta.content", "reasoning": "the reasoning text"}

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..kimi_tokens import MarkerSniffer
 from ..model import ChunkResponse, ToolCallDelta
-from ..sse import SSEEvent
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
+from ..wire.kimi_tokens import MarkerSniffer
+from ..wire.sse import SSEEvent
 from .base import Converter, MultiPayload
 
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..fastjson import loads as _loads
 from ..model import ChunkResponse, ToolCallDelta
-from ..sse import SSEEvent
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
+from ..wire.fastjson import loads as _loads
+from ..wire.sse import SSEEvent
 from .base import Converter
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 

@@ -8,7 +8,8 @@ form a whole JSON value, so a cut-off call never runs with repaired arguments.
 
 File tools (``file_tools``, by default ``write_file`` -> ``content`` and ``patch_file`` ->
 ``patch``) become ``write_file`` / ``patch_file`` segments instead: their CONTENT is the decoded
-text of that one string argument as it streams (see :mod:`streamtool.core.json_fields`), with the
+text of that one string argument as it streams (see
+:mod:`streamtool.core.wire.json_fields`), with the
 ``__START_CONTENT__`` / ``__END_CONTENT__`` (``_PATCH_``) markers stripped; the END metadata
 carries ``path`` and the whole parsed ``arguments`` (the streamed field as the segment shows it).
 """
@@ -20,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..adapter import TextArgumentParser
-from ..json_fields import JsonStringFields, MarkerStripper, strip_markers
 from ..model import ChunkResponse, SegmentEvent, SegmentEventType, SegmentType, ToolCallDelta
+from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 from .base import SegmentCallback, StreamingResponseHandler
 
 _CONTENT = SegmentEventType.CONTENT

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import SegmentType
-from .base import JsonBracketScanner, TextParser, literal_hold, tool_end_metadata
+from ..wire.marker_scan import literal_hold
+from .base import JsonBracketScanner, TextParser, tool_end_metadata
 
 START = "[[SEG_START"
 END = "[[SEG_END]]"

@@ -30,12 +30,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..model import SegmentType
+from ..wire.marker_scan import close_tag_atoms, last_char_hold, literal_hold, prefix_pattern
 from .base import (
     TextParser,
-    close_tag_atoms,
-    last_char_hold,
-    literal_hold,
-    prefix_pattern,
     tool_end_metadata,
     unescape_xml,
 )

@@ -26,7 +26,7 @@ import json.decoder
 import re
 from collections.abc import Callable, Iterable
 
-from .parsers.base import literal_hold
+from .marker_scan import literal_hold
 
 # the json module's C string scanner: (decoded text, index after the closing quote)
 _ScanString = Callable[[str, int, bool], tuple[str, int]]

@@ -2,7 +2,6 @@
 
 - :class:`BodyDecoder` undoes a ``Content-Encoding`` a server applied although it was asked for
   ``identity``, one network read at a time, so the recording still holds one chunk per read.
-- :class:`SecretScrubber` removes known credential values from anything about to be written.
 - :class:`StreamEndDetector` tells whether a stream's own final event has arrived.
 - :func:`provider_error_message` finds the human message in a provider's HTTP error body.
 """
@@ -14,7 +13,6 @@ import re
 import zlib
 from typing import Any
 
-from .secrets import REDACTED
 from .sse import SSEDecoder, SSEEvent, decode_all
 
 DECODABLE = ("gzip", "x-gzip", "deflate")
@@ -56,43 +54,6 @@ class BodyDecoder:
                 return head
             return b""
         return bytes(self._z.flush())
-
-
-class SecretScrubber:
-    """Replaces every occurrence of known credential values by the redaction marker."""
-
-    MIN_LENGTH = 6  # shorter values would match ordinary text
-
-    def __init__(self, secrets: tuple[str, ...] | list[str] = ()) -> None:
-        values = sorted({s for s in secrets if s and len(s) >= self.MIN_LENGTH}, key=len)
-        self.values = tuple(reversed(values))  # longest first: "Bearer sk-x" before "sk-x"
-        self._bvalues = tuple(v.encode("utf-8") for v in self.values)
-        self._marker = REDACTED.encode("utf-8")
-
-    def __bool__(self) -> bool:
-        return bool(self.values)
-
-    def text(self, value: str) -> str:
-        for secret in self.values:
-            value = value.replace(secret, REDACTED)
-        return value
-
-    def data(self, value: bytes) -> bytes:
-        for secret in self._bvalues:
-            value = value.replace(secret, self._marker)
-        return value
-
-    def deep(self, obj: Any) -> Any:
-        """A copy of a JSON-like value with every string scrubbed."""
-        if not self.values:
-            return obj
-        if isinstance(obj, str):
-            return self.text(obj)
-        if isinstance(obj, dict):
-            return {self.text(str(k)): self.deep(v) for k, v in obj.items()}
-        if isinstance(obj, list | tuple):
-            return [self.deep(v) for v in obj]
-        return obj
 
 
 TERMINAL_EVENTS = frozenset(

@@ -5,7 +5,7 @@ converter and parser used, the model, every segment in order with its content co
 START and END metadata merged, the invocations, the finish reason, the usage, the errors and the
 quirks. It holds nothing that depends on how the bytes were cut into reads or when they came (no
 chunk counts, no times): the same bytes cut at any points give the same transcript. Golden files
-(:mod:`streamtool.core.golden`) and ``streamtool diff`` are built on it. Sans-IO.
+(:mod:`streamtool.core.outputs.golden`) and ``streamtool diff`` are built on it. Sans-IO.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .model import SegmentEvent, SegmentEventType
+from ..model import SegmentEvent, SegmentEventType
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .replay import ReplayEngine
+    from ..replay import ReplayEngine
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -1,6 +1,6 @@
 """Capture for SDK users: an HTTP client that tees every streamed response into a recording.
 
-    from streamtool.core.capture import Capture
+    from streamtool.core.net.capture import Capture
 
     capture = Capture("captures/")                      # a folder, or a file name
     client = openai.OpenAI(http_client=capture.client())
@@ -38,11 +38,11 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .http_body import StreamEndDetector
-from .recorder import ResponseRecorder
-from .recording import RecordingError
+from ..recording.format import RecordingError
+from ..recording.recorder import ResponseRecorder
+from ..recording.secrets import secret_query_values
+from ..wire.http_body import StreamEndDetector
 from .requests import APIS, credential_values, preset_for
-from .secrets import secret_query_values
 
 _APIS = (
     ("/chat/completions", "chat.completions"),

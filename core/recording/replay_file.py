@@ -6,9 +6,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .recording import Chunk
-from .recording_io import Source
-from .replay import Item, ReplayEngine
+from ..replay import Item, ReplayEngine
+from .format import Chunk
+from .reader import Source
 
 
 def replay_file(

@@ -8,12 +8,13 @@ folder::
       "version": 1,
       "recording": "foo.jsonl",
       "replay": {"converter": "auto", "parser": "api_tool_call"},
-      "transcript": { ...see streamtool.core.transcript... }
+      "transcript": { ...see streamtool.core.outputs.transcript... }
     }
 
 ``replay`` says how ``streamtool check`` replays the recording (edit it to pin a converter or a
 parser; ``--update`` keeps it); ``transcript`` is what that replay must give. Two golden
-documents are compared by their canonical rendering (:func:`~streamtool.core.transcript.render`),
+documents are compared by their canonical rendering
+(:func:`~streamtool.core.outputs.transcript.render`),
 so re-indenting a golden file by hand is not drift, but any change of a value or of its order is.
 """
 
@@ -24,9 +25,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .converters import check_converter_name
-from .handlers import check_parser_name
-from .recording import RecordingError
+from ..converters import check_converter_name
+from ..handlers import check_parser_name
+from ..recording.format import RecordingError
 from .transcript import render
 
 GOLDEN_FORMAT = "streamtool-golden"

@@ -11,8 +11,8 @@ import os
 import time
 from collections.abc import Callable
 
-from .recorder import RecordResult, ResponseRecorder
-from .recording import Chunk, RecordingError
+from ..recording.format import Chunk, RecordingError
+from ..recording.recorder import RecordResult, ResponseRecorder
 from .requests import PreparedRequest
 
 USER_AGENT = "streamtool-record"

@@ -1,7 +1,8 @@
 """``streamtool check``: golden files on disk (the edge: finding, reading and writing files).
 
 Each recording is replayed with the converter and parser its golden file names and the result is
-compared with the golden file (:mod:`streamtool.core.golden` holds the format and the comparison).
+compared with the golden file (:mod:`streamtool.core.outputs.golden` holds the format and the
+comparison).
 
 - A folder is searched recursively (hidden folders skipped) for recordings (``*.jsonl``) and raw
   bodies (``*.sse``); golden files themselves are never taken for recordings. Other files
@@ -21,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .converters import check_converter_name
-from .golden import (
+from ..converters import check_converter_name
+from ..handlers import check_parser_name, default_parser
+from ..outputs.golden import (
     DEFAULT_CONVERTER,
     Golden,
     ReplayOptions,
@@ -33,11 +35,10 @@ from .golden import (
     parse_golden,
     recording_stem,
 )
-from .handlers import check_parser_name, default_parser
-from .recording import RecordingError
-from .replay import DetectionError
-from .run import replay_file
-from .transcript import build_transcript, render
+from ..outputs.transcript import build_transcript, render
+from ..replay import DetectionError
+from .format import RecordingError
+from .replay_file import replay_file
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be

@@ -2,7 +2,7 @@
 
 A recording is JSONL: a ``header`` record, one ``chunk`` record per network read (``text``, or
 ``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. File access lives in
-:mod:`streamtool.core.recording_io`.
+:mod:`streamtool.core.recording.reader`.
 """
 
 from __future__ import annotations

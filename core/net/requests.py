@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from .secrets import SECRET_HEADERS
+from ..recording.secrets import SECRET_HEADERS
 
 
 class RequestError(ValueError):

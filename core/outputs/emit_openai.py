@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
-from .recording import Header
+from ..model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from ..recording.format import Header
 
 # finish reasons of other APIs, as an OpenAI client knows them; others pass through unchanged
 FINISH_REASONS = {

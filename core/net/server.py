@@ -2,7 +2,7 @@
 
 The library of recordings and the choice of which one answers a request are plain Python
 (:class:`Library`, :meth:`Library.select`); the write schedule comes from
-:mod:`streamtool.core.playback`. This module adds the ASGI app that sends the recorded bytes,
+:mod:`streamtool.core.net.playback`. This module adds the ASGI app that sends the recorded bytes,
 one recorded read per write, and helpers that run it with uvicorn. starlette, anyio and uvicorn
 are imported only inside the functions that need them.
 """
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .converters import detect_from_event, detect_from_header
-from .framing import PendingDecoder, sniff
+from ..converters import detect_from_event, detect_from_header
+from ..recording.format import RecordingError
+from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
+from ..recording.secrets import REDACTED
+from ..wire.framing import PendingDecoder, sniff
+from ..wire.sse import SSEEvent
 from .playback import Cut, Playback, schedule
-from .recording import RecordingError
-from .recording_io import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
-from .secrets import REDACTED
-from .sse import SSEEvent
 
 RECORDING_HEADER = "x-streamtool-recording"
 SNIFF_BYTES = 64 * 1024

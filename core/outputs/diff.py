@@ -31,11 +31,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .model import SegmentEventType
+from ..model import SegmentEventType
 from .transcript import build_transcript
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .replay import ReplayEngine
+    from ..replay import ReplayEngine
 
 T = TypeVar("T")
 

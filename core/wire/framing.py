@@ -1,6 +1,6 @@
 """Choosing the stream decoder from the first bytes of a body.
 
-Every decoder has the interface of :class:`~streamtool.core.sse.SSEDecoder`
+Every decoder has the interface of :class:`~streamtool.core.wire.sse.SSEDecoder`
 (``feed(bytes|str) -> list[SSEItem]``, ``finish()``), so converters see SSE events whatever the
 framing was. The first non-whitespace character of the body (after a BOM) decides: ``[`` is a
 streamed JSON array (Gemini without ``alt=sse``), ``{`` is a sequence of JSON values (NDJSON as

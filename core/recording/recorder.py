@@ -2,7 +2,7 @@
 
 :class:`ResponseRecorder` is told what happens (``start`` with the status and headers, ``feed``
 with every network read, ``close`` or ``fail``) and writes the recording as it goes through
-:class:`~streamtool.core.recording_io.RecordingWriter`: one flushed chunk record per read, so a
+:class:`~streamtool.core.recording.reader.RecordingWriter`: one flushed chunk record per read, so a
 crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
 It is used by ``streamtool record`` (httpx) and by the SDK capture transports (httpx2).
 """
@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .http_body import BodyDecoder, SecretScrubber, provider_error_message
-from .recording import Chunk, Header, RecordingError
-from .recording_io import RecordingWriter
-from .secrets import find_secret, redact_request
+from ..wire.http_body import BodyDecoder, provider_error_message
+from .format import Chunk, Header, RecordingError
+from .secrets import SecretScrubber, find_secret, redact_request
+from .writer import RecordingWriter
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
 

@@ -5,8 +5,8 @@ arrive over time (pretty-printed, with read boundaries anywhere, even inside a s
 escape); Ollama's native API sends NDJSON, one JSON object per line. A body that starts with
 ``{`` is read as a sequence of JSON values, which covers NDJSON and also a pretty-printed JSON
 object spread over many lines (an HTTP error body, a non-streamed answer). Both decoders have the
-interface of :class:`~streamtool.core.sse.SSEDecoder` and turn every element into an
-:class:`~streamtool.core.sse.SSEEvent` whose ``data`` is the element's JSON text, so converters
+interface of :class:`~streamtool.core.wire.sse.SSEDecoder` and turn every element into an
+:class:`~streamtool.core.wire.sse.SSEEvent` whose ``data`` is the element's JSON text, so converters
 never see the difference. Like the SSE decoder they take bytes or text, keep a UTF-8 character
 split across reads whole, drop a leading BOM, and flag a last element that the body cut off
 ``unterminated``.

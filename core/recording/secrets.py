@@ -64,3 +64,40 @@ def find_secret(text: str) -> str | None:
         if pattern.search(text):
             return kind
     return None
+
+
+class SecretScrubber:
+    """Replaces every occurrence of known credential values by the redaction marker."""
+
+    MIN_LENGTH = 6  # shorter values would match ordinary text
+
+    def __init__(self, secrets: tuple[str, ...] | list[str] = ()) -> None:
+        values = sorted({s for s in secrets if s and len(s) >= self.MIN_LENGTH}, key=len)
+        self.values = tuple(reversed(values))  # longest first: "Bearer sk-x" before "sk-x"
+        self._bvalues = tuple(v.encode("utf-8") for v in self.values)
+        self._marker = REDACTED.encode("utf-8")
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def text(self, value: str) -> str:
+        for secret in self.values:
+            value = value.replace(secret, REDACTED)
+        return value
+
+    def data(self, value: bytes) -> bytes:
+        for secret in self._bvalues:
+            value = value.replace(secret, self._marker)
+        return value
+
+    def deep(self, obj: Any) -> Any:
+        """A copy of a JSON-like value with every string scrubbed."""
+        if not self.values:
+            return obj
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {self.text(str(k)): self.deep(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.deep(v) for v in obj]
+        return obj

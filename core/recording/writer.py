@@ -1,0 +1,64 @@
+"""Writing a recording: one JSON line per record, flushed as it goes."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .format import Chunk, End, Header, RecordingError, chunk_from_read
+from .secrets import find_secret, redact_headers, redact_request
+
+
+class RecordingWriter:
+    """Writes a recording, flushing every record so a crash leaves every byte on disk.
+
+    The file is created exclusively unless ``force`` is set: nothing a user had is overwritten
+    by accident. Secrets are removed from the header before anything is written, and a header
+    that still carries a known key pattern is refused.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], header: Header, *, force: bool = False
+    ) -> None:
+        import jsonlines
+
+        self.path = str(path)
+        header.request = redact_request(header.request)
+        header.response = dict(header.response)
+        if isinstance(header.response.get("headers"), dict):
+            header.response["headers"] = redact_headers(header.response["headers"])
+        leaked = find_secret(json.dumps(header.to_record()))
+        if leaked:
+            raise RecordingError(
+                self.path, None, f"refusing to write a recording holding a {leaked}"
+            )
+        mode = "w" if force else "x"
+        try:
+            self._fh = open(self.path, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
+        except FileExistsError:
+            raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
+        except OSError as exc:
+            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+        self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
+        self._writer.write(header.to_record())
+        self.closed = False
+
+    def write_read(self, t: float, data: bytes) -> Chunk:
+        chunk = chunk_from_read(round(t, 6), data)
+        self._writer.write(chunk.to_record())
+        return chunk
+
+    def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._writer.write(End(None if t is None else round(t, 6), reason, error).to_record())
+        self._writer.close()
+        self._fh.close()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(None, "interrupted" if exc[0] else "complete")
