@@ -1,4 +1,4 @@
-"""The incremental JSON string-field extractor and the marker stripper (core/wire/json_fields.py)."""
+"""The incremental JSON string-field extractor and the marker stripper (wire/json_fields.py)."""
 
 from __future__ import annotations
 
