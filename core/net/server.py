@@ -418,9 +418,14 @@ def create_app(library: Library, playback: Playback | None = None) -> Any:
 
 # -- running it ----------------------------------------------------------------------------------
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (``port`` 0 picks a free one). Raises ``OSError`` if it cannot."""
+    """A listening socket (``port`` 0 picks a free one). Raises ``OSError`` if it cannot.
+
+    The protocol is TCP by name: asyncio turns Nagle's algorithm off only on sockets whose
+    ``proto`` says TCP, and a socket made with protocol 0 would hold each small write back for
+    the peer's delayed ACK (tens of milliseconds on a reused connection).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
