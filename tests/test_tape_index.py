@@ -1,0 +1,204 @@
+"""The tape index: appended entries, a cut last line, exchange order, file-name allocation."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamtool.core.recording.format import RecordingError
+from streamtool.core.recording.tape_index import (
+    INDEX_NAME,
+    IndexEntry,
+    Tape,
+    append_entry,
+    exchange_name,
+    list_exchanges,
+    read_index,
+    slug,
+)
+
+
+def entry(seq: int, file: str, **kw: object) -> IndexEntry:
+    return IndexEntry(seq=seq, file=file, **kw)  # type: ignore[arg-type]
+
+
+def touch(folder: Path, *names: str) -> None:
+    for name in names:
+        (folder / name).write_text("{}\n")
+
+
+def test_append_then_read_round_trips_every_field(tmp_path: Path) -> None:
+    full = IndexEntry(
+        seq=1,
+        file="0001-anthropic-messages-claude-sonnet-4-6.jsonl",
+        recorded_at="2026-11-22T10:00:00Z",
+        api="messages",
+        provider="anthropic",
+        method="POST",
+        path="/v1/messages",
+        model="claude-sonnet-4-6",
+        status=200,
+        end="complete",
+        duration_s=1.25,
+        ttft_s=0.4,
+        chunks=17,
+    )
+    append_entry(tmp_path, full)
+    append_entry(tmp_path, entry(2, "0002-x.jsonl"))
+    lines = (tmp_path / INDEX_NAME).read_text().splitlines()
+    assert len(lines) == 2
+    assert set(json.loads(lines[0])) == {
+        "seq",
+        "file",
+        "recorded_at",
+        "api",
+        "provider",
+        "method",
+        "path",
+        "model",
+        "status",
+        "end",
+        "duration_s",
+        "ttft_s",
+        "chunks",
+    }
+    got = read_index(tmp_path)
+    assert got[0] == full
+    assert [e.seq for e in got] == [1, 2]
+
+
+def test_no_index_reads_as_empty(tmp_path: Path) -> None:
+    assert read_index(tmp_path) == []
+
+
+def test_a_cut_last_line_is_ignored_and_the_next_append_starts_a_new_line(
+    tmp_path: Path,
+) -> None:
+    append_entry(tmp_path, entry(1, "a.jsonl"))
+    with open(tmp_path / INDEX_NAME, "a") as fh:
+        fh.write('{"seq": 2, "file": "b.js')  # a crash mid-write
+    assert [e.file for e in read_index(tmp_path)] == ["a.jsonl"]
+    append_entry(tmp_path, entry(3, "c.jsonl"))
+    assert [e.file for e in read_index(tmp_path)] == ["a.jsonl", "c.jsonl"]
+
+
+def test_a_broken_line_before_the_last_names_the_index_and_line(tmp_path: Path) -> None:
+    (tmp_path / INDEX_NAME).write_text(
+        '{"seq": 1, "file": "a.jsonl"}\nnot json\n{"seq": 3, "file": "c.jsonl"}\n'
+    )
+    with pytest.raises(RecordingError) as info:
+        read_index(tmp_path)
+    assert info.value.line == 2
+    assert str(info.value).startswith(str(tmp_path / INDEX_NAME) + ":2:")
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['{"file": "a.jsonl"}', '{"seq": 1, "file": "../outside.jsonl"}', '{"seq": 1}', "[1, 2]"],
+)
+def test_an_entry_without_seq_or_a_plain_file_name_is_refused(tmp_path: Path, line: str) -> None:
+    (tmp_path / INDEX_NAME).write_text(line + "\n" + '{"seq": 9, "file": "z.jsonl"}\n')
+    with pytest.raises(RecordingError) as info:
+        read_index(tmp_path)
+    assert info.value.line == 1
+
+
+def test_exchanges_in_index_order_then_the_rest_by_name(tmp_path: Path) -> None:
+    touch(tmp_path, "b.jsonl", "a.jsonl", "c.sse", "d.txt", "z.jsonl", "notes.md")
+    touch(tmp_path, "a.golden.json")
+    append_entry(tmp_path, entry(1, "z.jsonl"))
+    append_entry(tmp_path, entry(2, "b.jsonl"))
+    names = [p.name for p in list_exchanges(tmp_path)]
+    assert names == ["z.jsonl", "b.jsonl", "a.jsonl", "c.sse", "d.txt"]
+
+
+def test_a_folder_without_an_index_is_its_recordings_by_name(tmp_path: Path) -> None:
+    touch(tmp_path, "0002-b.jsonl", "0010-a.jsonl", "0001-c.jsonl")
+    assert [p.name for p in list_exchanges(tmp_path)] == [
+        "0001-c.jsonl",
+        "0002-b.jsonl",
+        "0010-a.jsonl",
+    ]
+
+
+def test_an_index_naming_a_missing_recording_is_an_error(tmp_path: Path) -> None:
+    append_entry(tmp_path, entry(1, "gone.jsonl"))
+    with pytest.raises(RecordingError, match="gone.jsonl"):
+        list_exchanges(tmp_path)
+
+
+def test_a_file_named_twice_by_the_index_is_listed_once(tmp_path: Path) -> None:
+    touch(tmp_path, "a.jsonl")
+    append_entry(tmp_path, entry(1, "a.jsonl"))
+    append_entry(tmp_path, entry(2, "a.jsonl"))
+    assert [p.name for p in list_exchanges(tmp_path)] == ["a.jsonl"]
+
+
+def test_a_missing_tape_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RecordingError, match="no such folder"):
+        list_exchanges(tmp_path / "nope")
+
+
+def test_names_follow_the_pattern() -> None:
+    assert (
+        exchange_name(1, "anthropic-messages", "claude-sonnet-4-6")
+        == "0001-anthropic-messages-claude-sonnet-4-6.jsonl"
+    )
+    assert exchange_name(12, "openai-chat.completions", "gpt-4.1") == (
+        "0012-openai-chat-completions-gpt-4-1.jsonl"
+    )
+    assert exchange_name(3, None, None) == "0003-api-model.jsonl"
+    assert slug("accounts/fireworks/models/Kimi-K2") == "accounts-fireworks-models-kimi-k2"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_a_slug_is_always_a_safe_file_name_part(text: str) -> None:
+    out = slug(text)
+    assert out
+    assert len(out) <= 80
+    assert set(out) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
+    assert not out.startswith("-") and not out.endswith("-") and "--" not in out
+
+
+def test_allocation_continues_after_what_the_tape_holds(tmp_path: Path) -> None:
+    touch(tmp_path, "0007-openai-chat-gpt.jsonl", "hand-made.jsonl")
+    append_entry(tmp_path, entry(9, "elsewhere.jsonl"))
+    seq, path = Tape(tmp_path).allocate("anthropic-messages", "claude-sonnet-4-6")
+    assert seq == 10
+    assert path == tmp_path / "0010-anthropic-messages-claude-sonnet-4-6.jsonl"
+
+
+def test_allocation_creates_the_folder_and_starts_at_one(tmp_path: Path) -> None:
+    tape = Tape(tmp_path / "new" / "tape")
+    assert tape.allocate("gemini", "gemini-2.5-flash")[0] == 1
+    assert tape.allocate("gemini", "gemini-2.5-flash")[0] == 2
+
+
+def test_concurrent_allocations_and_appends_never_collide(tmp_path: Path) -> None:
+    tape = Tape(tmp_path)
+    got: list[tuple[int, Path]] = []
+    lock = threading.Lock()
+
+    def exchange() -> None:
+        seq, path = tape.allocate("openai-chat", "gpt-4o")
+        path.write_text("{}\n")
+        tape.append(entry(seq, path.name, model="gpt-4o"))
+        with lock:
+            got.append((seq, path))
+
+    threads = [threading.Thread(target=exchange) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(s for s, _ in got) == list(range(1, 41))
+    assert len({p for _, p in got}) == 40
+    index = read_index(tmp_path)
+    assert sorted(e.seq for e in index) == list(range(1, 41))
+    assert {p.name for p in tape.exchanges()} == {p.name for _, p in got}
