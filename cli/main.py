@@ -1,31 +1,150 @@
-"""The ``streamtool`` command. Each command lives in its own module and registers itself here."""
+"""The ``streamtool`` command.
+
+Each command lives in its own module and registers itself on :data:`app` with
+``@app.command()``. :data:`COMMANDS` names every command's module and its one-line help: only the
+module of the command being run is imported, so ``streamtool --help`` and every command start
+without loading the others (or the SDKs, the HTTP stack, pydantic). To add a command, write its
+module and add one line to :data:`COMMANDS`.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
+from typer.core import _click as _typer_click
+
+UsageError = _typer_click.exceptions.UsageError
+
+# command name -> (module under streamtool.cli, one-line help shown by ``streamtool --help``)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "record": ("record", "Send one streaming request and record the response."),
+    "replay": ("replay", "Replay a recording through a converter and a tool-call handler."),
+    "check": ("check", "Replay recordings and compare them with their golden files."),
+    "diff": ("diff", "Compare two recordings, or one through two parsers or converters."),
+    "serve": ("serve", "Answer the provider endpoints with recorded streams, byte for byte."),
+    "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
+}
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands are imported when they are run, listed from :data:`COMMANDS`."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = load_command(cmd_name)
+            self.commands[cmd_name] = command
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            # suggest from every command, not only the ones imported so far
+            from difflib import get_close_matches
+
+            matches = get_close_matches(args[0], list(self.list_commands(ctx))) if args else []
+            if matches and "Did you mean" not in exc.message:
+                suggestions = ", ".join(repr(m) for m in matches)
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
+            raise
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS:
+                rows.append((name, COMMANDS[name][1]))
+            else:
+                command = self.commands[name]
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(formatter.width)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        # command names come from the registry: completing one imports no command module
+        from typer._click.shell_completion import CompletionItem
+
+        items = [
+            CompletionItem(name, help=help)
+            for name, (_, help) in COMMANDS.items()
+            if name.startswith(incomplete)
+        ]
+        if incomplete.startswith("-"):
+            items.extend(super(TyperGroup, self).shell_complete(ctx, incomplete))
+        return items
+
+
+def load_command(name: str) -> Any:
+    """Import the command's module (it registers itself on :data:`app`); build its command."""
+    import importlib
+
+    from typer.main import get_command_from_info, get_command_name
+
+    importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")
+    for info in app.registered_commands:
+        callback_name = info.callback.__name__ if info.callback else ""
+        if (info.name or get_command_name(callback_name)) == name:
+            command = get_command_from_info(
+                info,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+            command.short_help = command.short_help or COMMANDS[name][1]
+            return command
+    raise LookupError(f"module {COMMANDS[name][0]!r} registers no command {name!r}")
+
 
 app = typer.Typer(
     name="streamtool",
+    cls=LazyGroup,
     help="Record, replay, inspect and diff the server-sent-event streams of LLM providers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from streamtool.core import __version__
+
+        typer.echo(f"streamtool {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_show_version,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Record, replay, inspect and diff the server-sent-event streams of LLM providers."""
 
 
-# command modules: importing one registers its command on ``app``
-from . import check as _check  # noqa: E402,F401
-from . import diff as _diff  # noqa: E402,F401
-from . import record as _record  # noqa: E402,F401
-from . import replay as _replay  # noqa: E402,F401
-from . import serve as _serve  # noqa: E402,F401
+COMPLETE_VAR = "_STREAMTOOL_COMPLETE"
 
 
 def main() -> None:
-    app()
+    import os
+
+    if os.environ.get(COMPLETE_VAR):
+        # a shell asks for completions (``streamtool completion SHELL`` installs the script)
+        from typer.completion import completion_init
+
+        completion_init()
+    app(complete_var=COMPLETE_VAR)

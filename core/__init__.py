@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+
 from .model import (
     ChunkResponse,
     Quirk,
@@ -52,6 +54,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "__version__",
     "ChunkResponse",
     "Quirk",
     "SegmentEvent",
