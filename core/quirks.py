@@ -1,0 +1,652 @@
+"""The quirk catalogue: every quirk id the converters, the tracker and the handlers report.
+
+Each entry gives the quirk a severity, a one-line explanation and its reference:
+
+- ``error``: a client will likely get it wrong (merged or lost tool calls, broken arguments, a crash
+  on a chunk it did not expect);
+- ``warn``: a client may get it wrong, or streamtool had to repair something;
+- ``info``: a legitimate variation worth knowing about when reading a stream.
+
+The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
+and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``).
+``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``) and a test
+keeps the two equal, and keeps every id the code can report in the table. Sans-IO, no imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SEVERITIES = ("error", "warn", "info")
+"""Severities, most severe first."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuirkInfo:
+    id: str
+    severity: str
+    explanation: str
+    reference: str
+
+    @property
+    def anchor(self) -> str:
+        """The id of the entry's heading in ``docs/quirks.md`` (GitHub-style anchor)."""
+        return self.id.lower()
+
+    @property
+    def doc(self) -> str:
+        """Where the entry is documented, relative to the project root."""
+        return f"docs/quirks.md#{self.anchor}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "explanation": self.explanation,
+            "reference": self.reference,
+            "doc": self.doc,
+        }
+
+
+# (id, severity, explanation, reference); grouped as in the catalogue's sections.
+_ENTRIES: tuple[tuple[str, str, str, str], ...] = (
+    # -- A. SSE and transport -----------------------------------------------------------------
+    (
+        "sse_comment_keepalive",
+        "info",
+        "SSE comment lines (`: OPENROUTER PROCESSING`, `: ping`) arrive between events; a parser "
+        "that JSON-decodes every line fails on them",
+        "Q-SSE-1; openai/openai-go#227, tmc/langchaingo PR#631",
+    ),
+    (
+        "sse_empty_event_after_comment",
+        "warn",
+        "an event with empty data (a keep-alive followed by a blank line); `json.loads('')` "
+        "raises in clients that decode every event",
+        "Q-SSE-2; openai/openai-python#2722",
+    ),
+    (
+        "sse_single_newline_separator",
+        "error",
+        "events separated by a single newline: a standard SSE parser joins their data lines "
+        "into one invalid JSON value",
+        "Q-SSE-4; anomalyco/opencode#27365",
+    ),
+    (
+        "eof_no_done",
+        "warn",
+        "the stream ended without `data: [DONE]`; clients that wait for it hang or report a "
+        "truncated stream",
+        "Q-SSE-7; maximhq/bifrost PR#7115",
+    ),
+    (
+        "done_no_finish_reason",
+        "warn",
+        "`data: [DONE]` came without any finish_reason: the stream cannot tell a complete answer "
+        "from a cut one",
+        "Q-SSE-7; earendil-works/pi#6226, diegosouzapw/OmniRoute#7800",
+    ),
+    (
+        "data_after_done",
+        "warn",
+        "events arrived after `data: [DONE]`; clients stop reading at [DONE] and lose them",
+        "Q-TC-8; openai/openai-node PR#2658",
+    ),
+    (
+        "unknown_event",
+        "info",
+        "an event type this API's converter does not know was skipped",
+        "Q-SSE-8; vercel/ai PR#2720",
+    ),
+    # -- B. Chat Completions tool-call deltas -------------------------------------------------
+    (
+        "oai_tool_index_missing",
+        "error",
+        "tool_calls entries without `index`; openai-python's accumulator raises TypeError and "
+        "other clients merge every call into call 0",
+        "Q-TC-1; openai/openai-python#2806",
+    ),
+    (
+        "oai_parallel_same_index",
+        "error",
+        "parallel tool calls share one `index`; merging by index glues their arguments, names "
+        "and ids together",
+        "Q-TC-2; ollama/ollama#15457, langchain-ai/langchainjs#8276",
+    ),
+    (
+        "oai_id_every_chunk",
+        "error",
+        "the tool call id is repeated on every chunk; concatenating accumulators build ids like "
+        "`call_1call_1call_1`",
+        "Q-TC-3; BerriAI/litellm#20480, SillyTavern/SillyTavern PR#5948",
+    ),
+    (
+        "oai_name_every_chunk",
+        "error",
+        "the tool name is repeated on every chunk; concatenating accumulators build names like "
+        "`read_fileread_file`",
+        "Q-TC-3; NousResearch/hermes-agent PR#11984",
+    ),
+    (
+        "oai_args_cumulative",
+        "error",
+        "every argument fragment repeats the arguments so far; appending them gives `{..}{..}` "
+        "(streamtool keeps only the new suffix)",
+        "Q-TC-4; NousResearch/hermes-agent PR#35718",
+    ),
+    (
+        "oai_args_placeholder_then_full",
+        "error",
+        "a `{}` placeholder came before the full arguments; appending both gives invalid JSON "
+        "(streamtool drops the placeholder)",
+        "Q-TC-4; microsoft/autogen PR#7549",
+    ),
+    (
+        "oai_args_delta_plus_summary",
+        "error",
+        "the complete arguments were sent again after their deltas; appending them doubles the "
+        "JSON (streamtool drops the repeat)",
+        "Q-TC-4; elizaOS/eliza PR#16973",
+    ),
+    (
+        "oai_args_object",
+        "error",
+        "arguments sent as a JSON value instead of a string; string accumulators crash or build "
+        "`[object Object]`",
+        "Q-TC-5; can1357/oh-my-pi PR#1779, ggml-org/llama.cpp#20198",
+    ),
+    (
+        "oai_empty_id",
+        "warn",
+        'a tool call id sent as `""`; clients that key calls by id lose or merge them '
+        "(streamtool gives the call a deterministic id)",
+        "Q-TC-6; vercel/ai#7834",
+    ),
+    (
+        "oai_trailing_empty_tool_stub",
+        "warn",
+        "a last chunk carries an empty tool-call stub; some clients turn it into a duplicate call",
+        "Q-TC-8; vercel/ai#3953",
+    ),
+    (
+        "legacy_function_call",
+        "warn",
+        "the deprecated `delta.function_call` instead of `tool_calls`; current clients ignore it",
+        "Q-TC-6; openai/openai-python#2806",
+    ),
+    # -- C. Finish reason, usage, first and last chunks --------------------------------------
+    (
+        "finish_stop_with_tools",
+        "error",
+        '`finish_reason: "stop"` although tool calls were sent; agent loops that branch on '
+        '"tool_calls" stop early',
+        "Q-FR-1; vllm-project/vllm PR#9209, Portkey-AI/gateway PR#1534",
+    ),
+    (
+        "finish_empty_string",
+        "warn",
+        'finish_reason `""` on an intermediate chunk; clients treating any non-null value as '
+        "the end truncate the stream",
+        "Q-FR-2; adolfousier/opencrabs PR#1499",
+    ),
+    (
+        "finish_double",
+        "warn",
+        "a second, different finish reason after the first; the first one is kept",
+        "Q-FR-2; BerriAI/litellm PR#27580",
+    ),
+    (
+        "azure_empty_first_chunk",
+        "warn",
+        "a first chunk with empty `choices` (content-filter results); `choices[0]` raises "
+        "IndexError",
+        "Q-FR-3; pydantic/pydantic-ai#164, simonw/llm#294",
+    ),
+    (
+        "usage_only_chunk",
+        "info",
+        "usage arrives in a last chunk whose `choices` is empty; `choices[0]` raises IndexError "
+        "in clients that do not expect it",
+        "Q-FR-4; openai/openai-openapi PR#240",
+    ),
+    (
+        "usage_chunk_no_choices_key",
+        "warn",
+        "a usage chunk without a `choices` key at all; `chunk.choices` is None in typed clients",
+        "Q-FR-4; ROCm/ATOM PR#1711",
+    ),
+    (
+        "n_choices",
+        "info",
+        "several choices in one stream; only choice 0 is replayed",
+        "Q-FR-4; openai/openai-openapi PR#240",
+    ),
+    (
+        "n_candidates",
+        "info",
+        "several Gemini candidates in one stream; only candidate 0 is replayed",
+        "Q-GM-4; googleapis/go-genai#903",
+    ),
+    # -- D. Reasoning fields ------------------------------------------------------------------
+    (
+        "reasoning_field_reasoning_content",
+        "info",
+        "reasoning arrives in `delta.reasoning_content` (DeepSeek, older vLLM); clients reading "
+        "another field drop it",
+        "Q-RS-1; BerriAI/litellm#20246",
+    ),
+    (
+        "reasoning_field_reasoning",
+        "info",
+        "reasoning arrives in `delta.reasoning` (OpenRouter, newer vLLM); clients reading "
+        "`reasoning_content` drop it",
+        "Q-RS-1; ogx-ai/ogx PR#4244",
+    ),
+    (
+        "reasoning_field_reasoning_details",
+        "info",
+        "reasoning arrives only in `delta.reasoning_details`; clients reading the plain fields "
+        "drop it",
+        "Q-RS-1; BerriAI/litellm PR#22573",
+    ),
+    (
+        "think_tags_in_content",
+        "warn",
+        "`<think>` tags inside `content`: reasoning leaks into the answer text",
+        "Q-RS-2; smg-project/smg PR#1030",
+    ),
+    # -- E. Anthropic Messages ----------------------------------------------------------------
+    (
+        "anthropic_tool_input_in_start",
+        "warn",
+        "a tool_use block started with a non-empty `input`; clients that read the arguments only "
+        "from `input_json_delta` lose them",
+        "Q-AN-1; ggml-org/llama.cpp PR#22960",
+    ),
+    (
+        "anthropic_content_in_message_start",
+        "warn",
+        "`message_start` already carries content blocks; clients that only read "
+        "`content_block_*` events lose them",
+        "Q-AN-1; farion1231/cc-switch PR#2557",
+    ),
+    (
+        "anthropic_orphan_input_json",
+        "warn",
+        "an `input_json_delta` for a block that was never started; it is ignored",
+        "Q-AN-3; anomalyco/opencode PR#43289",
+    ),
+    (
+        "anthropic_orphan_block_stop",
+        "info",
+        "a `content_block_stop` for a block that was never started",
+        "Q-AN-3; anomalyco/opencode PR#43289",
+    ),
+    (
+        "anthropic_orphan_tool_result",
+        "info",
+        "a server tool result block without the server tool call it answers",
+        "Q-AN-5; anthropics/anthropic-sdk-python PR#1429",
+    ),
+    (
+        "anthropic_block_index_reused",
+        "error",
+        "a content block index started twice; clients keyed by index merge two blocks",
+        "Q-AN-3; BerriAI/litellm#5231",
+    ),
+    (
+        "anthropic_second_message_start",
+        "warn",
+        "a second `message_start` in one stream; clients reset their message and lose the first",
+        "Q-AN-1; tmc/langchaingo PR#1343",
+    ),
+    (
+        "anthropic_signature_on_other_block",
+        "warn",
+        "a `signature_delta` for a block that is not thinking; the next turn may be refused for a "
+        "missing signature",
+        "Q-AN-4; looplj/axonhub PR#1110",
+    ),
+    (
+        "anthropic_unknown_event",
+        "info",
+        "an Anthropic event type this version does not know was skipped",
+        "Q-SSE-8; anthropics/anthropic-sdk-python#1918",
+    ),
+    (
+        "anthropic_unknown_block",
+        "info",
+        "a content block type this version does not know; its content is kept as metadata",
+        "Q-AN-5; anthropics/anthropic-sdk-python PR#1875",
+    ),
+    (
+        "anthropic_unknown_delta",
+        "info",
+        "a content_block_delta type this version does not know was skipped",
+        "Q-AN-5; anthropics/anthropic-sdk-python PR#1875",
+    ),
+    # -- F. Gemini ----------------------------------------------------------------------------
+    (
+        "gemini_no_call_id",
+        "warn",
+        "a functionCall without an `id`; parallel calls collide in clients keyed by id "
+        "(streamtool gives each a deterministic `call_N`)",
+        "Q-GM-2; apache/flink-agents#947",
+    ),
+    (
+        "gemini_empty_function_call",
+        "warn",
+        "a functionCall without `args`: read as `{}`",
+        "Q-TC-9; vllm-project/vllm#11392",
+    ),
+    (
+        "gemini_partial_args",
+        "info",
+        "arguments streamed as Vertex `partialArgs` with `willContinue`; clients that expect "
+        "whole functionCall parts create bogus calls",
+        "Q-GM-1; mcowger/plexus#702",
+    ),
+    (
+        "gemini_args_and_partial_args",
+        "warn",
+        "a functionCall part holds both `args` and `partialArgs`; the streamed arguments win",
+        "Q-GM-1; langchain-ai/langchain-google#1752",
+    ),
+    (
+        "gemini_streamed_call_not_closed",
+        "error",
+        "a streamed (`willContinue`) function call was never closed; its arguments may be cut",
+        "Q-GM-1; BerriAI/litellm PR#23815",
+    ),
+    (
+        "gemini_signature_in_empty_text_part",
+        "warn",
+        "a thoughtSignature in an empty text part; merging parts loses it and the next turn is "
+        "refused",
+        "Q-GM-3; google/adk-go PR#442",
+    ),
+    (
+        "gemini_malformed_function_call",
+        "error",
+        "finishReason MALFORMED_FUNCTION_CALL: the model's call was dropped, with no payload",
+        "Q-GM-4; mastra-ai/mastra PR#20302",
+    ),
+    (
+        "gemini_unexpected_tool_call",
+        "error",
+        "finishReason UNEXPECTED_TOOL_CALL: the model called a tool that was not offered",
+        "Q-GM-4; mozilla-ai/any-llm PR#1202",
+    ),
+    (
+        "gemini_block_reason",
+        "error",
+        "`promptFeedback.blockReason` on a 200 stream without candidates: the prompt was blocked",
+        "Q-GM-4; ankit373/hydra PR#855",
+    ),
+    (
+        "gemini_unknown_part",
+        "info",
+        "a part type this version does not know; it is kept as metadata",
+        "Q-GM-1; googleapis/go-genai#903",
+    ),
+    (
+        "gemini_orphan_code_result",
+        "info",
+        "a codeExecutionResult without the executableCode it answers",
+        "Q-GM-1; googleapis/go-genai#903",
+    ),
+    # -- G. OpenAI Responses ------------------------------------------------------------------
+    (
+        "responses_args_done_only",
+        "warn",
+        "a function call's arguments came only in `.done`, never as deltas; delta-only clients "
+        "see `{}`",
+        "Q-RA-2; anomalyco/opencode PR#44862",
+    ),
+    (
+        "responses_args_suffix_in_done",
+        "warn",
+        "`.done` holds more arguments than the deltas carried; the missing suffix is added once",
+        "Q-RA-2; anomalyco/opencode PR#46084",
+    ),
+    (
+        "responses_completed_only",
+        "warn",
+        "an output item appears only in `response.completed`; streaming clients never see it",
+        "Q-RA-2; langchain-ai/langchainjs#8049",
+    ),
+    (
+        "responses_item_done_only",
+        "warn",
+        "an output item appears first in `output_item.done`, never `.added`; clients that open "
+        "items on `.added` lose it",
+        "Q-RA-2; iii-hq/workers PR#1020",
+    ),
+    (
+        "responses_text_done_only",
+        "warn",
+        "output text came only in `output_text.done`, never as deltas",
+        "Q-RA-2; lidge-jun/opencodex PR#4652",
+    ),
+    (
+        "responses_text_suffix_in_done",
+        "warn",
+        "`output_text.done` holds more text than the deltas carried; the suffix is added once",
+        "Q-RA-2; lidge-jun/opencodex PR#4652",
+    ),
+    (
+        "responses_text_done_shorter",
+        "warn",
+        "`output_text.done` holds less text than the deltas carried; the streamed text is kept",
+        "Q-RA-2; lidge-jun/opencodex PR#4652",
+    ),
+    (
+        "text_mismatch",
+        "error",
+        "a final event states text that contradicts what streamed; clients that trust one or "
+        "the other show different answers",
+        "Q-RA-2; anomalyco/opencode PR#44862",
+    ),
+    (
+        "responses_delta_before_item",
+        "warn",
+        "argument deltas arrived before their `output_item.added`; clients keyed by item lose them",
+        "Q-RA-1; pgadmin-org/pgadmin4#10348",
+    ),
+    (
+        "responses_call_id_changed",
+        "error",
+        "a function call item changed its `call_id` between events; the tool result cannot be "
+        "paired with the call",
+        "Q-RA-1; vllm-project/vllm PR#47916",
+    ),
+    (
+        "responses_item_id_rotation",
+        "warn",
+        "the same output item came back under a new `item_id`; clients keyed by item id split "
+        "one call in two",
+        "Q-RA-1; anomalyco/opencode PR#45081",
+    ),
+    (
+        "responses_parallel_interleaved",
+        "info",
+        "parallel function call items are open at the same time and their deltas interleave; "
+        "clients keyed by index glue them together",
+        "Q-RA-3; BerriAI/litellm PR#21337",
+    ),
+    (
+        "responses_sequence_gap",
+        "warn",
+        "`sequence_number` skipped values: events were lost or reordered on the way",
+        "Q-RA-1; vllm-project/vllm PR#29947",
+    ),
+    (
+        "responses_unknown_event",
+        "info",
+        "a Responses event type this version does not know was skipped",
+        "Q-SSE-8; vllm-project/vllm PR#29947",
+    ),
+    (
+        "responses_unknown_item",
+        "info",
+        "an output item type this version does not know; it is kept as metadata",
+        "Q-RA-1; openai/openai-dotnet#418",
+    ),
+    # -- H. Mistral, Kimi K2 ------------------------------------------------------------------
+    (
+        "mistral_content_array",
+        "error",
+        "`delta.content` is an array of typed chunks instead of a string; string accumulators "
+        "raise TypeError",
+        "Q-MI-1; symfony/ai#2422",
+    ),
+    (
+        "kimi_tokens_in_content",
+        "error",
+        "Kimi K2 tool-call tokens (`<|tool_call_begin|>`...) leak into `content`; the tool calls "
+        "reach the user as text",
+        "Q-KM-1; vllm-project/vllm PR#31207",
+    ),
+    (
+        "kimi_tokens_in_reasoning",
+        "error",
+        "Kimi K2 tool-call tokens leak into the reasoning; the tool calls are never made",
+        "Q-KM-1; vllm-project/vllm PR#34955",
+    ),
+    (
+        "kimi_native_ids",
+        "info",
+        "Kimi tool-call ids in their native `functions.NAME:IDX` form; they must round-trip "
+        "verbatim",
+        "Q-KM-2; vybestack/llxprt-code#712",
+    ),
+    (
+        "kimi_bare_counter_id",
+        "warn",
+        "a Kimi tool-call id without the `functions.` prefix (a bare counter)",
+        "Q-KM-2; openclaw/openclaw PR#70030",
+    ),
+    (
+        "kimi_args_double_encoded",
+        "warn",
+        "Kimi tool-call arguments double-encoded as a JSON string; decoded once",
+        "Q-KM-1; typeclaw/typeclaw PR#344",
+    ),
+    (
+        "kimi_singular_section_marker",
+        "info",
+        "Kimi sections opened by `<|tool_call_section_begin|>` (singular)",
+        "Q-KM-1; typeclaw/typeclaw PR#344",
+    ),
+    (
+        "kimi_call_without_section",
+        "warn",
+        "a Kimi `<|tool_call_begin|>` outside a tool-call section",
+        "Q-KM-1; NousResearch/hermes-agent#24534",
+    ),
+    (
+        "kimi_call_end_missing",
+        "warn",
+        "a Kimi tool call closed without `<|tool_call_end|>`",
+        "Q-KM-1; BerriAI/litellm#12679",
+    ),
+    (
+        "kimi_section_end_missing",
+        "warn",
+        "the stream ended inside a Kimi tool-call section (no `<|tool_calls_section_end|>`)",
+        "Q-KM-1; ikawrakow/ik_llama.cpp#942",
+    ),
+    # -- Tool calls in any API (the shared tracker and the handlers) --------------------------
+    (
+        "tool_id_changed",
+        "error",
+        "a tool call changed its id mid-stream; the tool result cannot be paired with the call",
+        "Q-RA-1; vllm-project/vllm PR#47916",
+    ),
+    (
+        "tool_name_changed",
+        "error",
+        "a tool call changed its name mid-stream; the first name is kept",
+        "Q-TC-3; langchain-ai/langchainjs#8276",
+    ),
+    (
+        "tool_id_reused",
+        "error",
+        "two tool calls share one id; the second gets a `#2` suffix, clients keyed by id merge "
+        "them",
+        "Q-TC-2; openclaw/openclaw#84730",
+    ),
+    (
+        "args_after_complete",
+        "warn",
+        "argument fragments arrived for a call already closed; they are ignored",
+        "Q-TC-8; openai/openai-node PR#2658",
+    ),
+    (
+        "tool_args_duplicate_key",
+        "warn",
+        "a tool call's arguments hold the same key twice; JSON parsers keep the last value",
+        "Q-VL-1; openvinotoolkit/model_server#3838",
+    ),
+    (
+        "tool_calls_ignored_by_parser",
+        "warn",
+        "the stream has API tool calls but the chosen text parser reads only text; replay with "
+        "`--parser api_tool_call` to see them",
+        "Q-VL-1; vllm-project/vllm PR#32506",
+    ),
+)
+
+CATALOGUE: dict[str, QuirkInfo] = {e[0]: QuirkInfo(*e) for e in _ENTRIES}
+"""Every quirk id, in the catalogue's order."""
+
+
+def lookup(quirk_id: str) -> QuirkInfo:
+    """The catalogue entry of ``quirk_id``; an id the catalogue lacks is a ``warn`` of its own."""
+    info = CATALOGUE.get(quirk_id)
+    if info is not None:
+        return info
+    return QuirkInfo(quirk_id, "warn", "not in this version's quirk catalogue", "")
+
+
+def severity_rank(severity: str) -> int:
+    """0 for ``error``, 1 for ``warn``, 2 for ``info``."""
+    return SEVERITIES.index(severity)
+
+
+def catalogue_markdown() -> str:
+    """The text of ``docs/quirks.md``: one heading (anchor) per id."""
+    lines = [
+        "# Quirk catalogue",
+        "",
+        "Every provider behaviour streamtool reports as a quirk (`replay --format json`'s",
+        "`quirks`, `inspect`'s lint, golden files), with its severity, what it means and a",
+        "reference. Severities: **error** a client will likely get wrong; **warn** a client may",
+        "get wrong, or streamtool repaired something; **info** a variation worth knowing about.",
+        "References name the section of the provider-quirks catalogue (`Q-SSE-1`...) and public",
+        "issue threads (`owner/repo#N`) that show the behaviour.",
+        "",
+        "This file is generated from `core/quirks.py` (`python -m streamtool.core.quirks >",
+        "docs/quirks.md`); a test keeps them equal.",
+        "",
+        "| id | severity |",
+        "|---|---|",
+    ]
+    for info in CATALOGUE.values():
+        lines.append(f"| [`{info.id}`](#{info.anchor}) | {info.severity} |")
+    for info in CATALOGUE.values():
+        lines += [
+            "",
+            f"## {info.id}",
+            "",
+            f"**{info.severity}**: {info.explanation}.",
+            "",
+            f"Reference: {info.reference}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md
+    import sys
+
+    sys.stdout.write(catalogue_markdown())
