@@ -1,4 +1,8 @@
-"""``streamtool serve PATH...``: play recordings back over real HTTP to real clients."""
+"""``streamtool serve PATH...``: play recordings back over real HTTP to real clients.
+
+A folder holding a tape index (or any folder with ``--tape``) is served as a tape: each request
+gets the recorded exchange whose request matches it, in recorded order.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ def serve(
     ],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on (0: any free port).")
+        int,
+        typer.Option("--port", help="Port to listen on (0: any free port)."),
     ] = 8787,
     speed: Annotated[
         str,
@@ -55,19 +60,55 @@ def serve(
             "--stall-after", help="Where --stall pauses, in bytes (default: half the body)."
         ),
     ] = None,
+    max_gap: Annotated[
+        float | None,
+        typer.Option("--max-gap", help="Cap every pause in a stream at SECONDS."),
+    ] = None,
+    tape: Annotated[
+        bool,
+        typer.Option(
+            "--tape",
+            help="Serve the folder as a tape (request matching) even without an index.jsonl.",
+        ),
+    ] = False,
+    match_ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--match-ignore",
+            help="Tapes: a request field matching ignores (dotted paths, e.g. "
+            "messages.*.cache_control); repeatable.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
     A request gets the recording named by its X-Streamtool-Recording header, else the one for
-    its model, else the only one for that endpoint.
+    its model, else the only one for that endpoint. A tape (a folder with an index.jsonl, or
+    --tape) answers each request with the recorded exchange whose request body matches, in
+    recorded order; a request that matches nothing gets a 404 naming the closest exchange.
     """
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.playback import Playback, parse_speed
     from streamtool.core.net.server import Library, bind, create_app, run_server
+    from streamtool.core.net.tape import is_tape, load_tape
 
+    if not 0 <= port <= 65535:
+        fail(f"--port must be a number from 0 to 65535 (0: any free port), not {port}")
+    as_tape = tape or (len(paths) == 1 and is_tape(paths[0]))
+    if (tape or match_ignore) and (len(paths) != 1 or not paths[0].is_dir()):
+        fail("--tape and --match-ignore take one tape folder")
+    library: Library
     with user_errors():
-        library = Library.from_paths(paths)
+        if as_tape:
+            try:
+                library = load_tape(paths[0], match_ignore or ())
+            except ValueError as exc:
+                fail(str(exc))
+            if not library.recordings:
+                fail(f"{paths[0]}: the tape holds no recordings (.jsonl, .sse, .txt)")
+        else:
+            library = Library.from_paths(paths)
     try:
         playback = Playback(
             speed=parse_speed(speed),
@@ -75,6 +116,7 @@ def serve(
             stall=stall,
             stall_after=stall_after,
             cut_after=cut_after,
+            max_gap=max_gap,
         )
     except ValueError as exc:
         fail(str(exc))
@@ -86,9 +128,10 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     err = sys.stderr
     n = len(library.recordings)
-    err.write(
-        f"streamtool: serving {n} recording{'s' if n != 1 else ''} on http://{shown}:{real_port}\n"
-    )
+    what = f"{n} recording{'s' if n != 1 else ''}"
+    if as_tape:
+        what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
+    err.write(f"streamtool: serving {what} on http://{shown}:{real_port}\n")
     for rec in library.recordings:
         where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
         where = where.replace("{model}", rec.model or "MODEL")
@@ -97,12 +140,19 @@ def serve(
             flags.append(f"HTTP {rec.status}")
         extra = f" [{', '.join(flags)}]" if flags else ""
         err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
-    if n > 1:
+    if as_tape:
+        err.write("  each request gets the next recorded exchange whose request matches\n")
+    elif n > 1:
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
-        create_app(library, playback),
+        create_app(library, playback, None if quiet else _log),
         sock,
         log_level="warning" if quiet else "info",
-        access_log=not quiet,
+        access_log=False,
     )
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(f"streamtool: {line}\n")
+    sys.stderr.flush()

@@ -229,7 +229,7 @@ def test_selection_by_model_header_and_only_one():
         assert only.headers["x-streamtool-recording"] == "anthropic-text-then-tool-use"
 
         ambiguous = httpx.post(chat, json={"model": "gpt-5", "stream": True})
-        assert ambiguous.status_code == 409
+        assert ambiguous.status_code == 400  # a status the SDKs do not retry
         message = ambiguous.json()["error"]["message"]
         assert "openai-parallel-tool-calls" in message and "X-Streamtool-Recording" in message
 
@@ -256,9 +256,11 @@ def test_anthropic_style_errors_on_messages_endpoint():
         resp = httpx.post(
             server.url + "/v1/messages", json={"model": "claude-sonnet-4-6", "stream": True}
         )
-    assert resp.status_code == 409
+    assert resp.status_code == 400
     err = resp.json()
-    assert err["type"] == "error" and err["error"]["type"] == "conflict_error"
+    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+    assert "anthropic-text-then-tool-use" in err["error"]["message"]
+    assert "anthropic-http-529-overloaded" in err["error"]["message"]
 
 
 def test_bad_paths_are_one_line_errors(tmp_path):

@@ -20,7 +20,8 @@ class Playback:
     ``speed``: 1.0 keeps the recorded pacing, 2.0 plays twice as fast, ``None`` sends
     without any sleep. ``rechunk``: write the body in pieces of this many bytes. ``stall``:
     pause this many seconds once ``stall_after`` bytes were written (default: half the body).
-    ``cut_after``: drop the connection once this many bytes were written.
+    ``cut_after``: drop the connection once this many bytes were written. ``max_gap``: no
+    pause between two writes lasts longer than this many seconds (``None``: as recorded).
     """
 
     speed: float | None = 1.0
@@ -28,6 +29,7 @@ class Playback:
     stall: float = 0.0
     stall_after: int | None = None
     cut_after: int | None = None
+    max_gap: float | None = None
 
     def __post_init__(self) -> None:
         if self.speed is not None and not self.speed > 0:
@@ -40,6 +42,8 @@ class Playback:
             raise ValueError("stall-after must not be negative")
         if self.cut_after is not None and self.cut_after < 0:
             raise ValueError("cut-after must not be negative")
+        if self.max_gap is not None and not self.max_gap >= 0:
+            raise ValueError("--max-gap must be a number of seconds >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +74,20 @@ def parse_speed(value: str) -> float | None:
     return None if math.isinf(speed) else speed
 
 
-def _timed(chunks: Iterable[tuple[float | None, bytes]], speed: float | None) -> Iterator[Write]:
+def _timed(
+    chunks: Iterable[tuple[float | None, bytes]],
+    speed: float | None,
+    max_gap: float | None = None,
+) -> Iterator[Write]:
     last = 0.0
+    at = 0.0
     for t, data in chunks:
-        if t is not None and t > last:
+        if speed is not None and t is not None and t > last:
+            gap = (t - last) / speed
+            at += gap if max_gap is None else min(gap, max_gap)
             last = t
         if data:
-            yield Write(0.0 if speed is None else last / speed, data)
+            yield Write(at, data)
 
 
 def _rechunk(writes: Iterable[Write], size: int) -> Iterator[Write]:
@@ -98,7 +109,7 @@ def schedule(
     chunks: Iterable[tuple[float | None, bytes]], playback: Playback, total: int
 ) -> Iterator[Write | Cut]:
     """The writes (and maybe a final :class:`Cut`) for a body of ``total`` bytes."""
-    writes: Iterable[Write] = _timed(chunks, playback.speed)
+    writes: Iterable[Write] = _timed(chunks, playback.speed, playback.max_gap)
     if playback.rechunk:
         writes = _rechunk(writes, playback.rechunk)
     stall_at: int | None = None

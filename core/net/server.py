@@ -15,7 +15,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,14 @@ ENDPOINTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (":streamGenerateContent", "gemini", ("gemini",)),
 )
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+# converter -> the API it speaks, as a client names it (``GET /`` and the logs)
+API_NAMES = {
+    "openai-chat": "chat.completions",
+    "kimi-k2": "chat.completions",
+    "openai-responses": "responses",
+    "anthropic": "messages",
+    "gemini": "streamGenerateContent",
+}
 
 
 # -- the recordings ------------------------------------------------------------------------------
@@ -74,6 +82,10 @@ class Recording:
     # how the recorded stream ended: "complete", "error", "timeout", "interrupted", or
     # "cut off" (no end record)
     ended: str = "complete"
+    # the request it answered: its JSON body (None when the recording holds none, as a raw
+    # .sse body) and its endpoint suffix (``/chat/completions``, ...; None when unknown)
+    request_body: Any = field(default=None, repr=False)
+    endpoint: str | None = None
 
     @property
     def broken(self) -> bool:
@@ -84,7 +96,8 @@ class Recording:
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "api": self.api,
+            "api": API_NAMES.get(self.api or ""),
+            "endpoint": self.endpoint or endpoint_of_api(self.api),
             "model": self.model,
             "status": self.status,
             "bytes": self.size,
@@ -170,6 +183,9 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         sniffed_api, sniffed_model = _sniff(chunks)
         api = api or sniffed_api
         model = model or sniffed_model
+    request_path = unquote(urlsplit(url).path) if url else ""
+    endpoint = endpoint_for(request_path)
+    suffix = endpoint[0] if endpoint is not None else endpoint_of_api(api)
     status = header.response.get("status")
     if not isinstance(status, int) or not 100 <= status <= 599:
         status = 200
@@ -194,6 +210,8 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         chunks=chunks,
         size=size,
         ended=source.end.reason if source.end is not None else "cut off",
+        request_body=header.request.get("body"),
+        endpoint=suffix,
     )
 
 
@@ -202,6 +220,19 @@ class SelectionError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+@dataclass(slots=True)
+class Incoming:
+    """A request as the choice of a recording sees it."""
+
+    path: str
+    endpoint: str  # the endpoint suffix (see ENDPOINTS)
+    apis: tuple[str, ...]
+    model: str | None
+    name: str | None  # the X-Streamtool-Recording header
+    body: Any  # parsed JSON, or None for an empty body
+    gemini_model: str | None = None  # the model named in a Gemini path
 
 
 class Library:
@@ -229,6 +260,10 @@ class Library:
     def names(self) -> list[str]:
         return [r.name for r in self.recordings]
 
+    def choose(self, request: Incoming) -> Recording:
+        """The recording that answers ``request``; raises :class:`SelectionError`."""
+        return self.select(request.apis, request.model, request.name)
+
     def select(self, apis: tuple[str, ...], model: str | None, name: str | None) -> Recording:
         """The recording for a request: by name (header), by model, else the only one."""
         if name:
@@ -245,7 +280,7 @@ class Library:
                 return matching[0]
             if len(matching) > 1:
                 raise SelectionError(
-                    409,
+                    400,
                     f"{len(matching)} recordings are for model {model!r} "
                     f"({', '.join(r.name for r in matching)}); pick one with the "
                     f"X-Streamtool-Recording header",
@@ -259,33 +294,57 @@ class Library:
             raise SelectionError(404, f"no recording speaks this API; available: {available}")
         wanted = f" and none is for model {model!r}" if model else ""
         raise SelectionError(
-            409,
+            400,
             f"{len(candidates)} recordings answer this endpoint{wanted} "
             f"({', '.join(r.name for r in candidates)}); pick one with the model name or the "
             "X-Streamtool-Recording header",
         )
 
 
-def endpoint_for(path: str) -> tuple[str, tuple[str, ...]] | None:
-    """The error style and the converters for a request path, or ``None``."""
+def endpoint_for(path: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """The endpoint suffix, the error style and the converters for a request path, or
+    ``None``."""
     for suffix, style, apis in ENDPOINTS:
         if path.endswith(suffix):
-            return style, apis
+            return suffix, style, apis
     return None
+
+
+def endpoint_of_api(api: str | None) -> str | None:
+    """The endpoint suffix a converter's recordings answer."""
+    for suffix, _, apis in ENDPOINTS:
+        if api in apis:
+            return suffix
+    return None
+
+
+def style_for(path: str) -> str:
+    """The error style of a path, also for paths no recording answers."""
+    if "/messages" in path:
+        return "anthropic"
+    if ":" in path.rsplit("/", 1)[-1] or "/models/" in path:
+        return "gemini"
+    return "openai"
 
 
 def error_body(style: str, status: int, message: str) -> bytes:
     """An error in the shape the API's SDK reads its message from."""
-    kinds = {400: "invalid_request_error", 404: "not_found_error", 409: "conflict_error"}
+    kinds = {
+        400: "invalid_request_error",
+        404: "not_found_error",
+        405: "invalid_request_error",
+        409: "conflict_error",
+    }
     kind = kinds.get(status, "api_error")
     obj: dict[str, Any]
     if style == "anthropic":
         obj = {"type": "error", "error": {"type": kind, "message": message}}
     elif style == "gemini":
-        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ABORTED"}
+        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "NOT_FOUND", 409: "ABORTED"}
         obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}
     else:
-        obj = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        code = {404: "not_found"}.get(status)
+        obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return json.dumps(obj).encode("utf-8")
 
 
@@ -307,8 +366,15 @@ def quiet_cut_logging() -> None:
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
-def create_app(library: Library, playback: Playback | None = None) -> Any:
-    """The starlette app answering the provider endpoints from ``library``."""
+def create_app(
+    library: Library,
+    playback: Playback | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Any:
+    """The starlette app answering the provider endpoints from ``library``.
+
+    ``log`` gets one line per request: the recording served, or the error status and why.
+    """
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -368,50 +434,68 @@ def create_app(library: Library, playback: Playback | None = None) -> Any:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return False
 
-    def error(style: str, status: int, message: str) -> Response:
+    def error(request: Request, style: str, status: int, message: str) -> Response:
+        if log is not None:
+            log(f"{request.method} {request.url.path} -> {status}: {message}")
         return Response(error_body(style, status, message), status, media_type="application/json")
+
+    known = ", ".join(f"POST *{suffix}" for suffix, _, _ in ENDPOINTS)
 
     async def answer(request: Request) -> Response:
         start = anyio.current_time()
         path = request.url.path
         endpoint = endpoint_for(path)
-        if endpoint is None:
-            known = ", ".join(f"*{suffix}" for suffix, _, _ in ENDPOINTS)
-            return error("openai", 404, f"streamtool serve answers {known}; not {path}")
-        style, apis = endpoint
+        if endpoint is None or request.method != "POST":
+            return error(
+                request,
+                style_for(path),
+                404,
+                f"streamtool serve answers {known}; not {request.method} {path}",
+            )
+        suffix, style, apis = endpoint
         raw = await request.body()
         try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+            body: Any = json.loads(raw) if raw.strip() else None
+        except (ValueError, UnicodeDecodeError):
+            return error(request, style, 400, "the request body is not JSON")
         model = body.get("model") if isinstance(body, dict) else None
+        gemini_model = None
         if style == "gemini":
             found = _GEMINI_MODEL.search(unquote(path))
-            model = found.group(1) if found else model
+            gemini_model = found.group(1) if found else None
+            model = gemini_model or model
+        incoming = Incoming(
+            path=path,
+            endpoint=suffix,
+            apis=apis,
+            model=model if isinstance(model, str) else None,
+            name=request.headers.get(RECORDING_HEADER),
+            body=body,
+            gemini_model=gemini_model,
+        )
         try:
-            rec = library.select(
-                apis,
-                model if isinstance(model, str) else None,
-                request.headers.get(RECORDING_HEADER),
-            )
+            rec = library.choose(incoming)
         except SelectionError as exc:
-            return error(style, exc.status, exc.message)
+            return error(request, style, exc.status, exc.message)
         if (
             style != "gemini"
             and rec.status < 400
             and isinstance(body, dict)
             and body.get("stream") is not True
         ):
-            return error(style, 400, "streamtool serve replays streams: send stream: true")
+            return error(request, style, 400, "streamtool serve replays streams: send stream: true")
+        if log is not None:
+            log(f"{request.method} {path} -> {rec.name} ({rec.status})")
         return RecordedStream(rec, start)
 
     async def index(request: Request) -> Response:
         return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
 
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),
-            Route("/{path:path}", answer, methods=["POST"]),
+            Route("/{path:path}", answer, methods=methods),
         ]
     )
 

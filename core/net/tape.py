@@ -1,0 +1,167 @@
+"""Serving a tape: a recorded session answered request by request, in order.
+
+:class:`TapeLibrary` is the :class:`~streamtool.core.net.server.Library` of a tape folder. A
+request gets, in this order:
+
+1. the recording named by the ``X-Streamtool-Recording`` header, when the tape holds it;
+2. the next recorded exchange whose request matches (:mod:`.tape_match`);
+3. among recordings that hold no request body (raw ``.sse`` files), the old rules: the one
+   for the request's model, else the only one for the endpoint;
+4. else a miss: HTTP 404 in the provider's error shape, naming the closest exchange and the
+   first difference.
+
+:func:`serving_tape` runs it on 127.0.0.1 in a background thread, for tests and the pytest
+plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..recording.format import RecordingError
+from ..recording.tape_index import INDEX_NAME, list_exchanges
+from .playback import Playback
+from .server import (
+    Incoming,
+    Library,
+    Recording,
+    SelectionError,
+    ServerThread,
+    create_app,
+    load_recording,
+)
+from .tape_match import Exchange, Matcher, MatchRules, endpoint_key
+
+
+def _exchange(rec: Recording) -> Exchange:
+    gemini_model = rec.model if rec.endpoint == ":streamGenerateContent" else None
+    body = rec.request_body
+    return Exchange(
+        name=rec.name,
+        endpoint=endpoint_key(rec.endpoint or "?", gemini_model),
+        body=body if rec.endpoint is not None else None,
+    )
+
+
+class TapeLibrary(Library):
+    """A tape's recordings, answered by request matching (see the module's docstring)."""
+
+    def __init__(
+        self,
+        recordings: Sequence[Recording],
+        folder: str | os.PathLike[str] | None = None,
+        rules: MatchRules | None = None,
+    ) -> None:
+        super().__init__(recordings)
+        self.folder = Path(folder) if folder is not None else None
+        self.rules = rules or MatchRules()
+        self.matcher = Matcher([_exchange(r) for r in self.recordings], self.rules)
+        self.served: list[str] = []  # the recordings served, in order
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_folder(
+        cls, folder: str | os.PathLike[str], rules: MatchRules | None = None
+    ) -> TapeLibrary:
+        """The tape in ``folder`` (an empty folder is an empty tape)."""
+        files = list_exchanges(folder)
+        return cls([load_recording(p) for p in files], folder, rules)
+
+    def add(self, rec: Recording) -> None:
+        """A recording made on a miss joins the tape: later requests match it."""
+        with self._lock:
+            self.recordings.append(rec)
+            for key in (rec.name, Path(rec.path).name):
+                self.by_name[key] = rec
+            self.matcher.add(_exchange(rec))
+
+    def request_key(self, request: Incoming) -> str:
+        return endpoint_key(request.endpoint, request.gemini_model)
+
+    def choose(self, request: Incoming) -> Recording:
+        with self._lock:
+            rec = self._choose(request)
+            self.served.append(rec.name)
+            return rec
+
+    def _choose(self, request: Incoming) -> Recording:
+        if request.name:
+            named = self.by_name.get(request.name)
+            if named is not None:
+                return named
+        found = self.matcher.match(self.request_key(request), request.body)
+        if found is not None:
+            return self.by_name[found.name]
+        bodiless = [r for r in self.recordings if r.request_body is None or r.endpoint is None]
+        if bodiless and not request.name:
+            # recordings that cannot be matched by body: the old rules, among them only
+            try:
+                return Library(bodiless).select(request.apis, request.model, None)
+            except SelectionError as exc:
+                if exc.status != 404:
+                    raise
+        raise SelectionError(404, self.miss_message(request))
+
+    def miss_message(self, request: Incoming) -> str:
+        miss = self.matcher.miss(self.request_key(request), request.body, request.path)
+        if request.name:
+            return f"the tape holds no recording named {request.name!r}, and {miss.message}"
+        return miss.message
+
+
+def is_tape(path: str | os.PathLike[str]) -> bool:
+    """A folder holding a tape index."""
+    return (Path(path) / INDEX_NAME).is_file()
+
+
+def load_tape(folder: str | os.PathLike[str], match_ignore: Sequence[str] = ()) -> TapeLibrary:
+    """A tape folder, ready to serve. ``match_ignore`` adds fields (dotted paths) that matching
+    ignores. Raises :class:`RecordingError` for unusable input, ``ValueError`` for a bad path."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise RecordingError(
+            str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"
+        )
+    return TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore))
+
+
+class TapeServer(ServerThread):
+    """A tape served from a background thread: ``.url``, ``.library`` and ``.served``."""
+
+    def __init__(self, library: TapeLibrary, app: Any, port: int = 0) -> None:
+        super().__init__(app, port=port)
+        self.library = library
+
+    @property
+    def served(self) -> list[str]:
+        """The names of the recordings served so far, in order."""
+        return list(self.library.served)
+
+    def __enter__(self) -> TapeServer:
+        super().__enter__()
+        return self
+
+
+def serving_tape(
+    folder: str | os.PathLike[str],
+    *,
+    speed: float | None = None,
+    max_gap: float | None = None,
+    rechunk: int | None = None,
+    match_ignore: Sequence[str] = (),
+    log: Callable[[str], None] | None = None,
+    port: int = 0,
+) -> TapeServer:
+    """Serve a tape on 127.0.0.1 from a background thread.
+
+    ``with serving_tape("tapes/session") as server:`` then point an SDK at ``server.url +
+    "/v1"`` (OpenAI) or ``server.url`` (Anthropic, Gemini). ``speed=None`` sends at once;
+    ``1.0`` keeps the recorded gaps, each capped at ``max_gap`` seconds.
+    """
+    library = load_tape(folder, match_ignore)
+    playback = Playback(speed=speed, rechunk=rechunk, max_gap=max_gap)
+    return TapeServer(library, create_app(library, playback, log), port=port)
