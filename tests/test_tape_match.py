@@ -66,7 +66,7 @@ def result(text: str) -> dict:
 
 
 # -- normalization -------------------------------------------------------------------------------
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(bodies, st.integers(0, 2**32))
 def test_key_order_and_whitespace_never_count(body: dict, seed: int) -> None:
     other = shuffled(body, random.Random(seed))
@@ -77,7 +77,7 @@ def test_key_order_and_whitespace_never_count(body: dict, seed: int) -> None:
     assert first_difference(body, other) is None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(bodies, bodies)
 def test_bodies_differ_exactly_when_a_difference_is_named(a: dict, b: dict) -> None:
     diff = first_difference(a, b)
