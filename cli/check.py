@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from .errors import fail, user_errors
 from .main import app
+from .params import CONVERTERS, PARSERS
 
 CI_ENV = "CI"
 
@@ -58,6 +59,7 @@ def check(
         str | None,
         typer.Option(
             "--converter",
+            metavar=CONVERTERS,
             help="With --update: the converter golden files are written with (default: the "
             "one a golden file names, else auto).",
         ),
@@ -66,6 +68,7 @@ def check(
         str | None,
         typer.Option(
             "--parser",
+            metavar=PARSERS,
             help="With --update: the parser golden files are written with (default: the one a "
             "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
         ),

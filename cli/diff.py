@@ -16,6 +16,7 @@ from streamtool.core.recording.replay_file import replay_file
 
 from .errors import user_errors
 from .main import app
+from .params import CONVERTERS, PARSERS
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -42,19 +43,27 @@ def diff(
         str | None,
         typer.Option(
             "--parser",
+            metavar=PARSERS,
             help="Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
         ),
     ] = None,
-    parser_a: Annotated[str | None, typer.Option("--parser-a", help="Parser for A.")] = None,
-    parser_b: Annotated[str | None, typer.Option("--parser-b", help="Parser for B.")] = None,
+    parser_a: Annotated[
+        str | None, typer.Option("--parser-a", metavar=PARSERS, help="Parser for A.")
+    ] = None,
+    parser_b: Annotated[
+        str | None, typer.Option("--parser-b", metavar=PARSERS, help="Parser for B.")
+    ] = None,
     converter: Annotated[
-        str, typer.Option("--converter", help="Converter for both sides: auto or a name.")
+        str,
+        typer.Option(
+            "--converter", metavar=CONVERTERS, help="Converter for both sides: auto or a name."
+        ),
     ] = "auto",
     converter_a: Annotated[
-        str | None, typer.Option("--converter-a", help="Converter for A.")
+        str | None, typer.Option("--converter-a", metavar=CONVERTERS, help="Converter for A.")
     ] = None,
     converter_b: Annotated[
-        str | None, typer.Option("--converter-b", help="Converter for B.")
+        str | None, typer.Option("--converter-b", metavar=CONVERTERS, help="Converter for B.")
     ] = None,
     fmt: Annotated[
         Format, typer.Option("--format", help="text (side by side) or json (for scripts).")

@@ -15,6 +15,8 @@ import typer
 from typer.core import TyperGroup
 from typer.core import _click as _typer_click
 
+from .params import plain_help_option, plain_params
+
 UsageError = _typer_click.exceptions.UsageError
 
 # command name -> (module under streamtool.cli, one-line help shown by ``streamtool --help``)
@@ -30,6 +32,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class LazyGroup(TyperGroup):
     """A group whose commands are imported when they are run, listed from :data:`COMMANDS`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        plain_params(self)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return plain_help_option(super().get_help_option(ctx))
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
@@ -96,7 +105,7 @@ def load_command(name: str) -> Any:
                 rich_markup_mode=app.rich_markup_mode,
             )
             command.short_help = command.short_help or COMMANDS[name][1]
-            return command
+            return plain_params(command)
     raise LookupError(f"module {COMMANDS[name][0]!r} registers no command {name!r}")
 
 

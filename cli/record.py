@@ -20,11 +20,13 @@ import typer
 
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from streamtool.core.net.requests import APIS
 from streamtool.core.recording.format import Chunk, End, Header
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import fail, user_errors, warn
 from .main import app
+from .params import CONVERTERS, PARSERS, choices
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -244,6 +246,7 @@ def record(
         typer.Option(
             "--provider",
             "-p",
+            metavar=choices(APIS),
             help="openai-chat, openai-responses, anthropic, gemini or openai-compatible.",
         ),
     ] = None,
@@ -299,15 +302,17 @@ def record(
         str,
         typer.Option(
             "--view",
+            metavar=choices(VIEWS),
             help="What to show while recording: tree (the live tree), progress (one line), "
             "none, or auto (tree on a terminal, else progress).",
         ),
     ] = "auto",
     parser: Annotated[
-        str | None, typer.Option("--parser", help="Handler for the live view.")
+        str | None, typer.Option("--parser", metavar=PARSERS, help="Handler for the live view.")
     ] = None,
     converter: Annotated[
-        str, typer.Option("--converter", help="Converter for the live view (auto).")
+        str,
+        typer.Option("--converter", metavar=CONVERTERS, help="Converter for the live view (auto)."),
     ] = "auto",
 ) -> None:
     """Send one streaming request and record the response, one line per network read.

@@ -17,6 +17,7 @@ from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
+from .params import CONVERTERS, PARSERS
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
@@ -75,12 +76,16 @@ def replay(
         str | None,
         typer.Option(
             "--parser",
+            metavar=PARSERS,
             help="Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
             "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),
     ] = None,
     converter: Annotated[
-        str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
+        str,
+        typer.Option(
+            "--converter", metavar=CONVERTERS, help="Wire API converter: auto, or a converter name."
+        ),
     ] = "auto",
     fmt: Annotated[
         Format,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
+from enum import Enum
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -14,6 +17,7 @@ from typer.testing import CliRunner
 import streamtool.core
 from streamtool.cli.main import COMMANDS, app
 
+RECORDING = Path(__file__).parent.parent / "recordings" / "anthropic-text-then-tool-use.jsonl"
 HEAVY = ("openai", "anthropic", "pydantic", "httpx", "starlette", "uvicorn")
 
 # runs the command in a fresh interpreter and prints which modules it imported
@@ -63,7 +67,15 @@ def test_a_command_imports_its_own_module_only() -> None:
     others = {f"streamtool.cli.{m}" for name, (m, _) in COMMANDS.items() if name != "completion"}
     assert "streamtool.cli.completion" in modules
     assert not others & modules
-    for heavy in ("openai", "anthropic", "httpx", "starlette"):
+    for heavy in HEAVY:
+        assert not _loaded(modules, heavy), heavy
+
+
+def test_replay_json_imports_no_sdk_and_no_pydantic() -> None:
+    out, modules = run_probe("replay", str(RECORDING), "--format", "json")
+    assert json.loads(out)["converter"] == "anthropic"
+    assert "streamtool.cli.replay" in modules
+    for heavy in HEAVY:
         assert not _loaded(modules, heavy), heavy
 
 
@@ -129,3 +141,90 @@ def test_completion_script_and_answers() -> None:
 def test_every_command_module_imports_cleanly() -> None:
     for module, _ in COMMANDS.values():
         importlib.import_module(f"streamtool.cli.{module}")
+
+
+# what typer would print for a Python type: <str>, <list[Path]>, {file}, <path>
+PYTHON_TYPES = re.compile(
+    r"<(?:str|int|float|bool|path|file|dir|Path|list\[[^>]*\])>|\{[a-z_]+\}|list\["
+)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_help_shows_no_python_types(name: str) -> None:
+    result = CliRunner().invoke(app, [name, "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    assert not PYTHON_TYPES.search(result.output), result.output
+    command = importlib.import_module("streamtool.cli.main").load_command(name)
+    lines = result.output.splitlines()
+    for param in command.params:
+        annotation = param.type_descriptor.annotation
+        if isinstance(annotation, type) and issubclass(annotation, Enum):
+            # choices are listed as choices, on the parameter's own line
+            listed = "[" + "|".join(str(m.value) for m in annotation) + "]"
+            own = [ln for ln in lines if ln.lstrip().startswith((*param.opts, param.name.upper()))]
+            assert any(listed in ln for ln in own), (param.name, own)
+
+
+def test_parser_and_converter_options_list_the_registries() -> None:
+    from streamtool.core.converters import converter_names
+    from streamtool.core.handlers import parser_names
+
+    result = CliRunner().invoke(app, ["replay", "--help"], terminal_width=200)
+    assert "--parser [" + "|".join(parser_names()) + "]" in result.output
+    assert "--converter [" + "|".join(["auto", *converter_names()]) + "]" in result.output
+
+
+def _bad_values(name: str) -> list[tuple[list[str], str]]:
+    """(arguments, the expected error sentence) for each typed option of a command."""
+    command = importlib.import_module("streamtool.cli.main").load_command(name)
+    cases = []
+    for param in command.params:
+        annotation = param.type_descriptor.annotation
+        opt = param.opts[0] if param.param_type_name == "option" else None
+        if opt is None:
+            continue
+        if isinstance(annotation, type) and issubclass(annotation, Enum):
+            values = [str(m.value) for m in annotation]
+            expected = "'nope' is not one of " + (
+                values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
+            )
+            cases.append(([opt, "nope"], expected + "."))
+        elif annotation is int:
+            cases.append(([opt, "1.5"], "'1.5' is not a whole number."))
+        elif annotation is float:
+            cases.append(([opt, "fast"], "'fast' is not a number."))
+    return cases
+
+
+def _required(name: str) -> list[str]:
+    """Values for a command's required parameters, so that only the bad value is wrong."""
+    command = importlib.import_module("streamtool.cli.main").load_command(name)
+    args: list[str] = []
+    for param in command.params:
+        if not param.required:
+            continue
+        annotation = param.type_descriptor.annotation
+        if isinstance(annotation, type) and issubclass(annotation, Enum):
+            value = str(next(iter(annotation)).value)
+        else:
+            value = str(RECORDING)
+        args += [value] if param.param_type_name == "argument" else [param.opts[0], value]
+    return args
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_bad_values_are_one_plain_sentence(name: str) -> None:
+    for args, sentence in _bad_values(name):
+        result = CliRunner().invoke(app, [name, *_required(name), *args])
+        assert result.exit_code == 2, (args, result.output)
+        error = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
+        assert error == [f"Error: Invalid value for '{args[0]}': {sentence}"], result.output
+        assert "Value error" not in result.output and "Input should" not in result.output
+
+
+def test_a_bad_shell_is_one_plain_sentence() -> None:
+    result = CliRunner().invoke(app, ["completion", "tcsh"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        "Error: Invalid value for 'SHELL': 'tcsh' is not one of bash, zsh, fish or powershell."
+    )

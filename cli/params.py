@@ -1,0 +1,250 @@
+"""How every command's parameters are parsed and shown.
+
+typer converts each value with a pydantic ``TypeAdapter``; importing pydantic and building the
+adapters costs more than the rest of a small replay. The parameters of streamtool's commands are
+plain (text, whole numbers, numbers, paths, choices, lists of them), so :func:`plain_params`
+gives them a converter of their own: no pydantic on the way, and a bad value is one plain
+sentence ("'x' is not a whole number."). Help shows no Python types: ``TEXT``, ``INTEGER``,
+``NUMBER``, ``PATH``, choices as ``[a|b|c]``, arguments by name (``FILE``, ``PATHS...``).
+A parameter of any other kind keeps typer's own handling.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from enum import Enum
+from pathlib import Path
+from typing import Any, cast, get_args, get_origin
+
+import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+# annotation -> the word help shows for it
+_LABELS: dict[Any, str] = {str: "TEXT", int: "INTEGER", float: "NUMBER", Path: "PATH"}
+
+
+def choices(names: Iterable[str]) -> str:
+    """A metavar listing the values a text option takes: ``[a|b|c]``."""
+    return "[" + "|".join(names) + "]"
+
+
+def _registry_choices() -> tuple[str, str]:
+    from streamtool.core.converters import converter_names
+    from streamtool.core.handlers import parser_names
+
+    return choices(parser_names()), choices(["auto", *converter_names()])
+
+
+# metavars of --parser and --converter: the registries' names
+PARSERS, CONVERTERS = _registry_choices()
+
+
+def _one_of(values: list[str]) -> str:
+    if len(values) == 1:
+        return values[0]
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+_TRUE = ("1", "true", "yes", "y", "on")
+_FALSE = ("0", "false", "no", "n", "off", "")
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(f"{value!r} is not true or false.")
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number.") from None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number.") from None
+    if math.isnan(number):
+        raise ValueError(f"{value!r} is not a number.")
+    return number
+
+
+def _path(value: Any) -> Path:
+    return value if isinstance(value, Path) else Path(value)
+
+
+def _choice(enum: type[Enum], case_sensitive: bool) -> Callable[[Any], Any]:
+    members = list(enum)
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, enum):
+            return value
+        text = str(value)
+        for member in members:
+            name = str(member.value)
+            if name == text or (not case_sensitive and name.lower() == text.lower()):
+                return member
+        valid = [str(m.value) for m in members]
+        raise ValueError(f"{text!r} is not one of {_one_of(valid)}.")
+
+    return convert
+
+
+def _path_checks(info: Any) -> bool:
+    """True when the parameter asks typer for path checks (exists, writable, ...)."""
+    return bool(
+        getattr(info, "exists", False)
+        or getattr(info, "writable", False)
+        or getattr(info, "resolve_path", False)
+        or getattr(info, "allow_dash", False)
+        or getattr(info, "path_type", None) is not None
+        or not getattr(info, "file_okay", True)
+        or not getattr(info, "dir_okay", True)
+    )
+
+
+def _converter(annotation: Any, info: Any) -> Callable[[Any], Any] | None:
+    """A converter for one value of ``annotation``, or None to leave it to typer."""
+    if getattr(info, "parser", None) is not None:
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return _choice(annotation, bool(getattr(info, "case_sensitive", True)))
+    if getattr(info, "min", None) is not None or getattr(info, "max", None) is not None:
+        return None
+    if annotation is bool:
+        return _flag
+    if annotation is str:
+        return _text
+    if annotation is int:
+        return _integer
+    if annotation is float:
+        return _number
+    if annotation is Path and not _path_checks(info):
+        return _path
+    return None
+
+
+class _PlainRuntime:
+    """What typer asks of a parameter's runtime converter: ``coerce(value, param, ctx)``."""
+
+    def __init__(self, convert: Callable[[Any], Any], many: bool) -> None:
+        self.convert = convert
+        self.many = many
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        try:
+            if self.many or multi:
+                if isinstance(value, str):
+                    value = [value]
+                return [self.convert(item) for item in value]
+            return self.convert(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _runtime(param: Any) -> _PlainRuntime | None:
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None:
+        return None
+    annotation = descriptor.annotation
+    info = descriptor.parameter_info
+    many = False
+    if get_origin(annotation) is list:
+        (annotation,) = get_args(annotation) or (None,)
+        many = True
+    convert = _converter(annotation, info)
+    return None if convert is None else _PlainRuntime(convert, many)
+
+
+def _label(param: Any) -> str | None:
+    """``[a|b]`` for choices, else ``TEXT``/``INTEGER``/``NUMBER``/``PATH``; None: typer's."""
+    annotation = param.type_descriptor.annotation
+    if get_origin(annotation) is list:
+        (annotation,) = get_args(annotation) or (None,)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return choices(str(m.value) for m in annotation)
+    return _LABELS.get(annotation)
+
+
+class PlainOption(TyperOption):
+    def get_runtime_param(self) -> Any:
+        if self._runtime_param is None:
+            self._runtime_param = cast(Any, _runtime(self)) or super().get_runtime_param()
+        return self._runtime_param
+
+    def display_type(self, ctx: Any) -> str:
+        return _label(self) or super().display_type(ctx)
+
+
+class PlainArgument(TyperArgument):
+    def get_runtime_param(self) -> Any:
+        if self._runtime_param is None:
+            self._runtime_param = cast(Any, _runtime(self)) or super().get_runtime_param()
+        return self._runtime_param
+
+    @property
+    def display_name_raw(self) -> str:
+        return self.metavar or (self.name or "").upper()
+
+    def display_type(self, ctx: Any) -> str:
+        label = _label(self)
+        # an argument is shown by its name; only its choices are worth adding
+        if label is not None and label.startswith("["):
+            return label
+        return ""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return self.display_type(ctx) or None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        if self.nargs != 1:
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+
+def plain_help_option(option: Any) -> Any:
+    """The help option a command makes for itself (-h/--help), made plain as well."""
+    if type(option) is TyperOption:
+        option.__class__ = PlainOption
+    return option
+
+
+class PlainCommand(TyperCommand):
+    def get_help_option(self, ctx: Any) -> Any:
+        return plain_help_option(super().get_help_option(ctx))
+
+
+def plain_params(command: Any) -> Any:
+    """Give ``command``'s parameters (a group's: its commands' too) plain parsing and help."""
+    if type(command) is TyperCommand:
+        command.__class__ = PlainCommand
+    for param in command.params:
+        if type(param) is TyperOption:
+            param.__class__ = PlainOption
+        elif type(param) is TyperArgument:
+            param.__class__ = PlainArgument
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            plain_params(sub)
+    return command
