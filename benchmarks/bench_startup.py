@@ -1,0 +1,161 @@
+"""Start-up time of the ``streamtool`` command from a regular (non-editable) install.
+
+    python benchmarks/bench_startup.py [--runs 10] [--keep-venv]
+
+It makes a temporary virtual environment, installs this project into it as a regular
+(non-editable) package (``pip install --no-deps``; the dependencies are taken from the
+interpreter running the benchmark, through a ``.pth`` line, so nothing is downloaded), then
+times whole processes, round-robin so that load on the machine hits every command alike:
+
+- ``python -c pass`` from that environment: the baseline;
+- ``streamtool --help``: target <= 150 ms, and <= 9x the baseline;
+- ``streamtool replay SMALL --format json`` on a small bundled recording: target <= 200 ms,
+  and <= 12x the baseline.
+
+Medians of ``--runs`` runs are printed with their ratios. On a loaded machine the ratios are the
+figures to read. It also checks that neither command imports the openai or anthropic SDKs or
+pydantic. Exits 1 when a ratio target is missed or a heavy module is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ROOT / "recordings" / "anthropic-text-then-tool-use.jsonl"
+HEAVY = ("openai", "anthropic", "pydantic")
+TARGETS = {"--help": (0.150, 9.0), "replay": (0.200, 12.0)}
+
+
+def make_env(where: Path) -> tuple[Path, Path]:
+    """A venv with this project installed regularly; returns its python and streamtool."""
+    venv.EnvBuilder(with_pip=True).create(where)
+    bindir = where / ("Scripts" if os.name == "nt" else "bin")
+    python = bindir / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # the dependencies: the running interpreter's site-packages, after the venv's own
+    Path(purelib, "_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # the wheel is built as pip builds it (isolated), then installed as users install it
+    wheels = where / "wheels"
+    quiet = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    pip = ["-m", "pip", "-q"]
+    subprocess.run(
+        [sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, ROOT],
+        check=True,
+        env=quiet,
+        cwd=where,
+    )
+    (wheel,) = wheels.glob("streamtool-*.whl")
+    subprocess.run([python, *pip, "install", "--no-deps", wheel], check=True, env=quiet, cwd=where)
+    return python, bindir / "streamtool"
+
+
+def run(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+_PROBE = (
+    "import json, sys\n"
+    "from streamtool.cli.main import main\n"
+    "sys.argv = ['streamtool', *json.loads(sys.argv[1])]\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
+)
+
+
+def heavy_imports(python: Path, args: list[str], cwd: Path) -> list[str]:
+    proc = subprocess.run(
+        [python, "-c", _PROBE, json.dumps(args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+    )
+    modules = json.loads(proc.stderr.rsplit("MODULES ", 1)[1])
+    return sorted({m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=10, help="runs of each command (median kept)")
+    ap.add_argument("--keep-venv", action="store_true", help="leave the temporary venv")
+    opts = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="streamtool-startup-"))
+    try:
+        python, streamtool = make_env(tmp / "venv")
+        work = tmp / "work"  # not the source tree: the installed package is what runs
+        work.mkdir()
+        small = work / SMALL.name
+        shutil.copyfile(SMALL, small)
+        origin = subprocess.run(
+            [python, "-c", "import streamtool.cli.main as m; print(m.__file__)"],
+            capture_output=True,
+            text=True,
+            cwd=work,
+            check=True,
+        ).stdout.strip()
+        commands = {
+            "python -c pass": [str(python), "-c", "pass"],
+            "--help": [str(streamtool), "--help"],
+            "replay": [str(streamtool), "replay", small.name, "--format", "json"],
+        }
+        for cmd in commands.values():  # warm the page cache and the bytecode
+            run(cmd, work)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(opts.runs):
+            for name, cmd in commands.items():
+                times[name].append(run(cmd, work))
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        base = medians["python -c pass"]
+
+        print(f"installed from: {origin}")
+        print(f"medians of {opts.runs} runs (round-robin), on {os.cpu_count()} cores")
+        print(f"  {'python -c pass':54} {base * 1000:7.1f} ms   (baseline)")
+        failed = False
+        labels = {"--help": "streamtool --help", "replay": f"streamtool replay {SMALL.name}"}
+        for name, (limit, ratio_limit) in TARGETS.items():
+            ratio = medians[name] / base
+            ok = ratio <= ratio_limit
+            failed |= not ok
+            print(
+                f"  {labels[name]:54} {medians[name] * 1000:7.1f} ms   {ratio:5.1f}x "
+                f"(target <= {ratio_limit:g}x, <= {limit * 1000:.0f} ms: "
+                f"{'ok' if ok else 'MISSED'}; absolute "
+                f"{'ok' if medians[name] <= limit else 'over'})"
+            )
+        for name, args in (("--help", ["--help"]), ("replay", commands["replay"][2:])):
+            heavy = heavy_imports(python, args, work)
+            print(f"  {labels[name]} imports: {', '.join(heavy) or 'no SDK, no pydantic'}")
+            failed |= bool(heavy)
+        return 1 if failed else 0
+    finally:
+        if opts.keep_venv:
+            print(f"venv kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
