@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Replay recordings and compare them with their golden files."),
     "diff": ("diff", "Compare two recordings, or one through two parsers or converters."),
     "serve": ("serve", "Answer the provider endpoints with recorded streams, byte for byte."),
+    "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 

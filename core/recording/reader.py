@@ -6,8 +6,11 @@ This is the edge: everything here touches the file system. Parsing rules live in
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +28,8 @@ from .format import (
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
 RAW_BLOCK = 64 * 1024
+STDIN = "-"  # the path that names standard input
+STDIN_NAME = "<stdin>"
 
 
 class Source:
@@ -40,6 +45,11 @@ class Source:
         self.end: End | None = None
         self._fh: IO[Any] | None = None
         self._lineno = 0
+        self._stdin_head: list[tuple[float, bytes]] | None = None
+        if self.path == STDIN:
+            self.path = self.name = STDIN_NAME
+            self._open_stdin()
+            return
         try:
             if os.path.isdir(self.path):
                 raise RecordingError(self.path, None, "is a folder, not a recording")
@@ -93,6 +103,45 @@ class Source:
         self.raw = True
         self.header = Header(raw_body=True)
 
+    def _open_stdin(self) -> None:
+        """Standard input: a recording when its first line is a header, else a raw body.
+
+        A raw body is read as it arrives (``curl -N ... | streamtool inspect -``): each read
+        is a chunk whose ``t`` counts from when streamtool began reading.
+        """
+        fd = sys.stdin.fileno()
+        self._t0 = time.monotonic()
+        head: list[tuple[float, bytes]] = []
+        seen = b""
+        while True:
+            block = os.read(fd, RAW_BLOCK)
+            if block:
+                head.append((time.monotonic() - self._t0, block))
+                seen += block
+            stripped = seen.lstrip()
+            if not block or b"\n" in stripped or (stripped and stripped[:1] != b"{"):
+                break
+        first = seen.lstrip().split(b"\n", 1)[0]
+        try:
+            obj = json.loads(first)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and obj.get("type") == "header":
+            rest = sys.stdin.buffer.read()
+            fh = io.TextIOWrapper(io.BytesIO(seen + rest), encoding="utf-8", newline="\n")
+            try:
+                first_line, lineno = _first_line(fh)
+            except UnicodeDecodeError:
+                raise RecordingError(self.path, 1, "not UTF-8 text") from None
+            assert first_line is not None
+            self.header = parse_header(json.loads(first_line), self.path, lineno)
+            self._fh = fh
+            self._lineno = lineno
+            self.raw = False
+            return
+        self._as_raw()
+        self._stdin_head = head
+
     # -- reading ---------------------------------------------------------------------------
     def chunks(self) -> Iterator[Chunk]:
         if self.raw:
@@ -135,6 +184,15 @@ class Source:
             fh.close()
 
     def _raw_chunks(self) -> Iterator[Chunk]:
+        if self._stdin_head is not None:
+            head, self._stdin_head = self._stdin_head, []
+            for t, block in head:
+                yield Chunk(round(t, 6), block)
+            fd = sys.stdin.fileno()
+            while block := os.read(fd, RAW_BLOCK):
+                yield Chunk(round(time.monotonic() - self._t0, 6), block)
+            self.end = End(round(time.monotonic() - self._t0, 6), "complete", None)
+            return
         try:
             with open(self.path, "rb") as fh:
                 while block := fh.read(RAW_BLOCK):

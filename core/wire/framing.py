@@ -76,6 +76,10 @@ class PendingDecoder:
     def saw_cr(self) -> bool:
         return bool(getattr(self._inner, "saw_cr", False))
 
+    @property
+    def mid_event(self) -> bool:
+        return bool(getattr(self._inner, "mid_event", False))
+
     def feed(self, data: bytes | str) -> list[SSEItem]:
         if self._inner is not None:
             return self._inner.feed(data)

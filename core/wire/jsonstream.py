@@ -99,6 +99,11 @@ class JSONArrayDecoder:
     def closed(self) -> bool:
         return self._state == _DONE or (not self._array and self._state != _INSIDE)
 
+    @property
+    def mid_event(self) -> bool:
+        """Part of an element has arrived and the rest has not (the last read cut it)."""
+        return self._state == _INSIDE
+
     def feed(self, data: bytes | str) -> list[SSEItem]:
         text = self._input.text(data)
         if not self.saw_cr and "\r" in text:

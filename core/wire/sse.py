@@ -73,6 +73,17 @@ class SSEDecoder:
         self.saw_cr = False  # CR or CRLF line ends were used (framing statistics)
         self._bytes_fed = False  # a read came as bytes (it may have ended inside a character)
 
+    @property
+    def mid_event(self) -> bool:
+        """Part of a line or an event has arrived and the rest has not (the last read cut it)."""
+        return bool(
+            self._pending
+            or self._data
+            or self._event is not None
+            or self._id is not None
+            or self._retry is not None
+        )
+
     # -- input -----------------------------------------------------------------------------
     def feed(self, data: bytes | str) -> list[SSEItem]:
         if (

@@ -1,0 +1,392 @@
+"""How a stream arrived: per-read facts, timing figures, stalls and the quirk lint. Sans-IO.
+
+:class:`Inspector` wraps a :class:`~streamtool.core.replay.ReplayEngine`: feed it the recording's
+chunks (one per network read) and its end record, then :meth:`Inspector.result` gives one object
+(what ``streamtool inspect --format json`` prints, documented in docs/inspect.md):
+
+- ``facts``: provider, API, model, endpoint, status, recorded at, end reason, converter, parser;
+- ``timing``: TTFB, TTFT, duration, reads, bytes, events, comments, inter-read gaps (p50, p95,
+  max), stalls (gaps over the threshold, with what came right after), time to the first tool-call
+  fragment, tokens (or characters) per second over the generating part only;
+- ``reads``: every read with its time, gap, bytes, events and what it produced, and the cuts it
+  made (an event, a UTF-8 character or a CRLF line end split between it and the next read);
+- ``quirks`` and ``errors``: where each was first met (read index and time), with the quirk
+  catalogue's severity, explanation and reference;
+- ``summary``: the replay summary (``replay --format json``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
+from ..quirks import lookup, severity_rank
+from ..recording.format import Chunk, End, Header
+from ..replay import Item, ReplayEngine
+from ..wire.sse import SSEEvent
+
+DEFAULT_STALL = 1.0
+PREVIEW = 400  # characters of a read kept for the views (the HTML report shows them)
+
+_TOOL_SEGMENTS = {
+    SegmentType.TOOL_CALL,
+    SegmentType.WRITE_FILE,
+    SegmentType.PATCH_FILE,
+    SegmentType.RUN_BASH,
+}
+
+
+@dataclass(slots=True)
+class ReadFact:
+    """One network read and what it produced."""
+
+    index: int
+    t: float | None
+    gap: float | None  # seconds since the previous read (the first: since the request was sent)
+    bytes: int
+    events: int = 0
+    comments: int = 0
+    text: int = 0  # characters of text produced
+    reasoning: int = 0  # characters of reasoning produced
+    calls: dict[str, int] = field(default_factory=dict)  # tool call id -> argument characters
+    opened: list[str] = field(default_factory=list)  # tool call ids that started here
+    errors: list[str] = field(default_factory=list)  # error kinds met here
+    quirks: list[str] = field(default_factory=list)  # quirk ids first met here
+    cuts: list[str] = field(default_factory=list)  # "event", "utf8", "crlf"
+    preview: str = ""
+
+    @property
+    def produced(self) -> bool:
+        return bool(self.text or self.reasoning or self.calls or self.opened)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "t": self.t,
+            "gap": self.gap,
+            "bytes": self.bytes,
+            "events": self.events,
+            "comments": self.comments,
+            "text_chars": self.text,
+            "reasoning_chars": self.reasoning,
+            "tool_args": dict(self.calls),
+            "tool_calls_opened": list(self.opened),
+            "errors": list(self.errors),
+            "quirks": list(self.quirks),
+            "cuts": list(self.cuts),
+            "preview": self.preview,
+        }
+
+    def describe(self, names: dict[str, str] | None = None) -> str:
+        """What the read produced, in a few words (``text 12, call get_weather +40``)."""
+        parts: list[str] = []
+        if self.reasoning:
+            parts.append(f"reasoning {self.reasoning}")
+        if self.text:
+            parts.append(f"text {self.text}")
+        for call_id in self.opened:
+            if call_id not in self.calls:
+                parts.append(f"{_call_name(call_id, names)} opened")
+        for call_id, n in self.calls.items():
+            parts.append(f"{_call_name(call_id, names)} +{n}")
+        if self.comments:
+            parts.append(f"{self.comments} comment{'s' if self.comments > 1 else ''}")
+        if self.errors:
+            parts.append("error " + ", ".join(self.errors))
+        if not parts:
+            parts.append(f"{self.events} event{'s' if self.events != 1 else ''}, no output")
+        return ", ".join(parts)
+
+
+def _call_name(call_id: str, names: dict[str, str] | None) -> str:
+    name = (names or {}).get(call_id)
+    return f"{name} ({call_id})" if name else call_id
+
+
+class Inspector:
+    """Feed chunks and the end record; read :meth:`result`."""
+
+    def __init__(
+        self,
+        header: Header | None = None,
+        *,
+        converter: str = "auto",
+        parser: str = "api_tool_call",
+        source: str = "",
+        stall: float = DEFAULT_STALL,
+        handler_options: dict[str, Any] | None = None,
+        keep_items: bool = False,
+    ) -> None:
+        self.header = header or Header(raw_body=True)
+        self.engine = ReplayEngine(
+            self.header,
+            converter=converter,
+            parser=parser,
+            source=source,
+            handler_options=handler_options,
+        )
+        self.stall = stall
+        self.reads: list[ReadFact] = []
+        self.quirks: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.call_names: dict[str, str] = {}
+        self.items: list[tuple[int | None, Item]] | None = [] if keep_items else None
+        self._kinds: dict[str, SegmentType] = {}
+        self._prev_t: float | None = None
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._utf8_tail = False  # the last read ended inside a UTF-8 character
+        self._prev_cr = False  # the last read ended with CR
+        self._end: End | None = None
+
+    # -- input -----------------------------------------------------------------------------
+    def feed(self, chunk: Chunk) -> list[Item]:
+        engine = self.engine
+        data = chunk.data
+        index = len(self.reads)
+        t = chunk.t
+        gap = None
+        if t is not None:
+            gap = t - self._prev_t if self._prev_t is not None else t
+            self._prev_t = t
+        nbytes = chunk.nbytes
+        fact = ReadFact(index, t, None if gap is None else round(gap, 6), nbytes)
+        if self.reads:
+            prev = self.reads[-1]
+            starts_lf = data[:1] in ("\n", b"\n")
+            if self._prev_cr and starts_lf:
+                prev.cuts.append("crlf")
+        if isinstance(data, bytes):
+            self._utf8.decode(data)
+            self._utf8_tail = bool(self._utf8.getstate()[0])
+            fact.preview = data[:PREVIEW].decode("utf-8", "replace")
+            self._prev_cr = data[-1:] == b"\r"
+        else:
+            if self._utf8_tail:
+                self._utf8.decode(data.encode("utf-8"))
+                self._utf8_tail = bool(self._utf8.getstate()[0])
+            fact.preview = data[:PREVIEW]
+            self._prev_cr = data[-1:] == "\r"
+        events, comments = _counts(engine)
+        self.reads.append(fact)
+        items = engine.feed_chunk(chunk)
+        events_after, comments_after = _counts(engine)
+        fact.events = events_after - events
+        fact.comments = comments_after - comments
+        if items:
+            self._attribute(fact, items)
+        if self._utf8_tail:
+            fact.cuts.append("utf8")
+        if getattr(engine.decoder, "mid_event", False):
+            fact.cuts.append("event")
+        return items
+
+    def finish(self, end: End | None) -> list[Item]:
+        self._end = end
+        items = self.engine.finish(end)
+        if items:
+            self._attribute(None, items)
+        return items
+
+    def _attribute(self, fact: ReadFact | None, items: list[Item]) -> None:
+        where = None if fact is None else fact.index
+        t = fact.t if fact is not None else (self._end.t if self._end is not None else None)
+        kinds = self._kinds
+        if self.items is not None:
+            self.items.extend((where, item) for item in items)
+        for item in items:
+            cls = type(item)
+            if cls is SegmentEvent:
+                assert isinstance(item, SegmentEvent)
+                etype = item.event_type
+                if etype is SegmentEventType.CONTENT:
+                    if fact is None:
+                        continue
+                    kind = kinds.get(item.segment_id)
+                    n = len(item.delta or "")
+                    if kind is SegmentType.TEXT:
+                        fact.text += n
+                    elif kind is SegmentType.REASONING:
+                        fact.reasoning += n
+                    elif kind in _TOOL_SEGMENTS:
+                        calls = fact.calls
+                        calls[item.segment_id] = calls.get(item.segment_id, 0) + n
+                elif etype is SegmentEventType.START and item.segment_type is not None:
+                    kinds[item.segment_id] = item.segment_type
+                    if item.segment_type in _TOOL_SEGMENTS:
+                        name = (item.metadata or {}).get("tool_name")
+                        if not name and item.segment_type is not SegmentType.TOOL_CALL:
+                            name = item.segment_type.value
+                        if name:
+                            self.call_names[item.segment_id] = str(name)
+                        if fact is not None:
+                            fact.opened.append(item.segment_id)
+            elif cls is Quirk:
+                assert isinstance(item, Quirk)
+                info = lookup(item.id)
+                self.quirks.append(
+                    {
+                        **info.to_dict(),
+                        "detail": item.detail,
+                        "read": where,
+                        "t": t,
+                    }
+                )
+                if fact is not None:
+                    fact.quirks.append(item.id)
+            elif cls is StreamError:
+                assert isinstance(item, StreamError)
+                self.errors.append({**item.to_dict(), "read": where, "t": t})
+                if fact is not None:
+                    fact.errors.append(item.kind)
+            elif cls is ToolInvocation:
+                assert isinstance(item, ToolInvocation)
+                self.call_names.setdefault(item.id, item.name)
+
+    # -- results ---------------------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        engine = self.engine
+        header = self.header
+        end = engine.end
+        return {
+            "source": engine.source,
+            "raw_body": header.raw_body,
+            "provider": header.provider,
+            "api": header.api,
+            "model": engine.model,
+            "endpoint": _endpoint(header),
+            "status": header.response.get("status"),
+            "recorded_at": header.recorded_at,
+            "end_reason": None if end is None else end.reason,
+            "end_error": None if end is None else end.error,
+            "converter": engine.converter_name,
+            "parser": engine.parser,
+            "finish_reason": engine.finish_reason,
+        }
+
+    def timing(self) -> dict[str, Any]:
+        engine = self.engine
+        reads = self.reads
+        timed = [r for r in reads if r.t is not None]
+        gaps = [r.gap for r in timed[1:] if r.gap is not None]
+        stalls = []
+        for i, r in enumerate(reads):
+            if r.gap is not None and r.gap > self.stall:
+                after = r.describe(self.call_names)
+                stalls.append(
+                    {
+                        "read": i,
+                        "t": r.t,
+                        "gap": r.gap,
+                        "after": after,
+                    }
+                )
+        first_tool = next((r.t for r in reads if r.calls or r.opened), None)
+        producing = [r for r in timed if r.produced]
+        gen_s = None
+        if len(producing) >= 2:
+            assert producing[0].t is not None and producing[-1].t is not None
+            gen_s = producing[-1].t - producing[0].t
+        out_chars = sum(r.text + r.reasoning + sum(r.calls.values()) for r in reads)
+        usage = engine.usage or {}
+        tokens = usage.get("output_tokens")
+        return {
+            "ttfb_s": timed[0].t if timed else None,
+            "ttft_s": None if engine.ttft is None else round(engine.ttft, 6),
+            "duration_s": None if engine.last_t is None else round(engine.last_t, 6),
+            "reads": len(reads),
+            "bytes": engine.bytes,
+            "sse_events": engine.sse_events,
+            "comments": engine.comments,
+            "gap_p50_s": _quantile(gaps, 0.5),
+            "gap_p95_s": _quantile(gaps, 0.95),
+            "gap_max_s": round(max(gaps), 6) if gaps else None,
+            "stall_threshold_s": self.stall,
+            "stalls": stalls,
+            "first_tool_fragment_s": first_tool,
+            "generating_s": None if gen_s is None else round(gen_s, 6),
+            "output_tokens": tokens,
+            "tokens_per_s": _rate(tokens, gen_s),
+            "output_chars": out_chars,
+            "chars_per_s": _rate(out_chars, gen_s),
+        }
+
+    def lint(self) -> list[dict[str, Any]]:
+        """Quirks met, most severe first, then in stream order."""
+        return sorted(self.quirks, key=lambda q: severity_rank(q["severity"]))
+
+    def result(self) -> dict[str, Any]:
+        engine = self.engine
+        return {
+            "source": engine.source,
+            "facts": self.facts(),
+            "timing": self.timing(),
+            "quirks": self.lint(),
+            "errors": list(self.errors),
+            "tool_calls": [
+                {
+                    "id": inv.id,
+                    "name": inv.name,
+                    "arguments_chars": sum(r.calls.get(inv.id, 0) for r in self.reads),
+                    "fragments": engine.argument_fragments().get(inv.id),
+                }
+                for inv in engine.invocations()
+            ],
+            "reads": [r.to_dict() for r in self.reads],
+            "summary": engine.summary(),
+        }
+
+
+def findings_failing(result: dict[str, Any], fail_on: set[str]) -> list[str]:
+    """The quirk ids / error kinds of ``result`` that ``--fail-on`` names.
+
+    ``fail_on`` holds severities (``error``: also any stream error; ``warn``: warn and error;
+    ``info``: everything) and/or quirk ids and error kinds.
+    """
+    hits: list[str] = []
+    levels = [s for s in ("error", "warn", "info") if s in fail_on]
+    worst = max((severity_rank(s) for s in levels), default=-1)
+    for q in result["quirks"]:
+        if q["id"] in fail_on or severity_rank(q["severity"]) <= worst:
+            hits.append(q["id"])
+    for e in result["errors"]:
+        if e["kind"] in fail_on or worst >= 0:
+            hits.append(e["kind"])
+    return hits
+
+
+def _counts(engine: ReplayEngine) -> tuple[int, int]:
+    """Events and comments decoded so far, those still held for API detection included."""
+    events, comments = engine.sse_events, engine.comments
+    pending = engine._pending
+    if pending:
+        held = sum(1 for item in pending if type(item) is SSEEvent)
+        events += held
+        comments += len(pending) - held
+    return events, comments
+
+
+def _endpoint(header: Header) -> str | None:
+    url = header.url
+    if not url:
+        return None
+    method = header.request.get("method")
+    return f"{method} {url}" if isinstance(method, str) else url
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    value = ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+    return round(value, 6)
+
+
+def _rate(amount: int | None, seconds: float | None) -> float | None:
+    if amount is None or not seconds or seconds <= 0:
+        return None
+    return round(amount / seconds, 1)
