@@ -1,0 +1,459 @@
+"""The shared HTTP forwarding edge: one incoming request sent on to an upstream, its response
+streamed back read by read and teed into a recording.
+
+Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``)::
+
+    forwarder = Forwarder(timeout=600)
+    async def endpoint(request):
+        body = await request.body()
+        recorder = recorder_for(request, body, "0001-....jsonl", provider="openai",
+                                api="chat.completions", url=upstream_url)
+        return forwarder.forward(request, upstream_url, body=body, recorder=recorder,
+                                 on_end=lambda exchange: ...)
+
+:meth:`Forwarder.forward` returns an ASGI response that does everything when the server runs it:
+it sends the request upstream (headers and body as they came, hop-by-hop headers dropped), then
+writes every upstream read to the client as it arrives and feeds the same read to the
+:class:`~streamtool.core.recording.recorder.ResponseRecorder` (which flushes it to disk and
+scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
+is a response like any other, a dropped upstream connection or a read stalled past the timeout
+drops the client's connection after the bytes that did arrive, and a client that goes away
+cancels the upstream request. The recording's end record says which.
+
+httpx, anyio and starlette are imported inside the functions that use them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..recording.recorder import ResponseRecorder, classify
+from ..recording.secrets import secret_query_values
+from .requests import credential_values
+from .server import CutConnection, error_body
+
+# RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded. ``host`` and
+# ``content-length`` of the request are recomputed by the client for the upstream connection.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length"}
+
+
+class StreamTransform(Protocol):
+    """Rewrites the body bytes the client receives (sans-IO): ``feed`` per read, ``finish``."""
+
+    def feed(self, data: bytes) -> bytes: ...
+
+    def finish(self) -> bytes: ...
+
+
+@dataclass(slots=True, eq=False)
+class Exchange:
+    """One forwarded exchange as a live view sees it; updated in place while it streams."""
+
+    method: str
+    path: str
+    provider: str | None = None
+    api: str | None = None
+    model: str | None = None
+    file: str | None = None
+    seq: int | None = None
+    started_at: float = field(default_factory=time.time)  # wall clock
+    t0: float = field(default_factory=time.monotonic)
+    status: int | None = None
+    ttft: float | None = None  # seconds to the first body byte
+    duration: float | None = None
+    chunks: int = 0
+    bytes: int = 0
+    end: str | None = None  # complete | error | timeout | interrupted, once ended
+    error: str | None = None
+    record_error: str | None = None  # the recording could not be written (forwarding went on)
+
+    @property
+    def elapsed(self) -> float:
+        return self.duration if self.duration is not None else time.monotonic() - self.t0
+
+
+class Observer(Protocol):
+    """What a live view is told; every call happens on the server's event loop."""
+
+    def started(self, exchange: Exchange) -> None: ...
+
+    def head(self, exchange: Exchange) -> None: ...
+
+    def read(self, exchange: Exchange, data: bytes) -> None: ...
+
+    def ended(self, exchange: Exchange) -> None: ...
+
+
+def forwarded_headers(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Request headers to send upstream: all but the hop-by-hop ones (and those that
+    ``Connection`` names), ``Host`` and ``Content-Length``."""
+    items = list(raw)
+    named = set()
+    for k, v in items:
+        if k.lower() == b"connection":
+            named |= {t.strip().lower() for t in v.split(b",") if t.strip()}
+    return [
+        (k, v)
+        for k, v in items
+        if k.lower().decode("latin-1") not in _REQUEST_DROPPED and k.lower() not in named
+    ]
+
+
+def response_headers(
+    raw: Iterable[tuple[bytes, bytes]], *, keep_length: bool = True
+) -> list[tuple[bytes, bytes]]:
+    """Upstream response headers to send to the client: all but the hop-by-hop ones."""
+    items = list(raw)
+    named = set()
+    for k, v in items:
+        if k.lower() == b"connection":
+            named |= {t.strip().lower() for t in v.split(b",") if t.strip()}
+    out = []
+    for k, v in items:
+        low = k.lower()
+        if low.decode("latin-1") in HOP_BY_HOP or low in named:
+            continue
+        if low == b"content-length" and not keep_length:
+            continue
+        out.append((low, v))
+    return out
+
+
+def request_secrets(headers: Iterable[tuple[str, str]], url: str) -> list[str]:
+    """Every credential value a request carries (headers and ``?key=``-style parameters)."""
+    return credential_values(headers) + secret_query_values(url)
+
+
+def recorder_for(
+    request: Any,
+    body: bytes,
+    path: str,
+    *,
+    provider: str | None,
+    api: str | None,
+    url: str,
+    force: bool = False,
+) -> ResponseRecorder:
+    """A recorder for a starlette ``request`` about to be forwarded to ``url``.
+
+    The recording header keeps the request's headers (credentials redacted) and its body
+    (parsed JSON, else the text); every credential value is scrubbed from all that is written.
+    """
+    import json
+
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+    parsed: Any
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        parsed = body.decode("utf-8", "replace")
+    kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
+    description = {"method": request.method, "url": url, "headers": kept, "body": parsed}
+    return ResponseRecorder(
+        path,
+        request=description,
+        provider=provider,
+        api=api,
+        secrets=request_secrets(headers, url),
+        force=force,
+    )
+
+
+class Forwarder:
+    """Sends requests upstream over one shared HTTP/1.1 connection pool (keep-alive).
+
+    ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
+    opening a connection. Create it once per server and ``await aclose()`` at shutdown.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 600.0,
+        connect_timeout: float = 30.0,
+        max_connections: int = 1000,
+        verify: bool = True,
+    ) -> None:
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_connections = max_connections
+        self.verify = verify
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(
+                    self.connect_timeout, read=self.timeout, write=self.timeout, pool=None
+                ),
+                limits=httpx.Limits(
+                    max_connections=self.max_connections,
+                    max_keepalive_connections=min(self.max_connections, 200),
+                    keepalive_expiry=60,
+                ),
+                follow_redirects=False,
+                trust_env=False,
+                verify=self.verify,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def forward(
+        self,
+        request: Any,
+        url: str,
+        *,
+        body: bytes,
+        recorder: ResponseRecorder | None = None,
+        exchange: Exchange | None = None,
+        observer: Observer | None = None,
+        transform: StreamTransform | None = None,
+        error_style: str = "openai",
+        on_end: Callable[[Exchange], None] | None = None,
+    ) -> Any:
+        """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
+
+        ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
+        receives the transformed body (the upstream is asked for an uncompressed one) while the
+        recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
+        its end record.
+        """
+        ex = exchange or Exchange(method=request.method, path=request.url.path)
+        if recorder is not None and ex.file is None:
+            ex.file = recorder.path
+        headers = forwarded_headers(request.headers.raw)
+        if transform is not None:
+            headers = [(k, v) for k, v in headers if k.lower() != b"accept-encoding"]
+            headers.append((b"accept-encoding", b"identity"))
+        return _ForwardedResponse(
+            self,
+            method=request.method,
+            url=url,
+            headers=headers,
+            body=body,
+            recorder=recorder,
+            exchange=ex,
+            observer=observer,
+            transform=transform,
+            error_style=error_style,
+            on_end=on_end,
+        )
+
+
+class _ForwardedResponse:
+    """An ASGI response (starlette calls it like one) doing one forwarded exchange."""
+
+    background = None
+
+    def __init__(
+        self,
+        forwarder: Forwarder,
+        *,
+        method: str,
+        url: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        recorder: ResponseRecorder | None,
+        exchange: Exchange,
+        observer: Observer | None,
+        transform: StreamTransform | None,
+        error_style: str,
+        on_end: Callable[[Exchange], None] | None,
+    ) -> None:
+        self.forwarder = forwarder
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.recorder = recorder
+        self.ex = exchange
+        self.observer = observer
+        self.transform = transform
+        self.error_style = error_style
+        self.on_end = on_end
+        self._ended = False
+        self._started = False
+
+    # -- recording, never allowed to stop the forwarding ----------------------------------------
+    def _rec(self, method: str, *args: Any) -> Any:
+        rec = self.recorder
+        if rec is None:
+            return None
+        try:
+            return getattr(rec, method)(*args)
+        except Exception as exc:  # a recording that cannot be written: keep forwarding
+            self.ex.record_error = str(exc)
+            self.recorder = None
+            return None
+
+    def _notify(self, what: str, *args: Any) -> None:
+        if self.observer is None:
+            return
+        try:
+            getattr(self.observer, what)(self.ex, *args)
+        except Exception:  # a live view's trouble is its own
+            self.observer = None
+
+    def _finish(self, reason: str | None, error: str | None = None, exc: Any = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        ex = self.ex
+        if exc is not None:
+            reason, error = classify(exc, ex.bytes)
+            if self.recorder is not None:
+                reason, error = self._rec("fail", exc) or (reason, error)
+        elif self.recorder is not None:
+            self._rec("close", reason, error)
+            if self.recorder is not None:
+                reason = self.recorder.reason
+                error = self.recorder.error
+        if reason is None and ex.status is not None and ex.status >= 400:
+            reason = "error"
+            error = error or f"HTTP {ex.status}"
+        ex.end = reason or "complete"
+        ex.error = error
+        ex.duration = time.monotonic() - ex.t0
+        self._notify("ended")
+        if self.on_end is not None:
+            try:
+                self.on_end(ex)
+            except Exception as err:
+                ex.record_error = str(err)
+
+    # -- the exchange ---------------------------------------------------------------------------
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import anyio
+
+        cut: BaseException | None = None
+        client_gone = False
+        async with anyio.create_task_group() as tg:
+
+            async def watch_disconnect() -> None:
+                nonlocal client_gone
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        client_gone = True
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch_disconnect)
+            try:
+                cut = await self._run(send)
+            finally:
+                if not self._ended:
+                    received = self.ex.bytes
+                    who = "the client closed the connection" if client_gone else "stopped"
+                    self._finish("interrupted", f"{who} after {received} bytes")
+                tg.cancel_scope.cancel()
+        if cut is not None:
+            raise CutConnection(str(cut))
+
+    async def _run(self, send: Any) -> BaseException | None:
+        import anyio
+        import httpx
+
+        ex = self.ex
+        client = self.forwarder.client
+        request = httpx.Request(self.method, self.url, headers=self.headers, content=self.body)
+        ex.t0 = time.monotonic()
+        self._notify("started")
+        if self.recorder is not None:
+            self.recorder.t0 = ex.t0
+        try:
+            response = await client.send(request, stream=True)
+        except (httpx.HTTPError, OSError) as exc:
+            timeout = isinstance(exc, httpx.TimeoutException)
+            status = 504 if timeout else 502
+            what = "did not answer in time" if timeout else "could not be reached"
+            message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
+            ex.status = status
+            self._finish(None, None, exc)
+            body = error_body(self.error_style, status, message)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return None
+        try:
+            return await self._stream(response, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    async def _stream(self, response: Any, send: Any) -> BaseException | None:
+        import httpx
+
+        ex = self.ex
+        ex.status = response.status_code
+        raw_headers = response.headers.raw
+        self._rec("start", response.status_code, response.headers.multi_items())
+        self._notify("head")
+        transform = self.transform
+        if transform is not None and not (
+            response.status_code < 300
+            and "text/event-stream" in response.headers.get("content-type", "")
+        ):
+            transform = None  # errors and non-streamed bodies reach the client untouched
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": response_headers(raw_headers, keep_length=transform is None),
+            }
+        )
+        self._started = True
+        try:
+            async for data in response.aiter_raw():
+                if not data:
+                    continue
+                if ex.ttft is None:
+                    ex.ttft = time.monotonic() - ex.t0
+                out = transform.feed(data) if transform is not None else data
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+                ex.chunks += 1
+                ex.bytes += len(data)
+                self._rec("feed", data)
+                self._notify("read", data)
+        except httpx.HTTPError as exc:
+            tail = transform.finish() if transform is not None else b""
+            if tail:
+                await send({"type": "http.response.body", "body": tail, "more_body": True})
+            self._finish(None, None, exc)
+            return exc  # the client's connection is dropped as the upstream's was
+        tail = transform.finish() if transform is not None else b""
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+        self._finish(None)
+        return None

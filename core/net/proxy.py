@@ -1,0 +1,375 @@
+"""``streamtool proxy``: a local reverse proxy that records every generating exchange.
+
+An agent only changes its base URL. Each request goes to the official host of the API its path
+names (or to ``--upstream``), through the shared forwarding edge (:mod:`.forward`): headers and
+body untouched, every upstream read written to the client as it arrives and, for the generating
+endpoints, into a recording of its own in the capture folder, listed in order in the folder's
+index (the session's tape). The routing rules are plain Python (:func:`route`); the app is a
+bare ASGI callable; uvicorn runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..recording.format import RecordingError
+from .forward import Exchange, Forwarder, Observer, StreamTransform, recorder_for
+
+DEFAULT_PORT = 8788
+DEFAULT_OUT = "streamtool-captures"
+OFFICIAL = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "openrouter": "https://openrouter.ai",
+}
+# --upstream NAME=URL: the names a rule may use (an API, else a provider)
+API_NAMES = {
+    "chat": "chat.completions",
+    "chat.completions": "chat.completions",
+    "chat-completions": "chat.completions",
+    "openai-chat": "chat.completions",
+    "responses": "responses",
+    "openai-responses": "responses",
+    "messages": "messages",
+    "gemini": "gemini",
+}
+PROVIDER_NAMES = frozenset(OFFICIAL)
+_GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request goes and what it is."""
+
+    provider: str  # openai | anthropic | gemini | openrouter
+    api: str | None  # chat.completions | responses | messages | gemini; None: not generating
+    model: str | None = None
+    style: str = "openai"  # the error body shape its SDK reads
+
+    @property
+    def generating(self) -> bool:
+        return self.api is not None
+
+
+def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Route:
+    """What a request is, from its method, path, headers and parsed body (sans-IO)."""
+    low = path.lower()
+    if low.startswith("/api/v1/"):
+        provider = "openrouter"
+    elif low.startswith(("/v1beta/", "/v1alpha/")) or "generatecontent" in low:
+        provider = "gemini"
+    elif low.startswith("/v1/messages") or "anthropic-version" in headers:
+        provider = "anthropic"
+    else:
+        provider = "openai"
+    style = (
+        "anthropic" if provider == "anthropic" else "gemini" if provider == "gemini" else "openai"
+    )
+    api: str | None = None
+    if method.upper() == "POST":
+        if low.endswith("/chat/completions"):
+            api, style = "chat.completions", "openai"
+        elif low.endswith("/responses"):
+            api = "responses"
+        elif low.endswith("/messages"):
+            api = "messages"
+        elif low.endswith((":generatecontent", ":streamgeneratecontent")):
+            api = "gemini"
+    model = body.get("model") if isinstance(body, dict) else None
+    if api == "gemini":
+        found = _GEMINI_MODEL.search(unquote(path))
+        if found:
+            model = found.group(1)
+    return Route(provider, api, model if isinstance(model, str) and model else None, style)
+
+
+def parse_upstreams(values: Iterable[str]) -> Upstreams:
+    """``--upstream URL`` (every request) and ``--upstream NAME=URL`` (one API or provider)."""
+    default: str | None = None
+    rules: dict[str, str] = {}
+    for value in values:
+        name, sep, url = value.partition("=")
+        if not sep or "://" in name:
+            name, url = "", value
+        url = url.strip().rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"--upstream {value!r}: not an http(s) URL")
+        if parts.query or parts.fragment:
+            raise ValueError(f"--upstream {value!r}: a URL without query or fragment is needed")
+        if not name:
+            if default is not None:
+                raise ValueError("--upstream URL given twice (use NAME=URL for one API)")
+            default = url
+            continue
+        key = name.strip().lower()
+        if key in API_NAMES:
+            rules[API_NAMES[key]] = url
+        elif key in PROVIDER_NAMES:
+            rules[key] = url
+        else:
+            known = ", ".join(sorted(set(API_NAMES) | PROVIDER_NAMES))
+            raise ValueError(f"--upstream {value!r}: unknown API {name!r} (known: {known})")
+    return Upstreams(default, rules)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstreams:
+    default: str | None = None
+    rules: dict[str, str] = field(default_factory=dict)
+
+    def origin(self, r: Route) -> str:
+        for key in (r.api, r.provider):
+            if key and key in self.rules:
+                return self.rules[key]
+        return self.default or OFFICIAL[r.provider]
+
+    def url(self, r: Route, raw_path: str, query: str) -> str:
+        """The upstream URL: the origin (and any path it has) plus the request's path."""
+        return self.origin(r) + raw_path + (f"?{query}" if query else "")
+
+
+# -- the capture folder ----------------------------------------------------------------------------
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "unknown"
+
+
+class Tape:
+    """The capture folder: recordings named in order and ``index.jsonl`` listing them."""
+
+    INDEX = "index.jsonl"
+    _SEQ = re.compile(r"^(\d{4,})-")
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._lock = threading.Lock()
+        self._next = 1
+
+    def open(self) -> None:
+        """Create the folder if needed; numbering goes on after what it already holds."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RecordingError(str(self.folder), None, exc.strerror or str(exc)) from None
+        if not self.folder.is_dir():
+            raise RecordingError(str(self.folder), None, "is not a folder")
+        highest = 0
+        for p in self.folder.iterdir():
+            found = self._SEQ.match(p.name)
+            if found:
+                highest = max(highest, int(found.group(1)))
+        self._next = highest + 1
+
+    def allocate(self, provider: str, api: str, model: str | None) -> tuple[int, Path]:
+        with self._lock:
+            seq = self._next
+            self._next += 1
+        name = f"{seq:04d}-{_slug(provider)}-{_slug(api)}-{_slug(model or 'unknown')}.jsonl"
+        return seq, self.folder / name
+
+    def append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self._lock, open(self.folder / self.INDEX, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+
+
+def index_entry(ex: Exchange) -> dict[str, Any]:
+    return {
+        "seq": ex.seq,
+        "file": Path(ex.file).name if ex.file else None,
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
+        "api": ex.api,
+        "provider": ex.provider,
+        "method": ex.method,
+        "path": ex.path,
+        "model": ex.model,
+        "status": ex.status,
+        "end": ex.end,
+        "duration_s": None if ex.duration is None else round(ex.duration, 6),
+        "ttft_s": None if ex.ttft is None else round(ex.ttft, 6),
+        "chunks": ex.chunks,
+    }
+
+
+# -- the app ---------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class ProxyConfig:
+    out: str | Path = DEFAULT_OUT
+    upstreams: Upstreams = field(default_factory=Upstreams)
+    timeout: float = 600.0
+    connect_timeout: float = 30.0
+    transform: Callable[[], StreamTransform] | None = None  # for Chat Completions streams
+    observer: Observer | None = None
+    verify: bool = True
+
+
+class ProxyApp:
+    """The ASGI app of ``streamtool proxy``."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.tape = Tape(config.out)
+        self.tape.open()
+        self.forwarder = Forwarder(
+            timeout=config.timeout, connect_timeout=config.connect_timeout, verify=config.verify
+        )
+        self.active: set[Exchange] = set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        from starlette.requests import Request
+
+        request = Request(scope, receive)
+        body = await request.body()
+        response = self.handle(request, body)
+        await response(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.forwarder.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def handle(self, request: Any, body: bytes) -> Any:
+        parsed: Any = None
+        if body:
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = None
+        scope = request.scope
+        raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
+        path = raw_path.decode("latin-1")
+        query = scope.get("query_string", b"").decode("latin-1")
+        r = route(request.method, request.url.path, request.headers, parsed)
+        url = self.config.upstreams.url(r, path, query)
+        ex = Exchange(
+            method=request.method, path=request.url.path, provider=r.provider, model=r.model
+        )
+        if not r.generating:
+            return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
+        assert r.api is not None
+        ex.api = r.api
+        ex.seq, file = self.tape.allocate(r.provider, r.api, r.model)
+        ex.file = str(file)
+        recorder = None
+        try:
+            recorder = recorder_for(
+                request, body, str(file), provider=r.provider, api=r.api, url=url
+            )
+            recorder.preflight()
+        except RecordingError as exc:
+            ex.record_error = exc.message
+            recorder = None
+        transform = None
+        if self.config.transform is not None and r.api == "chat.completions":
+            transform = self.config.transform()
+        self.active.add(ex)
+        observer = self.config.observer
+        return self.forwarder.forward(
+            request,
+            url,
+            body=body,
+            recorder=recorder,
+            exchange=ex,
+            observer=observer,
+            transform=transform,
+            error_style=r.style,
+            on_end=self._ended,
+        )
+
+    def _ended(self, ex: Exchange) -> None:
+        self.active.discard(ex)
+        self.tape.append(index_entry(ex))
+
+
+# -- running it ------------------------------------------------------------------------------------
+def uvicorn_config(app: Any, *, log_level: str = "warning", access_log: bool = False) -> Any:
+    """uvicorn settings for the proxy: no headers of its own (the upstream's pass through)."""
+    import uvicorn
+
+    from .server import quiet_cut_logging
+
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="on",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=3,
+        timeout_keep_alive=75,
+    )
+    quiet_cut_logging()
+    return config
+
+
+def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning") -> None:
+    """Serve on ``sock`` until interrupted; every open recording gets its end record."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn_config(app, log_level=log_level))
+    asyncio.run(server.serve(sockets=[sock]))
+
+
+class ProxyThread:
+    """The proxy on 127.0.0.1 in a background thread: ``with ProxyThread(config) as p``.
+
+    ``p.url`` is its origin; stopped (and every recording finished) on exit.
+    """
+
+    def __init__(self, config: ProxyConfig, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = ProxyApp(config)
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._sock: Any = None
+
+    def __enter__(self) -> ProxyThread:
+        import uvicorn
+
+        from .server import bind
+
+        self._sock = bind(self.host, self.port)
+        self.port = self._sock.getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+        self._server = uvicorn.Server(uvicorn_config(self.app))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the proxy did not start")
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+        if self._sock is not None:
+            self._sock.close()
