@@ -226,9 +226,12 @@ class TreeState:
                 kind = item.event_type
                 if kind is SegmentEventType.CONTENT:
                     seg = segments.get(item.segment_id)
-                    if seg is not None and item.delta:
-                        seg.append(item.delta)
-                        self.generated_chars += len(item.delta)
+                    if seg is not None:
+                        if item.delta:
+                            seg.append(item.delta)
+                            self.generated_chars += len(item.delta)
+                        if item.metadata:  # learnt mid-stream: a file call's path
+                            seg.meta.update(item.metadata)
                 elif kind is SegmentEventType.START:
                     seg = Segment(
                         item.segment_id, item.segment_type or SegmentType.TEXT, item.metadata

@@ -129,6 +129,8 @@ class SegmentEvent:
             out["metadata"] = self.metadata or {}
         elif self.event_type is SegmentEventType.CONTENT:
             out["delta"] = self.delta
+            if self.metadata:  # what the segment learnt with this delta (a file call's path)
+                out["metadata"] = self.metadata
         else:
             out["metadata"] = self.metadata or {}
         return out

@@ -98,7 +98,10 @@ def segments(events: list[SegmentEvent]) -> dict[str, dict[str, Any]]:
             seg = out[ev.segment_id]
             assert "end" not in seg, "an event after END"
             if ev.event_type is CONTENT:
-                seg["deltas"].append(ev.delta)
+                if ev.metadata:  # what the segment learnt mid-stream (the path...)
+                    seg.setdefault("updates", []).append(ev.metadata)
+                if ev.delta or not ev.metadata:
+                    seg["deltas"].append(ev.delta)
             else:
                 seg["end"] = ev.metadata
     for seg in out.values():
@@ -136,7 +139,11 @@ def test_write_file_becomes_a_file_segment(shape: str) -> None:
 def test_content_deltas_carry_only_newly_decoded_characters() -> None:
     fragments = ['{"path": "a.py", "con', 'tent": "ab', "c\\", "n", "\\u00", "e9", '"}']
     events, _, _ = run(call_chunks(fragments))
-    assert [ev.delta for ev in events if ev.event_type is CONTENT] == ["ab", "c", "\n", "é"]
+    contents = [ev for ev in events if ev.event_type is CONTENT]
+    assert [ev.delta for ev in contents] == ["", "ab", "c", "\n", "é"]
+    # the path is carried as soon as its string closed, on a CONTENT event without text
+    assert contents[0].metadata == {"path": "a.py", "known_arguments": {"path": "a.py"}}
+    assert all(ev.metadata is None for ev in contents[1:])
     # START is emitted with the call's first delta, before any argument text
     assert events[0].event_type is START and events[0].metadata == {"tool_name": "write_file"}
 
@@ -628,3 +635,73 @@ def test_cli_bad_file_tools_is_a_one_line_error(
     assert out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
     assert "Traceback" not in out.stderr
+
+
+# -- the path (and every other string argument) reaches the sinks as soon as it is complete --
+@settings(max_examples=60, deadline=None)
+@given(
+    path=TEXT,
+    mode=TEXT,
+    content=TEXT,
+    order=st.permutations(["path", "mode", "content", "size"]),
+    points=st.lists(st.integers(0, 400), max_size=12),
+    ensure_ascii=st.booleans(),
+)
+def test_string_arguments_are_announced_by_the_fragment_that_completes_them(
+    path: str,
+    mode: str,
+    content: str,
+    order: list[str],
+    points: list[int],
+    ensure_ascii: bool,
+) -> None:
+    values: dict[str, Any] = {"path": path, "mode": mode, "content": content, "size": 3}
+    whole = json.dumps({k: values[k] for k in order}, ensure_ascii=ensure_ascii)
+    fragments = cut(whole, points)
+    handler = ApiToolCallStreamingResponseHandler()
+    handler.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, "call_1", "write_file", None)]))
+    known: dict[str, str] = {}  # what the sinks have been told so far
+    sent = ""
+    for fragment in fragments:
+        sent += fragment
+        for ev in handler.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, None, None, fragment)])):
+            if ev.event_type is START and ev.metadata and "path" in ev.metadata:
+                known["path"] = ev.metadata["path"]
+            if ev.event_type is CONTENT and ev.metadata:
+                assert ev.metadata["known_arguments"] == {
+                    **ev.metadata["known_arguments"],
+                    **known,
+                }  # nothing told earlier is forgotten
+                known = dict(ev.metadata["known_arguments"])
+                assert ev.metadata.get("path") == known.get("path")
+        # every string argument (but the streamed file field) whose value is complete in the
+        # text sent so far is known, with its decoded value; nothing else is
+        complete = {
+            key: values[key]
+            for key in ("path", "mode")
+            if _string_closed(whole, key, values[key], ensure_ascii, len(sent))
+        }
+        assert known == complete
+    end = handler.finalize()[-1]
+    assert end.event_type is END and end.metadata["path"] == path
+
+
+def _string_closed(whole: str, key: str, value: str, ensure_ascii: bool, sent: int) -> bool:
+    """Whether the value of top-level ``key`` ends (its closing quote) within ``sent`` chars."""
+    head = json.dumps(key) + ": " + json.dumps(value, ensure_ascii=ensure_ascii)
+    start = whole.index(head)  # keys are distinct; a value can hold this text only escaped
+    return start + len(head) <= sent
+
+
+def test_the_path_comes_before_the_content_on_the_bundled_recordings() -> None:
+    """With path first, the tree learns it before the file's first line (OpenAI, Anthropic)."""
+    for name in ("openai-write-file.jsonl", "anthropic-write-file.jsonl"):
+        engine = replay_file(RECORDINGS / name)
+        events = engine.handler.get_all_events()
+        start = next(ev for ev in events if ev.segment_type is SegmentType.WRITE_FILE)
+        files = [ev for ev in events if ev.segment_id == start.segment_id]
+        first_text = next(i for i, ev in enumerate(files) if ev.delta)
+        told = next(i for i, ev in enumerate(files) if ev.metadata and ev.metadata.get("path"))
+        assert files[0].segment_type is SegmentType.WRITE_FILE
+        assert told < first_text, name
+        assert files[told].metadata["path"] == files[-1].metadata["path"]

@@ -14,8 +14,10 @@ import subprocess
 import sys
 import termios
 import time
+from typing import Any
 
 import pyte
+import pytest
 
 from streamtool.core.recording.replay_file import replay_file
 
@@ -25,13 +27,37 @@ SGR_COLOR = re.compile(rb"\x1b\[[0-9;]*(?:3[0-7]|38;[0-9;]+|9[0-7])m")
 
 
 class Run:
-    def __init__(self, raw: bytes, code: int, elapsed: float, cols: int, rows: int) -> None:
+    def __init__(
+        self,
+        raw: bytes,
+        code: int,
+        elapsed: float,
+        cols: int,
+        rows: int,
+        reads: list[int] | None = None,
+    ) -> None:
         self.raw = raw
         self.code = code
         self.elapsed = elapsed
+        self.cols, self.rows = cols, rows
+        self.reads = reads or []  # the output's length after each read from the terminal
         screen = pyte.Screen(cols, rows)
         pyte.ByteStream(screen).feed(raw)
         self.screen = [line.rstrip() for line in screen.display]
+
+    def frames(self) -> list[tuple[list[str], dict[int, dict[int, Any]]]]:
+        """The screen as it stood after each read (what a user saw while the stream played):
+        its lines, and its characters with their attributes by row and column."""
+        screen = pyte.Screen(self.cols, self.rows)
+        stream = pyte.ByteStream(screen)
+        out = []
+        done = 0
+        for end in self.reads:
+            stream.feed(self.raw[done:end])
+            done = end
+            chars = {y: dict(screen.buffer[y]) for y in range(self.rows)}
+            out.append(([line.rstrip() for line in screen.display], chars))
+        return out
 
 
 def _controlling_terminal() -> None:
@@ -66,6 +92,7 @@ def run_in_pty(
     )
     os.close(slave)
     out = bytearray()
+    reads: list[int] = []
     sent = False
     try:
         while True:
@@ -85,6 +112,7 @@ def run_in_pty(
                 if not data:
                     break
                 out.extend(data)
+                reads.append(len(out))
             elif proc.poll() is not None:
                 break
         code = proc.wait(timeout=5)
@@ -92,7 +120,7 @@ def run_in_pty(
         os.close(master)
         if proc.poll() is None:  # pragma: no cover - only on a failure above
             os.killpg(proc.pid, signal.SIGKILL)
-    return Run(bytes(out), code, time.monotonic() - start, cols, rows)
+    return Run(bytes(out), code, time.monotonic() - start, cols, rows, reads)
 
 
 def test_live_tree_in_a_terminal_ends_on_the_whole_tree() -> None:
@@ -172,3 +200,38 @@ def test_bad_line_mid_stream_takes_the_live_tree_down_for_a_one_line_error(tmp_p
     assert screen == f"streamtool: error: {bad}:9: not JSON (Expecting value)"
     assert b"\x1b[?25l" in run.raw  # the live tree had been drawn...
     assert run.raw.rfind(b"\x1b[?25h") > run.raw.rfind(b"\x1b[?25l")  # ...and the cursor restored
+
+
+@pytest.mark.parametrize(
+    ("name", "first_line"),
+    [
+        ("openai-write-file.jsonl", "import re"),
+        ("anthropic-write-file.jsonl", "import pytest"),
+    ],
+)
+def test_a_streaming_write_file_shows_its_path_and_highlighted_code_mid_stream(
+    name: str, first_line: str
+) -> None:
+    """The path (the call's first argument) is shown as soon as it is complete, while the file
+    still streams, and the code is highlighted for the path's extension."""
+    path = RECORDINGS / name
+    run = run_in_pty(["replay", str(path), "--speed", "1"], rows=30)
+    assert run.code == 0, run.raw[-500:]
+    live = []  # frames of the open call that show some of the file
+    for lines, chars in run.frames():
+        header = next((i for i, line in enumerate(lines) if "write_file " in line), None)
+        if header is None or not lines[header].endswith("▍"):
+            continue  # not drawn yet, or the call has ended
+        if any(re.match(r"^[│ ] +\d+ ", line) for line in lines[header + 1 :]):
+            live.append((chars, lines, header))
+    assert len(live) >= 3, "the file was not seen streaming"
+    for _screen, lines, header in live:
+        assert "(path not known yet)" not in lines[header]
+        assert re.search(r"write_file (src/blog|tests)/\w+\.py  \d+ lines?  ", lines[header])
+    # highlighted as Python while streaming: the keyword has a colour of its own
+    chars, lines, header = next(
+        item for item in live if any(first_line in line for line in item[1])
+    )
+    row = next(i for i, line in enumerate(lines) if first_line in line)
+    col = lines[row].index(first_line)
+    assert chars[row][col].fg not in ("default", "")

@@ -12,6 +12,14 @@ text of that one string argument as it streams (see
 :mod:`streamtool.core.wire.json_fields`), with the
 ``__START_CONTENT__`` / ``__END_CONTENT__`` (``_PATCH_``) markers stripped; the END metadata
 carries ``path`` and the whole parsed ``arguments`` (the streamed field as the segment shows it).
+
+The path does not wait for the END: as soon as a top-level string argument of a file call is
+complete (``path`` first among them), the CONTENT event of that fragment carries metadata
+``{"path": ..., "known_arguments": {every string argument complete so far but the file field}}``
+(its delta is empty when the fragment brought no file text). START metadata has the path only
+when the first fragment already completed it. Sinks that draw the call (the tree) merge this
+metadata; the transcript, the adapter and the emitters read the END metadata as before, so the
+golden transcripts do not depend on where the fragments were cut.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from .base import SegmentCallback, StreamingResponseHandler
 _CONTENT = SegmentEventType.CONTENT
 DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
 PATH_FIELD = "path"
+# CONTENT metadata of a file segment: the top-level string arguments complete so far
+KNOWN_ARGUMENTS = "known_arguments"
 MARKERS: dict[SegmentType, tuple[str, str]] = {
     SegmentType.WRITE_FILE: ("__START_CONTENT__", "__END_CONTENT__"),
     SegmentType.PATCH_FILE: ("__START_PATCH__", "__END_PATCH__"),
@@ -82,7 +92,7 @@ class _ToolState:
 
 
 class _FileState(_ToolState):
-    __slots__ = ("field", "kind", "extractor", "stripper", "path_parts", "path", "streamed")
+    __slots__ = ("field", "kind", "extractor", "stripper", "parts_of", "known", "news", "streamed")
 
     def __init__(
         self, segment_id: str, name: str, metadata: dict[str, Any], field: str, kind: SegmentType
@@ -90,11 +100,16 @@ class _FileState(_ToolState):
         super().__init__(segment_id, name, metadata)
         self.field = field
         self.kind = kind
-        self.extractor = JsonStringFields((field, PATH_FIELD))
+        self.extractor = JsonStringFields((field, PATH_FIELD), every_string=True)
         self.stripper = MarkerStripper(*MARKERS[kind])
-        self.path_parts: list[str] = []
-        self.path: str | None = None
+        self.parts_of: dict[str, list[str]] = {}  # other string arguments still streaming
+        self.known: dict[str, str] = {}  # other string arguments complete so far (path...)
+        self.news = False  # ``known`` changed since the last event that carried it
         self.streamed = False  # some content reached the segment
+
+    @property
+    def path(self) -> str | None:
+        return self.known.get(PATH_FIELD)
 
 
 class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
@@ -232,9 +247,22 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             if state.path is not None:
                 metadata[PATH_FIELD] = state.path
             self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
-        if text:
-            state.streamed = True
-            self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
+        if state.news and (text or not first or len(state.known) > (state.path is not None)):
+            # a string argument (the path...) just completed: the sinks learn it now, on this
+            # CONTENT event (its delta may be empty), not only at the END; a path the START
+            # already carried needs no event of its own
+            state.news = False
+            update: dict[str, Any] = {KNOWN_ARGUMENTS: dict(state.known)}
+            if state.path is not None:
+                update[PATH_FIELD] = state.path
+            if text:
+                state.streamed = True
+            self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, update), out)
+        else:
+            state.news = False
+            if text:
+                state.streamed = True
+                self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
         if delta.is_complete:
             self._end_file(state, out, closed=True)
 
@@ -256,11 +284,12 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                     texts.append(stripper.feed(text))
                 if closed:
                     texts.append(stripper.finish(closed=True))
+            elif closed:
+                parts = state.parts_of.pop(name, None)
+                state.known[name] = "".join(parts) + text if parts else text
+                state.news = True
             else:
-                state.path_parts.append(text)
-                if closed:
-                    state.path = "".join(state.path_parts)
-                    state.path_parts = []
+                state.parts_of.setdefault(name, []).append(text)
         return "".join(texts)
 
     def _end_file(self, state: _FileState, out: list[SegmentEvent], *, closed: bool) -> None:

@@ -64,11 +64,14 @@ class JsonStringFields:
     ``seen[field]`` counts how often the field's string value began (a count above one means a
     duplicate key, which ``json.loads`` resolves to the last value). ``error`` notes the first
     invalid escape met (its two characters are passed through as they are). ``done`` is set once
-    the top-level object has closed; later text is ignored.
+    the top-level object has closed; later text is ignored. With ``every_string=True`` the
+    strings of all other top-level keys are decoded and returned as well (a file tool's ``path``
+    and its other string arguments, shown while the file streams).
     """
 
     __slots__ = (
         "fields",
+        "every_string",
         "seen",
         "error",
         "done",
@@ -83,8 +86,9 @@ class JsonStringFields:
         "_skip_escape",
     )
 
-    def __init__(self, fields: Iterable[str]) -> None:
+    def __init__(self, fields: Iterable[str], *, every_string: bool = False) -> None:
         self.fields = frozenset(fields)
+        self.every_string = every_string
         self.seen: dict[str, int] = {}
         self.error: str | None = None
         self.done = False
@@ -219,7 +223,7 @@ class JsonStringFields:
                 key = _scanstring(raw + '"', 0, False)[0]
             except ValueError:
                 key = None
-        self._key = key if key in self.fields else None
+        self._key = key if key is not None and (self.every_string or key in self.fields) else None
         self._expect = _EXPECT_COLON
 
     # -- inside a wanted string ------------------------------------------------------------
