@@ -100,7 +100,8 @@ def run_in_pty(
             if now - start > timeout:
                 proc.kill()
                 raise AssertionError(f"no exit after {timeout} s: {bytes(out[-400:])!r}")
-            if interrupt_after is not None and not sent and now - start >= interrupt_after:
+            # Ctrl-C once the tree is on the screen (a loaded machine may start slowly)
+            if interrupt_after is not None and not sent and out and now - start >= interrupt_after:
                 os.write(master, b"\x03")  # Ctrl-C, through the terminal's line discipline
                 sent = True
             ready, _, _ = select.select([master], [], [], 0.05)
