@@ -76,6 +76,10 @@ def check(
     fmt: Annotated[
         Format, typer.Option("--format", help="text (diffs for people) or json (for scripts).")
     ] = Format.text,
+    golden: Annotated[
+        Path | None,
+        typer.Option("--golden", help="The golden file for - (a recording on standard input)."),
+    ] = None,
 ) -> None:
     """Replay recordings and compare them with their golden files (exit 1 on drift).
 
@@ -93,6 +97,7 @@ def check(
             create_missing=create_missing or not ci_is_set(),
             converter=converter,
             parser=parser,
+            stdin_golden=golden,
         )
     for result in report.results:
         if result.status == "error":

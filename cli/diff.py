@@ -14,7 +14,7 @@ import typer
 from streamtool.core.handlers import default_parser
 from streamtool.core.recording.replay_file import replay_file
 
-from .errors import user_errors
+from .errors import fail, user_errors
 from .main import app
 from .params import CONVERTERS, PARSERS
 from .replay import check_names
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from streamtool.core.outputs.diff import Row, StreamDiff
+    from streamtool.core.replay import ReplayEngine
 
 CELL_LIMIT = 400  # characters of a text value shown in a cell
 
@@ -79,12 +80,18 @@ def diff(
     base_parser = parser or default_parser()
     side_a = (converter_a or converter, parser_a or base_parser)
     side_b = (converter_b or converter, parser_b or base_parser)
+    if str(a) == "-" and b is not None and str(b) == "-":
+        fail("standard input (-) can be only one of the two sides")
     with user_errors(str(a)):
         check_names(*side_a)
         check_names(*side_b)
-        engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
-    with user_errors(str(path_b)):
-        engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
+        if str(a) == "-" and b is None:
+            engine_a, engine_b = _replay_stdin_twice(side_a, side_b)
+        else:
+            engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
+    if not (str(a) == "-" and b is None):
+        with user_errors(str(path_b)):
+            engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
     from streamtool.core.outputs.diff import diff_streams  # imported when used: fast start
 
     result = diff_streams(engine_a, engine_b)
@@ -191,3 +198,22 @@ def _clip(text: str) -> str:
     if len(text) <= CELL_LIMIT:
         return text
     return f"{text[:CELL_LIMIT]}… (+{len(text) - CELL_LIMIT} characters)"
+
+
+def _replay_stdin_twice(
+    side_a: tuple[str, str], side_b: tuple[str, str]
+) -> tuple[ReplayEngine, ReplayEngine]:
+    """Standard input read once, replayed through both sides' converter and parser."""
+    from streamtool.core.recording.reader import Source
+    from streamtool.core.replay import ReplayEngine as Engine
+
+    source = Source("-")
+    chunks = list(source.chunks())
+    engines = []
+    for converter, parser in (side_a, side_b):
+        engine = Engine(source.header, converter=converter, parser=parser, source="-")
+        for chunk in chunks:
+            engine.feed_chunk(chunk)
+        engine.finish(source.end)
+        engines.append(engine)
+    return engines[0], engines[1]

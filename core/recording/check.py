@@ -107,13 +107,15 @@ def check_paths(
     create_missing: bool = True,
     converter: str | None = None,
     parser: str | None = None,
+    stdin_golden: str | os.PathLike[str] | None = None,
 ) -> CheckReport:
     """Check (or, with ``update``, write) the golden files of every recording under ``paths``.
 
     ``create_missing=False`` makes ``update`` refresh existing golden files only (a missing one
     stays ``missing``). ``converter`` / ``parser`` (only with ``update``) replace the replay
     options a golden file is written with; new golden files otherwise get ``auto`` and the
-    default parser.
+    default parser. ``-`` in ``paths`` is the recording on standard input, checked against
+    ``stdin_golden``.
     """
     if not update and (converter or parser):
         raise ValueError("converter and parser choices apply only when updating golden files")
@@ -122,7 +124,7 @@ def check_paths(
     if parser:
         check_parser_name(parser)
     report = CheckReport()
-    targets = _find_targets(paths, report.results)
+    targets = _find_targets(paths, report.results, stdin_golden)
     for target in targets:
         if target.recording is None:
             report.results.append(_orphan(target.golden))
@@ -135,7 +137,9 @@ def check_paths(
 
 # -- finding the files ---------------------------------------------------------------------
 def _find_targets(
-    paths: Sequence[str | os.PathLike[str]], errors: list[FileResult]
+    paths: Sequence[str | os.PathLike[str]],
+    errors: list[FileResult],
+    stdin_golden: str | os.PathLike[str] | None = None,
 ) -> list[_Target]:
     targets: list[_Target] = []
     seen: set[Path] = set()  # golden files already taken (resolved)
@@ -148,7 +152,12 @@ def _find_targets(
 
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if str(raw) == "-":
+            if stdin_golden is None:
+                errors.append(_error(None, "- (standard input) needs --golden FILE"))
+            else:
+                add(path, Path(stdin_golden))
+        elif path.is_dir():
             found = _scan_folder(path, errors)
             if not found:
                 errors.append(
@@ -260,7 +269,10 @@ def _check_one(
         return _error(rec, f"{rec}: {exc}", gold)
     if missing is not None:
         return missing
-    actual = make_golden(recording.name, options, build_transcript(engine))
+    name = recording.name
+    if rec == "-":  # standard input: the golden file names its recording
+        name = str((stored.document if stored else {}).get("recording") or name)
+    actual = make_golden(name, options, build_transcript(engine))
 
     if stored is None:
         return _write(golden_path, actual, FileResult("created", gold, rec))
