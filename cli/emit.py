@@ -38,11 +38,17 @@ class OpenAISSESink:
             self.out.flush()
 
     def close(self, engine: ReplayEngine) -> None:
-        text = self._emitter(engine).finish(finish_reason=engine.finish_reason, usage=engine.usage)
+        emitter = self._emitter(engine)
+        text = emitter.finish(
+            finish_reason=engine.finish_reason,
+            usage=engine.usage,
+            finish_class=engine.finish_class(),
+        )
         self.out.write(text.encode("utf-8"))
         self.out.flush()
-        if engine.errors:
-            n = len(engine.errors)
+        carried = ("provider_error", "truncated", "segment")  # segment: the call carries it
+        n = sum(1 for e in engine.errors if e.kind not in carried)
+        if n:
             warn(
                 f"{engine.source}: {n} error{'s' if n > 1 else ''} in the stream, not part of the "
                 "emitted stream (see --format json)"

@@ -18,6 +18,7 @@ from .converters import (
     detect_from_header,
     make_converter,
 )
+from .finish import finish_class
 from .handlers import make_handler
 from .model import (
     ChunkResponse,
@@ -255,6 +256,23 @@ class ReplayEngine:
     def invocations(self) -> list[ToolInvocation]:
         return self.handler.get_all_invocations()
 
+    def finish_class(self) -> str:
+        """The normalized finish class (:mod:`streamtool.core.finish`) of the replay so far."""
+        client_calls = any(not inv.server_side for inv in self.handler._invocations)
+        refusal = False
+        if self.finish_reason is not None and not client_calls:
+            end = SegmentEventType.END
+            refusal = any(
+                ev.event_type is end and ev.metadata and ev.metadata.get("refusal") is True
+                for ev in self.handler._events
+            )
+        return finish_class(
+            self.finish_reason,
+            client_calls=client_calls,
+            refusal=refusal,
+            errors=bool(self.errors),
+        )
+
     def texts(self) -> tuple[str, str]:
         """The concatenated text and reasoning of all segments."""
         kinds: dict[str, SegmentType] = {}
@@ -295,6 +313,7 @@ class ReplayEngine:
             "reasoning": reasoning,
             "invocations": [inv.to_dict() for inv in self.invocations()],
             "finish_reason": self.finish_reason,
+            "finish_class": self.finish_class(),
             "usage": self.usage,
             "errors": [e.to_dict() for e in self.errors],
             "quirks": [q.to_dict() for q in self.quirks],

@@ -32,6 +32,7 @@ def test_json_is_the_summary_field_for_field():
         "reasoning",
         "invocations",
         "finish_reason",
+        "finish_class",
         "usage",
         "errors",
         "quirks",

@@ -243,13 +243,30 @@ def test_finish_reason_classes(a: str | None, b: str | None, same: bool) -> None
 
 def test_finish_reason_vocabularies_mean_the_same() -> None:
     side = describe(replay_file(TOOLS))
+    assert side["finish_class"] == "tool_calls"
     other = dict(side, finish_reason="tool_use")
     result = diff_descriptions(side, other)
     assert result.same_meaning
     row = next(r for r in result.rows if r.field == "finish_reason")
     assert row.a == "tool_calls" and row.b == "tool_use" and row.same
     assert row.note == "both mean 'tool_calls'"
-    assert not diff_descriptions(side, dict(side, finish_reason="length")).same_meaning
+    longer = diff_descriptions(side, dict(side, finish_reason="length", finish_class="length"))
+    assert not longer.same_meaning
+    row = next(r for r in longer.rows if r.field == "finish_reason")
+    assert row.note == "'tool_calls' vs 'length'"
+
+
+def test_errors_compare_by_kind_not_by_count_nor_the_capture_end() -> None:
+    side = describe(replay_file(TOOLS))
+    err = {"kind": "provider_error", "message": "x"}
+    once = dict(side, errors=[err])
+    twice = dict(side, errors=[err, dict(err, message="y")])
+    assert diff_descriptions(once, twice).same_meaning
+    ended = dict(once, errors=[err, {"kind": "recording_error", "message": "HTTP 529"}])
+    assert diff_descriptions(once, ended).same_meaning
+    cut = dict(once, errors=[err, {"kind": "recording_cut_off", "message": "cut"}])
+    assert diff_descriptions(once, cut).differences == ["errors"]
+    assert diff_descriptions(side, once).differences == ["errors"]
 
 
 def test_align_pairs_equal_items_and_leaves_gaps() -> None:

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
-from streamtool.core.model import SegmentEvent, SegmentType, ToolInvocation
+from streamtool.core.finish import OPENAI_CHAT_REASONS
+from streamtool.core.model import SegmentEvent, SegmentType, StreamError, ToolInvocation
 from streamtool.core.outputs.emit_openai import (
-    FINISH_REASONS,
     OpenAISSEEmitter,
     openai_usage,
     stream_identity,
@@ -108,7 +108,15 @@ def sdk_completion(server: tuple[str, dict[str, bytes]], name: str, body: bytes)
 
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.stem)
 def test_openai_sdk_accumulates_the_same_calls_and_text(server, path):
+    import openai
+
     body, summary = emit(path)
+    provider_errors = [e for e in summary["errors"] if e["kind"] == "provider_error"]
+    if provider_errors:
+        # the error is in the emitted stream, where the SDK raises it as it does for OpenAI's own
+        with pytest.raises(openai.APIError):
+            sdk_completion(server, path.stem, body)
+        return
     completion = sdk_completion(server, path.stem, body)
     (choice,) = completion.choices
     message = choice.message
@@ -126,9 +134,11 @@ def test_openai_sdk_accumulates_the_same_calls_and_text(server, path):
     assert (getattr(message, "reasoning_content", None) or "") == summary["reasoning"]
     if expected:
         assert choice.finish_reason == "tool_calls"
+    elif summary["finish_reason"] is None:
+        assert choice.finish_reason is None  # none is invented
     else:
-        assert choice.finish_reason == FINISH_REASONS.get(
-            summary["finish_reason"], summary["finish_reason"]
+        assert choice.finish_reason == OPENAI_CHAT_REASONS.get(
+            summary["finish_class"], summary["finish_reason"]
         )
     usage = summary["usage"] or {}
     if "input_tokens" in usage:
@@ -196,20 +206,21 @@ def test_emitted_stream_replays_to_the_same_summary(tmp_path, path):
     assert [(i["id"], i["name"], i["arguments"]) for i in again["invocations"]] == [
         (i["id"], i["name"], i["arguments"]) for i in client_side
     ]
-    expected_finish = "tool_calls" if original["invocations"] else original["finish_reason"]
-    assert again["finish_reason"] == expected_finish
+    assert again["finish_class"] == original["finish_class"]
+    if client_side and original["finish_reason"] is not None:
+        assert again["finish_reason"] == "tool_calls"
     if original["usage"]:
         for key in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens"):
             assert again["usage"].get(key) == original["usage"].get(key), key
-    # errors stay out of the emitted stream; a finish_reason "error" passes through as such
     # a call cut off mid-arguments is sent as it was cut, and read back as such
     cut = [i["id"] for i in client_side if i["arguments"] is None]
     assert [e["detail"] for e in again["errors"] if e["kind"] == "segment"] == cut
-    errors = [e for e in again["errors"] if e["kind"] != "segment"]
-    if original["finish_reason"] == "error":
-        assert errors == [{"kind": "provider_error", "message": "finish_reason 'error'"}]
-    else:
-        assert errors == []
+    # provider errors are sent where they happened and a cut stream stays cut; how the
+    # recording itself ended is not part of any stream
+    kinds = {e["kind"] for e in again["errors"] if e["kind"] != "segment"}
+    assert kinds == {
+        e["kind"] for e in original["errors"] if e["kind"] in ("provider_error", "truncated")
+    }
     # the emitted stream is clean: none of the source's Kimi markup is left in it
     assert not [q for q in again["quirks"] if q["id"].startswith("kimi_tokens")]
 
@@ -340,7 +351,12 @@ def test_emitter_maps_segments_and_invocations():
         ("max_tokens", "length"),
         ("MAX_TOKENS", "length"),
         ("SAFETY", "content_filter"),
-        ("error", "error"),  # unknown values pass through unchanged
+        ("completed", "stop"),
+        ("pause_turn", "stop"),
+        ("refusal", "content_filter"),
+        ("failed", "error"),
+        ("error", "error"),
+        ("eos_token", "eos_token"),  # reasons no table knows pass through unchanged
     ],
 )
 def test_finish_reasons(source, emitted):
@@ -349,6 +365,35 @@ def test_finish_reasons(source, emitted):
         json.loads(p) for p in sse_payloads(emitter.finish(finish_reason=source).encode())[:-1]
     ]
     assert chunks[-1]["choices"][0]["finish_reason"] == emitted
+
+
+def test_stop_with_calls_sent_is_tool_calls():
+    emitter = OpenAISSEEmitter()
+    call = ToolInvocation("call_1", "f", {"a": 1})
+    body = emitter.feed([call]) + emitter.finish(finish_reason="STOP")
+    finishes = [
+        c["finish_reason"]
+        for p in sse_payloads(body.encode())[:-1]
+        for c in json.loads(p)["choices"]
+        if c["finish_reason"]
+    ]
+    assert finishes == ["tool_calls"]
+
+
+def test_provider_errors_are_sent_and_a_cut_stream_stays_cut():
+    emitter = OpenAISSEEmitter()
+    detail = {"type": "overloaded_error", "message": "Overloaded"}
+    body = emitter.feed(
+        [
+            StreamError("provider_error", "error event in the stream: Overloaded", detail),
+            StreamError("truncated", "the stream ended without message_stop"),
+        ]
+    )
+    body += emitter.finish(finish_reason=None, finish_class="error")
+    payloads = [json.loads(p) for p in sse_payloads(body.encode())]
+    assert {"error": detail} in payloads
+    assert "[DONE]" not in body
+    assert all(c["finish_reason"] is None for p in payloads for c in p.get("choices", []))
 
 
 def test_no_finish_reason_is_invented():

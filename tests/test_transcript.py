@@ -90,6 +90,7 @@ def test_transcript_of_parallel_tool_calls() -> None:
         "segments",
         "invocations",
         "finish_reason",
+        "finish_class",
         "usage",
         "errors",
         "quirks",

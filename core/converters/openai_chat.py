@@ -31,6 +31,7 @@ class OpenAIChatConverter(Converter):
         self.done = False
         self.finish_reason: str | None = None
         self.payloads = 0
+        self.failed = False  # an error object arrived in the stream
         self._model: str | None = None
         self._reasoning_field: str | None = None
         self._content_started = False
@@ -70,6 +71,7 @@ class OpenAIChatConverter(Converter):
         err = obj.get("error")
         if err:
             message = err.get("message") if isinstance(err, dict) else str(err)
+            self.failed = True
             self.error("provider_error", f"error inside the stream: {message}", err)
 
         usage = obj.get("usage")
@@ -309,7 +311,7 @@ class OpenAIChatConverter(Converter):
         if not self.done:
             if self.finish_reason is not None:
                 self.quirk("eof_no_done", "the stream ended without data: [DONE]")
-            elif self.payloads:
+            elif self.payloads and not self.failed:  # an error ends a stream, not a cut
                 self.truncated("a finish_reason or [DONE]", "may be cut off")
         elif self.finish_reason is None and self.payloads:
             self.quirk("done_no_finish_reason", "[DONE] arrived without a finish_reason")

@@ -8,12 +8,19 @@ answering one prompt, or one recording through two parsers or converters) are de
 client acting on the stream would do differently:
 
 - the text and the reasoning (all text segments joined, all reasoning segments joined);
-- the tool calls, in order: name and arguments (parsed values, so ``{"a":1}`` and ``{"a": 1}`` are
-  the same; the raw text when they did not parse);
-- the finish reason, by class: providers name the same ending differently (``tool_calls`` /
-  ``tool_use``, ``stop`` / ``end_turn`` / ``STOP``, ``length`` / ``max_tokens``);
-- the kinds of errors (a stream that broke does not mean what a whole one does; the wording of the
-  messages differs between converters and is shown, not compared).
+- the tool calls the client must run, in order: name and arguments (parsed values, so
+  ``{"a":1}`` and ``{"a": 1}`` are the same; the raw text when they did not parse). Calls the
+  provider ran itself (``server_side``: web search, code execution...) are shown, not compared:
+  the client does nothing with them, and APIs without hosted tools cannot carry them;
+- the finish class (:mod:`streamtool.core.finish`): providers name the same ending differently
+  (``tool_calls`` / ``tool_use`` / Gemini ``STOP`` after function calls, ``stop`` / ``end_turn``,
+  ``length`` / ``max_tokens``);
+- the kinds of errors in the stream (a stream that broke does not mean what a whole one does; the
+  wording of the messages differs between converters and is shown, not compared; so are how many
+  times a kind occurs and the end record's account of how the capture ended (``recording_error``,
+  ``recording_interrupted``...: a raw SSE body has no end record, and what the stream itself says
+  about its end is compared). A recording that lost its end record (``recording_cut_off``) may
+  have lost data: that counts.
 
 Everything else is shown but does not count: ids (tool-call ids are random per request; segment
 ids follow them), usage (token accounting differs between providers and runs without changing
@@ -31,6 +38,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..finish import finish_class
 from ..model import SegmentEventType
 from .transcript import build_transcript
 
@@ -39,38 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 
-# provider finish reasons -> the class compared for meaning (lower-cased lookup)
-FINISH_CLASSES: dict[str, str] = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "completed": "stop",
-    "eos": "stop",
-    "tool_calls": "tool_calls",
-    "tool_use": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "max_tokens": "length",
-    "max_output_tokens": "length",
-    "model_length": "length",
-    "content_filter": "content_filter",
-    "safety": "content_filter",
-    "recitation": "content_filter",
-    "prohibited_content": "content_filter",
-    "blocklist": "content_filter",
-    "spii": "content_filter",
-    "refusal": "content_filter",
-}
-
 MEANING = "meaning"
 SECTIONS = ("stream", MEANING, "segments", "other", "arrival")
-
-
-def finish_class(reason: str | None) -> str | None:
-    """The class of a provider's finish reason (unknown reasons stand for themselves)."""
-    if reason is None:
-        return None
-    return FINISH_CLASSES.get(reason.lower(), reason.lower())
 
 
 def describe(engine: ReplayEngine) -> dict[str, Any]:
@@ -84,7 +62,11 @@ def describe(engine: ReplayEngine) -> dict[str, Any]:
     segments = [dict(seg, fragments=fragments[seg["id"]]) for seg in transcript["segments"]]
     provider_fragments = engine.argument_fragments()
     tool_calls = []
+    server_calls = []
     for inv in transcript["invocations"]:
+        if inv.get("server_side"):
+            server_calls.append({k: inv[k] for k in ("id", "name", "arguments") if k in inv})
+            continue
         n = provider_fragments.get(inv["id"], fragments[inv["id"]])
         call = {k: inv[k] for k in ("id", "name", "arguments", "raw_arguments") if k in inv}
         call["fragments"] = n
@@ -100,7 +82,9 @@ def describe(engine: ReplayEngine) -> dict[str, Any]:
         "text": text,
         "reasoning": reasoning,
         "tool_calls": tool_calls,
+        "server_side_calls": server_calls,
         "finish_reason": transcript["finish_reason"],
+        "finish_class": transcript["finish_class"],
         "usage": transcript["usage"],
         "errors": transcript["errors"],
         "quirks": transcript["quirks"],
@@ -197,11 +181,13 @@ def diff_descriptions(a: dict[str, Any], b: dict[str, Any]) -> StreamDiff:
         same = ca is not None and cb is not None and call_signature(ca) == call_signature(cb)
         row(MEANING, f"tool call {i}", _call_view(ca), _call_view(cb), same, meaning=True)
     fa, fb = a["finish_reason"], b["finish_reason"]
-    same_finish = finish_class(fa) == finish_class(fb)
+    class_a, class_b = _finish_class_of(a), _finish_class_of(b)
     note = None
-    if same_finish and fa != fb:
-        note = f"both mean {finish_class(fa)!r}"
-    row(MEANING, "finish_reason", fa, fb, same_finish, meaning=True, note=note)
+    if class_a == class_b and fa != fb:
+        note = f"both mean {class_a!r}"
+    elif class_a != class_b:
+        note = f"{class_a!r} vs {class_b!r}"
+    row(MEANING, "finish_reason", fa, fb, class_a == class_b, meaning=True, note=note)
     row(
         MEANING,
         "errors",
@@ -218,6 +204,7 @@ def diff_descriptions(a: dict[str, Any], b: dict[str, Any]) -> StreamDiff:
         row("segments", f"segment {i}", _segment_view(sa), _segment_view(sb), same)
 
     # shown, never compared for meaning
+    row("other", "server-side calls", _server_calls(a), _server_calls(b))
     row("other", "usage", a["usage"], b["usage"])
     row("other", "quirks", [q["id"] for q in a["quirks"]], [q["id"] for q in b["quirks"]])
 
@@ -236,7 +223,25 @@ def diff_descriptions(a: dict[str, Any], b: dict[str, Any]) -> StreamDiff:
 
 
 def error_kinds(side: dict[str, Any]) -> list[str]:
-    return sorted(e["kind"] for e in side["errors"])
+    """The kinds of errors compared for meaning (each once; see the module docstring)."""
+    return sorted(
+        {
+            kind
+            for kind in (e["kind"] for e in side["errors"])
+            if not kind.startswith("recording_") or kind == "recording_cut_off"
+        }
+    )
+
+
+def _server_calls(side: dict[str, Any]) -> list[str]:
+    return [str(c.get("name")) for c in side.get("server_side_calls", [])]
+
+
+def _finish_class_of(side: dict[str, Any]) -> str:
+    cls = side.get("finish_class")
+    if isinstance(cls, str):
+        return cls
+    return finish_class(side.get("finish_reason"), errors=bool(side.get("errors")))
 
 
 def call_signature(call: dict[str, Any]) -> str:

@@ -7,11 +7,16 @@ invocations), so it works behind any converter and any parser:
   field vLLM, DeepSeek and others use);
 - each tool invocation becomes a ``tool_calls`` delta (``index``, ``id``, ``type``,
   ``function``), sent when the call is whole;
-- ``finish()`` adds the finish chunk (``"tool_calls"`` when calls were sent), a usage chunk when
-  usage is known (``choices: []``, as with ``stream_options.include_usage``) and ``data: [DONE]``.
+- an error the provider reported in the stream (``provider_error``) becomes an ``error`` object
+  in its own chunk, where it happened (as OpenAI and OpenRouter send them inside a 200 stream);
+- ``finish()`` adds the finish chunk (the finish class of :mod:`streamtool.core.finish` as an
+  OpenAI finish reason: ``tool_calls`` when the client has calls to run), a usage chunk when usage
+  is known (``choices: []``, as with ``stream_options.include_usage``) and ``data: [DONE]``. A
+  stream that was cut off (``truncated``) stays cut off: no finish chunk and no ``[DONE]``; a
+  stream that ended on an error without a finish reason gets no finish chunk.
 
-The completion id and ``created`` are given by the caller: nothing random. Quirks and errors are
-not part of the emitted stream (an OpenAI stream has no place for them). Server-side tool
+The completion id and ``created`` are given by the caller: nothing random. Quirks and other errors
+are not part of the emitted stream (an OpenAI stream has no place for them). Server-side tool
 invocations (run by the provider, not the client) are not sent as tool calls.
 """
 
@@ -23,32 +28,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from ..model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from ..finish import OPENAI_CHAT_REASONS, finish_class
+from ..model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ..recording.format import Header
-
-# finish reasons of other APIs, as an OpenAI client knows them; others pass through unchanged
-FINISH_REASONS = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "STOP": "stop",
-    "completed": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "MAX_TOKENS": "length",
-    "incomplete": "length",
-    "tool_calls": "tool_calls",
-    "tool_use": "tool_calls",
-    "function_call": "function_call",
-    "content_filter": "content_filter",
-    "refusal": "content_filter",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "SPII": "content_filter",
-}
 
 
 def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
@@ -99,6 +81,8 @@ class OpenAISSEEmitter:
         self.created = created
         self.model = model
         self.tool_calls = 0  # tool calls sent so far
+        self.errors_sent = 0  # provider errors sent as error chunks
+        self.truncated = False  # the replayed stream was cut off
         self.finished = False
         self._started = False
         self._kinds: dict[str, SegmentType] = {}
@@ -124,29 +108,46 @@ class OpenAISSEEmitter:
                     kinds[item.segment_id] = item.segment_type
                 else:
                     kinds.pop(item.segment_id, None)
-            elif isinstance(item, ToolInvocation) and not item.server_side:
-                self._tool_call(parts, item)
+            elif isinstance(item, ToolInvocation):
+                if not item.server_side:
+                    self._tool_call(parts, item)
+            elif isinstance(item, StreamError):
+                if item.kind == "provider_error":
+                    self._error(parts, item)
+                elif item.kind == "truncated":
+                    self.truncated = True
         return "".join(parts)
 
     def finish(
-        self, *, finish_reason: str | None = None, usage: dict[str, int] | None = None
+        self,
+        *,
+        finish_reason: str | None = None,
+        usage: dict[str, int] | None = None,
+        finish_class: str | None = None,
     ) -> str:
-        """The closing chunks: finish reason, usage (when known), ``data: [DONE]``."""
+        """The closing chunks: finish reason, usage (when known), ``data: [DONE]``.
+
+        ``finish_class`` is the replay's (computed from ``finish_reason`` and the calls sent when
+        not given)."""
         if self.finished:
             return ""
         self.finished = True
         parts: list[str] = []
         self._start(parts)
-        reason = "tool_calls" if self.tool_calls else None
-        if reason is None and finish_reason is not None:
-            reason = FINISH_REASONS.get(finish_reason, finish_reason)
+        cls = finish_class or _class_of(finish_reason, self.tool_calls > 0, self.errors_sent > 0)
+        reason: str | None = None
+        if not self.truncated and (finish_reason is not None or cls == "tool_calls"):
+            reason = OPENAI_CHAT_REASONS.get(cls)
+            if reason is None and cls == "unknown":
+                reason = finish_reason  # a reason no table knows passes through unchanged
         if reason is not None:
             parts.append(self._event([{"index": 0, "delta": {}, "finish_reason": reason}]))
         if usage:
             mapped = openai_usage(usage)
             if mapped:
                 parts.append(self._event([], usage=mapped))
-        parts.append("data: [DONE]\n\n")
+        if not self.truncated:
+            parts.append("data: [DONE]\n\n")
         return "".join(parts)
 
     # -- output ----------------------------------------------------------------------------
@@ -174,6 +175,16 @@ class OpenAISSEEmitter:
         self._start(parts)
         parts.append(self._choice(delta))
 
+    def _error(self, parts: list[str], error: StreamError) -> None:
+        detail = error.detail
+        if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+            body = {k: v for k, v in detail.items() if k in ("message", "type", "code", "param")}
+        else:
+            body = {"message": error.message}
+        self.errors_sent += 1
+        self._start(parts)
+        parts.append("data: " + json.dumps({"error": body}, ensure_ascii=False) + "\n\n")
+
     def _tool_call(self, parts: list[str], invocation: ToolInvocation) -> None:
         if invocation.arguments is not None:
             arguments = json.dumps(invocation.arguments, ensure_ascii=False)
@@ -192,3 +203,7 @@ class OpenAISSEEmitter:
             self._delta(
                 parts, {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}
             )
+
+
+def _class_of(finish_reason: str | None, client_calls: bool, errors: bool) -> str:
+    return finish_class(finish_reason, client_calls=client_calls, errors=errors)

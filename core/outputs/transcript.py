@@ -33,6 +33,7 @@ def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
         "segments": coalesce_segments(engine.handler.get_all_events()),
         "invocations": [inv.to_dict() for inv in engine.invocations()],
         "finish_reason": engine.finish_reason,
+        "finish_class": engine.finish_class(),
         "usage": engine.usage,
         "errors": [e.to_dict() for e in engine.errors],
         "quirks": [q.to_dict() for q in engine.quirks],
