@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff", "Compare two recordings, or one through two parsers or converters."),
     "serve": ("serve", "Answer the provider endpoints with recorded streams, byte for byte."),
     "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
+    "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 
