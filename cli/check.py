@@ -105,7 +105,7 @@ def check(
     if fmt is Format.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(render_report(report, [str(p) for p in paths]))
+        sys.stdout.write(render_report(report, [str(p) for p in paths], color=use_color()))
     sys.stdout.flush()
     raise typer.Exit(report.exit_code)
 
@@ -120,12 +120,29 @@ _LABELS = {
 }
 
 
-def render_report(report: CheckReport, paths: list[str]) -> str:
+# SGR colours of the status labels on a terminal
+_COLORS = {"match": "32", "drift": "1;31", "missing": "1;33", "orphan": "33"}
+
+
+def use_color() -> bool:
+    """Colour on a terminal, unless ``NO_COLOR`` is set (or ``TERM`` is dumb)."""
+    return (
+        sys.stdout.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM", "") != "dumb"
+    )
+
+
+def render_report(report: CheckReport, paths: list[str], *, color: bool = False) -> str:
     lines: list[str] = []
     for r in report.results:
         if r.status == "error":
             continue  # already on stderr
-        lines.append(f"{_LABELS[r.status]:8} {_subject(r)}")
+        label = f"{_LABELS[r.status]:8}"
+        code = _COLORS.get(r.status) if color else None
+        if code:
+            label = f"\x1b[{code}m{label.rstrip()}\x1b[0m" + label[len(label.rstrip()) :]
+        lines.append(f"{label} {_subject(r)}")
         if r.message and r.status != "match":
             lines.append(f"         {r.message}")
         if r.diff:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -69,6 +68,13 @@ def diff(
     fmt: Annotated[
         Format, typer.Option("--format", help="text (side by side) or json (for scripts).")
     ] = Format.text,
+    only_differences: Annotated[
+        bool,
+        typer.Option("--only-differences", help="Show only the rows that differ."),
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
+    ] = False,
 ) -> None:
     """Compare two recordings, or one recording through two parsers or converters.
 
@@ -82,6 +88,11 @@ def diff(
     side_b = (converter_b or converter, parser_b or base_parser)
     if str(a) == "-" and b is not None and str(b) == "-":
         fail("standard input (-) can be only one of the two sides")
+    if b is None and side_a == side_b:
+        fail(
+            "diff needs two recordings (A B), or one recording and different "
+            "--parser-a/--parser-b or --converter-a/--converter-b"
+        )
     with user_errors(str(a)):
         check_names(*side_a)
         check_names(*side_b)
@@ -96,9 +107,12 @@ def diff(
 
     result = diff_streams(engine_a, engine_b)
     if fmt is Format.json:
-        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        out = result.to_dict()
+        if only_differences:
+            out["rows"] = [row for row in out["rows"] if not row["same"]]
+        sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     else:
-        render(result)
+        render(result, only_differences=only_differences, no_color=no_color)
     sys.stdout.flush()
     raise typer.Exit(0 if result.same_meaning else 1)
 
@@ -109,20 +123,22 @@ LEGEND = (
 )
 
 
-def render(result: StreamDiff) -> None:
-    from rich.console import Console
+def render(result: StreamDiff, *, only_differences: bool = False, no_color: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-    console = Console(file=sys.stdout, highlight=False, width=width)
+    from .tree import make_console
+
+    # the terminal's width, else COLUMNS, else 80 (as replay); colour only on a terminal
+    console = make_console(file=sys.stdout, no_color=no_color)
     table = Table(show_lines=False, expand=True)
     table.add_column("", no_wrap=True, style="bold")
     table.add_column(_side_title("A", result.a), ratio=1, overflow="fold")
     table.add_column(_side_title("B", result.b), ratio=1, overflow="fold")
     table.add_column("", no_wrap=True)
     section = None
-    for row in result.rows:
+    rows = [row for row in result.rows if not row.same] if only_differences else result.rows
+    for row in rows:
         if row.section != section:
             section = row.section
             if table.row_count:
@@ -136,8 +152,11 @@ def render(result: StreamDiff) -> None:
         )
         if row.note:
             table.add_row("", Text(row.note, style="italic"), "", "")
-    console.print(table)
-    console.print(Text(LEGEND, style="dim"))
+    if rows:
+        console.print(table)
+        console.print(Text(LEGEND, style="dim"))
+    else:
+        console.print(Text("no differences", style="green"))
     if result.same_meaning:
         others = sum(1 for r in result.rows if not r.same and r.section != "stream")
         line = "same meaning"

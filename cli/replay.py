@@ -70,8 +70,9 @@ def _max_gap(value: float) -> float:
 @app.command()
 def replay(
     file: Annotated[
-        Path, typer.Argument(help="A recording (.jsonl) or a raw SSE body (.sse, .txt).")
-    ],
+        Path | None,
+        typer.Argument(help="A recording (.jsonl) or a raw SSE body (.sse, .txt)."),
+    ] = None,
     parser: Annotated[
         str | None,
         typer.Option(
@@ -88,13 +89,13 @@ def replay(
         ),
     ] = "auto",
     fmt: Annotated[
-        Format,
+        Format | None,
         typer.Option(
             "--format",
-            help="tree (live on a terminal, printed once otherwise), text (the tree printed "
-            "once), json (summary) or jsonl (every event).",
+            help="tree (live on a terminal, printed once otherwise; the default), text (the "
+            "tree printed once), json (summary) or jsonl (every event).",
         ),
-    ] = Format.tree,
+    ] = None,
     speed: Annotated[
         str | None,
         typer.Option(
@@ -134,8 +135,26 @@ def replay(
             "TOOL=FIELD,... (default: write_file=content,patch_file=patch; '' for none).",
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Exit 1 when the stream has errors or was cut off (for scripts)."
+        ),
+    ] = False,
+    sample: Annotated[
+        str | None,
+        typer.Option(
+            "--sample",
+            metavar="NAME",
+            help="Replay a sample installed with streamtool instead of FILE "
+            "(streamtool samples lists them).",
+        ),
+    ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
+    file = _input(file, sample)
+    if emit is not None and fmt is not None:
+        fail("--emit and --format cannot be used together: --emit replaces the --format output")
     parser_name = parser or default_parser()
     handler_options = None
     if file_tools is not None:
@@ -148,7 +167,9 @@ def replay(
     with user_errors(str(file)):
         check_names(converter, parser_name)
         sink: Sink = (
-            make_sink(fmt, no_color=no_color, full=full) if emit is None else make_emit_sink(emit)
+            make_sink(fmt or Format.tree, no_color=no_color, full=full)
+            if emit is None
+            else make_emit_sink(emit)
         )
         live = bool(getattr(sink, "live", False))
         if speed is None:
@@ -188,3 +209,37 @@ def replay(
         sink.close(engine)
         if engine.end is None:
             warn(f"{file}: no end record (the recording was cut off); replayed what it has")
+    if strict:
+        problem = strict_problem(engine)
+        if problem:
+            warn(f"{file}: {problem} (--strict)")
+            raise typer.Exit(1)
+
+
+def strict_problem(engine: ReplayEngine) -> str | None:
+    """Why ``--strict`` fails this replay: errors in the stream, or a stream that was cut off."""
+    end = engine.end
+    if end is None:
+        return "the recording was cut off"
+    if end.reason != "complete":
+        return f"the stream ended: {end.reason}"
+    if engine.errors:
+        n = len(engine.errors)
+        return f"the stream has {n} error{'s' if n != 1 else ''}"
+    return None
+
+
+def _input(file: Path | None, sample: str | None) -> Path:
+    """FILE, or the installed file of ``--sample NAME``: one of them."""
+    if sample is None:
+        if file is None:
+            fail("replay needs a FILE (a recording or a raw SSE body), or --sample NAME")
+        return file
+    if file is not None:
+        fail("give a FILE or --sample NAME, not both")
+    from streamtool.core.samples import UnknownSample, sample_path
+
+    try:
+        return sample_path(sample)
+    except UnknownSample as exc:
+        fail(str(exc))
