@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
     "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
+    "samples": ("samples", "List the sample recordings installed with streamtool."),
+    "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),
 }
 
 
