@@ -91,7 +91,7 @@ def tool_stream(call_id: str, pieces: list[str], text: str = "Checking.") -> byt
 
 # -- same meaning --------------------------------------------------------------------------
 def test_a_recording_against_itself() -> None:
-    code, data = run_json(str(TOOLS))
+    code, data = run_json(str(TOOLS), str(TOOLS))
     assert code == 0
     assert data["same_meaning"] is True and data["differences"] == []
     assert all(r["same"] for r in data["rows"])
@@ -313,7 +313,7 @@ def test_broken_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert out == ""
     code, _, err = run(str(TOOLS), "--parser-b", "nope")
     assert code == 2 and "unknown parser 'nope'" in err and err.count("\n") == 1
-    code, _, err = run(str(tmp_path / "missing.jsonl"))
+    code, _, err = run(str(tmp_path / "missing.jsonl"), str(TOOLS))
     assert code == 2 and err.count("\n") == 1 and "missing.jsonl" in err
 
 

@@ -438,11 +438,14 @@ def test_cli_emit_writes_the_stream_to_stdout():
 
 def test_cli_emit_replaces_the_format_output(tmp_path):
     path = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    result = CliRunner().invoke(app, ["replay", str(path), "--emit", "openai-sse"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("data: {") and result.stdout.endswith("data: [DONE]\n\n")
+    # both at once is refused, not one silently ignored
     result = CliRunner().invoke(
         app, ["replay", str(path), "--format", "json", "--emit", "openai-sse"]
     )
-    assert result.exit_code == 0
-    assert result.stdout.startswith("data: {") and result.stdout.endswith("data: [DONE]\n\n")
+    assert result.exit_code == 2 and result.stdout == ""
 
 
 def test_cli_emit_unknown_value_is_a_usage_error():
