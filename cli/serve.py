@@ -79,6 +79,18 @@ def serve(
             "messages.*.cache_control); repeatable.",
         ),
     ] = None,
+    record_missing: Annotated[
+        bool,
+        typer.Option(
+            "--record-missing",
+            help="Tapes: forward a request the tape does not hold to --upstream and add it "
+            "to the tape.",
+        ),
+    ] = False,
+    upstream: Annotated[
+        str | None,
+        typer.Option("--upstream", help="With --record-missing: where missing requests go."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
@@ -86,26 +98,44 @@ def serve(
     A request gets the recording named by its X-Streamtool-Recording header, else the one for
     its model, else the only one for that endpoint. A tape (a folder with an index.jsonl, or
     --tape) answers each request with the recorded exchange whose request body matches, in
-    recorded order; a request that matches nothing gets a 404 naming the closest exchange.
+    recorded order; a request that matches nothing gets a 404 naming the closest exchange,
+    or with --record-missing is forwarded to --upstream and added to the tape.
     """
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.playback import Playback, parse_speed
     from streamtool.core.net.server import Library, bind, create_app, run_server
-    from streamtool.core.net.tape import is_tape, load_tape
+    from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
 
     if not 0 <= port <= 65535:
         fail(f"--port must be a number from 0 to 65535 (0: any free port), not {port}")
-    as_tape = tape or (len(paths) == 1 and is_tape(paths[0]))
-    if (tape or match_ignore) and (len(paths) != 1 or not paths[0].is_dir()):
-        fail("--tape and --match-ignore take one tape folder")
+    if record_missing and not upstream:
+        fail("--record-missing needs --upstream URL (where missing requests go)")
+    if upstream and not record_missing:
+        fail("--upstream is only used with --record-missing")
+    if upstream:
+        from streamtool.core.net.proxy import parse_upstreams
+
+        try:
+            parse_upstreams([upstream])  # checked before a tape folder is made
+        except ValueError as exc:
+            fail(str(exc))
+    as_tape = tape or record_missing or (len(paths) == 1 and is_tape(paths[0]))
+    if (as_tape or match_ignore) and (
+        len(paths) != 1 or (paths[0].exists() and not paths[0].is_dir())
+    ):
+        fail("--tape, --record-missing and --match-ignore take one tape folder")
     library: Library
+    on_miss = None
     with user_errors():
         if as_tape:
             try:
-                library = load_tape(paths[0], match_ignore or ())
+                library = load_tape(paths[0], match_ignore or (), create=record_missing)
+                if record_missing:
+                    assert isinstance(library, TapeLibrary) and upstream
+                    on_miss = MissRecorder(library, upstream, log=None if quiet else _log)
             except ValueError as exc:
                 fail(str(exc))
-            if not library.recordings:
+            if not library.recordings and not record_missing:
                 fail(f"{paths[0]}: the tape holds no recordings (.jsonl, .sse, .txt)")
         else:
             library = Library.from_paths(paths)
@@ -142,11 +172,13 @@ def serve(
         err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
     if as_tape:
         err.write("  each request gets the next recorded exchange whose request matches\n")
+    if on_miss is not None:
+        err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
     elif n > 1:
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
-        create_app(library, playback, None if quiet else _log),
+        create_app(library, playback, None if quiet else _log, on_miss),
         sock,
         log_level="warning" if quiet else "info",
         access_log=False,

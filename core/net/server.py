@@ -222,6 +222,14 @@ class SelectionError(Exception):
         self.message = message
 
 
+class NoMatch(SelectionError):
+    """Nothing recorded answers the request (a tape's miss): HTTP 404, or forwarded upstream
+    when the server records what is missing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, message)
+
+
 @dataclass(slots=True)
 class Incoming:
     """A request as the choice of a recording sees it."""
@@ -370,10 +378,13 @@ def create_app(
     library: Library,
     playback: Playback | None = None,
     log: Callable[[str], None] | None = None,
+    on_miss: Callable[[Any, bytes, Incoming, str], Any] | None = None,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
     ``log`` gets one line per request: the recording served, or the error status and why.
+    ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
+    (:class:`NoMatch`) instead of the 404: record on miss.
     """
     import anyio
     from starlette.applications import Starlette
@@ -475,6 +486,10 @@ def create_app(
         )
         try:
             rec = library.choose(incoming)
+        except NoMatch as exc:
+            if on_miss is None:
+                return error(request, style, exc.status, exc.message)
+            return on_miss(request, raw, incoming, style)
         except SelectionError as exc:
             return error(request, style, exc.status, exc.message)
         if (

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..recording.format import RecordingError
-from ..recording.tape_index import INDEX_NAME, list_exchanges
+from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
 from .playback import Playback
 from .server import (
     Incoming,
     Library,
+    NoMatch,
     Recording,
     SelectionError,
     ServerThread,
@@ -61,6 +62,7 @@ class TapeLibrary(Library):
         self.rules = rules or MatchRules()
         self.matcher = Matcher([_exchange(r) for r in self.recordings], self.rules)
         self.served: list[str] = []  # the recordings served, in order
+        self.recorded: list[str] = []  # the recordings made on a miss, in order
         self._lock = threading.Lock()
 
     @classmethod
@@ -71,13 +73,19 @@ class TapeLibrary(Library):
         files = list_exchanges(folder)
         return cls([load_recording(p) for p in files], folder, rules)
 
-    def add(self, rec: Recording) -> None:
-        """A recording made on a miss joins the tape: later requests match it."""
+    def add(self, rec: Recording, *, served: bool = False) -> None:
+        """A recording made on a miss joins the tape: later requests match it. ``served``: the
+        client that caused it got it already (it counts as served once)."""
         with self._lock:
             self.recordings.append(rec)
             for key in (rec.name, Path(rec.path).name):
                 self.by_name[key] = rec
-            self.matcher.add(_exchange(rec))
+            ex = _exchange(rec)
+            ex.served = int(served)
+            self.matcher.add(ex)
+            if served:
+                self.served.append(rec.name)
+                self.recorded.append(rec.name)
 
     def request_key(self, request: Incoming) -> str:
         return endpoint_key(request.endpoint, request.gemini_model)
@@ -104,7 +112,7 @@ class TapeLibrary(Library):
             except SelectionError as exc:
                 if exc.status != 404:
                     raise
-        raise SelectionError(404, self.miss_message(request))
+        raise NoMatch(self.miss_message(request))
 
     def miss_message(self, request: Incoming) -> str:
         miss = self.matcher.miss(self.request_key(request), request.body, request.path)
@@ -118,15 +126,102 @@ def is_tape(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / INDEX_NAME).is_file()
 
 
-def load_tape(folder: str | os.PathLike[str], match_ignore: Sequence[str] = ()) -> TapeLibrary:
+def load_tape(
+    folder: str | os.PathLike[str], match_ignore: Sequence[str] = (), *, create: bool = False
+) -> TapeLibrary:
     """A tape folder, ready to serve. ``match_ignore`` adds fields (dotted paths) that matching
-    ignores. Raises :class:`RecordingError` for unusable input, ``ValueError`` for a bad path."""
+    ignores; ``create`` makes a missing folder (an empty tape, to be filled on misses). Raises
+    :class:`RecordingError` for unusable input, ``ValueError`` for a bad path."""
     root = Path(folder)
+    if create and not root.exists():
+        try:
+            root.mkdir(parents=True)
+        except OSError as exc:
+            raise RecordingError(str(root), None, exc.strerror or str(exc)) from None
     if not root.is_dir():
         raise RecordingError(
             str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"
         )
     return TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore))
+
+
+class MissRecorder:
+    """Record on miss: a request the tape does not hold is forwarded to the upstream through the
+    proxy's forwarding edge, streamed to the client as it arrives, recorded into the tape under
+    the next sequence number and, once complete, added to the index and to what the server
+    answers from. Only this class ever writes to a tape."""
+
+    def __init__(
+        self,
+        library: TapeLibrary,
+        upstream: str,
+        *,
+        timeout: float = 600.0,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        from .proxy import parse_upstreams
+
+        if library.folder is None:
+            raise ValueError("record on miss needs a tape folder")
+        self.library = library
+        self.upstreams = parse_upstreams([upstream])  # ValueError for a bad URL
+        self.tape = Tape(library.folder)
+        self.timeout = timeout
+        self.log = log
+        self._forwarder: Any = None
+
+    @property
+    def forwarder(self) -> Any:
+        if self._forwarder is None:
+            from .forward import Forwarder
+
+            self._forwarder = Forwarder(timeout=self.timeout)
+        return self._forwarder
+
+    def __call__(self, request: Any, raw: bytes, incoming: Incoming, style: str) -> Any:
+        from .forward import Exchange as Forwarded
+        from .forward import recorder_for
+        from .proxy import route
+
+        r = route(request.method, request.url.path, request.headers, incoming.body)
+        scope = request.scope
+        raw_path = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
+        url = self.upstreams.url(r, raw_path, scope.get("query_string", b"").decode("latin-1"))
+        seq, file = self.tape.allocate(f"{r.provider}-{r.api or 'http'}", r.model)
+        ex = Forwarded(
+            method=request.method,
+            path=request.url.path,
+            provider=r.provider,
+            api=r.api,
+            model=r.model,
+            file=str(file),
+            seq=seq,
+        )
+        recorder = recorder_for(request, raw, str(file), provider=r.provider, api=r.api, url=url)
+        recorder.preflight()
+        if self.log is not None:
+            self.log(f"{request.method} {request.url.path} -> no match: recording {file.name}")
+        return self.forwarder.forward(
+            request,
+            url,
+            body=raw,
+            recorder=recorder,
+            exchange=ex,
+            error_style=style,
+            on_end=self._ended,
+        )
+
+    def _ended(self, ex: Any) -> None:
+        from .proxy import index_entry
+
+        name = Path(ex.file).name
+        self.tape.append(IndexEntry(**{**index_entry(ex), "file": name}))
+        if self.log is not None:
+            how = ex.end if ex.end == "complete" else f"{ex.end}: {ex.error}"
+            self.log(f"recorded {name} ({ex.status}, {how})")
+        if ex.record_error is None and Path(ex.file).exists():
+            rec = load_recording(ex.file)
+            self.library.add(rec, served=True)
 
 
 class TapeServer(ServerThread):
@@ -141,6 +236,11 @@ class TapeServer(ServerThread):
         """The names of the recordings served so far, in order."""
         return list(self.library.served)
 
+    @property
+    def recorded(self) -> list[str]:
+        """The names of the recordings added to the tape on a miss, in order."""
+        return list(self.library.recorded)
+
     def __enter__(self) -> TapeServer:
         super().__enter__()
         return self
@@ -149,6 +249,8 @@ class TapeServer(ServerThread):
 def serving_tape(
     folder: str | os.PathLike[str],
     *,
+    record_missing: bool = False,
+    upstream: str | None = None,
     speed: float | None = None,
     max_gap: float | None = None,
     rechunk: int | None = None,
@@ -160,8 +262,14 @@ def serving_tape(
 
     ``with serving_tape("tapes/session") as server:`` then point an SDK at ``server.url +
     "/v1"`` (OpenAI) or ``server.url`` (Anthropic, Gemini). ``speed=None`` sends at once;
-    ``1.0`` keeps the recorded gaps, each capped at ``max_gap`` seconds.
+    ``1.0`` keeps the recorded gaps, each capped at ``max_gap`` seconds. With
+    ``record_missing`` a request the tape does not hold goes to ``upstream`` and is added to
+    the tape (``server.recorded`` names what was added); without it the tape is only read.
+    ``server.served`` names the recordings served, in order.
     """
-    library = load_tape(folder, match_ignore)
+    if record_missing and not upstream:
+        raise ValueError("record on miss needs an upstream URL")
+    library = load_tape(folder, match_ignore, create=record_missing)
     playback = Playback(speed=speed, rechunk=rechunk, max_gap=max_gap)
-    return TapeServer(library, create_app(library, playback, log), port=port)
+    on_miss = MissRecorder(library, upstream, log=log) if record_missing and upstream else None
+    return TapeServer(library, create_app(library, playback, log, on_miss), port=port)
