@@ -108,13 +108,13 @@ def test_record_missing_fills_the_tape_once_and_later_runs_replay_offline(tmp_pa
             tape, record_missing=True, upstream=upstream.url, log=lines.append
         ) as server:
             first = run_openai_loop(openai_client(server.url))
-            recorded = server.recorded
+        recorded = server.recorded  # once the server stopped: every exchange has ended
         assert len(upstream.served) == 2
         assert len(recorded) == 2
         # a second run with --record-missing finds everything on the tape: nothing is added
         with serving_tape(tape, record_missing=True, upstream=upstream.url) as server:
             again = run_openai_loop(openai_client(server.url))
-            assert server.recorded == []
+        assert server.recorded == []
         assert len(upstream.served) == 2
     assert first == again == {"calls": OPENAI_CALLS, "text": OPENAI_TEXT}
     entries = read_index(tape)
@@ -122,7 +122,7 @@ def test_record_missing_fills_the_tape_once_and_later_runs_replay_offline(tmp_pa
     assert [p.name for p in list_exchanges(tape)] == [e.file for e in entries]
     for file, upstream_file in zip(list_exchanges(tape), upstream_files, strict=True):
         assert body_bytes(file) == body_bytes(upstream_file)
-    assert any("no match: recording 0001-" in line for line in lines)
+    assert any("no match: forwarded, recording 0001-" in line for line in lines)
     before = snapshot(tape)
 
     # offline, no upstream at all
@@ -239,3 +239,28 @@ def test_record_missing_options_are_checked(tmp_path: Path, args: list[str], mes
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "tape").exists()
+
+
+def test_a_failed_upstream_answer_is_passed_on_but_not_kept(tmp_path: Path):
+    import openai
+
+    from streamtool.core.net.playback import Playback
+    from streamtool.core.net.server import serving
+
+    from .serve_helpers import recording
+
+    limited = recording("openai-http-429-rate-limit")
+    lines: list[str] = []
+    with (
+        serving([limited], Playback(speed=None)) as upstream,
+        serving_tape(
+            tmp_path / "tape", record_missing=True, upstream=upstream.url, log=lines.append
+        ) as server,
+    ):
+        for _ in range(2):  # the retry goes upstream again: the failure was not pinned
+            with pytest.raises(openai.RateLimitError):
+                run_openai_loop(openai_client(server.url))
+    assert server.recorded == []
+    assert list((tmp_path / "tape").iterdir()) == []
+    assert sum("no match: forwarded, recording 000" in line for line in lines) == 2
+    assert sum("not kept on the tape" in line and "HTTP 429" in line for line in lines) == 2

@@ -197,10 +197,18 @@ class MissRecorder:
             file=str(file),
             seq=seq,
         )
-        recorder = recorder_for(request, raw, str(file), provider=r.provider, api=r.api, url=url)
-        recorder.preflight()
+        recorder: Any = None
+        try:
+            recorder = recorder_for(
+                request, raw, str(file), provider=r.provider, api=r.api, url=url
+            )
+            recorder.preflight()
+        except RecordingError as exc:
+            ex.record_error = exc.message
+            recorder = None
         if self.log is not None:
-            self.log(f"{request.method} {request.url.path} -> no match: recording {file.name}")
+            what = f"recording {file.name}" if recorder else f"not recorded ({ex.record_error})"
+            self.log(f"{request.method} {request.url.path} -> no match: forwarded, {what}")
         return self.forwarder.forward(
             request,
             url,
@@ -212,16 +220,25 @@ class MissRecorder:
         )
 
     def _ended(self, ex: Any) -> None:
+        """Keep a complete exchange (indexed, and answered from now on). A failed one (an HTTP
+        error, a dropped or stalled stream) is not kept: pinned in the tape, it would answer
+        the client's retry with the same failure forever."""
         from .proxy import index_entry
 
-        name = Path(ex.file).name
-        self.tape.append(IndexEntry(**{**index_entry(ex), "file": name}))
+        path = Path(ex.file)
+        if ex.record_error is not None or not path.exists():
+            return
+        ok = ex.end == "complete" and ex.status is not None and ex.status < 400
+        if not ok:
+            path.unlink(missing_ok=True)
+            if self.log is not None:
+                why = f"HTTP {ex.status}" if ex.status and ex.status >= 400 else ex.end
+                self.log(f"not kept on the tape: {path.name} ({why}: {ex.error})")
+            return
+        self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
         if self.log is not None:
-            how = ex.end if ex.end == "complete" else f"{ex.end}: {ex.error}"
-            self.log(f"recorded {name} ({ex.status}, {how})")
-        if ex.record_error is None and Path(ex.file).exists():
-            rec = load_recording(ex.file)
-            self.library.add(rec, served=True)
+            self.log(f"recorded {path.name} ({ex.status}, complete)")
+        self.library.add(load_recording(path), served=True)
 
 
 class TapeServer(ServerThread):
