@@ -32,6 +32,33 @@ def ci_is_set() -> bool:
     return os.environ.get(CI_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
+def parse_shard(value: str) -> tuple[int, int]:
+    """``I/N`` -> ``(I, N)`` with 1 <= I <= N; ValueError with a sentence otherwise."""
+    first, sep, second = value.partition("/")
+    try:
+        i, n = int(first), int(second)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise ValueError(f"{value!r} is not a shard: write I/N, with I from 1 to N (as 2/4).")
+    return i, n
+
+
+def _shard(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_shard(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+def _jobs(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"{value} is not a number of processes: give 1 or more.")
+    return value
+
+
 @app.command()
 def check(
     paths: Annotated[
@@ -80,6 +107,26 @@ def check(
         Path | None,
         typer.Option("--golden", help="The golden file for - (a recording on standard input)."),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            callback=_jobs,
+            help="Replay in N processes; the report is the same as with 1, in the same order "
+            "(default: the machine's cores).",
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            callback=_shard,
+            help="Check only shard I of N (by a hash of each golden file's path): N CI jobs "
+            "given the same paths check every golden file exactly once.",
+        ),
+    ] = None,
 ) -> None:
     """Replay recordings and compare them with their golden files (exit 1 on drift).
 
@@ -89,7 +136,10 @@ def check(
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
     with user_errors():
-        from streamtool.core.recording.check import check_paths  # imported when used: fast start
+        from streamtool.core.recording.check import (
+            check_paths,  # imported when used: fast start
+            default_jobs,
+        )
 
         report = check_paths(
             paths,
@@ -98,6 +148,8 @@ def check(
             converter=converter,
             parser=parser,
             stdin_golden=golden,
+            jobs=default_jobs() if jobs is None else jobs,
+            shard=parse_shard(shard) if shard else None,
         )
     for result in report.results:
         if result.status == "error":

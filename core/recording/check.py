@@ -16,6 +16,7 @@ comparison).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ def check_paths(
     converter: str | None = None,
     parser: str | None = None,
     stdin_golden: str | os.PathLike[str] | None = None,
+    jobs: int = 1,
+    shard: tuple[int, int] | None = None,
 ) -> CheckReport:
     """Check (or, with ``update``, write) the golden files of every recording under ``paths``.
 
@@ -116,6 +119,11 @@ def check_paths(
     options a golden file is written with; new golden files otherwise get ``auto`` and the
     default parser. ``-`` in ``paths`` is the recording on standard input, checked against
     ``stdin_golden``.
+
+    ``jobs`` > 1 replays in that many processes; the report is the same as with one, in the same
+    order. ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
+    chosen by a hash of each golden file's path, so ``n`` machines given the same paths check
+    every golden file exactly once between them (see :func:`shard_of`).
     """
     if not update and (converter or parser):
         raise ValueError("converter and parser choices apply only when updating golden files")
@@ -123,16 +131,66 @@ def check_paths(
         check_converter_name(converter)
     if parser:
         check_parser_name(parser)
+    if shard is not None and not 1 <= shard[0] <= shard[1]:
+        raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
     report = CheckReport()
     targets = _find_targets(paths, report.results, stdin_golden)
-    for target in targets:
-        if target.recording is None:
-            report.results.append(_orphan(target.golden))
-            continue
-        report.results.append(
-            _check_one(target.recording, target.golden, update, create_missing, converter, parser)
-        )
+    if shard is not None:
+        targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
+    work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
+    # standard input can be read once, here: a pool only for files
+    if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
+        report.results.extend(_in_processes(work, jobs))
+    else:
+        report.results.extend(_check_target(*args) for args in work)
     return report
+
+
+def shard_of(golden: Path, shards: int) -> int:
+    """The shard (1..``shards``) a golden file belongs to: a hash of its path relative to the
+    current folder (``/`` separators), the same on every machine and every run."""
+    try:
+        where = Path(os.path.relpath(golden))
+    except ValueError:  # another drive (Windows)
+        where = golden
+    key = where.as_posix().encode("utf-8", "surrogateescape")
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % shards + 1
+
+
+def _check_target(
+    recording: Path | None,
+    golden: Path,
+    update: bool,
+    create_missing: bool,
+    converter: str | None,
+    parser: str | None,
+) -> FileResult:
+    if recording is None:
+        return _orphan(golden)
+    return _check_one(recording, golden, update, create_missing, converter, parser)
+
+
+def _check_star(args: tuple[Any, ...]) -> FileResult:
+    return _check_target(*args)
+
+
+def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> list[FileResult]:
+    """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = min(jobs, len(work))
+    # a few batches per process: little messaging for many small files, balance for big ones
+    chunksize = max(1, min(16, len(work) // (jobs * 8)))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_check_star, work, chunksize=chunksize))
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 # -- finding the files ---------------------------------------------------------------------

@@ -1,0 +1,130 @@
+"""Golden suites at scale: ``streamtool check -j 1`` against ``-j 2``, and the shard split.
+
+    python benchmarks/bench_check.py [--small 2000] [--large 200] [--large-mb 1] [--repeat 1]
+
+Builds a suite in a temporary folder: ``--small`` copies of the bundled recordings (a few KB each,
+spread over 20 folders) and ``--large`` recordings of about ``--large-mb`` MB made by the stream
+generators of every wire API, then writes their golden files (``check --update``, not timed).
+Then, as a user runs it (whole processes, best of ``--repeat``):
+
+- ``streamtool check SUITE -j 1`` and ``-j 2``, on the small files, the large ones and both;
+  their outputs must be identical (exit 1 otherwise);
+- ``--shard I/N`` for N = 2, 4, 8: files and bytes per shard (the split is by path hash), and
+  every golden file checked exactly once across the N shards (exit 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.generators import GENERATORS  # noqa: E402
+
+CLI = [sys.executable, "-m", "streamtool.cli", "check"]
+
+
+def build(suite: Path, small: int, large: int, large_mb: float) -> None:
+    bundled = sorted((ROOT / "recordings").glob("*.jsonl"))
+    for i in range(small):
+        where = suite / "small" / f"group{i % 20:02d}"
+        where.mkdir(parents=True, exist_ok=True)
+        src = bundled[i % len(bundled)]
+        shutil.copyfile(src, where / f"{i:05d}-{src.name}")
+    generators = list(GENERATORS.items())
+    where = suite / "large"
+    where.mkdir(parents=True)
+    for i in range(large):
+        name, generate = generators[i % len(generators)]
+        generate(where / f"{i:04d}-{name}.jsonl", int(large_mb * 1_000_000))
+
+
+def check(args: list[str]) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, env={**os.environ, "CI": ""}
+    )
+    return time.perf_counter() - start, proc.returncode, proc.stdout
+
+
+def size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*.jsonl"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--small", type=int, default=2000)
+    ap.add_argument("--large", type=int, default=200)
+    ap.add_argument("--large-mb", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per timing (best is kept)")
+    opts = ap.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="streamtool-check-") as tmp:
+        suite = Path(tmp)
+        build(suite, opts.small, opts.large, opts.large_mb)
+        _, code, out = check(["--update", "-j", "2", str(suite)])
+        if code != 0:
+            print(out)
+            raise SystemExit("could not write the golden files")
+        print(
+            f"suite: {opts.small} small recordings ({size(suite / 'small') / 1e6:.1f} MB), "
+            f"{opts.large} large ({size(suite / 'large') / 1e6:.1f} MB); "
+            f"{os.cpu_count()} cores; best of {opts.repeat}"
+        )
+        print(f"{'paths':<14}{'-j 1 s':>9}{'-j 2 s':>9}{'speed-up':>10}  same output")
+        for label, paths in (
+            ("small", [suite / "small"]),
+            ("large", [suite / "large"]),
+            ("both", [suite]),
+        ):
+            args = [str(p) for p in paths]
+            runs = {j: [check(["-j", str(j), *args]) for _ in range(opts.repeat)] for j in (1, 2)}
+            best = {j: min(r[0] for r in runs[j]) for j in runs}
+            outputs = {r[2] for j in runs for r in runs[j]}
+            codes = {r[1] for j in runs for r in runs[j]}
+            same = len(outputs) == 1 and codes == {0}
+            ok &= same
+            print(
+                f"{label:<14}{best[1]:>9.2f}{best[2]:>9.2f}{best[1] / best[2]:>9.2f}x  "
+                f"{'yes' if same else 'NO'}"
+            )
+
+        _, _, out = check(["--format", "json", "-j", "2", str(suite)])
+        everything = sorted(f["golden"] for f in json.loads(out)["files"])
+        sizes = {f["golden"]: Path(f["recording"]).stat().st_size for f in json.loads(out)["files"]}
+        print()
+        print(
+            f"{'shards':<8}{'files per shard':<34}{'max/mean files':>15}{'max/mean MB':>13}  once"
+        )
+        for n in (2, 4, 8):
+            parts = []
+            for i in range(1, n + 1):
+                _, _, out = check(
+                    ["--format", "json", "-j", "2", "--shard", f"{i}/{n}", str(suite)]
+                )
+                parts.append([f["golden"] for f in json.loads(out)["files"]])
+            once = sorted(g for part in parts for g in part) == everything
+            ok &= once
+            counts = [len(p) for p in parts]
+            mbs = [sum(sizes[g] for g in p) / 1e6 for p in parts]
+            mean_count = sum(counts) / n
+            mean_mb = sum(mbs) / n
+            shown = " ".join(str(c) for c in counts)
+            print(
+                f"{n:<8}{shown:<34}{max(counts) / mean_count:>15.2f}"
+                f"{max(mbs) / mean_mb:>13.2f}  {'yes' if once else 'NO'}"
+            )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

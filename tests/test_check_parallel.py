@@ -1,0 +1,154 @@
+"""``check -j N`` (a process pool, same report) and ``check --shard I/N`` (a stable split)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from streamtool.cli.main import app
+from streamtool.core.outputs.golden import golden_name
+from streamtool.core.recording.check import check_paths, shard_of
+
+from .conftest import RECORDINGS
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["check", *args], env={"CI": None})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def suite(tmp_path: Path) -> Path:
+    """Every bundled recording with its golden file, in two folders, plus one of each failure:
+    drift, missing golden file, orphaned golden file, unusable recording."""
+    folder = tmp_path / "suite"
+    for i, rec in enumerate(sorted(RECORDINGS.glob("*.jsonl"))):
+        where = folder / ("a" if i % 2 else "b")
+        where.mkdir(parents=True, exist_ok=True)
+        shutil.copy(rec, where / rec.name)
+        gold = rec.with_name(golden_name(rec.name))
+        if gold.exists():
+            shutil.copy(gold, where / gold.name)
+    drifted = next((folder / "a").glob("*.golden.json"))
+    text = drifted.read_text(encoding="utf-8")
+    drifted.write_text(text.replace('"model": "', '"model": "other-', 1), encoding="utf-8")
+    shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", folder / "b" / "new.jsonl")
+    (folder / "b" / "gone.golden.json").write_text(
+        (RECORDINGS / "openai-parallel-tool-calls.golden.json").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    (folder / "a" / "broken.jsonl").write_text('{"type": "header"\n', encoding="utf-8")
+    return folder
+
+
+def test_jobs_give_the_same_report_in_the_same_order(tmp_path: Path) -> None:
+    folder = suite(tmp_path)
+    one = check_paths([folder], jobs=1)
+    two = check_paths([folder], jobs=2)
+    assert two.to_dict() == one.to_dict()
+    statuses = {r.status for r in one.results}
+    assert {"match", "drift", "missing", "orphan", "error"} <= statuses
+    assert len(one.results) > 30
+
+
+def test_cli_jobs_output_is_identical(tmp_path: Path) -> None:
+    folder = suite(tmp_path)
+    outputs = [run("-j", str(j), str(folder)) for j in (1, 2, 3)]
+    assert outputs[0][0] == 2  # the unusable recording
+    assert "DRIFT" in outputs[0][1] and "MISSING" in outputs[0][1]
+    assert outputs[1] == outputs[0]
+    assert outputs[2] == outputs[0]
+    as_json = [run("-j", str(j), "--format", "json", str(folder))[1] for j in (1, 2)]
+    assert json.loads(as_json[0]) == json.loads(as_json[1])
+
+
+def test_update_in_processes_writes_what_one_process_writes(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        for rec in sorted(RECORDINGS.glob("openai-*.jsonl")):
+            shutil.copy(rec, folder / rec.name)
+    one = check_paths([a], update=True, jobs=1)
+    two = check_paths([b], update=True, jobs=2)
+    assert [r.status for r in one.results] == [r.status for r in two.results]
+    assert {r.status for r in one.results} == {"created"}
+    for gold in sorted(a.glob("*.golden.json")):
+        assert (b / gold.name).read_bytes() == gold.read_bytes()
+
+
+def test_shards_cover_every_golden_file_exactly_once(tmp_path: Path) -> None:
+    folder = suite(tmp_path)
+    everything = [(r.golden, r.status) for r in check_paths([folder], jobs=1).results]
+    for n in (1, 2, 3, 7):
+        parts = [check_paths([folder], jobs=1, shard=(i, n)).results for i in range(1, n + 1)]
+        seen = sorted((r.golden or "", r.status) for part in parts for r in part)
+        assert seen == sorted((g or "", s) for g, s in everything), n
+        # each shard keeps the order of the full run
+        for part in parts:
+            order = [everything.index((r.golden, r.status)) for r in part]
+            assert order == sorted(order)
+
+
+def test_cli_shards_add_up(tmp_path: Path) -> None:
+    folder = suite(tmp_path)
+    full = json.loads(run("--format", "json", str(folder))[1])
+    files = []
+    for i in (1, 2, 3):
+        code, out, _ = run("--shard", f"{i}/3", "--format", "json", "-j", "2", str(folder))
+        files += json.loads(out)["files"]
+    key = lambda f: (f["golden"] or "", f["status"])  # noqa: E731
+    assert sorted(files, key=key) == sorted(full["files"], key=key)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(st.text("abcxyz/._-é", min_size=1, max_size=20), min_size=1, max_size=30),
+    n=st.integers(1, 9),
+)
+def test_shard_of_is_a_partition(names: list[str], n: int) -> None:
+    for name in names:
+        path = Path("recordings") / (name + ".golden.json")
+        shard = shard_of(path, n)
+        assert 1 <= shard <= n
+        # the same file written another way is the same file
+        assert shard_of(Path("./recordings") / (name + ".golden.json"), n) == shard
+        assert shard_of(path.absolute(), n) == shard
+
+
+def test_shard_is_the_same_in_another_process() -> None:
+    """Not Python's salted hash(): another interpreter (another hash seed) agrees."""
+    paths = [f"recordings/r{i}.golden.json" for i in range(40)]
+    here = [shard_of(Path(p), 4) for p in paths]
+    code = (
+        "import json, sys; from pathlib import Path;"
+        "from streamtool.core.recording.check import shard_of;"
+        "print(json.dumps([shard_of(Path(p), 4) for p in json.loads(sys.argv[1])]))"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(paths)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        assert json.loads(out) == here
+    assert len(set(here)) == 4  # 40 files reach every one of 4 shards
+
+
+def test_bad_shard_and_jobs_are_one_sentence() -> None:
+    for value in ("0/3", "4/3", "3", "a/b", "1/0"):
+        code, out, err = run("--shard", value, str(RECORDINGS))
+        assert code == 2
+        assert f"Invalid value for '--shard': '{value}' is not a shard" in out + err
+    code, out, err = run("-j", "0", str(RECORDINGS))
+    assert code == 2
+    assert "0 is not a number of processes" in out + err
