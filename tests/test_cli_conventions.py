@@ -174,8 +174,8 @@ def test_parser_and_converter_options_list_the_registries() -> None:
     assert "--converter [" + "|".join(["auto", *converter_names()]) + "]" in result.output
 
 
-def _bad_values(name: str) -> list[tuple[list[str], str]]:
-    """(arguments, the expected error sentence) for each typed option of a command."""
+def _bad_values(name: str) -> list[tuple[list[str], str, str]]:
+    """(arguments, how click names the option, the expected sentence) per typed option."""
     command = importlib.import_module("streamtool.cli.main").load_command(name)
     cases = []
     for param in command.params:
@@ -183,16 +183,17 @@ def _bad_values(name: str) -> list[tuple[list[str], str]]:
         opt = param.opts[0] if param.param_type_name == "option" else None
         if opt is None:
             continue
+        hint = " / ".join(repr(o) for o in param.opts)
         if isinstance(annotation, type) and issubclass(annotation, Enum):
             values = [str(m.value) for m in annotation]
             expected = "'nope' is not one of " + (
                 values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
             )
-            cases.append(([opt, "nope"], expected + "."))
+            cases.append(([opt, "nope"], hint, expected + "."))
         elif annotation is int:
-            cases.append(([opt, "1.5"], "'1.5' is not a whole number."))
+            cases.append(([opt, "1.5"], hint, "'1.5' is not a whole number."))
         elif annotation is float:
-            cases.append(([opt, "fast"], "'fast' is not a number."))
+            cases.append(([opt, "fast"], hint, "'fast' is not a number."))
     return cases
 
 
@@ -214,11 +215,11 @@ def _required(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_bad_values_are_one_plain_sentence(name: str) -> None:
-    for args, sentence in _bad_values(name):
+    for args, hint, sentence in _bad_values(name):
         result = CliRunner().invoke(app, [name, *_required(name), *args])
         assert result.exit_code == 2, (args, result.output)
         error = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
-        assert error == [f"Error: Invalid value for '{args[0]}': {sentence}"], result.output
+        assert error == [f"Error: Invalid value for {hint}: {sentence}"], result.output
         assert "Value error" not in result.output and "Input should" not in result.output
 
 
