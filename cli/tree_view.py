@@ -237,6 +237,14 @@ def segment_header(seg: Segment, live: bool) -> Text:
         head.append(f"  {_plural(seg.lines, 'line')}  {seg.id}", style=STYLE["dim"])
     elif kind is SegmentType.RUN_BASH:
         head.append("  " + seg.id, style=STYLE["dim"])
+    elif kind is SegmentType.IMAGE:
+        meta = seg.meta
+        shown = [str(meta[k]) for k in ("format", "size") if meta.get(k)]
+        if isinstance(meta.get("index"), int):
+            shown.append(f"partial {meta['index']}")
+        if isinstance(meta.get("bytes"), int):
+            shown.append(f"{meta['bytes']:,} bytes")
+        head.append("  " + " · ".join(shown), style=STYLE["dim"])
     else:
         head.append(f"  {_plural(seg.lines, 'line')} · {seg.chars:,} chars", style=STYLE["dim"])
     if seg.problem:

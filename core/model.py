@@ -19,6 +19,7 @@ class SegmentType(enum.StrEnum):
     WRITE_FILE = "write_file"
     PATCH_FILE = "patch_file"
     RUN_BASH = "run_bash"
+    IMAGE = "image"  # an image the model generated (its format, size and index; never the data)
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -95,6 +96,7 @@ class ChunkResponse:
     reasoning_metadata: dict[str, Any] | None = None
     errors: list[StreamError] | None = None
     quirks: list[Quirk] | None = None
+    images: list[dict[str, Any]] | None = None  # generated images: metadata only, never the data
 
 
 @dataclass(slots=True)

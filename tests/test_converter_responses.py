@@ -173,11 +173,18 @@ def test_corpus_equals_the_sdk_accumulator_where_it_works(path: Path) -> None:
     assert result["errors"] == []
 
 
-@pytest.mark.parametrize("path", [p for p in RECORDED if "error" not in p.name], ids=str)
+# the mismatch recording states another text in its final events on purpose (the SDK takes it)
+@pytest.mark.parametrize(
+    "path", [p for p in RECORDED if "error" not in p.name and "mismatch" not in p.name], ids=str
+)
 def test_bundled_recordings_equal_the_sdk_accumulator(path: Path) -> None:
     result, _ = run_file(path)
     final = sdk_state(recorded_payloads(path))._completed_response
-    assert our_view(result) == sdk_view(final)
+    ours = our_view(result)
+    # the SDK's view lists function calls; built-in tool calls are checked by their own tests
+    functions = {item.call_id for item in final.output if item.type == "function_call"}
+    ours["calls"] = [c for c in ours["calls"] if c[0] in functions]
+    assert ours == sdk_view(final)
 
 
 def test_prerelease_capture_where_the_sdk_fails() -> None:

@@ -264,6 +264,8 @@ def test_errors_compare_by_kind_not_by_count_nor_the_capture_end() -> None:
     assert diff_descriptions(once, twice).same_meaning
     ended = dict(once, errors=[err, {"kind": "recording_error", "message": "HTTP 529"}])
     assert diff_descriptions(once, ended).same_meaning
+    restated = dict(once, errors=[err, {"kind": "text_mismatch", "message": "done differs"}])
+    assert diff_descriptions(once, restated).same_meaning
     cut = dict(once, errors=[err, {"kind": "recording_cut_off", "message": "cut"}])
     assert diff_descriptions(once, cut).differences == ["errors"]
     assert diff_descriptions(side, once).differences == ["errors"]

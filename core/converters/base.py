@@ -30,6 +30,7 @@ class Converter:
         self._errors: list[StreamError] = []
         self._seen_quirks: set[str] = set()
         self.comments = 0
+        self.unknown_events: dict[str, int] = {}  # event types not known, and how many came
         self.http_error = False  # the recorded answer is an HTTP error body, not a stream
 
     def use_header(self, header: Header) -> None:
@@ -44,6 +45,19 @@ class Converter:
         if quirk_id not in self._seen_quirks:
             self._seen_quirks.add(quirk_id)
             self._quirks.append(Quirk(quirk_id, detail))
+
+    def unknown_event(self, kind: str) -> None:
+        """An event type this converter does not know: counted, listed once at the end."""
+        self.unknown_events[kind] = self.unknown_events.get(kind, 0) + 1
+
+    def report_unknown_events(self) -> None:
+        """The ``unknown_event`` quirk naming every unknown event type and how many came."""
+        if self.unknown_events:
+            listed = ", ".join(
+                f"{kind!r} ({n} event{'s' if n > 1 else ''})"
+                for kind, n in self.unknown_events.items()
+            )
+            self.quirk("unknown_event", f"event types this converter does not know: {listed}")
 
     def error(self, kind: str, message: str, detail: Any = None) -> None:
         self._errors.append(StreamError(kind, message, detail))

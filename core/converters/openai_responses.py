@@ -13,10 +13,16 @@ Text: ``response.output_text.delta`` (``.done`` fills in text that was never str
 annotations into the text segment's ``annotations`` metadata, refusals as text marked
 ``refusal``. Reasoning: ``reasoning_summary_text`` and ``reasoning_text`` deltas; the item's
 ``encrypted_content`` goes into the reasoning segment's metadata. Custom tools (free-form input)
-get their input as a JSON string. Hosted tools that OpenAI runs itself (web search, file search,
-code interpreter, image generation, MCP) are tool calls marked ``server_side`` whose ``result``
-metadata is the finished item; client-run built-in calls (computer, shell, apply_patch) are plain
-tool calls.
+get their input as a JSON string. Built-in tool items are tool calls whose input is the finished
+item's (the item in ``output_item.added`` is a placeholder), streamed from their own delta events
+where the API has them (code, a patch's diff, shell commands: written first in the arguments, so
+the streamed text is a prefix of the final arguments). A call is ``server_side`` (its ``result``
+metadata the finished item, or its output item) when the stream shows the provider ran it: a
+hosted tool, an output item for it in the same response, a hosted shell container,
+``execution: "server"``, or a tool the request never offered. ``mcp_approval_request`` is an
+invocation the client must answer; ``mcp_list_tools`` is text metadata. Events are matched to
+their item by ``item_id``, else by ``output_index`` (rotating ids). Partial images are image
+segments (metadata only); unknown event types are counted for the ``unknown_event`` quirk.
 
 Errors: an ``error`` event and ``response.failed``. The finish reason is the response status
 (``completed``, ``failed``), or for ``response.incomplete`` the ``incomplete_details.reason``
@@ -30,6 +36,7 @@ import json
 from typing import Any
 
 from ..model import ChunkResponse, ToolCallDelta
+from ..recording.format import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
 from ..wire.fastjson import loads as _loads
@@ -37,22 +44,54 @@ from ..wire.sse import SSEEvent
 from .base import Converter
 from .segments import REASONING, TEXT, TOOL, ProseRuns
 
-# hosted tools run by OpenAI inside the response: the item fields that are the call's input
+# hosted tools the provider runs inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
     "web_search_call": ("action",),
     "file_search_call": ("queries",),
     "code_interpreter_call": ("code", "container_id"),
     "image_generation_call": (),
     "mcp_call": (),  # arguments as a JSON string, like a function call
-    "mcp_list_tools": ("server_label",),
 }
-# built-in tools the client runs: the item fields that are the call's input
+# built-in tools the client runs (unless the stream shows the provider ran them): input fields
 _CLIENT_ITEMS: dict[str, tuple[str, ...]] = {
-    "computer_call": ("action",),
+    "computer_call": ("action", "actions"),
     "local_shell_call": ("action",),
     "shell_call": ("action",),
     "apply_patch_call": ("operation",),
+    "tool_search_call": ("arguments",),
 }
+# input fields streamed by the item's own delta events: the path of the streamed value (a string,
+# or a list of strings for shell commands), written first in the arguments so that the streamed
+# text is a prefix of the final arguments
+_STREAMED: dict[str, tuple[str, ...]] = {
+    "code_interpreter_call": ("code",),
+    "apply_patch_call": ("operation", "diff"),
+    "shell_call": ("action", "commands"),
+}
+# calls whose completion waits for the end of the response: an output item for them in the same
+# response means the provider ran them (a hosted shell, xAI's search tools)
+_HELD = frozenset(
+    {
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "tool_search_call",
+        "custom_tool_call",
+    }
+)
+# output items that answer a call (by its call_id)
+_OUTPUT_ITEMS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "tool_search_output",
+    }
+)
 _ARGUMENT_DELTAS = frozenset(
     {
         "response.function_call_arguments.delta",
@@ -67,14 +106,42 @@ _ARGUMENT_DONES = frozenset(
         "response.custom_tool_call_input.done",
     }
 )
+# documented events that carry nothing beyond what the items and the deltas already say
 _IGNORED = frozenset(
     {
         "response.content_part.added",
         "response.content_part.done",
         "response.reasoning_summary_part.added",
         "response.reasoning_summary_part.done",
-        "response.code_interpreter_call_code.delta",
+        "response.refusal.done",
         "response.code_interpreter_call_code.done",
+        "response.apply_patch_call_operation_diff.done",
+        "response.shell_call_command.done",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.shell_call_output_content.delta",
+        "response.shell_call_output_content.done",
+        "response.audio.delta",
+        "response.audio.done",
+        "response.audio.transcript.delta",
+        "response.audio.transcript.done",
+        "response.compaction.compacting",
     }
 )
 
@@ -82,12 +149,26 @@ _IGNORED = frozenset(
 class _Item:
     """What an output item is, and what has been streamed of it (for reconciliation)."""
 
-    __slots__ = ("type", "kind", "streamed", "done", "custom")
+    __slots__ = (
+        "type",
+        "id",
+        "kind",
+        "texts",
+        "stated",
+        "done",
+        "custom",
+        "closed",
+        "streaming",
+        "commands",
+        "open",
+    )
 
-    def __init__(self, item_type: str) -> None:
+    def __init__(self, item_type: str, item_id: str | None = None) -> None:
         self.type = item_type
+        self.id = item_id
         # a custom tool call: the input is streamed as a JSON string
         self.custom = item_type == "custom_tool_call"
+        self.closed = False  # a custom call's input string was closed in the arguments
         kind = "other"
         if item_type == "function_call" or self.custom:
             kind = "call"
@@ -95,11 +176,29 @@ class _Item:
             kind = "server"
         elif item_type in _CLIENT_ITEMS:
             kind = "builtin"
+        elif item_type == "mcp_approval_request":
+            kind = "approval"
+        elif item_type == "mcp_list_tools":
+            kind = "meta"
+        elif item_type in _OUTPUT_ITEMS:
+            kind = "output"
         elif item_type == "message" or item_type == "reasoning":
             kind = item_type
-        self.kind = kind  # "call", "server", "builtin", "message", "reasoning", "other"
-        self.streamed: dict[tuple[str, int], int] = {}  # (part kind, index) -> characters streamed
+        # "call", "server", "builtin", "approval", "meta", "output", "message", "reasoning", "other"
+        self.kind = kind
+        self.texts: dict[tuple[str, Any], list[str]] = {}  # (part kind, index) -> text streamed
+        self.stated: dict[tuple[str, Any], str] = {}  # contradicting final texts already reported
         self.done = False
+        self.streaming = False  # the streamed input field's opening was written to the arguments
+        self.commands = 0  # shell commands opened in the arguments
+        self.open = False  # a shell command string is open in the arguments
+
+    @property
+    def is_call(self) -> bool:
+        return self.kind in _CALL_KINDS
+
+
+_CALL_KINDS = frozenset({"call", "server", "builtin", "approval"})
 
 
 class OpenAIResponsesConverter(Converter):
@@ -108,6 +207,8 @@ class OpenAIResponsesConverter(Converter):
     def __init__(self) -> None:
         super().__init__()
         self._items: dict[str, _Item] = {}  # output item id -> what it is
+        self._by_index: dict[int, _Item] = {}  # output_index -> the item (ids may rotate)
+        self._held: list[TrackedCall] = []  # calls whose completion waits for the response's end
         self._runs = ProseRuns()
         self.done = False  # [DONE] seen
         self.terminal: str | None = None  # completed / failed / incomplete
@@ -116,7 +217,35 @@ class OpenAIResponsesConverter(Converter):
         self._model: str | None = None
         self._seq: int | None = None
         self._error_messages: set[str] = set()
+        self._client_tools: set[str] | None = None  # function/custom tools the request offered
+        self._hosted_shell = False  # the request's shell tool runs in a hosted container
         self.payloads = 0
+
+    def use_header(self, header: Header) -> None:
+        super().use_header(header)
+        body = header.request.get("body")
+        tools = body.get("tools") if isinstance(body, dict) else None
+        if not isinstance(tools, list) or not tools:
+            return
+        names: set[str] = set()
+        for tool in tools:
+            if not isinstance(tool, dict):
+                return
+            kind = tool.get("type")
+            if kind in ("function", "custom"):
+                name = tool.get("name")
+                if not isinstance(name, str):
+                    function = tool.get("function")
+                    name = function.get("name") if isinstance(function, dict) else None
+                if isinstance(name, str):
+                    names.add(name)
+            elif kind == "shell":
+                env = tool.get("environment")
+                if isinstance(env, dict) and str(env.get("type", "")).startswith("container"):
+                    self._hosted_shell = True
+            elif isinstance(tool.get("tools"), list):
+                return  # a namespace of tools: which names it offers is not known here
+        self._client_tools = names
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -196,12 +325,26 @@ class OpenAIResponsesConverter(Converter):
         if kind == "response.refusal.delta":
             delta = obj.get("delta")
             if isinstance(delta, str) and delta:
+                info = self._item(obj.get("item_id"), obj.get("output_index"))
+                if info is not None:
+                    info.texts.setdefault(("refusal", obj.get("content_index", 0)), []).append(
+                        delta
+                    )
                 self._runs.enter(TEXT)
                 return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
             return []
         if kind == "response.output_text.annotation.added":
             values = self._runs.collect(TEXT, "annotations", obj.get("annotation"))
             return [ChunkResponse(content_metadata={"annotations": values})]
+        if kind in (
+            "response.code_interpreter_call_code.delta",
+            "response.apply_patch_call_operation_diff.delta",
+        ):
+            return self._input_delta(obj)
+        if kind.startswith("response.shell_call_command."):
+            return self._shell_command(obj, kind)
+        if kind == "response.image_generation_call.partial_image":
+            return self._partial_image(obj)
         if kind in ("response.created", "response.in_progress", "response.queued"):
             return self._lifecycle(obj)
         if kind == "response.completed":
@@ -210,17 +353,13 @@ class OpenAIResponsesConverter(Converter):
             return self._completed(obj, "incomplete")
         if kind == "response.failed":
             return self._completed(obj, "failed")
+        if kind == "response.cancelled":
+            return self._completed(obj, "cancelled")
         if kind == "error":
             return self._error_event(obj)
-        if kind in _IGNORED or (kind.startswith("response.") and kind.endswith("in_progress")):
+        if kind in _IGNORED:
             return []
-        if kind.startswith("response."):
-            # progress notes of hosted tools (web_search_call.searching...) carry nothing to keep
-            if kind.endswith((".searching", ".completed", ".generating", ".interpreting")):
-                return []
-            self.quirk("responses_unknown_event", f"an event of type {kind!r}")
-            return []
-        self.quirk("responses_unknown_event", f"an event of type {kind!r}")
+        self.unknown_event(kind)
         return []
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -272,6 +411,16 @@ class OpenAIResponsesConverter(Converter):
             deltas = self.tracker.complete_all()
             if deltas:
                 out.append(ChunkResponse(tool_calls=deltas))
+        elif self._held:
+            # a held call that was done stays done: only its completion was waiting
+            deltas = []
+            for call in self._held:
+                done = self.tracker.complete(call)
+                if done is not None:
+                    deltas.append(done)
+            if deltas:
+                out.append(ChunkResponse(tool_calls=deltas))
+        self._held = []
         return out
 
     def _error_event(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -285,18 +434,60 @@ class OpenAIResponsesConverter(Converter):
         return []
 
     # -- output items ----------------------------------------------------------------------
+    def _item(self, item_id: Any, index: Any) -> _Item | None:
+        """The item an event is about: by its ``item_id``, else by its ``output_index`` (some
+        servers give every event of one item a new ``item_id``)."""
+        info = self._items.get(item_id) if type(item_id) is str else None
+        if info is None and type(index) is int:
+            info = self._by_index.get(index)
+            if info is not None and type(item_id) is str and item_id and info.id != item_id:
+                self.quirk(
+                    "responses_item_id_rotation",
+                    f"output item {index} ({info.type}) came as item_id {item_id!r} "
+                    f"after {info.id!r}",
+                )
+        return info
+
+    def _register(self, item: dict[str, Any], index: Any) -> _Item:
+        item_id = item.get("id")
+        item_id = item_id if isinstance(item_id, str) and item_id else None
+        info = _Item(str(item.get("type")), item_id)
+        if item_id is not None:
+            self._items[item_id] = info
+        if type(index) is int:
+            self._by_index[index] = info
+        return info
+
     def _item_added(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         item = obj.get("item")
         if not isinstance(item, dict):
             return []
+        index = obj.get("output_index")
         item_id = item.get("id")
-        info = _Item(str(item.get("type")))
-        if isinstance(item_id, str) and item_id:
-            self._items[item_id] = info
-        if info.kind in ("message", "reasoning", "other"):
+        known = self._items.get(item_id) if isinstance(item_id, str) else None
+        info = self._register(item, index)
+        if not info.is_call:
             return []
-        call = self._open_call(item_id, obj.get("output_index"))
-        return self._call_fields(call, info, item, first=True)
+        call = self._find_call(item_id, None) if known is not None and known.is_call else None
+        if call is None:
+            call = self._open_call(item_id, index)
+        return self._call_fields(call, info, item, first=not call.announced)
+
+    def _runs_on_server(self, info: _Item, item: dict[str, Any], name: str | None) -> bool:
+        """Whether the item itself (or the request) shows that the provider runs this call."""
+        if info.kind == "server":
+            return True
+        if info.type == "tool_search_call":
+            return item.get("execution") == "server"
+        if info.type == "shell_call":
+            env = item.get("environment")
+            if isinstance(env, dict) and str(env.get("type", "")).startswith("container"):
+                return True
+            return self._hosted_shell
+        if info.kind == "call" and name is not None and self._client_tools is not None:
+            # a call of a tool the request never offered: one of the provider's own (xAI search)
+            return name not in self._client_tools
+        return False
 
     def _call_fields(
         self,
@@ -314,7 +505,7 @@ class OpenAIResponsesConverter(Converter):
             if self.tracker.find(call_id) is None:
                 self.tracker.alias(call_id, call)
             self._check_call_id(call, item)
-        if call_id is None and first and info.kind == "server":
+        if call_id is None and first and info.kind in ("server", "approval"):
             call_id = item.get("id") if isinstance(item.get("id"), str) else None
         name: str | None = None
         metadata: dict[str, Any] | None = None
@@ -326,16 +517,22 @@ class OpenAIResponsesConverter(Converter):
         elif info.kind == "server":
             raw_name = item.get("name") if info.type == "mcp_call" else None
             name = raw_name if isinstance(raw_name, str) and raw_name else info.type
-            if first:
-                metadata = {"server_side": True}
-                label = item.get("server_label")
-                if isinstance(label, str):
-                    metadata["server_label"] = label
+        elif info.kind == "approval":
+            name = "mcp_approval_request"
+        if first:
+            metadata = {}
+            if self._runs_on_server(info, item, name):
+                metadata["server_side"] = True
+            if info.kind == "approval":
+                metadata["approval_request"] = True
+            label = item.get("server_label")
+            if isinstance(label, str) and info.kind in ("server", "approval"):
+                metadata["server_label"] = label
         out: list[ToolCallDelta] = []
         if first:
             self._runs.enter(TOOL)
             delta = self.tracker.update(
-                call, call_id=call_id, name=name, metadata=metadata, announce=True
+                call, call_id=call_id, name=name, metadata=metadata or None, announce=True
             )
             if delta is not None:
                 out.append(delta)
@@ -349,11 +546,28 @@ class OpenAIResponsesConverter(Converter):
             delta = self.tracker.update(call, call_id=late_id, name=name)
             if delta is not None:
                 out.append(delta)
-        final = self._final_arguments(info, item)
-        if final is not None:
-            # hosted and built-in tool items state their input only when done: nothing to note
-            quiet = first or (info.kind != "call" and info.type != "mcp_call")
-            out.extend(self._reconcile(call, info, final, where, quiet=quiet))
+        placeholder = (
+            where == "response.output_item.added"
+            and info.kind in ("server", "builtin")
+            and item.get("status") != "completed"
+        )
+        if placeholder:
+            # the added item of a built-in tool is a placeholder (empty code, no query...): its
+            # input comes with its own deltas or when the item is done
+            path = _STREAMED.get(info.type)
+            if path is not None and not call.arguments and not info.streaming:
+                info.streaming = True
+                opening = "".join(f"{{{json.dumps(key)}: " for key in path)
+                opening += "[" if info.type == "shell_call" else '"'
+                delta = self.tracker.append_exact(call, opening)
+                if delta is not None:
+                    out.append(delta)
+        else:
+            final = self._final_arguments(info, item)
+            if final is not None:
+                # hosted and built-in tool items state their input only when done: nothing to note
+                quiet = first or (info.kind != "call" and info.type != "mcp_call")
+                out.extend(self._reconcile(call, info, final, where, quiet=quiet))
         return [ChunkResponse(tool_calls=out)] if out else []
 
     def _final_arguments(self, info: _Item, item: dict[str, Any]) -> str | None:
@@ -369,8 +583,25 @@ class OpenAIResponsesConverter(Converter):
                 self.quirk("oai_args_object", "arguments sent as a JSON value, not a string")
                 return json.dumps(args, ensure_ascii=False)
             return None
+        if info.kind == "approval":
+            values: dict[str, Any] = {
+                k: item[k] for k in ("server_label", "name") if item.get(k) is not None
+            }
+            args = item.get("arguments")
+            if isinstance(args, str):
+                try:
+                    values["arguments"] = json.loads(args)
+                except ValueError:
+                    values["arguments"] = args
+            return json.dumps(values, ensure_ascii=False)
+        if info.type == "tool_search_call":
+            args = item.get("arguments")
+            return json.dumps(args, ensure_ascii=False) if args is not None else None
         fields = _SERVER_ITEMS.get(info.type) or _CLIENT_ITEMS.get(info.type) or ()
         values = {k: item[k] for k in fields if item.get(k) is not None}
+        path = _STREAMED.get(info.type)
+        if path is not None:
+            values = _streamed_first(values, path)
         return json.dumps(values, ensure_ascii=False) if values else None
 
     def _reconcile(
@@ -381,7 +612,7 @@ class OpenAIResponsesConverter(Converter):
         ``quiet``: the item that opens the call states its arguments (nothing to note).
         """
         have = call.arguments
-        if info.custom and not call.complete:
+        if info.custom and not info.closed and not call.complete:
             final = final[:-1]  # the closing quote of the input string comes when the call closes
             streamed = have != '"'
         else:
@@ -414,6 +645,70 @@ class OpenAIResponsesConverter(Converter):
             {"streamed": call.arguments, "stated": final},
         )
 
+    def _input_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        """A fragment of a built-in tool's streamed input (code, a patch's diff)."""
+        delta = obj.get("delta")
+        if type(delta) is not str or not delta:
+            return []
+        item_id, index = obj.get("item_id"), obj.get("output_index")
+        info = self._item(item_id, index)
+        call = self._find_call(_str(item_id) or None, index)
+        if info is None or call is None or not info.streaming or call.complete:
+            return []  # the item states the whole input when it is done
+        out = self.tracker.append_exact(call, json.dumps(delta, ensure_ascii=False)[1:-1])
+        return [ChunkResponse(tool_calls=[out])] if out is not None else []
+
+    def _shell_command(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
+        """``response.shell_call_command.added`` / ``.delta`` / ``.done``: one command of a
+        ``shell_call`` streamed into ``action.commands``."""
+        index = obj.get("output_index")
+        info = self._item(obj.get("item_id"), index)
+        call = self._find_call(_str(obj.get("item_id")) or None, index)
+        if info is None or call is None or not info.streaming or call.complete:
+            return []
+        text = ""
+        if kind == "response.shell_call_command.added":
+            if info.open:
+                text += '"'
+            text += (", " if info.commands else "") + '"'
+            info.commands += 1
+            info.open = True
+            command = obj.get("command")
+            if isinstance(command, str) and command:
+                text += json.dumps(command, ensure_ascii=False)[1:-1]
+        elif kind == "response.shell_call_command.delta":
+            delta = obj.get("delta")
+            if info.open and isinstance(delta, str) and delta:
+                text = json.dumps(delta, ensure_ascii=False)[1:-1]
+        elif kind == "response.shell_call_command.done":
+            if info.open:
+                text = '"'
+                info.open = False
+        else:
+            self.unknown_event(kind)
+        if not text:
+            return []
+        out = self.tracker.append_exact(call, text)
+        return [ChunkResponse(tool_calls=[out])] if out is not None else []
+
+    def _partial_image(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        """A partial image of an image generation call: an image segment (never the base64)."""
+        data = obj.get("partial_image_b64")
+        image: dict[str, Any] = {"source": "image_generation_call.partial_image"}
+        item_id = obj.get("item_id")
+        if isinstance(item_id, str):
+            image["item_id"] = item_id
+        number = obj.get("partial_image_index")
+        if type(number) is int:
+            image["index"] = number
+        for key in ("output_format", "size", "quality", "background"):
+            value = obj.get(key)
+            if isinstance(value, str):
+                image["format" if key == "output_format" else key] = value
+        if isinstance(data, str):
+            image["bytes"] = _b64_size(data)
+        return [ChunkResponse(images=[image])]
+
     def _item_done(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         item = obj.get("item")
         if not isinstance(item, dict):
@@ -423,9 +718,13 @@ class OpenAIResponsesConverter(Converter):
     def _final_item(self, index: int, item: dict[str, Any]) -> list[ChunkResponse]:
         item_id = item.get("id")
         info = self._items.get(item_id) if isinstance(item_id, str) else None
+        if info is None:
+            info = self._by_index.get(index)
+            if info is not None and info.type != item.get("type"):
+                info = None
         if info is not None and info.done:
-            if info.kind in ("call", "server", "builtin"):
-                call = self._find_call(item_id, None)
+            if info.is_call:
+                call = self._find_call(info.id, index)
                 final = self._final_arguments(info, item)
                 if call is not None and final is not None:
                     self._reconcile(call, info, final, "response.completed")  # closed: only checks
@@ -446,13 +745,15 @@ class OpenAIResponsesConverter(Converter):
         """An item is finished (``output_item.done``, or only listed in the final response)."""
         item_id = item.get("id")
         item_id = item_id if isinstance(item_id, str) and item_id else None
-        info = self._items.get(item_id) if item_id is not None else None
-        call = self._find_call(item_id, index)
+        info = self._item(item_id, index)
+        if info is not None and info.type != item.get("type"):
+            info = None
+        call = self._find_call(item_id, index) if info is not None else None
+        if call is None and info is None:
+            call = self._find_call(item_id, None)
         if info is None:
-            info = _Item(str(item.get("type")))
-            if item_id is not None:
-                self._items[item_id] = info
-            if info.kind in ("call", "server", "builtin") and call is None:
+            info = self._register(item, index)
+            if info.is_call and call is None:
                 quirk = (
                     "responses_completed_only"
                     if where == "response.completed"
@@ -464,6 +765,18 @@ class OpenAIResponsesConverter(Converter):
             return self._message_done(info, item, where)
         if info.kind == "reasoning":
             return self._reasoning_done(info, item, where)
+        if info.kind == "output":
+            return self._call_output(item)
+        if info.kind == "meta":
+            tools = item.get("tools")
+            listed = {
+                "server_label": item.get("server_label"),
+                "tools": [t.get("name") for t in tools if isinstance(t, dict) and "name" in t]
+                if isinstance(tools, list)
+                else [],
+            }
+            values = self._runs.collect(TEXT, "mcp_list_tools", listed)
+            return [ChunkResponse(content_metadata={"mcp_list_tools": values})]
         if info.kind == "other":
             self.quirk("responses_unknown_item", f"an output item of type {info.type!r}")
             values = self._runs.collect(TEXT, "items", item)
@@ -475,18 +788,40 @@ class OpenAIResponsesConverter(Converter):
         else:
             out.extend(self._call_fields(call, info, item, where=where))
         deltas: list[ToolCallDelta] = []
-        if info.custom and not call.complete:
+        if info.custom and not info.closed and not call.complete:
+            info.closed = True
             closer = self.tracker.append_exact(call, '"')
             if closer is not None:
                 deltas.append(closer)
-        done = self.tracker.complete(call)
-        if done is not None:
-            if info.kind == "server":
-                done.metadata = {"result": item}
-            deltas.append(done)
+        if info.type in _HELD:
+            # an output item in this response shows (or confirms) that the provider ran it, and
+            # is its result: the call's completion waits for it, or for the response's end
+            if call not in self._held and not call.complete:
+                self._held.append(call)
+        else:
+            done = self.tracker.complete(call)
+            if done is not None:
+                if info.kind == "server":
+                    done.metadata = {"result": _without_images(item)}
+                deltas.append(done)
         if deltas:
             out.append(ChunkResponse(tool_calls=deltas))
         return out
+
+    def _call_output(self, item: dict[str, Any]) -> list[ChunkResponse]:
+        """An output item in the response itself: the provider ran the call it answers."""
+        call_id = item.get("call_id")
+        call = self.tracker.find(call_id) if isinstance(call_id, str) and call_id else None
+        if call is None or call.complete:
+            values = self._runs.collect(TEXT, "items", item)
+            return [ChunkResponse(content_metadata={"items": values})]
+        if call in self._held:
+            self._held.remove(call)
+        done = self.tracker.complete(call)
+        if done is None:
+            return []
+        done.metadata = {"server_side": True, "result": _without_images(item)}
+        return [ChunkResponse(tool_calls=[done])]
 
     def _find_call(self, item_id: str | None, index: Any) -> TrackedCall | None:
         call = self.tracker.find(item_id) if item_id is not None else None
@@ -514,9 +849,9 @@ class OpenAIResponsesConverter(Converter):
                 out.extend(self._fill_text(info, TEXT, ("text", i), part.get("text"), where))
             elif kind == "refusal":
                 refusal = part.get("refusal")
-                if isinstance(refusal, str) and refusal and not info.streamed.get(("text", i)):
+                if isinstance(refusal, str) and refusal and not info.texts.get(("refusal", i)):
                     self._runs.enter(TEXT)
-                    info.streamed[("text", i)] = len(refusal)
+                    info.texts[("refusal", i)] = [refusal]
                     out.append(ChunkResponse(content=refusal, content_metadata={"refusal": True}))
         return out
 
@@ -541,11 +876,16 @@ class OpenAIResponsesConverter(Converter):
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
-        item = self._items.get(_str(obj.get("item_id")))
+        item = self._items.get(obj.get("item_id"))  # type: ignore[arg-type]
+        if item is None:
+            item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is not None:
             key = (part, obj.get("summary_index" if part == "summary" else "content_index", 0))
-            streamed = item.streamed
-            streamed[key] = streamed.get(key, 0) + len(delta)
+            texts = item.texts.get(key)
+            if texts is None:
+                item.texts[key] = [delta]
+            else:
+                texts.append(delta)
         if kind == TEXT:
             if self._runs.kind != TEXT:
                 self._runs.enter(TEXT)
@@ -557,7 +897,7 @@ class OpenAIResponsesConverter(Converter):
     def _text_done(
         self, obj: dict[str, Any], kind: str, part: str, field: str
     ) -> list[ChunkResponse]:
-        item = self._items.get(_str(obj.get("item_id")))
+        item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is None:
             return []
         index = obj.get("summary_index" if part == "summary" else "content_index", 0)
@@ -566,23 +906,39 @@ class OpenAIResponsesConverter(Converter):
     def _fill_text(
         self, info: _Item, kind: str, key: tuple[str, Any], text: Any, where: str
     ) -> list[ChunkResponse]:
-        """Emit the part of a final text that was never streamed (nothing if all was)."""
+        """Emit the part of a final text that was never streamed (nothing if all was).
+
+        A final text that contradicts the streamed one is never spliced onto it: the streamed
+        text is kept and a ``text_mismatch`` error holds both."""
         if not isinstance(text, str) or not text:
             return []
-        streamed = info.streamed.get(key, 0)
-        if streamed >= len(text):
-            if streamed > len(text):
+        parts = info.texts.get(key)
+        streamed = ""
+        if parts:
+            streamed = parts[0] if len(parts) == 1 else "".join(parts)
+            info.texts[key] = [streamed]
+        if streamed == text:
+            return []
+        if streamed and not text.startswith(streamed):
+            if streamed.startswith(text):
                 self.quirk("responses_text_done_shorter", f"{where} holds less text than streamed")
+            elif info.stated.get(key) != text:
+                info.stated[key] = text
+                self.error(
+                    "text_mismatch",
+                    f"{where} states other {kind} than was streamed (the streamed text is kept)",
+                    {"streamed": streamed, "stated": text},
+                )
             return []
         self.quirk(
             "responses_text_done_only" if not streamed else "responses_text_suffix_in_done",
             f"{kind} given by {where} but not (all) streamed",
         )
-        info.streamed[key] = len(text)
+        info.texts[key] = [text]
         self._runs.enter(kind)
         if kind == TEXT:
-            return [ChunkResponse(content=text[streamed:])]
-        return [ChunkResponse(reasoning=text[streamed:])]
+            return [ChunkResponse(content=text[len(streamed) :])]
+        return [ChunkResponse(reasoning=text[len(streamed) :])]
 
     # -- arguments -------------------------------------------------------------------------
     def _argument_delta(self, obj: dict[str, Any], custom: bool) -> list[ChunkResponse]:
@@ -605,25 +961,28 @@ class OpenAIResponsesConverter(Converter):
 
     def _orphan_call(self, obj: dict[str, Any]) -> TrackedCall:
         index = obj.get("output_index")
+        item_id = obj.get("item_id")
         call = self._find_call(None, index)
         if call is not None:
+            self._item(item_id, index)  # notes a rotated item id
             return call
-        item_id = obj.get("item_id")
         self.quirk(
             "responses_delta_before_item",
             f"argument deltas for item {item_id!r} before its output_item.added",
         )
         call = self._open_call(item_id, index)
         if isinstance(item_id, str) and item_id and item_id not in self._items:
-            self._items[item_id] = _Item("function_call")
+            info = _Item("function_call", item_id)
+            self._items[item_id] = info
+            if type(index) is int:
+                self._by_index[index] = info
         return call
 
     def _argument_done(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
         item_id = obj.get("item_id")
-        call = self._find_call(
-            item_id if isinstance(item_id, str) else None, obj.get("output_index")
-        )
-        info = self._items.get(item_id) if isinstance(item_id, str) else None
+        index = obj.get("output_index")
+        call = self._find_call(item_id if isinstance(item_id, str) else None, index)
+        info = self._item(item_id, index)
         if call is None or info is None:
             return []
         out: list[ToolCallDelta] = []
@@ -642,7 +1001,13 @@ class OpenAIResponsesConverter(Converter):
 
     # -- end -------------------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
+        self.report_unknown_events()
         deltas = self.tracker.flush_unannounced()
+        for call in self._held:  # done, but the response never said it ended
+            done = self.tracker.complete(call)
+            if done is not None:
+                deltas.append(done)
+        self._held = []
         if self.terminal is None and not self.failed and self.payloads:
             self.truncated("response.completed")
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
@@ -661,3 +1026,34 @@ def _error_message(err: Any) -> str:
             return f"{code}: {message}"
         return str(message or code or err)
     return str(err)
+
+
+def _streamed_first(values: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``values`` with the streamed field (at ``path``) first at every level, so that the
+    arguments written while it streams are a prefix of the final arguments."""
+    key = path[0]
+    if key not in values:
+        return values
+    value = values[key]
+    if len(path) > 1:
+        if not isinstance(value, dict):
+            return values
+        value = _streamed_first(value, path[1:])
+    out = {key: value}
+    out.update((k, v) for k, v in values.items() if k != key)
+    return out
+
+
+def _b64_size(data: str) -> int:
+    """The number of bytes a base64 text decodes to (without decoding it)."""
+    n = len(data.rstrip("="))
+    return n * 3 // 4
+
+
+def _without_images(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as kept in metadata: base64 image data replaced by its size."""
+    if item.get("type") != "image_generation_call" or not isinstance(item.get("result"), str):
+        return item
+    out = dict(item)
+    out["result"] = {"base64_bytes": _b64_size(item["result"])}
+    return out

@@ -138,6 +138,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._reasoning(chunk, out)
         if chunk.content or chunk.content_metadata:
             self._text(chunk.content, out, chunk.content_metadata)
+        if chunk.images:
+            self._images(chunk, out)
         if chunk.tool_calls:
             for delta in chunk.tool_calls:
                 self._tool_delta(delta, out)

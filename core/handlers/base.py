@@ -112,6 +112,14 @@ class StreamingResponseHandler(ABC):
             assert self._reasoning_metadata is not None
             _merge_metadata(self._reasoning_metadata, chunk.reasoning_metadata)
 
+    def _images(self, chunk: ChunkResponse, out: list[SegmentEvent]) -> None:
+        """Each generated image is a segment of its own: START with its metadata, then END."""
+        for image in chunk.images or ():
+            self._close_prose(out)
+            segment_id = self._new_id()
+            self._emit(SegmentEvent.start(segment_id, SegmentType.IMAGE, dict(image)), out)
+            self._emit(SegmentEvent.end(segment_id), out)
+
     def _text(
         self, text: str, out: list[SegmentEvent], metadata: dict[str, Any] | None = None
     ) -> None:

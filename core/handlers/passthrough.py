@@ -16,6 +16,8 @@ class PassThroughStreamingResponseHandler(StreamingResponseHandler):
             self._reasoning(chunk, out)
         if chunk.content or chunk.content_metadata:
             self._text(chunk.content, out, chunk.content_metadata)
+        if chunk.images:
+            self._images(chunk, out)
         if chunk.tool_calls:
             self.note_quirk(
                 "tool_calls_ignored_by_parser",

@@ -20,7 +20,9 @@ client acting on the stream would do differently:
   times a kind occurs and the end record's account of how the capture ended (``recording_error``,
   ``recording_interrupted``...: a raw SSE body has no end record, and what the stream itself says
   about its end is compared). A recording that lost its end record (``recording_cut_off``) may
-  have lost data: that counts.
+  have lost data: that counts. Copies that contradict the streamed content (``text_mismatch``,
+  ``arguments_mismatch``: a final event restating it otherwise) are shown, not compared: the
+  streamed content is kept, so a client gets the same, and a re-encoded stream has no such copy.
 
 Everything else is shown but does not count: ids (tool-call ids are random per request; segment
 ids follow them), usage (token accounting differs between providers and runs without changing
@@ -228,7 +230,8 @@ def error_kinds(side: dict[str, Any]) -> list[str]:
         {
             kind
             for kind in (e["kind"] for e in side["errors"])
-            if not kind.startswith("recording_") or kind == "recording_cut_off"
+            if (not kind.startswith("recording_") or kind == "recording_cut_off")
+            and not kind.endswith("_mismatch")
         }
     )
 
