@@ -242,8 +242,8 @@ def segment_header(seg: Segment, live: bool) -> Text:
         shown = [str(meta[k]) for k in ("format", "size") if meta.get(k)]
         if isinstance(meta.get("index"), int):
             shown.append(f"partial {meta['index']}")
-        if isinstance(meta.get("bytes"), int):
-            shown.append(f"{meta['bytes']:,} bytes")
+        if isinstance(meta.get("image_bytes"), int):
+            shown.append(f"{meta['image_bytes']:,} bytes")
         head.append("  " + " · ".join(shown), style=STYLE["dim"])
     else:
         head.append(f"  {_plural(seg.lines, 'line')} · {seg.chars:,} chars", style=STYLE["dim"])

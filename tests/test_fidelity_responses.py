@@ -196,7 +196,7 @@ def test_partial_images_are_image_segments_without_their_data() -> None:
             "size": "1024x1024",
             "quality": "low",
             "background": "opaque",
-            "bytes": size,
+            "image_bytes": size,
         }
         for n, size in ((0, 8 + 40 * 32), (1, 8 + 64 * 32))
     ]

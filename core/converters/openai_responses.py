@@ -706,7 +706,7 @@ class OpenAIResponsesConverter(Converter):
             if isinstance(value, str):
                 image["format" if key == "output_format" else key] = value
         if isinstance(data, str):
-            image["bytes"] = _b64_size(data)
+            image["image_bytes"] = _b64_size(data)
         return [ChunkResponse(images=[image])]
 
     def _item_done(self, obj: dict[str, Any]) -> list[ChunkResponse]:
