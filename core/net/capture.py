@@ -40,9 +40,9 @@ from urllib.parse import urlsplit
 
 from ..recording.format import RecordingError
 from ..recording.recorder import ResponseRecorder
-from ..recording.secrets import secret_query_values
+from ..recording.secrets import credential_values, secret_query_values
 from ..wire.http_body import StreamEndDetector
-from .requests import APIS, credential_values, preset_for
+from .requests import APIS, preset_for
 
 _APIS = (
     ("/chat/completions", "chat.completions"),

@@ -11,12 +11,13 @@ Anthropic and Gemini base URLs are the bare origin.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ..recording.secrets import SECRET_HEADERS
+from ..recording.secrets import credential_values as credential_values  # re-exported
+from ..recording.secrets import secret_query_values
 
 
 class RequestError(ValueError):
@@ -590,6 +591,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=url_query))
     secrets = [key] if key else []
     secrets += credential_values(opts.headers)
+    secrets += secret_query_values(url)  # a key= or user:password@ in --base-url
     return PreparedRequest(
         method="POST",
         url=url,
@@ -601,22 +603,3 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
         model=model,
         secrets=tuple(s for s in secrets if s),
     )
-
-
-def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The values of headers that carry credentials (and the token of ``Bearer <token>``).
-
-    Beyond the known names, any header whose name speaks of a key, token, secret, auth or
-    password counts: its value is scrubbed from everything a recording keeps.
-    """
-    out: list[str] = []
-    for name, value in headers:
-        lowered = name.lower()
-        if lowered in SECRET_HEADERS or any(
-            word in lowered for word in ("key", "token", "secret", "auth", "password")
-        ):
-            out.append(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                out.append(token)
-    return out

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..wire.http_body import BodyDecoder, provider_error_message
 from .format import Chunk, Header, RecordingError
-from .secrets import SecretScrubber, find_secret, redact_request
+from .secrets import SecretScrubber, find_secret, redact_keys, redact_request, request_secrets
 from .writer import RecordingWriter
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
@@ -86,7 +86,9 @@ class ResponseRecorder:
         self.provider = provider
         self.api = api
         self.force = force
-        self.scrubber = SecretScrubber(tuple(secrets))
+        # the caller's values, and whatever credential the request itself carries
+        self.scrubber = SecretScrubber((*secrets, *request_secrets(request)))
+        self.stream = self.scrubber.stream()
         self.t0 = time.monotonic() if t0 is None else t0
         self.status: int | None = None
         self.writer: RecordingWriter | None = None
@@ -129,20 +131,20 @@ class ResponseRecorder:
         response: dict[str, Any] = {"status": status, "headers": merged}
         if self.decoder.decoded:
             response["decoded"] = self.decoder.encoding
+        response = self.scrubber.deep(response, keys=True)
         header = Header(
             provider=self.provider,
             api=self.api,
             recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             request=self.scrubber.deep(self.request),
-            response=self.scrubber.deep(response),
+            response=response,
         )
         self.writer = RecordingWriter(self.path, header, force=self.force)
 
     def feed(self, data: bytes) -> Chunk | None:
         """One network read, as received. Returns the chunk written (``None`` if empty)."""
         t = self.now()
-        data = self.decoder.feed(data)
-        return self._write(t, data)
+        return self._write(t, self.stream.feed(self.decoder.feed(data)))
 
     def _write(self, t: float, data: bytes) -> Chunk | None:
         if not data:
@@ -150,8 +152,6 @@ class ResponseRecorder:
         if self.writer is None:
             self.start(None, ())
         assert self.writer is not None
-        if self.scrubber:
-            data = self.scrubber.data(data)
         if self.status is not None and self.status >= 400:
             room = ERROR_BODY_LIMIT - len(self._error_body)
             if room > 0:
@@ -165,7 +165,8 @@ class ResponseRecorder:
         """The body ended. HTTP error statuses end with reason ``error`` and their message."""
         if self.reason is not None:
             return None
-        tail = self._write(self.now(), self.decoder.flush())
+        tail = self.stream.feed(self.decoder.flush()) + self.stream.finish()
+        chunk = self._write(self.now(), tail)
         if reason is None:
             if self.status is not None and self.status >= 400:
                 reason = "error"
@@ -173,7 +174,7 @@ class ResponseRecorder:
             else:
                 reason = "complete"
         self._end(reason, error)
-        return tail
+        return chunk
 
     def fail(self, exc: BaseException) -> tuple[str, str]:
         """The stream stopped on ``exc``: end the recording with the reason it gives."""
@@ -182,19 +183,19 @@ class ResponseRecorder:
             message = f"{provider_error_message(self.status, bytes(self._error_body))}; {message}"
         if self.reason is None:
             try:
-                tail = self.decoder.flush()
+                tail = self.stream.feed(self.decoder.flush())
             except Exception:  # a truncated compressed body: keep what was decoded
                 tail = b""
-            self._write(self.now(), tail)
+            self._write(self.now(), tail + self.stream.finish())
             self._end(reason, message)
-        return reason, message
+        return reason, redact_keys(self.scrubber.text(message))
 
     def _end(self, reason: str, error: str | None) -> None:
         if self.writer is None:
             self.start(self.status, ())
         assert self.writer is not None
         self.reason = reason
-        self.error = self.scrubber.text(error) if error else error
+        self.error = redact_keys(self.scrubber.text(error)) if error else error
         self.end_t = self.now()
         self.writer.close(self.end_t, reason, self.error)
 

@@ -1,10 +1,23 @@
-"""Removing credentials from what a recording keeps (pure functions)."""
+"""Removing credentials from what a recording keeps (pure functions, sans-IO).
+
+Three things are removed before anything is written:
+
+- credentials the client sent: secret request headers (any name that speaks of a key, token,
+  secret, auth, password, credential or cookie), secret query parameters (``key=``,
+  ``api-key=``, ``token=``, ``access_token=``...) and ``user:password@`` in URLs; their values
+  are also scrubbed from everything else the recording keeps (a server that echoes them);
+- key-shaped strings (``sk-...``, ``sk-ant-...``, ``sk-proj-...``, ``AIza...``, ``xai-...``,
+  ``gsk_...``) anywhere in a response, which the client never sent;
+- both across network reads: :class:`StreamScrubber` holds back the tail of a read that could be
+  the start of a secret until the next read (or the end) decides.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset(
@@ -18,32 +31,135 @@ SECRET_HEADERS = frozenset(
         "set-cookie",
     }
 )
-SECRET_QUERY = frozenset({"key", "api_key", "apikey", "access_token"})
-_KEY_PATTERNS = (
-    ("Anthropic key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("OpenAI-style key", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}")),
+# a request header whose name holds one of these words carries a credential
+SECRET_HEADER_WORDS = ("key", "token", "secret", "auth", "password", "credential", "cookie")
+SECRET_QUERY = frozenset(
+    {
+        "key",
+        "api_key",
+        "api-key",
+        "apikey",
+        "x-api-key",
+        "access_token",
+        "token",
+        "auth",
+        "password",
+        "secret",
+        "client_secret",
+        "sig",
+        "signature",
+    }
+)
+_SECRET_QUERY_ENDINGS = ("key", "token", "secret", "password", "credential", "credentials")
+
+# (kind, literal prefix, body character class, minimum body length, needs a word boundary).
+# A key starts a word: "task-..." and "disk-..." are no keys, and a read that ends in a word's
+# "s" or "A" is not held back for it.
+_KEY_SHAPES = (
+    ("Anthropic key", "sk-ant-", "A-Za-z0-9_\\-", 8, True),
+    ("OpenAI-style key", "sk-", "A-Za-z0-9_\\-", 16, True),
+    ("Google API key", "AIza", "0-9A-Za-z_\\-", 20, True),
+    ("xAI key", "xai-", "A-Za-z0-9", 20, True),
+    ("Groq key", "gsk_", "A-Za-z0-9", 20, True),
+)
+_BOUNDARY = "(?<![A-Za-z0-9_])"
+
+
+def _shape_re(lit: str, cls: str, n: int, bounded: bool) -> str:
+    return f"{_BOUNDARY if bounded else ''}{re.escape(lit)}[{cls}]{{{n},}}"
+
+
+_KEY_PATTERNS = tuple((shape[0], re.compile(_shape_re(*shape[1:]))) for shape in _KEY_SHAPES)
+_KEY_RE = re.compile("|".join(_shape_re(*shape[1:]) for shape in _KEY_SHAPES))
+_KEY_RE_BYTES = re.compile(_KEY_RE.pattern.encode("ascii"))
+_KEY_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_WORD_CHARS = frozenset(_KEY_CHARS[:-1])
+# (literal, its body's characters, needs a word boundary)
+_BYTE_SHAPES = tuple(
+    (lit.encode("ascii"), re.sub(rb"[^" + cls.encode() + rb"]", b"", _KEY_CHARS), bounded)
+    for _, lit, cls, _n, bounded in _KEY_SHAPES
 )
 
 
-def redact_headers(headers: dict[str, Any]) -> dict[str, Any]:
-    return {k: (REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+def is_secret_header(name: str) -> bool:
+    """A request header that carries a credential (by its name)."""
+    lowered = name.lower()
+    return lowered in SECRET_HEADERS or any(word in lowered for word in SECRET_HEADER_WORDS)
+
+
+def is_secret_query(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in SECRET_QUERY or lowered.endswith(_SECRET_QUERY_ENDINGS)
+
+
+def redact_headers(headers: dict[str, Any], *, request: bool = False) -> dict[str, Any]:
+    """Secret headers replaced by the marker: by name for a request (any name that speaks of a
+    credential), the known names for a response (``x-ratelimit-remaining-tokens`` stays)."""
+    secret = is_secret_header if request else (lambda k: k.lower() in SECRET_HEADERS)
+    return {k: (REDACTED if secret(k) else v) for k, v in headers.items()}
 
 
 def secret_query_values(url: str) -> list[str]:
-    """The values of the URL's query parameters that carry credentials (``key=``...)."""
-    return [v for k, v in parse_qsl(urlsplit(url).query) if k.lower() in SECRET_QUERY]
+    """The credentials a URL carries: secret query values and ``user:password@``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = [v for k, v in parse_qsl(parts.query) if is_secret_query(k)]
+    raw = [v for k, v in _raw_query(parts.query) if is_secret_query(unquote(k))]
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        out += [userinfo, user, password, unquote(user), unquote(password)]
+    return [v for v in dict.fromkeys(out + raw) if v]
+
+
+def _raw_query(query: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        pairs.append((name, value))
+    return pairs
+
+
+def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The values of headers that carry credentials (and the token of ``Bearer <token>``)."""
+    out: list[str] = []
+    for name, value in headers:
+        if is_secret_header(name) and isinstance(value, str):
+            out.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                out.append(token.strip())
+    return out
+
+
+def request_secrets(request: dict[str, Any]) -> list[str]:
+    """Every credential value a request description carries (headers and URL)."""
+    out: list[str] = []
+    headers = request.get("headers")
+    if isinstance(headers, dict):
+        out += credential_values(headers.items())
+    url = request.get("url")
+    if isinstance(url, str):
+        out += secret_query_values(url)
+    return out
 
 
 def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    query = [
-        (k, REDACTED if k.lower() in SECRET_QUERY else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="[]")))
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_keys(url)
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc=f"{REDACTED}@{parts.netloc.rpartition('@')[2]}")
+    if parts.query:
+        query = [
+            (k, REDACTED if is_secret_query(k) else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="[]"))
+    return urlunsplit(parts)
 
 
 def redact_request(request: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +167,7 @@ def redact_request(request: dict[str, Any]) -> dict[str, Any]:
     out = dict(request)
     headers = out.get("headers")
     if isinstance(headers, dict):
-        out["headers"] = redact_headers(headers)
+        out["headers"] = redact_headers(headers, request=True)
     url = out.get("url")
     if isinstance(url, str):
         out["url"] = redact_url(url)
@@ -66,12 +182,22 @@ def find_secret(text: str) -> str | None:
     return None
 
 
+def key_shaped(text: str) -> list[str]:
+    """Every key-shaped string in ``text``."""
+    return [m.group(0) for m in _KEY_RE.finditer(text)]
+
+
+def redact_keys(text: str) -> str:
+    """``text`` with every key-shaped string replaced by the marker."""
+    return _KEY_RE.sub(REDACTED, text)
+
+
 class SecretScrubber:
     """Replaces every occurrence of known credential values by the redaction marker."""
 
     MIN_LENGTH = 6  # shorter values would match ordinary text
 
-    def __init__(self, secrets: tuple[str, ...] | list[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
         values = sorted({s for s in secrets if s and len(s) >= self.MIN_LENGTH}, key=len)
         self.values = tuple(reversed(values))  # longest first: "Bearer sk-x" before "sk-x"
         self._bvalues = tuple(v.encode("utf-8") for v in self.values)
@@ -90,14 +216,128 @@ class SecretScrubber:
             value = value.replace(secret, self._marker)
         return value
 
-    def deep(self, obj: Any) -> Any:
-        """A copy of a JSON-like value with every string scrubbed."""
-        if not self.values:
+    def deep(self, obj: Any, *, keys: bool = False) -> Any:
+        """A copy of a JSON-like value with every string scrubbed (and, with ``keys``, every
+        key-shaped string too)."""
+        if not self.values and not keys:
             return obj
         if isinstance(obj, str):
-            return self.text(obj)
+            obj = self.text(obj)
+            return redact_keys(obj) if keys else obj
         if isinstance(obj, dict):
-            return {self.text(str(k)): self.deep(v) for k, v in obj.items()}
+            return {self.deep(str(k), keys=keys): self.deep(v, keys=keys) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
-            return [self.deep(v) for v in obj]
+            return [self.deep(v, keys=keys) for v in obj]
         return obj
+
+    def stream(self) -> StreamScrubber:
+        return StreamScrubber(self)
+
+
+class StreamScrubber:
+    """Scrubs a byte stream cut into reads, as if the whole stream were scrubbed at once.
+
+    ``feed(read)`` returns the bytes that can be written now: the read (with the tail held back
+    last time in front), scrubbed, minus the tail that could still become a secret: the longest
+    suffix that is the start of a known value, and a key-shaped run that the next read may
+    continue. ``finish()`` returns what is held at the end. Only such a tail moves from one read
+    to the next; a held key-shaped run longer than ``MAX_HOLD`` is settled (redacted) at once.
+    """
+
+    MAX_HOLD = 1024
+
+    def __init__(self, values: SecretScrubber) -> None:
+        self.values = values
+        self._longest = max((len(v) for v in values._bvalues), default=0)
+        self._held = b""
+        self._before = b""  # the last byte written: the boundary before a key
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    @property
+    def pending(self) -> bytes:
+        """The scrubbed tail that waits for the next read."""
+        return self._held
+
+    def feed(self, data: bytes) -> bytes:
+        buf = self.values.data(self._held + data) if self.values else self._held + data
+        cut = len(buf) - self._value_hold(buf)
+        cut = self._key_hold(buf, cut)
+        if len(buf) - cut > self.MAX_HOLD + self._longest:
+            cut = len(buf) - self._value_hold(buf)
+        self._held = buf[cut:]
+        return self._emit(buf[:cut])
+
+    def finish(self) -> bytes:
+        buf, self._held = self._held, b""
+        return self._emit(buf)
+
+    def _emit(self, out: bytes) -> bytes:
+        if not out:
+            return out
+        before, self._before = self._before, out[-1:]
+        text = before + out
+        pieces: list[bytes] = []
+        pos = len(before)
+        for match in _KEY_RE_BYTES.finditer(text, pos):
+            pieces += (text[pos : match.start()], self.values._marker)
+            pos = match.end()
+        if not pieces:
+            return out
+        pieces.append(text[pos:])
+        return b"".join(pieces)
+
+    def _value_hold(self, buf: bytes) -> int:
+        """The length of the longest suffix of ``buf`` that starts a known value."""
+        best = 0
+        for value in self.values._bvalues:
+            k = min(len(value) - 1, len(buf))
+            if k <= best:
+                continue
+            i = buf.find(value[:1], len(buf) - k)
+            while i >= 0 and len(buf) - i > best:
+                if value.startswith(buf[i:]):
+                    best = len(buf) - i  # the earliest start is the longest suffix
+                    break
+                i = buf.find(value[:1], i + 1)
+        return best
+
+    def _key_hold(self, buf: bytes, cut: int) -> int:
+        """Where a key-shaped run that may go on after ``cut`` starts (else ``cut``): a key's
+        literal start cut short, or a literal followed only by key characters. Holding it may
+        leave an earlier key touching the new cut: repeat until nothing touches."""
+        while True:
+            start = self._touching(buf[:cut])
+            if start == cut:
+                return cut
+            cut = start
+
+    def _touching(self, head: bytes) -> int:
+        cut = len(head)
+        run = len(head.rstrip(_KEY_CHARS))
+        best = cut
+        if run == cut:
+            return cut
+        for literal, chars, bounded in _BYTE_SHAPES:
+            i = head.find(literal, run)
+            while 0 <= i < best:
+                if (not bounded or self._starts_word(head, i)) and not head[
+                    i + len(literal) :
+                ].lstrip(chars):
+                    best = i
+                    break
+                i = head.find(literal, i + 1)
+            for k in range(min(len(literal) - 1, cut - run), 0, -1):
+                i = cut - k
+                if i >= best:
+                    break
+                if head.endswith(literal[:k]) and (not bounded or self._starts_word(head, i)):
+                    best = i
+                    break
+        return best
+
+    def _starts_word(self, head: bytes, i: int) -> bool:
+        prev = head[i - 1] if i else (self._before[0] if self._before else None)
+        return prev is None or prev not in _WORD_CHARS

@@ -1,0 +1,340 @@
+"""Secrets never reach a file: not split across reads, not in a URL, not echoed by a server.
+
+The scrubbing is checked for every split of a body (hypothesis) and end to end: ``record`` and
+the SDK capture against a small HTTP server on 127.0.0.1 that echoes the credentials it was sent,
+cutting them in two across network reads (plain and gzip bodies).
+"""
+
+from __future__ import annotations
+
+import http.server
+import re
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import openai
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from streamtool.cli.main import app
+from streamtool.core.net.capture import Capture
+from streamtool.core.net.requests import RequestOptions, build_request
+from streamtool.core.recording.recorder import ResponseRecorder
+from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.recording.secrets import (
+    REDACTED,
+    SecretScrubber,
+    StreamScrubber,
+    credential_values,
+    find_secret,
+    redact_keys,
+    redact_request,
+    redact_url,
+    secret_query_values,
+)
+
+from .serve_helpers import read_all
+
+# values that are not key-shaped: only the exact-value scrubbing can catch them
+TOKEN = "tok-PLAINsecret7d1b9e3f5a2c"
+PASSWORD = "hunter2-PASSWORD-9f8e7d"
+# key-shaped values that the client never sent
+KEY_SHAPED = [
+    "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+    "sk-ant-api03-FAKEfakeFAKEfake0123-_x",
+    "sk-FAKEfakeFAKEfake01234567",
+    "AIzaSyFAKEfakeFAKEfake0123456789abcdefg",
+    "xai-FAKEfakeFAKEfake0123456789abcdefghij",
+    "gsk_FAKEfakeFAKEfake0123456789abcdefghij",
+]
+_KEY_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+# every key shape, where it starts a word ("task-..." is no key)
+_KEY_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}"
+    r"|AIza[0-9A-Za-z_\-]{20,}|xai-[A-Za-z0-9]{20,}|gsk_[A-Za-z0-9]{20,})"
+)
+
+
+def whole_body(values: list[str], body: bytes) -> bytes:
+    """The reference: the whole body scrubbed at once (values, then key-shaped strings)."""
+    text = SecretScrubber(values).data(body).decode("utf-8")
+    return redact_keys(text).encode("utf-8")
+
+
+def split(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    return [body[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
+
+
+# -- the stream scrubber, for every split ------------------------------------------------------
+_filler = st.sampled_from(["data: ", '{"t":"', " ", "\n\n", "x", "-", "A", "s", "é", "ok "])
+_pieces = st.lists(
+    st.one_of(_filler, st.sampled_from([TOKEN, PASSWORD, f"Bearer {TOKEN}", *KEY_SHAPED])),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=_pieces, cuts=st.lists(st.integers(0, 10_000), max_size=25))
+def test_stream_scrubber_any_split_equals_the_whole_body(pieces, cuts):
+    values = [TOKEN, PASSWORD, f"Bearer {TOKEN}"]
+    body = "".join(pieces).encode("utf-8")
+    stream = SecretScrubber(values).stream()
+    written = [stream.feed(read) for read in split(body, cuts)]
+    written.append(stream.finish())
+    out = b"".join(written)
+    assert out == whole_body(values, body)
+    text = out.decode("utf-8")
+    for secret in values:
+        assert secret not in text
+    assert not _KEY_RE.search(text.replace(REDACTED, " "))
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=_pieces, cuts=st.lists(st.integers(0, 10_000), max_size=25))
+def test_recorder_writes_each_read_as_it_arrives(tmp_path_factory, pieces, cuts):
+    """One chunk record per read (at the read's time), only a possible secret's start held."""
+    path = tmp_path_factory.mktemp("rec") / "r.jsonl"
+    body = "".join(pieces).encode("utf-8")
+    reads = split(body, cuts)
+    rec = ResponseRecorder(
+        path,
+        request={"url": "http://127.0.0.1/v1/chat/completions", "headers": {"x-token": TOKEN}},
+        provider="openai",
+        api="chat.completions",
+        secrets=[PASSWORD],
+    )
+    rec.start(200, [("content-type", "text/event-stream")])
+    written = 0
+    for read in reads:
+        before = rec.stream.held
+        chunk = rec.feed(read)
+        held = rec.stream.held
+        # what is not yet written is a bounded tail: a value's start or a run of key characters
+        assert held <= len(body) and held <= StreamScrubber.MAX_HOLD + len(f"Bearer {TOKEN}")
+        tail = rec.stream.pending
+        assert tail.strip(_KEY_CHARS) == b"" or any(
+            v.encode().startswith(tail.rstrip(_KEY_CHARS)) for v in (TOKEN, PASSWORD)
+        ), tail
+        if chunk is None:
+            assert held == before + len(read)  # a read is skipped only when all of it waits
+        else:
+            written += 1
+            # the record is on disk the moment feed returns
+            assert path.read_text().count('"type":"chunk"') == written
+    tail = rec.stream.held
+    rec.close()
+    _, chunks, end = read_all(path)
+    assert end.reason == "complete"
+    assert b"".join(chunks) == whole_body([TOKEN, PASSWORD], body)
+    assert len(chunks) == written + (1 if tail else 0)  # the held end: one record at the close
+    text = path.read_text()
+    assert TOKEN not in text and PASSWORD not in text
+    assert not _KEY_RE.search(text.replace(REDACTED, " "))
+
+
+def test_a_key_cut_in_the_middle_is_held_only_until_the_next_read(tmp_path):
+    key = KEY_SHAPED[0]
+    rec = ResponseRecorder(tmp_path / "r.jsonl", request={}, provider="openai", api=None)
+    rec.start(200, [])
+    first = rec.feed(b'data: {"k":"' + key[:10].encode())
+    assert first is not None and first.data == 'data: {"k":"'  # the key's start waits
+    second = rec.feed(key[10:].encode() + b'"}\n\n')
+    assert second is not None and second.data == f'{REDACTED}"}}\n\n'
+    rec.close()
+    assert key not in (tmp_path / "r.jsonl").read_text()
+
+
+# -- URLs and headers ----------------------------------------------------------------------------
+def test_urls_lose_every_credential():
+    url = (
+        "https://user:pa%24s@example.com/v1/x?api-key=K1secretvalue&token=T2secretvalue"
+        "&access_token=A3secretvalue&key=K4secretvalue&max_tokens=5&alt=sse"
+    )
+    red = redact_url(url)
+    for secret in ("pa%24s", "pa$s", "user", "K1secret", "T2secret", "A3secret", "K4secret"):
+        assert secret not in red
+    assert "max_tokens=5" in red and "alt=sse" in red and "@example.com" in red
+    values = secret_query_values(url)
+    assert {"K1secretvalue", "T2secretvalue", "A3secretvalue", "K4secretvalue"} <= set(values)
+    assert {"user", "pa$s", "pa%24s"} <= set(values)
+
+
+def test_request_headers_that_speak_of_credentials_are_redacted():
+    headers = {
+        "X-Session-Credential": "c1",
+        "Cookie": "sid=1",
+        "X-Auth-Token": "t1",
+        "X-Client-Secret": "s1",
+        "X-My-Key": "k1",
+        "X-Password": "p1",
+        "Content-Type": "application/json",
+        "Anthropic-Version": "2023-06-01",
+    }
+    red = redact_request({"headers": headers})["headers"]
+    assert {k for k, v in red.items() if v == REDACTED} == set(list(headers)[:6])
+    assert set(credential_values(headers.items())) == {"c1", "sid=1", "t1", "s1", "k1", "p1"}
+
+
+def test_key_shapes_are_found_and_redacted():
+    for key in KEY_SHAPED:
+        assert find_secret(f"x {key} y") is not None
+        assert redact_keys(f'"{key}"') == f'"{REDACTED}"'
+    # words that merely contain the prefixes are not keys
+    assert redact_keys("task-ABCDEFGHIJKLMNOPQRSTUVWXYZ disk-0123456789abcdefghij") == (
+        "task-ABCDEFGHIJKLMNOPQRSTUVWXYZ disk-0123456789abcdefghij"
+    )
+
+
+def test_a_key_in_the_base_url_is_scrubbed_and_checked():
+    key = "sk-FAKEinTHEurl0123456789abcd"
+    prepared = build_request(
+        RequestOptions(
+            provider="openai-compatible",
+            model="m",
+            prompt="hi",
+            base_url=f"https://u:{PASSWORD}@example.com/v1?key={key}&api-key={TOKEN}",
+        ),
+        {},
+    )
+    assert {key, TOKEN, PASSWORD} <= set(prepared.secrets)
+
+
+# -- end to end: a server that echoes the credentials, cut across reads -----------------------
+class _Echo(http.server.BaseHTTPRequestHandler):
+    """Streams an SSE body that repeats every credential it got, each cut across two reads."""
+
+    protocol_version = "HTTP/1.1"
+    compress = False
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        creds = [v for k, v in self.headers.items() if k.lower() not in _PLAIN_HEADERS]
+        creds += [v for _, v in parse_qsl(urlsplit(self.path).query) if v != "sse"]
+        reads = [b'data: {"choices":[{"index":0,"delta":{"content":"']
+        for cred in creds:
+            token = cred.removeprefix("Bearer ").encode()
+            half = len(token) // 2
+            reads[-1] += b"echo " + token[:half]
+            reads.append(token[half:] + b" ")
+        reads[-1] += b'"}}]}\n\ndata: [DONE]\n\n'
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        if self.compress:
+            self.send_header("content-encoding", "gzip")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        z = zlib.compressobj(wbits=31)
+        for i, read in enumerate(reads):
+            last = i == len(reads) - 1
+            data = z.compress(read) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+            data = data if self.compress else read
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+            time.sleep(0.03)  # its own network read
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+_PLAIN_HEADERS = {
+    "host",
+    "content-type",
+    "content-length",
+    "accept",
+    "accept-encoding",
+    "connection",
+    "user-agent",
+    "anthropic-version",
+}
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "gzip"])
+def echo(request) -> Iterator[tuple[str, bool]]:
+    handler = type("Handler", (_Echo,), {"compress": request.param})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", request.param
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _no_secret(path: Path, secrets: list[str]) -> str:
+    text = path.read_text()
+    for secret in secrets:
+        assert secret not in text
+    _, chunks, end = read_all(path)
+    body = b"".join(chunks).decode()
+    for secret in secrets:
+        assert secret not in body  # not rebuilt by joining the reads either
+    assert end.reason == "complete"
+    return body
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["env", "header", "query", "base-url"],
+)
+def test_record_never_writes_a_credential_cut_across_reads(echo, tmp_path, how):
+    env_key = "sk-test-FAKEsplitENV0123456789abcd"
+    args = ["-p", "openai-compatible", "-m", "m", "--prompt", "hi", "--view", "none"]
+    echo, compressed = echo
+    env = {}
+    base = echo + "/v1"
+    if how == "env":
+        env["SPLIT_KEY"] = env_key
+        args += ["--api-key-env", "SPLIT_KEY"]
+        secrets = [env_key]
+    elif how == "header":
+        args += ["-H", f"Authorization: Bearer {TOKEN}"]
+        secrets = [TOKEN]
+    elif how == "query":
+        base += f"?api-key={TOKEN}"
+        secrets = [TOKEN]
+    else:
+        base = f"http://user:{PASSWORD}@{echo.removeprefix('http://')}/v1?key={env_key}"
+        secrets = [PASSWORD, env_key]
+    out = tmp_path / "rec.jsonl"
+    result = CliRunner().invoke(app, ["record", *args, "--base-url", base, "-o", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    body = _no_secret(out, secrets)
+    assert body.count("echo ") >= 1 and REDACTED in body
+    header, chunks, _ = read_all(out)
+    assert header.response.get("decoded") == ("gzip" if compressed else None)
+    assert len(chunks) >= 2  # still read by read
+    text = replay_file(out).summary()["text"]
+    assert f"echo {REDACTED}" in text
+    for secret in secrets:
+        assert secret not in result.output
+
+
+def test_capture_never_writes_a_credential_cut_across_reads(echo, tmp_path):
+    echo, _ = echo
+    key = "sk-test-FAKEsplitCAPTURE0123456789"
+    capture = Capture(tmp_path / "cap.jsonl")
+    client = openai.OpenAI(
+        base_url=echo + "/v1",
+        api_key=key,
+        max_retries=0,
+        default_headers={"X-Org-Token": TOKEN},
+        http_client=capture.client(),
+    )
+    stream = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    content = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert key in content and TOKEN in content  # the client got the bytes unchanged
+    (path,) = capture.paths
+    body = _no_secret(path, [key, TOKEN])
+    assert body.count(REDACTED) >= 2
