@@ -23,6 +23,7 @@ rich is imported only when a sink is made, so ``streamtool --help`` stays fast.
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from .tree_model import Stats, TreeState
@@ -89,6 +90,7 @@ class TreeSink:
         self._stop = threading.Event()
         self._display: Live | None = None
         self._thread: threading.Thread | None = None
+        self._began = time.monotonic()
         self.closed = False
 
     # -- the stream's side -----------------------------------------------------------------------
@@ -153,7 +155,13 @@ class TreeSink:
 
         size = self.console.size
         with self._lock:
-            return render_live(self.state, self.stats(), size.width, size.height)
+            waited = time.monotonic() - self._began if self.waiting else None
+            return render_live(self.state, self.stats(), size.width, size.height, waited)
+
+    @property
+    def waiting(self) -> bool:
+        """Nothing to show yet: the live frame shows a spinner and the time waited."""
+        return not self.state.nodes and not self.closed
 
     def _start_live(self) -> None:
         from rich.live import Live
@@ -167,6 +175,7 @@ class TreeSink:
             vertical_overflow="crop",
             get_renderable=self.frame,
         )
+        self._began = time.monotonic()
         self._display.start(refresh=True)
         self.frames += 1
         self._thread = threading.Thread(target=self._redraw_loop, name="tree-redraw", daemon=True)
@@ -178,7 +187,7 @@ class TreeSink:
         display = self._display
         assert display is not None
         while not self._stop.wait(self.refresh_interval):
-            if self._dirty:
+            if self._dirty or self.waiting:  # the spinner turns while waiting
                 self._dirty = False
                 display.refresh()
                 self.frames += 1

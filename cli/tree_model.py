@@ -157,6 +157,7 @@ class Note:
     kind: Literal["error", "quirk"]
     name: str
     message: str
+    detail: Any = None
 
 
 Node = Segment | Note
@@ -182,6 +183,7 @@ class Stats:
     finish_reason: str | None = None
     finished: bool = False
     end_reason: str | None = None
+    status: int | None = None  # the recorded HTTP status
 
     @classmethod
     def of(cls, engine: Any) -> Stats:
@@ -203,7 +205,13 @@ class Stats:
             finish_reason=engine.finish_reason,
             finished=engine.finished,
             end_reason=None if end is None else end.reason,
+            status=_status(engine.header.response),
         )
+
+
+def _status(response: Any) -> int | None:
+    status = response.get("status") if isinstance(response, dict) else None
+    return status if isinstance(status, int) else None
 
 
 class TreeState:
@@ -215,6 +223,8 @@ class TreeState:
         self.invocations: list[ToolInvocation] = []
         self.errors = 0
         self.quirks = 0
+        self.provider_errors = 0
+        self.http_end_errors = 0  # "the recording ended: error (HTTP 429: ...)"
         self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
         self.interrupted = False
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
@@ -255,7 +265,11 @@ class TreeState:
                 if item.kind == "segment" and seg is not None:
                     seg.errors.append(item)
                 else:
-                    self.nodes.append(Note("error", item.kind, item.message))
+                    if item.kind == "provider_error":
+                        self.provider_errors += 1
+                    elif item.kind == "recording_error" and str(item.detail).startswith("HTTP "):
+                        self.http_end_errors += 1
+                    self.nodes.append(Note("error", item.kind, item.message, item.detail))
             elif type(item) is Quirk:
                 self.quirks += 1
                 self.nodes.append(Note("quirk", item.id, item.detail))

@@ -150,38 +150,78 @@ def _marker(cut: Cut, where: Keep, live: bool) -> Text:
     return Text(text, style=STYLE["marker"])
 
 
-def root_label(stats: Stats) -> Text:
+class Fields:
+    """Rows of short fields (``provider openai``, ``127 chunks``...) joined by a separator. A row
+    that does not fit breaks between two fields, never inside one (a field wider than the whole
+    line still wraps)."""
+
+    def __init__(self, rows: list[tuple[list[Text], str]], sep_style: str = "") -> None:
+        self.rows = [(fields, sep) for fields, sep in rows if fields]
+        self.sep_style = sep_style
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(sep.join(f.plain for f in fields) for fields, sep in self.rows)
+
+    def lines(self, width: int) -> list[Text]:
+        out: list[Text] = []
+        for fields, sep in self.rows:
+            line: Text | None = None
+            for field in fields:
+                if line is None:
+                    line = field.copy()
+                elif line.cell_len + len(sep) + field.cell_len <= width:
+                    line.append(sep, style=self.sep_style)
+                    line.append_text(field)
+                else:
+                    out.append(line)
+                    line = field.copy()
+            if line is not None:
+                out.append(line)
+        return out
+
+    def height(self, width: int) -> int:
+        """Terminal lines the fields take at ``width`` columns."""
+        width = max(1, width)
+        return sum(max(1, -(-line.cell_len // width)) for line in self.lines(width))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+
+def root_label(stats: Stats) -> Fields:
     """The source on the first line; provider, converter, parser and model on the second."""
-    label = Text(stats.source or "stream", style=STYLE["root"])
-    fields = [
+    fields = []
+    for key, value in (
         ("provider", stats.provider),
         ("converter", stats.converter),
         ("parser", stats.parser),
         ("model", stats.model),
-    ]
-    sep = "\n"
-    for key, value in fields:
+    ):
         if value:
-            label.append(sep)
-            label.append(key + " ", style=STYLE["dim"])
-            label.append(str(value))
-            sep = " · "
-    return label
+            field = Text()
+            field.append(key + " ", style=STYLE["dim"])
+            field.append(str(value))
+            fields.append(field)
+    source = Text(stats.source or "stream", style=STYLE["root"])
+    return Fields([([source], ""), (fields, " · ")])
 
 
-def footer(stats: Stats, state: TreeState) -> Text:
+def footer(stats: Stats, state: TreeState) -> Fields:
     elapsed = stats.duration if stats.finished else stats.now
     parts = [
-        f"chunks {stats.chunks:,}",
-        f"{stats.bytes:,} bytes",
-        f"events {stats.sse_events:,}",
+        _plural(stats.chunks, "chunk"),
+        _plural(stats.bytes, "byte"),
+        _plural(stats.sse_events, "event"),
         f"elapsed {_secs(elapsed)}",
         f"TTFT {_secs(stats.ttft)}",
     ]
     rate = _rate(stats, state, elapsed)
     if rate:
         parts.append(rate)
-    text = Text(" · ".join(parts), style=STYLE["dim"])
+    rows: list[tuple[list[Text], str]] = [
+        ([Text(part, style=STYLE["dim"]) for part in parts], " · ")
+    ]
     usage = stats.usage or {}
     if usage:
         names = [
@@ -194,32 +234,44 @@ def footer(stats: Stats, state: TreeState) -> Text:
         ]
         shown = [f"{label} {usage[key]:,}" for key, label in names if key in usage]
         shown += [f"{k} {v:,}" for k, v in usage.items() if k not in dict(names)]
-        text.append("\nusage: " + " · ".join(shown), style=STYLE["dim"])
+        shown[0] = "usage: " + shown[0]
+        rows.append(([Text(item, style=STYLE["dim"]) for item in shown], " · "))
     last: list[Text] = []
     if stats.finish_reason:
         last.append(Text(f"finish_reason: {stats.finish_reason}", style=STYLE["dim"]))
     if stats.finished and stats.end_reason and stats.end_reason != "complete":
         last.append(Text(f"ended: {stats.end_reason}", style=STYLE["error"]))
-    if state.errors:
-        last.append(Text(_plural(state.errors, "error"), style=STYLE["error"]))
+    errors = state.errors
+    if stats.status is not None and stats.status >= 400 and state.provider_errors:
+        errors -= state.http_end_errors  # said once, by the provider's error (see note_line)
+    if errors:
+        last.append(Text(_plural(errors, "error"), style=STYLE["error"]))
     if state.quirks:
         last.append(Text(_plural(state.quirks, "quirk"), style=STYLE["quirk"]))
     if state.interrupted:
         last.append(Text("interrupted", style=STYLE["error"]))
-    if last:
-        text.append("\n")
-        text.append_text(Text("  ").join(last))
-    return text
+    rows.append((last, "  "))
+    return Fields(rows, sep_style=STYLE["dim"])
+
+
+# a rate is shown only over a window long enough to mean something: not 2,785 tok/s for 2 tokens
+MIN_RATE_SECONDS = 0.5
+MIN_RATE_TOKENS = 10
+MIN_RATE_CHARS = 40
 
 
 def _rate(stats: Stats, state: TreeState, elapsed: float | None) -> str | None:
-    if elapsed is None or stats.ttft is None or elapsed <= stats.ttft:
+    """Tokens per second once the usage is known, characters per second before; only over at
+    least ``MIN_RATE_SECONDS`` after the first token and a few tokens (or characters)."""
+    if elapsed is None or stats.ttft is None:
         return None
     span = elapsed - stats.ttft
+    if span < MIN_RATE_SECONDS:
+        return None
     out = (stats.usage or {}).get("output_tokens")
     if out is not None and stats.finished:
-        return f"{out / span:,.1f} tok/s"
-    if state.generated_chars:
+        return f"{out / span:,.1f} tok/s" if out >= MIN_RATE_TOKENS else None
+    if state.generated_chars >= MIN_RATE_CHARS:
         return f"{state.generated_chars / span:,.0f} chars/s"
     return None
 
@@ -396,14 +448,52 @@ def _diff(text: str) -> Text:
     return out
 
 
-def note_line(note: Note) -> Text:
+def note_line(
+    note: Note, stats: Stats | None = None, state: TreeState | None = None
+) -> Text | None:
+    """An error or quirk line; ``None`` for a note that says again what another line says.
+
+    When the recorded answer is an HTTP error (a 429, a 529), it is shown as one HTTP error with
+    the provider's message once: the provider's error reads ``HTTP 429: message``, and the note
+    that the recording ended with that same error is left out.
+    """
     if note.kind == "error":
+        status = stats.status if stats is not None else None
+        if status is not None and status >= 400:
+            if note.name == "provider_error":
+                return _http_error_line(status, _provider_message(note))
+            detail = note.detail if isinstance(note.detail, str) else ""
+            if note.name == "recording_error" and detail.startswith(f"HTTP {status}"):
+                if state is not None and state.provider_errors:
+                    return None
+                return _http_error_line(status, detail[len(f"HTTP {status}") :].lstrip(": "))
         text = Text("error ", style=STYLE["error"])
         text.append(f"{note.name}: {note.message}", style=STYLE["error_body"])
     else:
         text = Text("quirk ", style=STYLE["quirk"])
         text.append(f"{note.name}: {note.message}", style=STYLE["quirk_body"])
     return text
+
+
+def _http_error_line(status: int, message: str) -> Text:
+    text = Text(f"error HTTP {status}", style=STYLE["error"])
+    if message:
+        text.append(f": {message}", style=STYLE["error_body"])
+    return text
+
+
+def _provider_message(note: Note) -> str:
+    """The provider's own message (and error type) from an error's detail."""
+    detail = note.detail
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        kind = detail.get("type")
+        return detail["message"] + (f" ({kind})" if isinstance(kind, str) and kind else "")
+    return note.message.split(": ", 1)[-1]
+
+
+def _blank(seg: Segment) -> bool:
+    """A text segment with nothing but whitespace (the tree does not draw it)."""
+    return seg.kind is SegmentType.TEXT and seg.chars <= 1000 and not seg.text.strip()
 
 
 def invocation_line(inv: Any, max_chars: int | None, cache: dict[Any, str] | None = None) -> Text:
@@ -460,7 +550,11 @@ def render_static(state: TreeState, stats: Stats, opts: ViewOptions | None = Non
     tree = Tree(root_label(stats), guide_style="dim")
     for node in state.nodes:
         if isinstance(node, Note):
-            tree.add(note_line(node))
+            line = note_line(node, stats, state)
+            if line is not None:
+                tree.add(line)
+            continue
+        if _blank(node):
             continue
         max_lines, keep = _static_limits(node, opts)
         prose = node.kind in (SegmentType.TEXT, SegmentType.REASONING)
@@ -500,9 +594,13 @@ def plan_live(nodes: list[Any], budget: int) -> tuple[int, list[tuple[Any, int]]
     """
     plan: list[tuple[Any, int]] = []
     newest = True
+    visited = 0
     for node in reversed(nodes):
         if budget <= 0:
             break
+        visited += 1
+        if isinstance(node, Segment) and _blank(node):
+            continue  # whitespace-only text: no node
         budget -= 1
         show = 0
         if isinstance(node, Segment):
@@ -516,13 +614,27 @@ def plan_live(nodes: list[Any], budget: int) -> tuple[int, list[tuple[Any, int]]
             newest = False
         plan.append((node, show))
     plan.reverse()
-    return len(nodes) - len(plan), plan
+    return len(nodes) - visited, plan
 
 
-def render_live(state: TreeState, stats: Stats, width: int, height: int) -> RenderableType:
-    """One live frame that fits ``height`` lines of ``width`` columns."""
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def waiting_line(waited: float) -> Text:
+    """What a live frame shows before the stream's first event: it is waiting, and how long."""
+    frame = SPINNER[int(waited * 10) % len(SPINNER)]
+    text = Text(frame + " ", style=STYLE["text"])
+    text.append(f"waiting for the stream… {waited:.1f} s", style=STYLE["dim"])
+    return text
+
+
+def render_live(
+    state: TreeState, stats: Stats, width: int, height: int, waited: float | None = None
+) -> RenderableType:
+    """One live frame that fits ``height`` lines of ``width`` columns. ``waited``: seconds since
+    the display began, shown with a spinner while nothing has arrived yet."""
     foot = footer(stats, state)
-    foot_lines = sum(max(1, -(-len(line) // max(1, width))) for line in foot.plain.split("\n"))
+    foot_lines = foot.height(width)
     tree_height = max(4, height - foot_lines - 1)
     # the latest invocations, in at most a quarter of the room
     n_inv = len(state.invocations)
@@ -534,9 +646,13 @@ def render_live(state: TreeState, stats: Stats, width: int, height: int) -> Rend
     tree = Tree(root_label(stats), guide_style="dim")
     if hidden:
         tree.add(Text(f"… {_plural(hidden, 'earlier node')}", style=STYLE["marker"]))
+    if waited is not None and not state.nodes and not stats.finished:
+        tree.add(waiting_line(waited))
     for node, show in plan:
         if isinstance(node, Note):
-            tree.add(note_line(node))
+            line = note_line(node, stats, state)
+            if line is not None:
+                tree.add(line)
             continue
         body = segment_body(node, show, "tail", line_chars, live=True) if show else []
         if not show and body_lines(node):

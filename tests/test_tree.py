@@ -119,7 +119,7 @@ def test_deepseek_root_reasoning_tool_call_invocation_and_footer() -> None:
     out = engine.usage["output_tokens"]
     rate = out / (s["duration_s"] - s["ttft_s"])
     assert lines[k + 2] == (
-        f"chunks {s['chunks']} · {s['bytes']:,} bytes · events {s['sse_events']} · "
+        f"{s['chunks']} chunks · {s['bytes']:,} bytes · {s['sse_events']} events · "
         f"elapsed {s['duration_s']:.2f} s · TTFT {s['ttft_s']:.2f} s · {rate:,.1f} tok/s"
     )
     assert lines[k + 3] == "usage: in 301 · out 41 · reasoning 24 · cached 256 · total 342"
@@ -186,20 +186,40 @@ def test_every_bundled_recording_draws_its_invocations_errors_and_quirks() -> No
         flat = " ".join(" ".join(unguided(line) for line in lines_of(text)).split())
         for inv in engine.invocations():
             assert f"{inv.name}(" in text and inv.id in text
+        status = engine.header.response.get("status")
         for err in engine.errors:
+            if status >= 400:
+                # an HTTP error answer: one HTTP error line with the provider's message once
+                assert flat.count(f"error HTTP {status}: ") == 1
+                continue
             # a segment's own error (unparsable arguments) is drawn under that segment
             label = "error" if err.kind == "segment" else f"error {err.kind}"
             assert f"{label}: {err.message}" in flat
         for q in engine.quirks:
             assert f"quirk {q.id}: {q.detail}" in flat
-        assert f"chunks {engine.chunks}" in text
+        chunks = "1 chunk ·" if engine.chunks == 1 else f"{engine.chunks:,} chunks ·"
+        assert chunks in text
 
 
-def test_whitespace_only_text_is_shown_visibly() -> None:
-    text, _ = tree_of(RECORDINGS / "vllm-crlf-framing-tool-call.jsonl")
+def test_whitespace_only_text_gets_no_node() -> None:
+    path = RECORDINGS / "vllm-crlf-framing-tool-call.jsonl"
+    text, engine = tree_of(path)
+    kinds = [ev.segment_type for ev in engine.handler.get_all_events() if ev.segment_type]
+    assert kinds == [SegmentType.REASONING, SegmentType.TEXT, SegmentType.TOOL_CALL]
+    assert engine.texts()[0] == "\n\n"  # the stream has a text segment of two line breaks...
     lines = [unguided(line) for line in lines_of(text)]
-    n = lines.index("text  2 lines · 2 chars")
-    assert lines[n + 1] == "'\\n\\n'"
+    assert not any(line.startswith("text") for line in lines)  # ...that the tree leaves out
+    assert [
+        line.split("  ")[0] for line in lines if line.startswith(("reasoning", "tool_call"))
+    ] == [
+        "reasoning",
+        "tool_call read_file",
+    ]
+    # nor does a live frame show it, or count it as a node left out
+    state = TreeState()
+    engine = replay_file(path, on_items=lambda e, t, items: state.feed(items))
+    frame = "\n".join(lines_of(draw(render_live(state, Stats.of(engine), 80, 8), 80, 8)))
+    assert "text  " not in frame and "earlier node" not in frame
 
 
 def test_cut_off_recording_shows_the_error_at_the_end(tmp_path: Path) -> None:
@@ -493,7 +513,7 @@ def test_live_frame_fits_the_terminal(width: int, height: int) -> None:
     assert len(frame) <= height
     assert max(len(line) for line in frame) <= width
     assert frame[0] == "hand.jsonl"
-    assert frame[-1].startswith("chunks 5") or frame[-2].startswith("chunks 5")
+    assert any(line.startswith("5 chunks · 0 bytes") for line in frame[-3:])
     assert "seg_59 line 9" in "\n".join(frame)  # the newest content is on screen
     assert any("earlier node" in line or "lines above" in line for line in frame)
 
@@ -567,7 +587,7 @@ def test_live_sink_redraws_at_most_15_times_a_second_then_prints_the_tree(tmp_pa
     text = out.getvalue()
     assert "\x1b[?25l" in text and "\x1b[2K" in text  # a live display: cursor hidden, lines erased
     final = text[text.rfind("\x1b[2K") :]
-    assert "word399" in final and "chunks 401" in final and "error" not in final
+    assert "word399" in final and "401 chunks" in final and "error" not in final
 
 
 def test_interrupt_prints_the_tree_so_far() -> None:
@@ -584,7 +604,7 @@ def test_interrupt_prints_the_tree_so_far() -> None:
     sink.interrupt()
     text = out.getvalue()
     assert "interrupted: the replay was stopped here" in text
-    assert "chunks 4 ·" in text and "interrupted" in text.splitlines()[-1]
+    assert "4 chunks ·" in text and "interrupted" in text.splitlines()[-1]
 
 
 # -- pacing ----------------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def test_live_tree_in_a_terminal_ends_on_the_whole_tree() -> None:
         '    └── list_files({"path": "src", "recursive": true})  functions.list_files:0',
     ]
     assert frame[-3].startswith(
-        "chunks 16 · 4,507 bytes · events 12 · elapsed 2.48 s · TTFT 1.36 s"
+        "16 chunks · 4,507 bytes · 12 events · elapsed 2.48 s · TTFT 1.36 s"
     )
     assert frame[-2] == "usage: in 120 · out 38 · reasoning 9 · cached 0 · total 158"
     assert frame[-1] == "finish_reason: tool_calls  2 quirks"
@@ -186,7 +186,7 @@ def test_ctrl_c_stops_the_replay_and_leaves_the_tree_so_far() -> None:
     assert str(path) in screen
     assert any("interrupted: the replay was stopped here" in line for line in screen)
     assert not any("get_weather" in line for line in screen)  # stopped before the first call
-    assert any(line.startswith("chunks 0 · 0 bytes") for line in screen)
+    assert any(line.startswith("0 chunks · 0 bytes") for line in screen)
     assert b"Traceback" not in run.raw
     assert b"\x1b[?25h" in run.raw  # the cursor is given back
 
