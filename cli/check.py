@@ -114,7 +114,7 @@ def check(
             "-j",
             callback=_jobs,
             help="Replay in N processes; the report is the same as with 1, in the same order "
-            "(default: the machine's cores).",
+            "(default: the machine's cores, when the recordings add up to 2 MB or more).",
         ),
     ] = None,
     shard: Annotated[
@@ -136,10 +136,7 @@ def check(
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
     with user_errors():
-        from streamtool.core.recording.check import (
-            check_paths,  # imported when used: fast start
-            default_jobs,
-        )
+        from streamtool.core.recording.check import check_paths  # imported when used: fast start
 
         report = check_paths(
             paths,
@@ -148,7 +145,7 @@ def check(
             converter=converter,
             parser=parser,
             stdin_golden=golden,
-            jobs=default_jobs() if jobs is None else jobs,
+            jobs=jobs,
             shard=parse_shard(shard) if shard else None,
         )
     for result in report.results:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -152,3 +153,26 @@ def test_bad_shard_and_jobs_are_one_sentence() -> None:
     code, out, err = run("-j", "0", str(RECORDINGS))
     assert code == 2
     assert "0 is not a number of processes" in out + err
+
+
+def test_default_jobs_start_processes_only_for_enough_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamtool.core.recording import check as check_module
+
+    folder = suite(tmp_path)
+    used: list[int] = []
+    real = check_module._in_processes
+
+    def spy(work: list, jobs: int) -> list:
+        used.append(jobs)
+        return real(work, jobs)
+
+    monkeypatch.setattr(check_module, "_in_processes", spy)
+    monkeypatch.setattr(check_module, "default_jobs", lambda: 2)
+    small = check_paths([folder], jobs=None)
+    assert used == []  # the bundled recordings are far below the threshold: one process
+    monkeypatch.setattr(check_module, "POOL_MIN_BYTES", 1)
+    big = check_paths([folder], jobs=None)
+    assert used == [2]
+    assert big.to_dict() == small.to_dict() == check_paths([folder], jobs=1).to_dict()

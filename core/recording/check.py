@@ -109,7 +109,7 @@ def check_paths(
     converter: str | None = None,
     parser: str | None = None,
     stdin_golden: str | os.PathLike[str] | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
     shard: tuple[int, int] | None = None,
 ) -> CheckReport:
     """Check (or, with ``update``, write) the golden files of every recording under ``paths``.
@@ -121,7 +121,9 @@ def check_paths(
     ``stdin_golden``.
 
     ``jobs`` > 1 replays in that many processes; the report is the same as with one, in the same
-    order. ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
+    order. ``jobs=None``: one process per core when the recordings add up to
+    :data:`POOL_MIN_BYTES` or more (below that, starting processes costs more than it saves).
+    ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
     chosen by a hash of each golden file's path, so ``n`` machines given the same paths check
     every golden file exactly once between them (see :func:`shard_of`).
     """
@@ -138,12 +140,26 @@ def check_paths(
     if shard is not None:
         targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
     work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
+    if jobs is None:
+        jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
     # standard input can be read once, here: a pool only for files
     if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
         report.results.extend(_in_processes(work, jobs))
     else:
         report.results.extend(_check_target(*args) for args in work)
     return report
+
+
+POOL_MIN_BYTES = 2_000_000
+
+
+def _total_bytes(targets: list[_Target]) -> int:
+    total = 0
+    for t in targets:
+        if t.recording is not None and str(t.recording) != "-":
+            with contextlib.suppress(OSError):
+                total += t.recording.stat().st_size
+    return total
 
 
 def shard_of(golden: Path, shards: int) -> int:
