@@ -2,8 +2,16 @@
 
 Every provider's usage object maps onto the same keys: ``input_tokens``, ``output_tokens``,
 ``total_tokens``, ``reasoning_tokens``, ``cached_input_tokens``, ``cache_creation_input_tokens``.
-Only keys the provider reported appear. Usage objects that providers repeat are cumulative:
-callers keep the latest value per key (:func:`merge_latest`), never a sum.
+Only keys the provider reported appear.
+
+``output_tokens`` has one meaning for every provider: every generated token, reasoning included
+(``reasoning_tokens`` says how many of them were reasoning). OpenAI and Anthropic count it that
+way; Gemini's ``candidatesTokenCount`` leaves the thoughts out (``thoughtsTokenCount`` is added
+to it), and so does xAI's ``completion_tokens`` (seen by its ``total_tokens``, which is then
+``prompt + completion + reasoning``: the reasoning is added).
+
+Usage objects that providers repeat are cumulative: callers keep the latest value per key
+(:func:`merge_latest`), never a sum.
 """
 
 from __future__ import annotations
@@ -56,6 +64,18 @@ def normalize_usage(raw: Any) -> dict[str, int] | None:
                 sub_value = value.get(sub)
                 if type(sub_value) is int:
                     out.setdefault(target, sub_value)
+    reasoning = out.get("reasoning_tokens")
+    if reasoning:
+        if "thoughtsTokenCount" in raw:
+            # Gemini: candidatesTokenCount counts the answer only
+            out["output_tokens"] = out.get("output_tokens", 0) + reasoning
+        elif (
+            "output_tokens" in out
+            and "input_tokens" in out
+            and out.get("total_tokens") == out["input_tokens"] + out["output_tokens"] + reasoning
+        ):
+            # completion_tokens without the reasoning (xAI): the total gives it away
+            out["output_tokens"] += reasoning
     return out or None
 
 
