@@ -20,6 +20,10 @@ Events: ``message_start`` (model, usage), ``content_block_start`` / ``content_bl
   ``content_block_start`` and are kept, unchanged, as the ``result`` metadata of the server tool's
   invocation. A result whose tool use is unknown is kept in the text segment's ``tool_results``.
 
+Blocks delivered whole inside ``message_start.message.content`` (text, tool_use... with no
+content_block events, as with programmatic tool calling) become segments and invocations like
+streamed ones (quirk ``anthropic_content_in_message_start``).
+
 Usage in ``message_start`` and ``message_delta`` is cumulative: each is passed on normalized and
 the engine keeps the latest value per field (never a sum).
 """
@@ -27,6 +31,7 @@ the engine keeps the latest value per field (never a sum).
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from typing import Any
 
 from ..model import ChunkResponse, ToolCallDelta
@@ -55,7 +60,8 @@ class AnthropicConverter(Converter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._blocks: dict[int, _Block] = {}  # block index -> what the block is
+        # block index (or ("message_start", i) for blocks inside message_start) -> the block
+        self._blocks: dict[Hashable, _Block] = {}
         self._runs = ProseRuns()
         self.started = False
         self.stopped = False  # message_stop seen
@@ -135,6 +141,9 @@ class AnthropicConverter(Converter):
         usage = normalize_usage(message.get("usage"))
         if usage:
             chunk.usage = usage
+        content = message.get("content")
+        if isinstance(content, list) and content:
+            return [chunk, *self._whole_blocks(content)]
         return [chunk]
 
     def _message_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -159,6 +168,26 @@ class AnthropicConverter(Converter):
         if not isinstance(block, dict) or type(index) is not int:
             self.error("bad_payload", "content_block_start without a block or an index", obj)
             return []
+        return self._start_block(index, block)
+
+    def _whole_blocks(self, content: list[Any]) -> list[ChunkResponse]:
+        """Blocks delivered whole inside ``message_start`` (no content_block events follow for
+        them): each is started and stopped at once, under its own key."""
+        self.quirk(
+            "anthropic_content_in_message_start",
+            f"{len(content)} content block(s) delivered whole in message_start.message.content",
+        )
+        out: list[ChunkResponse] = []
+        for i, block in enumerate(content):
+            if not isinstance(block, dict):
+                self.error("bad_payload", "a message_start content block is not an object", block)
+                continue
+            key = ("message_start", i)
+            out.extend(self._start_block(key, block))
+            out.extend(self._stop_block(key, whole=True))
+        return out
+
+    def _start_block(self, index: Hashable, block: dict[str, Any]) -> list[ChunkResponse]:
         block_type = str(block.get("type"))
         info = _Block(block_type)
         if index in self._blocks:
@@ -198,7 +227,9 @@ class AnthropicConverter(Converter):
         values = self._runs.collect(TEXT, "blocks", block)
         return [ChunkResponse(content_metadata={"blocks": values})]
 
-    def _tool_start(self, index: int, info: _Block, block: dict[str, Any]) -> list[ChunkResponse]:
+    def _tool_start(
+        self, index: Hashable, info: _Block, block: dict[str, Any]
+    ) -> list[ChunkResponse]:
         tracker = self.tracker
         call_id = block.get("id")
         call_id = call_id if isinstance(call_id, str) and call_id else None
@@ -286,12 +317,15 @@ class AnthropicConverter(Converter):
 
     def _block_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         index = obj.get("index")
-        info = self._blocks.get(index) if type(index) is int else None
-        if info is None:
+        if type(index) is not int or index not in self._blocks:
             self.quirk(
                 "anthropic_orphan_block_stop", f"content_block_stop for unknown block {index!r}"
             )
             return []
+        return self._stop_block(index)
+
+    def _stop_block(self, index: Hashable, whole: bool = False) -> list[ChunkResponse]:
+        info = self._blocks[index]
         info.stopped = True
         if info.type not in _TOOL_BLOCKS:
             return []
@@ -299,7 +333,7 @@ class AnthropicConverter(Converter):
         if call is None or call.complete:
             return []
         deltas: list[ToolCallDelta] = []
-        fill = self._input_fallback(call, info)
+        fill = self._input_fallback(call, info, quiet=whole)
         if fill is not None:
             deltas.append(fill)
         if not info.server_side:  # a server tool stays open until its result block
@@ -308,11 +342,13 @@ class AnthropicConverter(Converter):
                 deltas.append(done)
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
 
-    def _input_fallback(self, call: TrackedCall, info: _Block) -> ToolCallDelta | None:
+    def _input_fallback(
+        self, call: TrackedCall, info: _Block, quiet: bool = False
+    ) -> ToolCallDelta | None:
         """A tool block that got no input fragments: its arguments are the start's ``input``."""
         if call.arguments or info.tool_input is None:
             return None
-        if info.tool_input != {}:
+        if info.tool_input != {} and not quiet:
             self.quirk(
                 "anthropic_tool_input_in_start",
                 "tool input given whole in content_block_start, without input_json_delta",
