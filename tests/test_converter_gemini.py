@@ -102,7 +102,7 @@ def test_corpus_thought_parts_then_signed_text() -> None:
     # usageMetadata is cumulative: the last chunk's counts
     assert result["usage"] == {
         "input_tokens": 34,
-        "output_tokens": 469,
+        "output_tokens": 469 + 787,  # the answer and the thoughts
         "total_tokens": 1290,
         "reasoning_tokens": 787,
     }
@@ -181,7 +181,7 @@ def test_recording_thinking_then_function_call() -> None:
     assert invocation["metadata"]["thought_signature"].startswith("CikB0e2Kb7")
     assert result["usage"] == {
         "input_tokens": 98,
-        "output_tokens": 24,
+        "output_tokens": 24 + 261,  # the answer and the thoughts
         "total_tokens": 383,
         "reasoning_tokens": 261,
     }
