@@ -21,7 +21,7 @@ import typer
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 from streamtool.core.net.requests import APIS
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.recording.format import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import fail, user_errors, warn
@@ -235,7 +235,7 @@ def _read(path: Path, what: str, binary: bool = False) -> Any:
     except UnicodeDecodeError:
         fail(f"{path}: {what} is not UTF-8 text")
     except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}")
+        fail(f"{path}: {os_error_text(exc)}")
 
 
 @app.command()

@@ -209,11 +209,36 @@ def replay(
         sink.close(engine)
         if engine.end is None:
             warn(f"{file}: no end record (the recording was cut off); replayed what it has")
+    if understood_nothing(engine):
+        n = engine.sse_events
+        fail(
+            f"{file}: the {engine.converter_name} converter understood none of its {n:,} "
+            f"event{'s' if n != 1 else ''}: is the stream another API? (--converter auto "
+            "tells it from the recording)",
+            code=1,
+        )
     if strict:
         problem = strict_problem(engine)
         if problem:
             warn(f"{file}: {problem} (--strict)")
             raise typer.Exit(1)
+
+
+# what a converter reports about events it cannot read at all
+_UNREAD = frozenset({"bad_json", "truncated"})
+
+
+def understood_nothing(engine: ReplayEngine) -> bool:
+    """The converter read none of the stream's events: no segment, no finish reason, nothing
+    but complaints about unreadable events (typically ``--converter`` naming another API)."""
+    status = engine.header.response.get("status")
+    return (
+        engine.sse_events > 0
+        and engine.finish_reason is None
+        and not engine.handler.get_all_events()
+        and all(e.kind in _UNREAD for e in engine.errors)
+        and not (isinstance(status, int) and status >= 400)
+    )
 
 
 def strict_problem(engine: ReplayEngine) -> str | None:

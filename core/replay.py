@@ -65,6 +65,7 @@ class ReplayEngine:
             if detected is not None:
                 self._use_converter(detected, detected_by="header")
         self.decoder: Any = None
+        self._binary = False  # bytes that are not text were seen while detecting the API
         self._pending: list[SSEItem] = []
         # statistics and stream-level results
         self.chunks = 0
@@ -114,6 +115,13 @@ class ReplayEngine:
         self.now = t
         if self.decoder is None:
             self.decoder = open_decoder(data)
+        if self.converter is None and not self._binary and isinstance(data, bytes):
+            # while the API is unknown: is this text at all? (said when no event is found)
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._binary = exc.reason != "unexpected end of data"
+            self._binary = self._binary or b"\x00" in data
         out: list[Item] = []
         self._items(self.decoder.feed(data), out)
         return out
@@ -181,7 +189,21 @@ class ReplayEngine:
         events = sum(1 for i in self._pending if type(i) is SSEEvent)
         if final or events >= DETECT_LIMIT:
             if not events:
-                raise DetectionError("the stream holds no events; pass --converter to name its API")
+                # no converter can read what is not there: --converter would not help
+                if not self.bytes:
+                    raise DetectionError("the stream is empty: there is nothing to replay")
+                if self._pending:
+                    raise DetectionError(
+                        "the stream holds only SSE comments, no events: there is nothing to replay"
+                    )
+                if self._binary:
+                    raise DetectionError(
+                        f"not a stream: its {self.bytes:,} bytes are binary data, not text"
+                    )
+                raise DetectionError(
+                    f"no server-sent events in its {self.bytes:,} bytes "
+                    "(nor NDJSON, nor a JSON array): there is nothing to replay"
+                )
             raise DetectionError(
                 "cannot tell which API this stream speaks; pass --converter "
                 f"({', '.join(converter_names())})"

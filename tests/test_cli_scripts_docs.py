@@ -124,3 +124,92 @@ def test_license_is_an_spdx_expression_with_a_setuptools_that_reads_it() -> None
     assert meta["project"]["license"] == "MIT"
     requires = meta["build-system"]["requires"]
     assert requires == ["setuptools>=77"]  # the first setuptools that reads an SPDX license
+
+
+# -- one wording (item 4) ----------------------------------------------------------------------
+def test_a_missing_file_is_no_such_file_or_folder_everywhere(tmp_path) -> None:
+    missing = str(tmp_path / "nope.jsonl")
+    for args in (
+        ["replay", missing],
+        ["diff", missing, str(RECORDINGS / "openai-parallel-tool-calls.jsonl")],
+        ["check", missing],
+        [
+            "record",
+            "-p",
+            "openai-chat",
+            "-m",
+            "m",
+            "--prompt",
+            "x",
+            "--tools",
+            missing,
+            "-o",
+            str(tmp_path / "out.jsonl"),
+        ],
+    ):
+        code, _, err = invoke(*args)
+        assert code == 2, args
+        assert err == f"streamtool: error: {missing}: no such file or folder\n", args
+
+
+def test_secret_kinds_take_the_right_article() -> None:
+    from streamtool.core.recording.secrets import _KEY_SHAPES, with_article
+
+    said = {kind: with_article(kind) for kind, *_ in _KEY_SHAPES}
+    assert said["Anthropic key"] == "an Anthropic key"
+    assert said["OpenAI-style key"] == "an OpenAI-style key"
+    assert said["xAI key"] == "an xAI key"
+    assert said["Google API key"] == "a Google API key"
+    assert said["Groq key"] == "a Groq key"
+
+
+def test_a_golden_file_given_to_replay_is_named_as_one() -> None:
+    golden = RECORDINGS / "openai-write-file.golden.json"
+    code, out, err = invoke("replay", str(golden), "--format", "json")
+    assert code == 2 and out == ""
+    assert err == (
+        f"streamtool: error: {golden}: is a golden file (the expected transcript), not a "
+        f"recording: replay {RECORDINGS / 'openai-write-file.jsonl'}, or compare them with "
+        "streamtool check\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"", "the stream is empty: there is nothing to replay"),
+        (bytes(range(256)) * 4, "not a stream: its 1,024 bytes are binary data, not text"),
+        (b"hello\nworld\n", "no server-sent events in its 12 bytes (nor NDJSON, nor a JSON array)"),
+    ],
+)
+def test_a_body_without_events_does_not_suggest_a_converter(
+    tmp_path, body: bytes, said: str
+) -> None:
+    path = tmp_path / "capture.sse"
+    path.write_bytes(body)
+    code, _, err = invoke("replay", str(path))
+    assert code == 2
+    assert err.startswith(f"streamtool: error: {path}: {said}")
+    assert "--converter" not in err and err.count("\n") == 1
+
+
+def test_a_converter_that_understands_nothing_says_so_and_exits_1() -> None:
+    path = RECORDINGS / "openai-write-file.jsonl"
+    code, out, err = invoke("replay", str(path), "--converter", "gemini", "--format", "json")
+    assert code == 1
+    assert json.loads(out)["invocations"] == []  # the output is still there, for a look
+    assert err == (
+        f"streamtool: error: {path}: the gemini converter understood none of its 181 events: "
+        "is the stream another API? (--converter auto tells it from the recording)\n"
+    )
+    assert invoke("replay", str(path), "--format", "json")[0] == 0
+    # an HTTP error answer is understood: it is an error, not another API
+    code, _, _ = invoke(
+        "replay",
+        str(RECORDINGS / "openai-http-429-rate-limit.jsonl"),
+        "--converter",
+        "anthropic",
+        "--format",
+        "json",
+    )
+    assert code == 0

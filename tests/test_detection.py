@@ -143,7 +143,8 @@ def test_converter_option_overrides_detection() -> None:
     auto = json.loads(cli("replay", str(path), "--format", "json").stdout)
     assert auto["converter"] == "gemini" and len(auto["invocations"]) == 2
     forced = cli("replay", str(path), "--format", "json", "--converter", "anthropic")
-    assert forced.returncode == 0
+    assert forced.returncode == 1  # the anthropic converter understood none of it, and says so
+    assert "the anthropic converter understood none of its" in forced.stderr
     summary = json.loads(forced.stdout)
     assert summary["converter"] == "anthropic"
     assert summary["invocations"] == [] and summary["text"] == ""
@@ -153,8 +154,8 @@ def test_converter_option_overrides_detection() -> None:
     ("body", "message"),
     [
         ('data: {"hello": "world"}\n\ndata: {"n": 2}\n\n', "cannot tell which API this stream"),
-        (": keep-alive\n\n", "the stream holds no events"),
-        ("", "the stream holds no events"),
+        (": keep-alive\n\n", "the stream holds only SSE comments, no events"),
+        ("", "the stream is empty: there is nothing to replay"),
     ],
 )
 def test_undetectable_stream_is_a_one_line_error(tmp_path: Path, body: str, message: str) -> None:
@@ -166,7 +167,9 @@ def test_undetectable_stream_is_a_one_line_error(tmp_path: Path, body: str, mess
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"streamtool: error: {path}: ")
-    assert message in lines[0] and "--converter" in lines[0]
+    assert message in lines[0]
+    # --converter is suggested only where it can help: events of an API not recognised
+    assert ("--converter" in lines[0]) == message.startswith("cannot tell")
     assert "Traceback" not in result.stderr
 
 

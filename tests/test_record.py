@@ -787,7 +787,7 @@ def test_existing_output_is_never_overwritten(served, tmp_path):
         (
             ["-p", "openai-chat", "-m", "m", "--prompt", "x", "--tools", "{d}/none.json"],
             {},
-            "none.json: No such file",
+            "none.json: no such file or folder",
         ),
         (
             ["-p", "openai-chat", "-m", "m", "--messages", "{d}/m.json"],
@@ -976,7 +976,7 @@ def test_a_request_holding_a_key_is_refused_before_sending(served, tmp_path):
         ]
     )
     assert result.exit_code == 2
-    assert "refusing to record: the request holds a OpenAI-style key" in result.stderr
+    assert "refusing to record: the request holds an OpenAI-style key" in result.stderr
     assert "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX" not in result.output
     assert not out.exists()
 

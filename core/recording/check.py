@@ -38,7 +38,7 @@ from ..outputs.golden import (
 )
 from ..outputs.transcript import build_transcript, render
 from ..replay import DetectionError
-from .format import RecordingError
+from .format import RecordingError, os_error_text
 from .replay_file import replay_file
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
@@ -381,7 +381,7 @@ def _error(recording: str | None, message: str, golden: str | None = None) -> Fi
 
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
+        return os_error_text(exc)
     return "not UTF-8 text"
 
 

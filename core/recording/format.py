@@ -168,3 +168,15 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
     if kind == "header":
         raise RecordingError(path, line, "a second header record")
     raise RecordingError(path, line, f"unknown record type {kind!r}")
+
+
+def os_error_text(exc: OSError) -> str:
+    """An operating-system error in streamtool's one wording ("no such file or folder")."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file or folder"
+    if isinstance(exc, IsADirectoryError):
+        return "is a folder, not a file"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]

@@ -21,6 +21,7 @@ from .format import (
     End,
     Header,
     RecordingError,
+    os_error_text,
     parse_header,
     record_from_obj,
 )
@@ -28,6 +29,8 @@ from .format import (
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
 RAW_BLOCK = 64 * 1024
+GOLDEN_FORMAT = "streamtool-golden"  # what check writes (outputs/golden.py)
+GOLDEN_READ_LIMIT = 64 * 1024 * 1024
 STDIN = "-"  # the path that names standard input
 STDIN_NAME = "<stdin>"
 
@@ -55,9 +58,30 @@ class Source:
                 raise RecordingError(self.path, None, "is a folder, not a recording")
             self._open()
         except OSError as exc:
-            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+            raise RecordingError(self.path, None, os_error_text(exc)) from None
 
     # -- opening ---------------------------------------------------------------------------
+    def _refuse_golden(self, first: Any) -> None:
+        """A golden file given where a recording belongs: say what it is, and what to use."""
+        obj = first
+        if obj is None:
+            try:
+                with open(self.path, encoding="utf-8") as fh:
+                    obj = json.loads(fh.read(GOLDEN_READ_LIMIT))
+            except (OSError, ValueError):
+                return
+        if not isinstance(obj, dict) or obj.get("format") != GOLDEN_FORMAT:
+            return
+        recording = obj.get("recording")
+        where = (
+            f"replay {Path(self.path).with_name(recording)}, or compare them with streamtool check"
+            if isinstance(recording, str) and recording
+            else "replay the recording it belongs to"
+        )
+        raise RecordingError(
+            self.path, None, f"is a golden file (the expected transcript), not a recording: {where}"
+        )
+
     def _open(self) -> None:
         suffix = Path(self.path).suffix.lower()
         if suffix in RAW_SUFFIXES:
@@ -89,11 +113,13 @@ class Source:
             return
         if obj is None:
             fh.close()
+            self._refuse_golden(None)
             raise RecordingError(self.path, lineno, "not JSON, and not a recording header")
         try:
             self.header = parse_header(obj, self.path, lineno)
         except RecordingError:
             fh.close()
+            self._refuse_golden(obj)
             raise
         self._fh = fh
         self._lineno = lineno
@@ -198,7 +224,7 @@ class Source:
                 while block := fh.read(RAW_BLOCK):
                     yield Chunk(None, block)
         except OSError as exc:
-            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+            raise RecordingError(self.path, None, os_error_text(exc)) from None
         self.end = End(None, "complete", None)
 
 

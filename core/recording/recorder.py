@@ -20,7 +20,14 @@ from typing import Any
 
 from ..wire.http_body import BodyDecoder, provider_error_message
 from .format import Chunk, Header, RecordingError
-from .secrets import SecretScrubber, find_secret, redact_keys, redact_request, request_secrets
+from .secrets import (
+    SecretScrubber,
+    find_secret,
+    redact_keys,
+    redact_request,
+    request_secrets,
+    with_article,
+)
 from .writer import RecordingWriter
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
@@ -113,7 +120,7 @@ class ResponseRecorder:
         leaked = find_secret(json.dumps(request, ensure_ascii=False))
         if leaked:
             raise RecordingError(
-                self.path, None, f"refusing to record: the request holds a {leaked}"
+                self.path, None, f"refusing to record: the request holds {with_article(leaked)}"
             )
 
     # -- events ----------------------------------------------------------------------------

@@ -65,6 +65,11 @@ _KEY_SHAPES = (
 _BOUNDARY = "(?<![A-Za-z0-9_])"
 
 
+def with_article(kind: str) -> str:
+    """``an Anthropic key``, ``an OpenAI-style key``, ``an xAI key``, ``a Google API key``."""
+    return ("an " if kind[:1].lower() in "aeiox" else "a ") + kind
+
+
 def _shape_re(lit: str, cls: str, n: int, bounded: bool) -> str:
     return f"{_BOUNDARY if bounded else ''}{re.escape(lit)}[{cls}]{{{n},}}"
 

@@ -6,8 +6,8 @@ import json
 import os
 from typing import Any
 
-from .format import Chunk, End, Header, RecordingError, chunk_from_read
-from .secrets import find_secret, redact_headers, redact_request
+from .format import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from .secrets import find_secret, redact_headers, redact_request, with_article
 
 
 class RecordingWriter:
@@ -31,7 +31,7 @@ class RecordingWriter:
         leaked = find_secret(json.dumps(header.to_record()))
         if leaked:
             raise RecordingError(
-                self.path, None, f"refusing to write a recording holding a {leaked}"
+                self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
             )
         mode = "w" if force else "x"
         try:
@@ -39,7 +39,7 @@ class RecordingWriter:
         except FileExistsError:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
-            raise RecordingError(self.path, None, exc.strerror or str(exc)) from None
+            raise RecordingError(self.path, None, os_error_text(exc)) from None
         self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
         self._writer.write(header.to_record())
         self.closed = False
