@@ -118,8 +118,9 @@ def test_undetectable_stream_is_a_clear_error(tmp_path):
     assert "cannot tell which API" in proc.stderr and "--converter" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = run("replay", str(body), "--converter", "openai-chat", "--format", "json")
-    assert proc.returncode == 0
     assert json.loads(proc.stdout)["converter"] == "openai-chat"
+    # an object without choices means nothing to openai-chat: it says so (exit 1)
+    assert proc.returncode == 1 and "converter understood none of its 1 event:" in proc.stderr
 
 
 def test_help_does_not_import_the_sdks():
