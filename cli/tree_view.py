@@ -396,6 +396,35 @@ def segment_body(
         out.append(_draw(piece, how, seg))
     for err in seg.errors:
         out.append(Text(f"error: {err.message}", style=STYLE["error_body"]))
+    if seg.kind is SegmentType.TEXT:
+        out.extend(_citation_lines(seg.meta.get("citations")))
+    return out
+
+
+MAX_CITATIONS = 8
+
+
+def _citation_lines(citations: Any) -> list[Text]:
+    """The text's citations, one line each: ``cites [1] title <url>``."""
+    if not isinstance(citations, list) or not citations:
+        return []
+    out = []
+    for n, cite in enumerate(citations[:MAX_CITATIONS], 1):
+        if not isinstance(cite, dict):
+            continue
+        line = Text(f"cites [{n}] ", style=STYLE["dim"])
+        title = cite.get("title") or cite.get("file_id") or ""
+        if title:
+            line.append(str(title), style=STYLE["name"])
+        where = cite.get("url")
+        if where:
+            line.append(f" <{where}>", style=STYLE["dim"])
+        if isinstance(cite.get("start"), int) and isinstance(cite.get("end"), int):
+            line.append(f" chars {cite['start']}-{cite['end']}", style=STYLE["dim"])
+        out.append(line)
+    if len(citations) > MAX_CITATIONS:
+        more = len(citations) - MAX_CITATIONS
+        out.append(Text(f"… {more} more citation{'s' if more > 1 else ''}", style=STYLE["dim"]))
     return out
 
 

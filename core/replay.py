@@ -295,6 +295,19 @@ class ReplayEngine:
             errors=bool(self.errors),
         )
 
+    def citations(self) -> list[dict[str, Any]]:
+        """Every text segment's citations (:mod:`streamtool.core.citations`), with its id."""
+        out: list[dict[str, Any]] = []
+        end = SegmentEventType.END
+        for ev in self.handler._events:
+            if ev.event_type is end and ev.metadata:
+                cited = ev.metadata.get("citations")
+                if isinstance(cited, list):
+                    out.extend(
+                        {"segment": ev.segment_id, **c} for c in cited if isinstance(c, dict)
+                    )
+        return out
+
     def texts(self) -> tuple[str, str]:
         """The concatenated text and reasoning of all segments."""
         kinds: dict[str, SegmentType] = {}
@@ -334,6 +347,7 @@ class ReplayEngine:
             "text": text,
             "reasoning": reasoning,
             "invocations": [inv.to_dict() for inv in self.invocations()],
+            "citations": self.citations(),
             "finish_reason": self.finish_reason,
             "finish_class": self.finish_class(),
             "usage": self.usage,

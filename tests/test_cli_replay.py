@@ -31,6 +31,7 @@ def test_json_is_the_summary_field_for_field():
         "text",
         "reasoning",
         "invocations",
+        "citations",
         "finish_reason",
         "finish_class",
         "usage",

@@ -5,7 +5,8 @@ Events: ``message_start`` (model, usage), ``content_block_start`` / ``content_bl
 ``ping`` and a mid-stream ``error``. Blocks map as follows:
 
 - ``text``: ``text_delta`` is content; ``citations_delta`` are collected into the text segment's
-  ``citations`` metadata.
+  ``citations`` metadata (normalized, :mod:`streamtool.core.citations`; as sent in
+  ``raw_citations``).
 - ``thinking``: ``thinking_delta`` is reasoning; the ``signature_delta`` is kept in the reasoning
   segment's metadata (``signature``; ``signatures`` as well when one segment holds several
   thinking blocks). ``redacted_thinking`` blocks (opaque ``data``, no deltas) give a reasoning
@@ -34,6 +35,7 @@ import json
 from collections.abc import Hashable
 from typing import Any
 
+from ..citations import from_anthropic
 from ..model import ChunkResponse, ToolCallDelta
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
@@ -201,10 +203,10 @@ class AnthropicConverter(Converter):
                 chunk.content = text
             citations = block.get("citations")
             if isinstance(citations, list) and citations:
-                values: list[Any] = []
+                meta: dict[str, Any] = {}
                 for citation in citations:
-                    values = self._runs.collect(TEXT, "citations", citation)
-                chunk.content_metadata = {"citations": values}
+                    meta = self._citation(citation)
+                chunk.content_metadata = meta
             return [chunk] if chunk.content or chunk.content_metadata else []
         if block_type == "thinking":
             chunk = ChunkResponse()
@@ -310,10 +312,17 @@ class AnthropicConverter(Converter):
             meta = self._runs.one_or_many(REASONING, "signature", signature)
             return [ChunkResponse(reasoning_metadata=meta)]
         if kind == "citations_delta":
-            values = self._runs.collect(TEXT, "citations", delta.get("citation"))
-            return [ChunkResponse(content_metadata={"citations": values})]
+            return [ChunkResponse(content_metadata=self._citation(delta.get("citation")))]
         self.quirk("anthropic_unknown_delta", f"a content_block_delta of type {kind!r}")
         return []
+
+    def _citation(self, citation: Any) -> dict[str, Any]:
+        """The text segment's citations so far: normalized, and as the provider sent them."""
+        meta = {"raw_citations": self._runs.collect(TEXT, "raw_citations", citation)}
+        normalized = from_anthropic(citation)
+        if normalized is not None:
+            meta["citations"] = self._runs.collect(TEXT, "citations", normalized)
+        return meta
 
     def _block_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         index = obj.get("index")

@@ -28,6 +28,7 @@ import json
 import re
 from typing import Any
 
+from ..citations import from_gemini_grounding
 from ..model import ChunkResponse, ToolCallDelta
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
@@ -131,7 +132,12 @@ class GeminiConverter(Converter):
             value = candidate.get(key)
             if value:
                 self._runs.enter(TEXT)
-                out.append(ChunkResponse(content_metadata={meta_key: value}))
+                meta: dict[str, Any] = {meta_key: value}
+                if key == "groundingMetadata":
+                    citations = from_gemini_grounding(value)
+                    if citations:
+                        meta["citations"] = citations  # the latest grounding states them all
+                out.append(ChunkResponse(content_metadata=meta))
         reason = candidate.get("finishReason")
         if isinstance(reason, str) and reason:
             out.append(self._finish(reason, candidate))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..citations import from_openai_annotation, from_search_results
 from ..model import ChunkResponse, ToolCallDelta
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
@@ -32,6 +33,9 @@ class OpenAIChatConverter(Converter):
         self.finish_reason: str | None = None
         self.payloads = 0
         self.failed = False  # an error object arrived in the stream
+        self._annotations: list[Any] = []  # delta.annotations as sent
+        self._cited: list[dict[str, Any]] = []  # their citations, normalized
+        self._sources: list[dict[str, Any]] = []  # the answer's sources (Perplexity, xAI)
         self._model: str | None = None
         self._reasoning_field: str | None = None
         self._content_started = False
@@ -81,6 +85,13 @@ class OpenAIChatConverter(Converter):
                 usage = x_groq.get("usage")
         if usage:
             chunk.usage = normalize_usage(usage)
+
+        if "citations" in obj or "search_results" in obj:
+            # Perplexity and xAI: the sources of the whole answer, repeated on later chunks
+            cited = from_search_results(obj.get("search_results"), obj.get("citations"))
+            if cited and cited != self._sources:
+                self._sources = cited
+                self._cite(chunk, cited, "sources")
 
         choices = obj.get("choices")
         if not choices:
@@ -132,6 +143,16 @@ class OpenAIChatConverter(Converter):
 
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
             self._reasoning(delta, chunk)
+
+        annotations = delta.get("annotations")
+        if isinstance(annotations, list) and annotations:
+            self._annotations.extend(annotations)
+            found = [c for c in map(from_openai_annotation, annotations) if c is not None]
+            self._cited.extend(found)
+            meta = chunk.content_metadata = dict(chunk.content_metadata or {})
+            meta["annotations"] = list(self._annotations)
+            if found:
+                self._cite(chunk, list(self._cited), "annotations")
 
         tool_calls = delta.get("tool_calls")
         if tool_calls:
@@ -284,6 +305,13 @@ class OpenAIChatConverter(Converter):
         if last is not None and not last.complete and (name is None or name == last.name):
             return last
         return tracker.open()
+
+    def _cite(self, chunk: ChunkResponse, found: list[dict[str, Any]], source: str) -> None:
+        """The text's citations: those of the annotations, then the answer's sources."""
+        if source == "sources":
+            self._sources = found
+        meta = chunk.content_metadata = dict(chunk.content_metadata or {})
+        meta["citations"] = self._cited + [c for c in self._sources if c not in self._cited]
 
     # -- finish ----------------------------------------------------------------------------
     def _finish(self, reason: Any, chunk: ChunkResponse, out: list[ToolCallDelta]) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
 from ..recording.format import Header
 from ..tracker import TrackedCall
@@ -334,8 +335,12 @@ class OpenAIResponsesConverter(Converter):
                 return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
             return []
         if kind == "response.output_text.annotation.added":
-            values = self._runs.collect(TEXT, "annotations", obj.get("annotation"))
-            return [ChunkResponse(content_metadata={"annotations": values})]
+            annotation = obj.get("annotation")
+            meta = {"annotations": self._runs.collect(TEXT, "annotations", annotation)}
+            citation = from_openai_annotation(annotation)
+            if citation is not None:
+                meta["citations"] = self._runs.collect(TEXT, "citations", citation)
+            return [ChunkResponse(content_metadata=meta)]
         if kind in (
             "response.code_interpreter_call_code.delta",
             "response.apply_patch_call_operation_diff.delta",
