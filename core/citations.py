@@ -69,7 +69,8 @@ def from_openai_annotation(annotation: Any) -> dict[str, Any] | None:
     if not isinstance(annotation, dict):
         return None
     kind = annotation.get("type")
-    fields = annotation.get(kind) if isinstance(annotation.get(kind), dict) else annotation
+    nested = annotation.get(kind) if isinstance(kind, str) else None
+    fields: dict[str, Any] = nested if isinstance(nested, dict) else annotation
     if kind == "url_citation":
         return _clean(
             {
