@@ -475,3 +475,20 @@ def test_random_fragments_chunking_never_changes_meaning(
 ) -> None:
     text = "".join(parts)
     assert_chunking_invariant("xml", text, data.draw(cut_points(text)))
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_an_empty_arg_name_is_ordinary_model_output(quote) -> None:
+    # name="" used to reach unescape_xml(None) inside a file tool
+    text = (
+        f'<tool name="write_file"><arguments><arg name={quote}{quote}>x</arg>'
+        '<arg name="path">a.py</arg><arg name="content">hi</arg></arguments></tool>'
+    )
+    invs = invocations("xml", text)
+    assert invs == [
+        {"id": invs[0]["id"], "name": "write_file", "arguments": {"path": "a.py", "content": "hi"}}
+    ]
+    generic = invocations(
+        "xml", f'<tool name="f"><arguments><arg name={quote}{quote}>x</arg></arguments></tool>'
+    )
+    assert generic[0]["arguments"] == {"": "x"}

@@ -259,7 +259,11 @@ class XmlParser(TextParser):
             return j + 1, True
         if low == "arg":
             named = _ARG_NAME.search(raw_attrs)
-            key = unescape_xml(named.group(1) or named.group(2)).strip().lower() if named else ""
+            # name="" is a name (an empty one): group 1 is "", not None
+            value = named.group(1) if named and named.group(1) is not None else ""
+            if named and named.group(2) is not None:
+                value = named.group(2)
+            key = unescape_xml(value).strip().lower()
         else:
             key = low
         _, content_key, markers = _FILE_TYPES[self._kind]
