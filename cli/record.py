@@ -385,6 +385,9 @@ def record(
 def _report(result: RecordResult) -> None:
     what = f"{result.chunks} chunks, {_size(result.bytes)} in {result.duration:.2f} s"
     status = f"HTTP {result.status}" if result.status is not None else "no response"
+    if result.write_failed:
+        sys.stderr.write(f"streamtool: error: {result.error}\n")
+        raise typer.Exit(1)
     if result.reason == "complete":
         sys.stderr.write(f"streamtool: recorded {result.path}: {status}, {what}\n")
         return

@@ -10,11 +10,11 @@ END metadata says ``incomplete`` produces no invocation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from .wire import fastjson
 
 TextArgumentParser = Callable[[str], Any]
 
@@ -104,7 +104,9 @@ class ToolInvocationAdapter:
         text = content.strip()
         if text[:1] in ("{", "["):
             try:
-                return ToolInvocation(segment_id, name, json.loads(text), None, server_side, extra)
+                return ToolInvocation(
+                    segment_id, name, fastjson.loads(text), None, server_side, extra
+                )
             except ValueError:
                 return ToolInvocation(segment_id, name, None, content, server_side, extra)
         if not text:

@@ -6,11 +6,11 @@ Converters are registered by name with the dotted path of their class, imported 
 from __future__ import annotations
 
 import importlib
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..recording.format import Header
+from ..wire import fastjson
 from ..wire.sse import SSEEvent
 from .base import Converter
 
@@ -134,7 +134,7 @@ def detect_from_event(event: SSEEvent) -> str | None:
     if data == "[DONE]":
         return None
     try:
-        obj: Any = json.loads(data)
+        obj: Any = fastjson.loads(data)
     except ValueError:
         return None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):

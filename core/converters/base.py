@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ..model import ChunkResponse, Quirk, StreamError
 from ..recording.format import Header
 from ..tracker import ToolCallTracker
+from ..wire import fastjson
 from ..wire.fastjson import loads
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
 
@@ -173,7 +173,7 @@ class Converter:
                 if not line:
                     continue
                 try:
-                    parts.append(json.loads(line))
+                    parts.append(fastjson.loads(line))
                 except ValueError:
                     break
             else:

@@ -22,11 +22,11 @@ the scanner's repairs (reference/provider-quirks.md Q-KM-1, Q-KM-2).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..model import ChunkResponse, ToolCallDelta
 from ..recording.format import Header
+from ..wire import fastjson
 from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
 from ..wire.kimi_tokens import parse_call_id as parse_call_id
 from .openai_chat import OpenAIChatConverter
@@ -255,7 +255,7 @@ def infer_tool(tools: list[tuple[str, frozenset[str] | None]], arguments: str) -
     if len(tools) == 1:
         return tools[0][0]
     try:
-        args = json.loads(arguments) if arguments else {}
+        args = fastjson.loads(arguments) if arguments else {}
     except ValueError:
         return None
     if not isinstance(args, dict):

@@ -40,6 +40,7 @@ from ..model import ChunkResponse, ToolCallDelta
 from ..recording.format import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
+from ..wire import fastjson
 from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
@@ -595,7 +596,7 @@ class OpenAIResponsesConverter(Converter):
             args = item.get("arguments")
             if isinstance(args, str):
                 try:
-                    values["arguments"] = json.loads(args)
+                    values["arguments"] = fastjson.loads(args)
                 except ValueError:
                     values["arguments"] = args
             return json.dumps(values, ensure_ascii=False)

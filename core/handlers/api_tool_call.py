@@ -24,12 +24,12 @@ golden transcripts do not depend on where the fragments were cut.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..adapter import TextArgumentParser
 from ..model import ChunkResponse, SegmentEvent, SegmentEventType, SegmentType, ToolCallDelta
+from ..wire import fastjson
 from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 from .base import SegmentCallback, StreamingResponseHandler
 
@@ -338,7 +338,7 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
+        value = fastjson.loads(text)
     except ValueError as exc:
         return None, f"arguments are not valid JSON ({exc})"
     except RecursionError:
@@ -347,7 +347,7 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         inner = value.strip()
         if inner[:1] == "{":
             try:
-                return json.loads(inner), None
+                return fastjson.loads(inner), None
             except (ValueError, RecursionError):
                 pass
     return value, None

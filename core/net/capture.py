@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import json
 import os
 import re
 import sys
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit
 from ..recording.format import RecordingError
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
+from ..wire import fastjson
 from ..wire.http_body import StreamEndDetector
 from .requests import APIS, preset_for
 
@@ -77,7 +77,7 @@ def describe_request(request: Any) -> tuple[dict[str, Any], Any, tuple[str, ...]
     except Exception:  # a streaming request body that was not read: keep no body
         content = b""
     try:
-        body: Any = json.loads(content) if content else None
+        body: Any = fastjson.loads(content) if content else None
     except ValueError:
         body = content.decode("utf-8", "replace")
     headers = dict(request.headers.items())

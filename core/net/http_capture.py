@@ -62,6 +62,8 @@ def record_request(
                     chunk = recorder.feed(data)
                     if chunk is not None and on_chunk is not None:
                         on_chunk(chunk)
+                    if recorder.write_error is not None:
+                        break  # the disk is full: nothing more can be kept
                 chunk = recorder.close()
                 if chunk is not None and on_chunk is not None:
                     on_chunk(chunk)

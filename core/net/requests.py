@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from ..recording.secrets import credential_values as credential_values  # re-exported
 from ..recording.secrets import secret_query_values
+from ..wire import fastjson
 
 
 class RequestError(ValueError):
@@ -213,7 +214,7 @@ class PreparedRequest:
 # -- reading the user's files (text in, values out) ---------------------------------------------
 def _load_json(text: str, source: str) -> Any:
     try:
-        return json.loads(text)
+        return fastjson.loads(text)
     except json.JSONDecodeError as exc:
         raise RequestError(f"{source}:{exc.lineno}: not JSON ({exc.msg})") from None
 
@@ -286,7 +287,7 @@ def parse_set_option(value: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise RequestError(f"--set {value!r}: expected KEY=VALUE")
     try:
-        return key.strip(), json.loads(raw)
+        return key.strip(), fastjson.loads(raw)
     except ValueError:
         return key.strip(), raw
 
@@ -538,7 +539,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     if opts.body is not None:
         content = opts.body
         try:
-            body: Any = json.loads(content)
+            body: Any = fastjson.loads(content)
         except ValueError:
             body = content.decode("utf-8", "replace")
     else:

@@ -25,6 +25,7 @@ from ..converters import detect_from_event, detect_from_header
 from ..recording.format import RecordingError
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
+from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent
 from .playback import Cut, Playback, schedule
@@ -148,7 +149,7 @@ def _sniff(chunks: list[tuple[float | None, bytes]]) -> tuple[str | None, str | 
 
 def _model_of(data: str) -> str | None:
     try:
-        obj: Any = json.loads(data)
+        obj: Any = fastjson.loads(data)
     except ValueError:
         return None
     if isinstance(obj, list) and obj:
@@ -466,7 +467,7 @@ def create_app(
         suffix, style, apis = endpoint
         raw = await request.body()
         try:
-            body: Any = json.loads(raw) if raw.strip() else None
+            body: Any = fastjson.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError):
             return error(request, style, 400, "the request body is not JSON")
         model = body.get("model") if isinstance(body, dict) else None

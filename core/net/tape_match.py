@@ -20,6 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wire import fastjson
+
 # top-level request fields that change nothing about the conversation a recording answers
 DEFAULT_IGNORED: tuple[str, ...] = (
     "stream",
@@ -135,7 +137,7 @@ def parse_body(raw: bytes) -> Any:
     ``ValueError`` when the body is not JSON."""
     if not raw.strip():
         return None
-    return json.loads(raw)
+    return fastjson.loads(raw)
 
 
 # -- differences -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any
 from ..converters import check_converter_name
 from ..handlers import check_parser_name
 from ..recording.format import RecordingError
+from ..wire import fastjson
 from .transcript import render
 
 GOLDEN_FORMAT = "streamtool-golden"
@@ -86,7 +87,7 @@ def make_golden(
 def parse_golden(text: str, path: str) -> Golden:
     """Read a golden file's text; unusable text raises :class:`RecordingError` (file and line)."""
     try:
-        doc = json.loads(text)
+        doc = fastjson.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordingError(path, exc.lineno, f"golden file is not JSON ({exc.msg})") from None
     if not isinstance(doc, dict) or doc.get("format") != GOLDEN_FORMAT:

@@ -14,13 +14,13 @@ character, and a held-back tail is bounded, so each input character costs O(1) a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from ..adapter import TextArgumentParser
 from ..model import SegmentEvent, SegmentEventType, SegmentType
+from ..wire import fastjson
 
 IdFactory = Callable[[], str]
 _START = SegmentEventType.START
@@ -175,7 +175,7 @@ class TextParser:
             return {}, None
         if text[0] in "{[":
             try:
-                return json.loads(text), None
+                return fastjson.loads(text), None
             except ValueError as exc:
                 return None, f"arguments are not valid JSON ({exc})"
             except RecursionError:

@@ -21,12 +21,12 @@ included, stays text.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from ..model import SegmentType
+from ..wire import fastjson
 from .base import JsonBracketScanner, TextParser, tool_end_metadata
 
 MAX_SIGNATURE = 1024  # raw characters looked at to decide whether a brace starts a call
@@ -152,7 +152,7 @@ def call_from_json(value: Any) -> tuple[str, Any]:
         if not text:
             return name, {}
         try:
-            arguments = json.loads(text)
+            arguments = fastjson.loads(text)
         except ValueError as exc:
             raise ValueError(f"the string arguments of {name} are not valid JSON ({exc})") from exc
         except RecursionError as exc:
@@ -286,7 +286,7 @@ class JsonParser(TextParser):
         base = self._seg_meta
         error = None
         try:
-            name, arguments = call_from_json(json.loads(raw))
+            name, arguments = call_from_json(fastjson.loads(raw))
         except RecursionError:
             arguments, error = None, "the JSON is nested too deeply"
         except ValueError as exc:
@@ -319,7 +319,7 @@ def _decode_name(raw: str | None) -> str | None:
     if raw is None:
         return None
     try:
-        name = json.loads(raw, strict=False)
+        name = fastjson.loads(raw, strict=False)
     except ValueError:
         return None
     return name if isinstance(name, str) and name else None

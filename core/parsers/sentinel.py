@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import SegmentType
+from ..wire import fastjson
 from ..wire.marker_scan import literal_hold
 from .base import JsonBracketScanner, TextParser, tool_end_metadata
 
@@ -133,7 +134,7 @@ class SentinelParser(TextParser):
             return self._not_a_header(pos)
         if header is _UNSET:
             try:
-                header = json.loads(buf[pos + self._json_at : p])
+                header = fastjson.loads(buf[pos + self._json_at : p])
             except (ValueError, RecursionError):
                 return self._not_a_header(pos)
         parsed = _header_segment(header)

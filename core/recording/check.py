@@ -244,6 +244,8 @@ def _find_targets(
                 add(_recording_beside(path), path)
             else:
                 add(path, path.with_name(golden_name(path.name)))
+        elif path.exists():  # a FIFO or a device: reading it would block or never end
+            errors.append(_error(None, f"{path}: is not a regular file"))
         else:
             errors.append(_error(None, f"{path}: no such file or folder"))
     return targets

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..wire import fastjson
 
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1
@@ -133,10 +135,21 @@ def parse_header(obj: Any, path: str, line: int) -> Header:
 def parse_record(line_text: str, path: str, line: int) -> Chunk | End:
     """Parse one record line after the header (a chunk or the end record)."""
     try:
-        obj = json.loads(line_text)
+        obj = fastjson.loads(line_text)
     except ValueError as exc:
         raise RecordingError(path, line, f"not JSON ({exc.args[0].split(':')[0]})") from None
     return record_from_obj(obj, path, line)
+
+
+def _time(obj: dict[str, Any], path: str, line: int, kind: str) -> float | None:
+    t = obj.get("t")
+    if t is None:
+        return None
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        raise RecordingError(path, line, f"{kind} 't' must be a number")
+    if not math.isfinite(t):
+        raise RecordingError(path, line, f"{kind} 't' is {t}: a time must be a finite number")
+    return t
 
 
 def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
@@ -144,10 +157,10 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
         raise RecordingError(path, line, "a record must be a JSON object")
     kind = obj.get("type")
     if kind == "chunk":
-        t = obj.get("t")
-        if t is not None and not isinstance(t, int | float):
-            raise RecordingError(path, line, "chunk 't' must be a number")
+        t = _time(obj, path, line, "chunk")
         text = obj.get("text")
+        if "text" in obj and "b64" in obj:
+            raise RecordingError(path, line, "chunk has both 'text' and 'b64': which is the read?")
         if isinstance(text, str):
             return Chunk(t, text)
         b64 = obj.get("b64")
@@ -164,7 +177,8 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
                 path, line, f"end reason {reason!r} is not one of {', '.join(END_REASONS)}"
             )
         t = obj.get("t")
-        return End(t if isinstance(t, int | float) else None, reason, obj.get("error"))
+        t = _time(obj, path, line, "end") if isinstance(t, int | float) else None
+        return End(t, reason, obj.get("error"))
     if kind == "header":
         raise RecordingError(path, line, "a second header record")
     raise RecordingError(path, line, f"unknown record type {kind!r}")

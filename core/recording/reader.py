@@ -7,14 +7,15 @@ This is the edge: everything here touches the file system. Parsing rules live in
 from __future__ import annotations
 
 import io
-import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..wire import fastjson
 from ..wire.fastjson import loads as fast_loads
 from .format import (
     Chunk,
@@ -46,6 +47,7 @@ class Source:
         self.path = str(path)
         self.name = Path(self.path).name
         self.end: End | None = None
+        self.cut_line: int | None = None  # the last line, cut mid-way (not replayed)
         self._fh: IO[Any] | None = None
         self._lineno = 0
         self._stdin_head: list[tuple[float, bytes]] | None = None
@@ -54,8 +56,12 @@ class Source:
             self._open_stdin()
             return
         try:
-            if os.path.isdir(self.path):
+            mode = os.stat(self.path).st_mode
+            if stat.S_ISDIR(mode):
                 raise RecordingError(self.path, None, "is a folder, not a recording")
+            if not stat.S_ISREG(mode):
+                # a FIFO or a device would block or never end: read standard input with "-"
+                raise RecordingError(self.path, None, "is not a regular file (use - for stdin)")
             self._open()
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
@@ -87,7 +93,8 @@ class Source:
         if suffix in RAW_SUFFIXES:
             self._as_raw()
             return
-        fh = open(self.path, encoding="utf-8", errors="strict", newline="\n")  # noqa: SIM115
+        # utf-8-sig: a BOM at the start (an editor's) is not part of the header line
+        fh = open(self.path, encoding="utf-8-sig", errors="strict", newline="\n")  # noqa: SIM115
         try:
             first, lineno = _first_line(fh)
         except UnicodeDecodeError:
@@ -103,7 +110,7 @@ class Source:
             self._as_raw()
             return
         try:
-            obj = json.loads(first)
+            obj = fastjson.loads(first)
         except ValueError:
             obj = None
         looks_like_recording = isinstance(obj, dict) and obj.get("type") == "header"
@@ -149,18 +156,18 @@ class Source:
                 break
         first = seen.lstrip().split(b"\n", 1)[0]
         try:
-            obj = json.loads(first)
+            obj = fastjson.loads(first)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and obj.get("type") == "header":
             rest = sys.stdin.buffer.read()
-            fh = io.TextIOWrapper(io.BytesIO(seen + rest), encoding="utf-8", newline="\n")
+            fh = io.TextIOWrapper(io.BytesIO(seen + rest), encoding="utf-8-sig", newline="\n")
             try:
                 first_line, lineno = _first_line(fh)
             except UnicodeDecodeError:
                 raise RecordingError(self.path, 1, "not UTF-8 text") from None
             assert first_line is not None
-            self.header = parse_header(json.loads(first_line), self.path, lineno)
+            self.header = parse_header(fastjson.loads(first_line), self.path, lineno)
             self._fh = fh
             self._lineno = lineno
             self.raw = False
@@ -190,13 +197,19 @@ class Source:
                 except ValueError as exc:
                     if not line.strip():
                         continue
+                    if not line.endswith("\n") and self._at_end(fh):
+                        # the last line was cut mid-way (a crash, a full disk, kill -9): what
+                        # came before it is whole; the reader says so and stops there
+                        self.cut_line = lineno
+                        return
                     msg = str(exc.args[0]).split(":")[0]
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
                 if type(obj) is dict and obj.get("type") == "chunk":
                     text = obj.get("text")
-                    if type(text) is str:
+                    if type(text) is str and "b64" not in obj:
                         t = obj.get("t")
-                        if t is None or type(t) in (float, int):
+                        # t - t == 0 is False for NaN and the infinities
+                        if t is None or (type(t) in (float, int) and t - t == 0):
                             yield Chunk(t, text)
                             continue
                 rec = record_from_obj(obj, path, lineno)
@@ -208,6 +221,10 @@ class Source:
             raise RecordingError(path, lineno + 1, "not UTF-8 text") from None
         finally:
             fh.close()
+
+    @staticmethod
+    def _at_end(fh: IO[str]) -> bool:
+        return not fh.read(1)
 
     def _raw_chunks(self) -> Iterator[Chunk]:
         if self._stdin_head is not None:

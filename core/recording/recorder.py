@@ -53,6 +53,7 @@ class RecordResult:
     chunks: int
     bytes: int
     duration: float
+    write_failed: bool = False  # the file could not be written (``error`` says why)
 
 
 def classify(exc: BaseException, received: int) -> tuple[str, str]:
@@ -107,6 +108,8 @@ class ResponseRecorder:
         self.reason: str | None = None
         self.error: str | None = None
         self.end_t: float | None = None
+        # set when the file could not be written (a full disk): recording stopped there
+        self.write_error: str | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -146,7 +149,10 @@ class ResponseRecorder:
             request=self.scrubber.deep(self.request),
             response=response,
         )
-        self.writer = RecordingWriter(self.path, header, force=self.force)
+        try:
+            self.writer = RecordingWriter(self.path, header, force=self.force)
+        except OSError as exc:
+            self._broken(exc)
 
     def feed(self, data: bytes) -> Chunk | None:
         """One network read, as received. Returns the chunk written (``None`` if empty)."""
@@ -154,11 +160,12 @@ class ResponseRecorder:
         return self._write(t, self.stream.feed(self.decoder.feed(data)))
 
     def _write(self, t: float, data: bytes) -> Chunk | None:
-        if not data:
+        if not data or self.write_error is not None:
             return None
         if self.writer is None:
             self.start(None, ())
-        assert self.writer is not None
+        if self.writer is None:  # the header could not be written
+            return None
         if self.status is not None and self.status >= 400:
             room = ERROR_BODY_LIMIT - len(self._error_body)
             if room > 0:
@@ -166,7 +173,23 @@ class ResponseRecorder:
         self.chunks += 1
         self.bytes += len(data)
         self.last_t = t
-        return self.writer.write_read(t, data)
+        try:
+            return self.writer.write_read(t, data)
+        except OSError as exc:
+            self._broken(exc)
+            return None
+
+    def _broken(self, exc: OSError) -> None:
+        """The file cannot be written (a full disk, a file size limit): stop recording."""
+        if self.writer is not None:
+            self.writer.abandon()
+        self.write_error = (
+            f"{self.path}: cannot write the recording after {self.bytes} bytes: "
+            f"{exc.strerror or exc}; what was written before is kept"
+        )
+        self.reason = "error"
+        self.error = self.write_error
+        self.end_t = self.now()
 
     def close(self, reason: str | None = None, error: str | None = None) -> Chunk | None:
         """The body ended. HTTP error statuses end with reason ``error`` and their message."""
@@ -198,13 +221,19 @@ class ResponseRecorder:
         return reason, redact_keys(self.scrubber.text(message))
 
     def _end(self, reason: str, error: str | None) -> None:
+        if self.write_error is not None:
+            return
         if self.writer is None:
             self.start(self.status, ())
-        assert self.writer is not None
+        if self.writer is None:
+            return
         self.reason = reason
         self.error = redact_keys(self.scrubber.text(error)) if error else error
         self.end_t = self.now()
-        self.writer.close(self.end_t, reason, self.error)
+        try:
+            self.writer.close(self.end_t, reason, self.error)
+        except OSError as exc:
+            self._broken(exc)
 
     def result(self) -> RecordResult:
         return RecordResult(
@@ -215,4 +244,5 @@ class ResponseRecorder:
             chunks=self.chunks,
             bytes=self.bytes,
             duration=round(self.end_t if self.end_t is not None else self.now(), 6),
+            write_failed=self.write_error is not None,
         )

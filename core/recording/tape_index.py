@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..wire import fastjson
 from .format import RecordingError
 
 INDEX_NAME = "index.jsonl"
@@ -106,7 +107,7 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
             continue
         lineno = i + 1
         try:
-            obj = json.loads(raw.decode("utf-8"))
+            obj = fastjson.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             if i == last:
                 break  # cut off while it was being written

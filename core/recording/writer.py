@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -41,19 +42,36 @@ class RecordingWriter:
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
         self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
-        self._writer.write(header.to_record())
         self.closed = False
+        self._put(header.to_record())
+
+    def _put(self, record: dict[str, Any]) -> None:
+        """Write one record; a write error (a full disk) closes the file and is raised."""
+        try:
+            self._writer.write(record)
+        except OSError:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Close without writing anything more (after a write error): every complete line
+        written before stays, and the reader replays a last line cut mid-way up to it."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.close()
 
     def write_read(self, t: float, data: bytes) -> Chunk:
         chunk = chunk_from_read(round(t, 6), data)
-        self._writer.write(chunk.to_record())
+        self._put(chunk.to_record())
         return chunk
 
     def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
         if self.closed:
             return
+        self._put(End(None if t is None else round(t, 6), reason, error).to_record())
         self.closed = True
-        self._writer.write(End(None if t is None else round(t, 6), reason, error).to_record())
         self._writer.close()
         self._fh.close()
 

@@ -13,6 +13,7 @@ import re
 import zlib
 from typing import Any
 
+from . import fastjson
 from .sse import SSEDecoder, SSEEvent, decode_all
 
 DECODABLE = ("gzip", "x-gzip", "deflate")
@@ -111,7 +112,7 @@ def provider_error_message(status: int, body: bytes) -> str:
 
 def _message_from_json(text: str) -> str | None:
     try:
-        obj: Any = json.loads(text)
+        obj: Any = fastjson.loads(text)
     except ValueError:
         # an SSE-framed error (``event: error`` / ``data: {...}``)
         for item in decode_all([text]):

@@ -31,10 +31,11 @@ Rules (each repair is reported by a :class:`Note`):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from . import fastjson
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
@@ -419,13 +420,13 @@ def decode_double_encoded(arguments: str) -> str | None:
     if arguments[:1] != '"':
         return None
     try:
-        inner = json.loads(arguments)
+        inner = fastjson.loads(arguments)
     except ValueError:
         return None
     if not isinstance(inner, str) or inner.strip()[:1] not in ("{", "["):
         return None
     try:
-        json.loads(inner)
+        fastjson.loads(inner)
     except ValueError:
         return None
     return inner.strip()

@@ -1,0 +1,284 @@
+"""Inputs that used to crash or hang: deep JSON, special files, a BOM, a chunk with both bodies,
+non-finite times, a last line cut mid-way, and a full disk during ``record``.
+
+Each one is unusable input (exit 2, one line naming the file and line) or a reported error, never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from streamtool.cli.main import app
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import serving
+from streamtool.core.recording.reader import Source
+from streamtool.core.wire.fastjson import MAX_DEPTH, loads
+
+from .conftest import RECORDINGS
+
+STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+HEADER = {
+    "type": "header",
+    "format": "streamtool-recording",
+    "version": 1,
+    "provider": "openai",
+    "api": "chat.completions",
+    "request": {"url": "https://api.openai.com/v1/chat/completions"},
+    "response": {"status": 200},
+}
+DEEP = "[" * 1000 + "]" * 1000
+
+
+def chat(content: str) -> str:
+    return (
+        "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]}) + "\n\n"
+    )
+
+
+def write(path: Path, *lines: str, header: dict | None = None) -> Path:
+    path.write_text("\n".join([json.dumps(header or HEADER), *lines]) + "\n", encoding="utf-8")
+    return path
+
+
+def chunk(text: str, t: float = 0.1) -> str:
+    return json.dumps({"type": "chunk", "t": t, "text": text})
+
+
+END = json.dumps({"type": "end", "t": 1.0, "reason": "complete", "error": None})
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def strict_json(text: str):
+    def refuse(name: str):
+        raise AssertionError(f"{name} in the output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def one_line_error(result, where: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamtool: error: "), result.stderr
+    assert where in lines[0]
+    assert "Traceback" not in result.output
+
+
+# -- deep JSON ------------------------------------------------------------------------------------
+def test_loads_refuses_deep_json_and_non_json_constants():
+    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    for text in ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), DEEP, '{"a":' * 5000):
+        with pytest.raises(ValueError):
+            loads(text)
+    for text in ('{"t": NaN}', "[Infinity]", "-Infinity"):
+        with pytest.raises(json.JSONDecodeError, match="is not a JSON value"):
+            loads(text)
+
+
+def test_deep_payload_is_a_reported_error(tmp_path):
+    rec = write(
+        tmp_path / "deep.jsonl",
+        chunk('data: {"choices":[{"index":0,"delta":{"content":"hi"}}],"x":' + DEEP + "}\n\n"),
+        chunk(chat(" there") + "data: [DONE]\n\n"),
+        END,
+    )
+    result = cli("replay", str(rec), "--format", "json")
+    assert result.exit_code == 0, result.output
+    summary = strict_json(result.stdout)
+    assert summary["text"] == " there"
+    assert any("nested too deeply" in e["message"] for e in summary["errors"])
+
+
+def test_deep_tool_arguments_are_kept_raw_with_an_error(tmp_path):
+    args = '{"a":' + DEEP + "}"
+    event = {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {"index": 0, "id": "c1", "function": {"name": "f", "arguments": args}}
+                    ]
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    }
+    rec = write(
+        tmp_path / "args.jsonl", chunk(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n"), END
+    )
+    for parser in ("api_tool_call", "json", "xml", "sentinel", "passthrough"):
+        result = cli("replay", str(rec), "--format", "json", "--parser", parser)
+        assert result.exit_code == 0, (parser, result.output)
+        strict_json(result.stdout)
+
+
+@pytest.mark.parametrize("command", ["replay", "check", "diff"])
+def test_deep_recording_line_is_unusable_input(tmp_path, command):
+    rec = write(
+        tmp_path / "deep.jsonl", chunk(chat("hi")), '{"type":"chunk","x":' + DEEP + "}", END
+    )
+    other = write(tmp_path / "ok.jsonl", chunk(chat("hi")), END)
+    args = {"replay": [str(rec)], "check": [str(rec)], "diff": [str(other), str(rec)]}[command]
+    result = cli(command, *args)
+    one_line_error(result, "deep.jsonl:3: not JSON (nested too deeply")
+
+
+def test_deep_golden_file_is_unusable_input(tmp_path):
+    rec = tmp_path / "a.jsonl"
+    shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", rec)
+    golden = tmp_path / "a.golden.json"
+    golden.write_text(DEEP + "\n")
+    result = cli("check", str(rec))
+    assert result.exit_code == 2, result.output
+    assert "a.golden.json" in result.output and "nested too deeply" in result.output
+    assert "Traceback" not in result.output
+    assert golden.read_text() == DEEP + "\n"  # never overwritten
+
+
+# -- special files, BOM, a chunk with two bodies, non-finite times -------------------------------
+def _run(args: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([*STREAMTOOL, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for args in (["replay", str(fifo)], ["check", str(fifo)], ["diff", str(fifo), str(fifo)]):
+        run = _run(args)  # a hang would end in TimeoutExpired
+        assert run.returncode == 2, (args, run.stderr)
+        assert "pipe.jsonl: is not a regular file" in run.stderr
+        assert "Traceback" not in run.stderr
+    # one found in a folder by check is refused the same way, the others still checked
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", folder / "ok.jsonl")
+    os.mkfifo(folder / "stuck.jsonl")
+    run = _run(["check", str(folder), "--update"])
+    assert run.returncode == 2, run.stderr
+    assert "stuck.jsonl: is not a regular file" in run.stdout + run.stderr
+    assert (folder / "ok.golden.json").exists()
+
+
+def test_a_bom_at_the_start_is_accepted(tmp_path):
+    plain = write(tmp_path / "plain.jsonl", chunk(chat("hi")), END)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    a = cli("replay", str(plain), "--format", "json")
+    b = cli("replay", str(bom), "--format", "json")
+    assert b.exit_code == 0, b.output
+    assert strict_json(b.stdout)["text"] == strict_json(a.stdout)["text"] == "hi"
+
+
+def test_a_chunk_with_text_and_b64_is_unusable(tmp_path):
+    both = json.dumps({"type": "chunk", "t": 0.1, "text": chat("hi"), "b64": "AAAA"})
+    rec = write(tmp_path / "both.jsonl", both, END)
+    one_line_error(cli("replay", str(rec)), "both.jsonl:2: chunk has both 'text' and 'b64'")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_non_finite_time_is_reported(tmp_path, value):
+    rec = write(
+        tmp_path / "t.jsonl", chunk(chat("hi")), f'{{"type":"chunk","t":{value},"text":"x"}}', END
+    )
+    result = cli("replay", str(rec), "--format", "json")
+    assert result.exit_code == 2, result.output
+    assert "t.jsonl:3:" in result.stderr
+    assert ("'t' is inf" if value == "1e400" else f"{value} is not a JSON value") in result.stderr
+    assert result.stdout == ""  # no output with a bare NaN in it
+
+
+def test_nan_in_a_payload_never_reaches_the_json_output(tmp_path):
+    rec = write(
+        tmp_path / "nan.jsonl",
+        chunk(chat("a").replace("}]}", '}],"usage":{"prompt_tokens":NaN}}')),
+        chunk(chat("b") + "data: [DONE]\n\n"),
+        END,
+    )
+    result = cli("replay", str(rec), "--format", "json")
+    assert result.exit_code == 0, result.output
+    summary = strict_json(result.stdout)
+    assert summary["text"] == "b"
+    assert any("NaN is not a JSON value" in e["message"] for e in summary["errors"])
+
+
+# -- a last line cut mid-way ----------------------------------------------------------------------
+def test_a_last_line_cut_mid_way_replays_everything_before_it(tmp_path):
+    whole = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    lines = whole.read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    # the file as a crash leaves it: the end record gone, the last chunk half written
+    cut.write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])
+    expected = Source(cut)
+    n = sum(1 for _ in expected.chunks())
+    assert expected.cut_line == len(lines) - 1 and n == len(lines) - 3
+    result = cli("replay", str(cut), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "cut off" in result.stderr
+    assert strict_json(result.stdout)["stats"]["chunks"] == n
+    # a line cut in the middle of the file is still an error
+    middle = tmp_path / "middle.jsonl"
+    middle.write_text("".join(lines[:2]) + lines[2][:10] + "\n" + "".join(lines[3:]))
+    one_line_error(cli("replay", str(middle)), "middle.jsonl:3: not JSON")
+
+
+# -- a full disk during record --------------------------------------------------------------------
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_ends_the_recording_cleanly(tmp_path):
+    rec = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    with serving([rec], Playback(speed=None, rechunk=64)) as server:
+        out = tmp_path / "full.jsonl"
+        args = [
+            "record",
+            "-p",
+            "openai-chat",
+            "-m",
+            "m",
+            "--prompt",
+            "hi",
+            "--base-url",
+            server.url + "/v1",
+            "--view",
+            "none",
+            "-o",
+            str(out),
+        ]
+        env = {**os.environ, "OPENAI_API_KEY": "sk-test-FAKEfull0123456789abcdef"}
+        # room for the header and a few chunks: the write that does not fit fails (EFBIG)
+        run = subprocess.run(
+            [*STREAMTOOL, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            preexec_fn=_limit_file_size(1500),
+        )
+    assert run.returncode == 1, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamtool: error: "), run.stderr
+    assert "full.jsonl: cannot write the recording" in lines[0]
+    assert "Traceback" not in run.stderr
+    assert 0 < out.stat().st_size <= 1500
+    replay = cli("replay", str(out), "--format", "json")
+    assert replay.exit_code == 0, replay.output
+    assert strict_json(replay.stdout)["stats"]["chunks"] >= 1
