@@ -339,10 +339,10 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         return {}, None
     try:
         value = fastjson.loads(text)
+    except fastjson.NestingError:
+        return None, "arguments are nested too deeply to parse"
     except ValueError as exc:
         return None, f"arguments are not valid JSON ({exc})"
-    except RecursionError:
-        return None, "arguments are nested too deeply to parse"
     if isinstance(value, str):
         inner = value.strip()
         if inner[:1] == "{":
