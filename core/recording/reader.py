@@ -73,7 +73,7 @@ class Source:
         if obj is None:
             try:
                 with open(self.path, encoding="utf-8") as fh:
-                    obj = json.loads(fh.read(GOLDEN_READ_LIMIT))
+                    obj = fastjson.loads(fh.read(GOLDEN_READ_LIMIT))
             except (OSError, ValueError):
                 return
         if not isinstance(obj, dict) or obj.get("format") != GOLDEN_FORMAT:
