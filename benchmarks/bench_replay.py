@@ -9,9 +9,10 @@ of about 20 MB with a long streamed tool call, then times:
   nothing else (the least any replay must do);
 - ``streamtool replay FILE --format json`` as a user runs it (a subprocess, start-up included).
 
-Target: replay within 3x of the floor. It also times ``streamtool --help`` and the replay of a small
-bundled recording (target: under 300 ms wall each) and checks that neither imports the openai or
-anthropic SDKs. Prints figures and ratios; exits 1 when a target is missed.
+Target: replay within 2x of the floor (``TARGET``). It also times ``streamtool --help`` and the
+replay of a small bundled recording (target: under 300 ms wall each; bench_startup.py holds the
+start-up targets) and checks that neither imports the openai or anthropic SDKs. Prints figures
+and ratios; exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
 
+TARGET = 2.0  # replay / floor
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 CLI = [sys.executable, "-m", "streamtool.cli"]
 
@@ -85,7 +87,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
     args = ap.parse_args()
     ok = True
-    print(f"{'stream':<18}{'size MB':>9}{'floor s':>10}{'replay s':>10}{'ratio':>8}  target <= 3x")
+    head = f"{'stream':<18}{'size MB':>9}{'floor s':>10}{'replay s':>10}{'ratio':>8}"
+    print(f"{head}  target <= {TARGET:g}x")
     with tempfile.TemporaryDirectory() as tmp:
         for name, generate in GENERATORS.items():
             path = Path(tmp) / f"{name}.jsonl"
@@ -95,8 +98,8 @@ def main() -> int:
             f = best(lambda p=path: floor(p), args.repeat)
             r = best(lambda p=path: wall(CLI + ["replay", str(p), "--format", "json"]), args.repeat)
             ratio = r / f
-            verdict = "ok" if ratio <= 3.0 else "MISSED"
-            ok &= ratio <= 3.0
+            verdict = "ok" if ratio <= TARGET else "MISSED"
+            ok &= ratio <= TARGET
             print(f"{name:<18}{size:>9.1f}{f:>10.3f}{r:>10.3f}{ratio:>7.2f}x  {verdict}")
 
     print()
