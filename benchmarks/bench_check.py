@@ -7,8 +7,10 @@ spread over 20 folders) and ``--large`` recordings of about ``--large-mb`` MB ma
 generators of every wire API, then writes their golden files (``check --update``, not timed).
 Then, as a user runs it (whole processes, best of ``--repeat``):
 
-- ``streamtool check SUITE -j 1`` and ``-j 2``, on the small files, the large ones and both;
-  their outputs must be identical (exit 1 otherwise);
+- ``streamtool check SUITE -j 1`` and ``-j 2``, on the small files, the large ones and both:
+  wall time and CPU time (the processes' user + system, workers included: on a machine whose
+  cores are busy with other work, the wall-time gain cannot show, the CPU figures say what the
+  pool costs); their outputs must be identical (exit 1 otherwise);
 - ``--shard I/N`` for N = 2, 4, 8: files and bytes per shard (the split is by path hash), and
   every golden file checked exactly once across the N shards (exit 1 otherwise).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,12 +51,19 @@ def build(suite: Path, small: int, large: int, large_mb: float) -> None:
         generate(where / f"{i:04d}-{name}.jsonl", int(large_mb * 1_000_000))
 
 
+_cpu = [0.0]  # CPU seconds (user + system) of the last check run, its workers included
+
+
 def check(args: list[str]) -> tuple[float, int, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         [*CLI, *args], capture_output=True, text=True, env={**os.environ, "CI": ""}
     )
-    return time.perf_counter() - start, proc.returncode, proc.stdout
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _cpu[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, proc.returncode, proc.stdout
 
 
 def size(path: Path) -> int:
@@ -80,22 +90,30 @@ def main() -> int:
             f"{opts.large} large ({size(suite / 'large') / 1e6:.1f} MB); "
             f"{os.cpu_count()} cores; best of {opts.repeat}"
         )
-        print(f"{'paths':<14}{'-j 1 s':>9}{'-j 2 s':>9}{'speed-up':>10}  same output")
+        print(
+            f"{'paths':<14}{'-j 1 s':>9}{'-j 2 s':>9}{'speed-up':>10}"
+            f"{'CPU -j 1':>10}{'CPU -j 2':>10}  same output"
+        )
         for label, paths in (
             ("small", [suite / "small"]),
             ("large", [suite / "large"]),
             ("both", [suite]),
         ):
             args = [str(p) for p in paths]
-            runs = {j: [check(["-j", str(j), *args]) for _ in range(opts.repeat)] for j in (1, 2)}
+            runs: dict[int, list[tuple[float, int, str]]] = {1: [], 2: []}
+            cpu: dict[int, float] = {}
+            for _ in range(opts.repeat):
+                for j in (1, 2):
+                    runs[j].append(check(["-j", str(j), *args]))
+                    cpu[j] = min(cpu.get(j, _cpu[0]), _cpu[0])
             best = {j: min(r[0] for r in runs[j]) for j in runs}
             outputs = {r[2] for j in runs for r in runs[j]}
             codes = {r[1] for j in runs for r in runs[j]}
             same = len(outputs) == 1 and codes == {0}
             ok &= same
             print(
-                f"{label:<14}{best[1]:>9.2f}{best[2]:>9.2f}{best[1] / best[2]:>9.2f}x  "
-                f"{'yes' if same else 'NO'}"
+                f"{label:<14}{best[1]:>9.2f}{best[2]:>9.2f}{best[1] / best[2]:>9.2f}x"
+                f"{cpu[1]:>10.2f}{cpu[2]:>10.2f}  {'yes' if same else 'NO'}"
             )
 
         _, _, out = check(["--format", "json", "-j", "2", str(suite)])
