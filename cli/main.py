@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "Answer the provider endpoints with recorded streams, byte for byte."),
     "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
     "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
+    "report": ("report", "Write a self-contained HTML report of a recording (with a player)."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),

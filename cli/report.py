@@ -1,0 +1,100 @@
+"""``streamtool report FILE -o report.html``: one self-contained HTML page about a recording."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .errors import USAGE_ERRORS, fail
+from .main import app
+
+MARK = 'name="generator" content="streamtool report"'
+
+
+@app.command()
+def report(
+    file: Annotated[
+        str,
+        typer.Argument(help="A recording or raw body; - reads standard input.", show_default=False),
+    ],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write (default: the recording's name with .report.html, in "
+            "the current folder; - for standard output).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing file that is not a report.")
+    ] = False,
+    stall: Annotated[
+        float, typer.Option("--stall", help="A gap over this many seconds is a stall.")
+    ] = 1.0,
+    converter: Annotated[
+        str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
+    ] = "auto",
+    parser: Annotated[
+        str | None,
+        typer.Option(
+            "--parser", help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."
+        ),
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""
+    from streamtool.core.converters import check_converter_name
+    from streamtool.core.handlers import check_parser_name, default_parser
+    from streamtool.core.outputs.report import build_report
+    from streamtool.core.recording.inspect_file import inspect_file
+
+    if stall != stall or stall <= 0:
+        fail("--stall must be a number of seconds > 0")
+    parser_name = parser or default_parser()
+    target = output
+    if target is None:
+        stem = "stdin" if file == "-" else Path(file).name.split(".")[0] or "recording"
+        target = f"{stem}.report.html"
+    if target != "-":
+        _check_target(Path(target), force)
+    try:
+        check_converter_name(converter)
+        check_parser_name(parser_name)
+        inspector = inspect_file(
+            file, converter=converter, parser=parser_name, stall=stall, keep_items=True
+        )
+    except USAGE_ERRORS as exc:
+        message = str(exc)
+        if not message.startswith((file, "<stdin>")):
+            message = f"{file}: {message}"
+        fail(message)
+    html = build_report(inspector)
+    if target == "-":
+        sys.stdout.write(html)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        fail(f"{path}: cannot write the report ({exc.strerror or exc})")
+    sys.stderr.write(f"wrote {path}\n")
+
+
+def _check_target(path: Path, force: bool) -> None:
+    if path.is_dir():
+        fail(f"{path}: is a folder; name the HTML file to write with -o")
+    if path.exists() and not force:
+        try:
+            head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+        except OSError:
+            head = ""
+        if MARK not in head:
+            fail(f"{path}: exists and is not a streamtool report; pass --force to overwrite it")
