@@ -132,7 +132,8 @@ def test_completion_script_and_answers() -> None:
         assert result.exit_code == 0
         assert "_STREAMTOOL_COMPLETE" in result.output
     # what the bash script asks, answered: command names, then a command's options and choices
-    assert _complete({"COMP_WORDS": "streamtool re", "COMP_CWORD": "1"}) == ["record", "replay"]
+    expected = ["record", "replay", "report"]
+    assert _complete({"COMP_WORDS": "streamtool re", "COMP_CWORD": "1"}) == expected
     assert "--format" in _complete({"COMP_WORDS": "streamtool replay --fo", "COMP_CWORD": "2"})
     choices = _complete({"COMP_WORDS": "streamtool replay x --format ", "COMP_CWORD": "4"})
     assert choices == ["tree", "text", "json", "jsonl"]
