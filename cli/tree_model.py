@@ -181,6 +181,7 @@ class Stats:
     ttft: float | None = None
     usage: dict[str, int] | None = None
     finish_reason: str | None = None
+    finish_class: str | None = None  # known once the replay has finished
     finished: bool = False
     end_reason: str | None = None
     status: int | None = None  # the recorded HTTP status
@@ -203,6 +204,7 @@ class Stats:
             ttft=engine.ttft,
             usage=engine.usage,
             finish_reason=engine.finish_reason,
+            finish_class=engine.finish_class() if engine.finished else None,
             finished=engine.finished,
             end_reason=None if end is None else end.reason,
             status=_status(engine.header.response),

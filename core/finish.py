@@ -89,7 +89,7 @@ OPENAI_CHAT_REASONS: dict[str, str] = {
     "stop": "stop",
     "length": "length",
     "content_filter": "content_filter",
-    "refusal": "content_filter",
+    "refusal": "stop",  # the refusal itself is sent as refusal deltas
     "error": "error",
 }
 

@@ -130,7 +130,9 @@ def test_openai_sdk_accumulates_the_same_calls_and_text(server, path):
         if not inv.get("server_side")
     ]
     assert calls == expected
-    assert (message.content or "") == summary["text"]
+    # a refusal is sent as refusal deltas, which the SDK keeps apart from the content
+    assert (message.content or "") + (message.refusal or "") == summary["text"]
+    assert bool(message.refusal) is (summary["finish_class"] == "refusal")
     assert (getattr(message, "reasoning_content", None) or "") == summary["reasoning"]
     if expected:
         assert choice.finish_reason == "tool_calls"
@@ -353,7 +355,7 @@ def test_emitter_maps_segments_and_invocations():
         ("SAFETY", "content_filter"),
         ("completed", "stop"),
         ("pause_turn", "stop"),
-        ("refusal", "content_filter"),
+        ("refusal", "stop"),  # the refusal text itself goes in refusal deltas
         ("failed", "error"),
         ("error", "error"),
         ("eos_token", "eos_token"),  # reasons no table knows pass through unchanged

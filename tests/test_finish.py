@@ -86,3 +86,12 @@ def test_emitted_openai_stream_means_the_same(tmp_path: Path, path: Path) -> Non
     emitted.write_bytes(out.getvalue())
     result = diff_streams(original, replay_file(emitted))
     assert result.differences == []
+
+
+def test_chat_refusal_is_text_marked_refusal_and_its_class() -> None:
+    engine = replay_file(RECORDINGS / "openai-chat-refusal.jsonl")
+    summary = engine.summary()
+    assert summary["text"] == "I'm sorry, I can't help with that."
+    assert (summary["finish_reason"], summary["finish_class"]) == ("stop", "refusal")
+    (text,) = [s for s in build_transcript(engine)["segments"] if s["type"] == "text"]
+    assert text["metadata"] == {"refusal": True}

@@ -126,7 +126,7 @@ class AnthropicConverter(Converter):
                 message = str(err if err is not None else obj)
             self.error("provider_error", f"error event in the stream: {message}", err)
             return []
-        self.quirk("anthropic_unknown_event", f"an event of type {kind!r}")
+        self.unknown_event(str(kind))  # counted, listed once in the unknown_event quirk
         return []
 
     def _message_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -367,6 +367,7 @@ class AnthropicConverter(Converter):
 
     # -- end -------------------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
+        self.report_unknown_events()
         deltas: list[ToolCallDelta] = []
         if not self.stopped:
             # server tools whose block was closed but whose result never came are still closed

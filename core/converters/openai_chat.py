@@ -144,6 +144,13 @@ class OpenAIChatConverter(Converter):
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
             self._reasoning(delta, chunk)
 
+        refusal = delta.get("refusal")
+        if type(refusal) is str and refusal:
+            # the model refused: the refusal is the text the user sees, marked as such
+            chunk.content += refusal
+            meta = chunk.content_metadata = dict(chunk.content_metadata or {})
+            meta["refusal"] = True
+
         annotations = delta.get("annotations")
         if isinstance(annotations, list) and annotations:
             self._annotations.extend(annotations)

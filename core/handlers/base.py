@@ -128,7 +128,10 @@ class StreamingResponseHandler(ABC):
             self._close_reasoning(out)
             self._text_id = self._new_id()
             self._text_metadata = {}
-            self._emit(SegmentEvent.start(self._text_id, SegmentType.TEXT), out)
+            # a refusal is known from its first chunk: sinks that stream it (the OpenAI emitter)
+            # need it at the start
+            start = {"refusal": True} if metadata and metadata.get("refusal") is True else None
+            self._emit(SegmentEvent.start(self._text_id, SegmentType.TEXT, start), out)
         if text:
             self._emit(SegmentEvent.content(self._text_id, text), out)
         if metadata:

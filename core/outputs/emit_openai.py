@@ -3,8 +3,8 @@
 :class:`OpenAISSEEmitter` is a sink for the replay engine's items (segment events and tool
 invocations), so it works behind any converter and any parser:
 
-- text segments become ``content`` deltas, reasoning segments ``reasoning_content`` deltas (the
-  field vLLM, DeepSeek and others use);
+- text segments become ``content`` deltas (a refusal: ``refusal`` deltas), reasoning segments
+  ``reasoning_content`` deltas (the field vLLM, DeepSeek and others use);
 - each tool invocation becomes a ``tool_calls`` delta (``index``, ``id``, ``type``,
   ``function``), sent when the call is whole;
 - an error the provider reported in the stream (``provider_error``) becomes an ``error`` object
@@ -86,6 +86,7 @@ class OpenAISSEEmitter:
         self.finished = False
         self._started = False
         self._kinds: dict[str, SegmentType] = {}
+        self._refusals: set[str] = set()  # text segments that are a refusal (sent as refusal)
 
     # -- input -----------------------------------------------------------------------------
     def feed(self, items: Iterable[object]) -> str:
@@ -100,12 +101,15 @@ class OpenAISSEEmitter:
                         continue
                     kind = kinds.get(item.segment_id)
                     if kind is SegmentType.TEXT:
-                        self._delta(parts, {"content": item.delta})
+                        field = "refusal" if item.segment_id in self._refusals else "content"
+                        self._delta(parts, {field: item.delta})
                     elif kind is SegmentType.REASONING:
                         self._delta(parts, {"reasoning_content": item.delta})
                 elif event_type is SegmentEventType.START:
                     assert item.segment_type is not None
                     kinds[item.segment_id] = item.segment_type
+                    if item.metadata and item.metadata.get("refusal") is True:
+                        self._refusals.add(item.segment_id)
                 else:
                     kinds.pop(item.segment_id, None)
             elif isinstance(item, ToolInvocation):
