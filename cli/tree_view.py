@@ -238,10 +238,10 @@ def footer(stats: Stats, state: TreeState) -> Fields:
         rows.append(([Text(item, style=STYLE["dim"]) for item in shown], " · "))
     last: list[Text] = []
     if stats.finish_reason:
-        shown = f"finish_reason: {stats.finish_reason}"
+        finish = f"finish_reason: {stats.finish_reason}"
         if stats.finish_class and stats.finish_class != stats.finish_reason:
-            shown += f" ({stats.finish_class})"  # what it means, the same for every provider
-        last.append(Text(shown, style=STYLE["dim"]))
+            finish += f" ({stats.finish_class})"  # what it means, the same for every provider
+        last.append(Text(finish, style=STYLE["dim"]))
     if stats.finished and stats.end_reason and stats.end_reason != "complete":
         last.append(Text(f"ended: {stats.end_reason}", style=STYLE["error"]))
     errors = state.errors

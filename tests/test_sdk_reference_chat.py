@@ -42,7 +42,10 @@ def sdk_accumulate(path: Path):
     calls = [
         (t.id, t.function.name, _parsed(t.function.arguments)) for t in (message.tool_calls or [])
     ]
-    return message.content, calls
+    text = message.content
+    if getattr(message, "refusal", None):
+        text = (text or "") + message.refusal  # a refusal is the text the user sees
+    return text, calls
 
 
 def _parsed(arguments: str | None):
