@@ -282,3 +282,62 @@ def test_a_full_disk_ends_the_recording_cleanly(tmp_path):
     replay = cli("replay", str(out), "--format", "json")
     assert replay.exit_code == 0, replay.output
     assert strict_json(replay.stdout)["stats"]["chunks"] >= 1
+
+
+# -- converters: fields of the wrong type -------------------------------------------------------
+def _event(kind: str, **fields) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
+
+
+@pytest.mark.parametrize("index", [[0], {"a": 1}])
+def test_responses_content_index_of_the_wrong_type(tmp_path, index):
+    body = (
+        _event(
+            "response.output_item.added",
+            output_index=0,
+            item={"type": "message", "id": "m1", "role": "assistant", "content": []},
+        )
+        + _event(
+            "response.output_text.delta",
+            output_index=0,
+            item_id="m1",
+            content_index=index,
+            delta="hi",
+        )
+        + _event(
+            "response.output_text.done",
+            output_index=0,
+            item_id="m1",
+            content_index=index,
+            text="hi",
+        )
+        + _event(
+            "response.refusal.delta", output_index=0, item_id="m1", content_index=index, delta="no"
+        )
+    )
+    header = {
+        **HEADER,
+        "api": "responses",
+        "request": {"url": "https://api.openai.com/v1/responses"},
+    }
+    rec = write(tmp_path / "r.jsonl", chunk(body), END, header=header)
+    result = cli("replay", str(rec), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert strict_json(result.stdout)["text"] == "hino"
+
+
+@pytest.mark.parametrize("choices", [1.5, "abc", {"0": {"delta": {"content": "x"}}}, True])
+def test_chat_choices_that_are_not_a_list(tmp_path, choices):
+    bad = "data: " + json.dumps({"choices": choices}) + "\n\n"
+    rec = write(
+        tmp_path / "c.jsonl",
+        chunk(chat("a")),
+        chunk(bad),
+        chunk(chat("b") + "data: [DONE]\n\n"),
+        END,
+    )
+    result = cli("replay", str(rec), "--format", "json")
+    assert result.exit_code == 0, result.output
+    summary = strict_json(result.stdout)
+    assert summary["text"] == "ab"
+    assert any("'choices' is not a list" in e["message"] for e in summary["errors"])

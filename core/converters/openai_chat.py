@@ -107,6 +107,9 @@ class OpenAIChatConverter(Converter):
                 )
             return [chunk]
 
+        if not isinstance(choices, list):
+            self.error("bad_payload", "'choices' is not a list", choices)
+            return [chunk]
         tool_deltas: list[ToolCallDelta] = []
         for choice in choices:
             if not isinstance(choice, dict):

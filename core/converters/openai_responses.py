@@ -329,9 +329,8 @@ class OpenAIResponsesConverter(Converter):
             if isinstance(delta, str) and delta:
                 info = self._item(obj.get("item_id"), obj.get("output_index"))
                 if info is not None:
-                    info.texts.setdefault(("refusal", obj.get("content_index", 0)), []).append(
-                        delta
-                    )
+                    key = ("refusal", _part_index(obj, "content"))
+                    info.texts.setdefault(key, []).append(delta)
                 self._runs.enter(TEXT)
                 return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
             return []
@@ -882,11 +881,12 @@ class OpenAIResponsesConverter(Converter):
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
-        item = self._items.get(obj.get("item_id"))  # type: ignore[arg-type]
+        item_id = obj.get("item_id")
+        item = self._items.get(item_id) if type(item_id) is str else None
         if item is None:
             item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is not None:
-            key = (part, obj.get("summary_index" if part == "summary" else "content_index", 0))
+            key = (part, _part_index(obj, part))
             texts = item.texts.get(key)
             if texts is None:
                 item.texts[key] = [delta]
@@ -906,8 +906,9 @@ class OpenAIResponsesConverter(Converter):
         item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is None:
             return []
-        index = obj.get("summary_index" if part == "summary" else "content_index", 0)
-        return self._fill_text(item, kind, (part, index), obj.get(field), "the .done event")
+        return self._fill_text(
+            item, kind, (part, _part_index(obj, part)), obj.get(field), "the .done event"
+        )
 
     def _fill_text(
         self, info: _Item, kind: str, key: tuple[str, Any], text: Any, where: str
@@ -1063,3 +1064,12 @@ def _without_images(item: dict[str, Any]) -> dict[str, Any]:
     out = dict(item)
     out["result"] = {"base64_bytes": _b64_size(item["result"])}
     return out
+
+
+def _part_index(obj: dict[str, Any], part: str) -> Any:
+    """The event's ``content_index`` (``summary_index``) as a key: a list or an object there
+    (a broken stream) is its JSON text, never an unhashable key."""
+    index = obj.get("summary_index" if part == "summary" else "content_index", 0)
+    if isinstance(index, list | dict):
+        return json.dumps(index, sort_keys=True)
+    return index
