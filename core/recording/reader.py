@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..wire import fastjson
-from ..wire.fastjson import loads as fast_loads
+from ..wire.fastjson import check_depth
+from ..wire.fastjson import loads_unchecked as fast_loads
 from .format import (
     Chunk,
     End,
@@ -210,8 +211,12 @@ class Source:
                         t = obj.get("t")
                         # t - t == 0 is False for NaN and the infinities
                         if t is None or (type(t) in (float, int) and t - t == 0):
-                            yield Chunk(t, text)
+                            yield Chunk(t, text)  # two scalars: no nesting to check
                             continue
+                try:
+                    check_depth(line, obj)
+                except ValueError as exc:
+                    raise RecordingError(path, lineno, f"not JSON ({exc.args[0]})") from None
                 rec = record_from_obj(obj, path, lineno)
                 if isinstance(rec, End):
                     self.end = rec

@@ -56,22 +56,44 @@ class NestingError(json.JSONDecodeError):
 def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
     if not isinstance(text, str):  # as json.loads: UTF-8/16/32 bytes
         text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
-    try:
-        if kwargs:
+    if kwargs:
+        try:
             obj = json.loads(text, parse_constant=_constant, **kwargs)
-        else:
-            try:
-                obj, end = _scan(text, 0)
-            except StopIteration:
-                obj = _slow(text)
-            else:
-                if end != len(text) and text[end:].strip():
-                    return _slow(text)  # raises "Extra data" with the usual message
+        except RecursionError:
+            raise NestingError(text) from None
+    else:
+        obj = loads_unchecked(text)
+    check_depth(text, obj)
+    return obj
+
+
+def loads_unchecked(text: str) -> Any:
+    """:func:`loads` of a ``str`` without the nesting limit, for a caller that keeps no nested
+    value of the result (a recording's chunk record keeps two scalars) or calls
+    :func:`check_depth` itself. Nesting that the decoder itself cannot take still raises
+    :class:`NestingError`."""
+    try:
+        try:
+            obj, end = _scan(text, 0)
+        except StopIteration:
+            return _slow(text)
+        if end != len(text) and text[end:].strip():
+            return _slow(text)  # raises "Extra data" with the usual message
     except RecursionError:
         raise NestingError(text) from None
-    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(obj):
-        raise NestingError(text)
     return obj
+
+
+def check_depth(text: str, obj: Any) -> None:
+    """Raise :class:`NestingError` when ``obj`` (parsed from ``text``) nests deeper than
+    :data:`MAX_DEPTH`. JSON that deep holds more than ``MAX_DEPTH`` opening brackets, and as
+    many closing ones: shorter text needs no look."""
+    if (
+        len(text) > 2 * MAX_DEPTH
+        and text.count("[") + text.count("{") > MAX_DEPTH
+        and too_deep(obj)
+    ):
+        raise NestingError(text)
 
 
 def too_deep(obj: Any, limit: int = MAX_DEPTH) -> bool:
