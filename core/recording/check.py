@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,6 +300,7 @@ def _check_one(
 ) -> FileResult:
     rec, gold = str(recording), str(golden_path)
     stored: Golden | None = None
+    clean_stale_temporaries(golden_path)  # left by a check --update that was killed
     try:
         text = golden_path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -398,12 +400,65 @@ def _write(path: Path, document: dict[str, Any], result: FileResult) -> FileResu
 
 
 def _write_atomic(path: Path, data: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write ``data`` to ``path`` through a temporary file beside it, synced before the rename:
+    a crash leaves the old file or the new one, never half of one. A symlinked golden file is
+    written through to its target (the link stays a link), and the file keeps its mode."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    clean_stale_temporaries(target)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(data)
-        os.replace(tmp, path)
+            fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    # the rename itself is on disk once the folder is synced (best effort: not every file
+    # system lets a folder be opened)
+    with contextlib.suppress(OSError):
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def clean_stale_temporaries(golden: Path) -> list[Path]:
+    """Remove the temporaries a killed ``check --update`` left beside ``golden``
+    (``.NAME.PID.tmp`` of a process that is gone); a live process's file is left alone."""
+    removed: list[Path] = []
+    prefix = f".{golden.name}."
+    try:
+        names = [n for n in os.listdir(golden.parent) if n.startswith(prefix)]
+    except OSError:
+        return removed
+    for name in names:
+        pid_text = name[len(prefix) :].removesuffix(".tmp")
+        if not name.endswith(".tmp") or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid != os.getpid() and _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(golden.parent / name)
+            removed.append(golden.parent / name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
