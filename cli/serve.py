@@ -92,6 +92,10 @@ def serve(
         typer.Option("--upstream", help="With --record-missing: where missing requests go."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
+    max_body: Annotated[
+        str,
+        typer.Option("--max-body", help="Largest request body accepted (413 beyond)."),
+    ] = "10MB",
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -150,6 +154,12 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
+    from streamtool.core.net.server import parse_size
+
+    try:
+        body_limit = parse_size(max_body)
+    except ValueError as exc:
+        fail(str(exc))
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -178,7 +188,7 @@ def serve(
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
-        create_app(library, playback, None if quiet else _log, on_miss),
+        create_app(library, playback, None if quiet else _log, on_miss, max_body=body_limit),
         sock,
         log_level="warning" if quiet else "info",
         access_log=False,

@@ -375,21 +375,43 @@ def quiet_cut_logging() -> None:
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
+MAX_BODY = 10 * 1024 * 1024  # the default request body limit (--max-body): 413 beyond
+
+
+def parse_size(text: str) -> int:
+    """``10MB``, ``512K``, ``1048576``: a size in bytes (``ValueError`` with a sentence)."""
+    value = text.strip().upper().removesuffix("B")
+    scale = 1
+    for suffix, factor in (("K", 1024), ("M", 1024**2), ("G", 1024**3)):
+        if value.endswith(suffix):
+            value, scale = value[:-1], factor
+            break
+    try:
+        size = int(float(value) * scale)
+    except ValueError:
+        raise ValueError(f"--max-body {text!r}: a size such as 10MB, 512K or 1048576") from None
+    if size <= 0:
+        raise ValueError(f"--max-body {text!r}: must be more than 0 bytes")
+    return size
+
+
 def create_app(
     library: Library,
     playback: Playback | None = None,
     log: Callable[[str], None] | None = None,
     on_miss: Callable[[Any, bytes, Incoming, str], Any] | None = None,
+    max_body: int = MAX_BODY,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
     ``log`` gets one line per request: the recording served, or the error status and why.
     ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
-    (:class:`NoMatch`) instead of the 404: record on miss.
+    (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
+    ``max_body`` bytes is answered 413 without being read whole.
     """
     import anyio
     from starlette.applications import Starlette
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
@@ -465,7 +487,23 @@ def create_app(
                 f"streamtool serve answers {known}; not {request.method} {path}",
             )
         suffix, style, apis = endpoint
-        raw = await request.body()
+        too_big = f"the request body is larger than {max_body} bytes (--max-body)"
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_body:
+            return error(request, style, 413, too_big)
+        pieces: list[bytes] = []
+        size = 0
+        try:
+            async for piece in request.stream():
+                size += len(piece)
+                if size > max_body:
+                    return error(request, style, 413, too_big)
+                pieces.append(piece)
+        except ClientDisconnect:
+            if log is not None:
+                log(f"{request.method} {path}: the client went away while sending its body")
+            return Response(status_code=400)  # nobody is there to read it
+        raw = b"".join(pieces)
         try:
             body: Any = fastjson.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError):

@@ -1,0 +1,84 @@
+"""``serve`` under abuse, on a real server on 127.0.0.1: bodies over ``--max-body`` (413),
+bodies nested too deeply (400, not 500), and a client that goes away mid-body."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from streamtool.cli.main import app
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import Library, ServerThread, create_app, parse_size
+
+from .conftest import RECORDINGS
+
+REC = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+LIMIT = 4096
+
+
+@pytest.fixture(scope="module")
+def server():
+    application = create_app(Library.from_paths([REC]), Playback(speed=None), max_body=LIMIT)
+    with ServerThread(application) as s:
+        yield s
+
+
+def post(server, content, headers=None) -> httpx.Response:
+    return httpx.post(
+        server.url + "/v1/chat/completions",
+        content=content,
+        headers={"content-type": "application/json", **(headers or {})},
+        timeout=10,
+    )
+
+
+def ok_body() -> bytes:
+    return json.dumps({"model": "m", "stream": True, "messages": []}).encode()
+
+
+def test_a_body_over_the_limit_is_413(server):
+    big = json.dumps({"model": "m", "stream": True, "pad": "x" * LIMIT}).encode()
+    r = post(server, big)
+    assert r.status_code == 413
+    assert f"larger than {LIMIT} bytes" in r.json()["error"]["message"]
+    # without a Content-Length (chunked), the count stops the read as well
+    r = post(server, iter([big[:1000], big[1000:3000], big[3000:]]))
+    assert r.status_code == 413
+    assert post(server, ok_body()).status_code == 200
+
+
+def test_a_body_nested_too_deeply_is_400(server):
+    deep = ("[" * 5000 + "]" * 5000).encode()
+    limited = create_app(Library.from_paths([REC]), Playback(speed=None))
+    with ServerThread(limited) as s:
+        r = post(s, deep)
+    assert r.status_code == 400
+    assert "not JSON" in r.json()["error"]["message"]
+
+
+def test_a_client_that_goes_away_mid_body_does_not_hurt(server):
+    host, port = server.url.removeprefix("http://").split(":")
+    for _ in range(5):
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model"'
+            )
+    r = post(server, ok_body())
+    assert r.status_code == 200 and b"[DONE]" in r.content
+
+
+def test_max_body_option():
+    assert parse_size("10MB") == 10 * 1024 * 1024
+    assert parse_size("512k") == 512 * 1024
+    assert parse_size("1048576") == 1048576
+    for bad in ("lots", "0", "-5"):
+        with pytest.raises(ValueError, match="--max-body"):
+            parse_size(bad)
+    result = CliRunner().invoke(app, ["serve", str(REC), "--max-body", "lots"])
+    assert result.exit_code == 2
+    assert "--max-body 'lots'" in result.stderr
