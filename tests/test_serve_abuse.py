@@ -82,3 +82,45 @@ def test_max_body_option():
     result = CliRunner().invoke(app, ["serve", str(REC), "--max-body", "lots"])
     assert result.exit_code == 2
     assert "--max-body 'lots'" in result.stderr
+
+
+def _recording(path, status=200, headers=None):
+    header = {
+        "type": "header",
+        "format": "streamtool-recording",
+        "version": 1,
+        "provider": "openai",
+        "api": "chat.completions",
+        "request": {"url": "https://api.openai.com/v1/chat/completions", "body": {"model": "m"}},
+        "response": {"status": status, "headers": headers or {}},
+    }
+    body = REC.read_text().splitlines()[1:]
+    path.write_text("\n".join([json.dumps(header), *body]) + "\n")
+    return path
+
+
+def test_unservable_recordings_are_refused_or_skipped_at_load_time(tmp_path, caplog):
+    bad_headers = {
+        "content-type": "text/event-stream",
+        "x-note": "caf\u00e9 \u2603",  # not latin-1
+        "x-split": "a\r\nx-injected: 1",
+        "bad name": "v",
+    }
+    rec = _recording(tmp_path / "headers.jsonl", headers=bad_headers)
+    with caplog.at_level("WARNING", logger="streamtool.serve"):
+        library = Library.from_paths([rec])
+    assert [k for k, _ in library.recordings[0].headers] == ["content-type"]
+    assert "x-split" in caplog.text and "bad name" in caplog.text
+    with ServerThread(create_app(library, Playback(speed=None))) as s:
+        r = post(s, ok_body())
+    assert r.status_code == 200 and "x-injected" not in r.headers and b"[DONE]" in r.content
+    switching = _recording(tmp_path / "switch.jsonl", status=101)
+    result = CliRunner().invoke(app, ["serve", str(switching), "--port", "0"])
+    assert result.exit_code == 2
+    assert "switch.jsonl: recorded status 101 cannot be served" in result.stderr
+    # in a folder, one that cannot be read or served is skipped with a warning
+    (tmp_path / "broken.jsonl").write_text("not a recording\n")
+    with caplog.at_level("WARNING", logger="streamtool.serve"):
+        library = Library.from_paths([tmp_path])
+    assert library.names() == ["headers"]
+    assert "broken.jsonl" in caplog.text and "switch.jsonl" in caplog.text

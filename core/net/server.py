@@ -164,6 +164,12 @@ def _model_of(data: str) -> str | None:
     return None
 
 
+# RFC 9110 token characters for a name; a value is latin-1 without CR, LF or NUL
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[^\r\n\x00\u0100-\U0010ffff]*")
+_log = logging.getLogger("streamtool.serve")
+
+
 def load_recording(path: str | os.PathLike[str]) -> Recording:
     source = Source(path)
     chunks: list[tuple[float | None, bytes]] = []
@@ -188,6 +194,9 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     endpoint = endpoint_for(request_path)
     suffix = endpoint[0] if endpoint is not None else endpoint_of_api(api)
     status = header.response.get("status")
+    if isinstance(status, int) and 100 <= status <= 199:
+        # an informational status (101 Switching Protocols) is no answer to a request
+        raise RecordingError(str(path), None, f"recorded status {status} cannot be served")
     if not isinstance(status, int) or not 100 <= status <= 599:
         status = 200
     recorded = header.response.get("headers")
@@ -195,6 +204,9 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     if isinstance(recorded, dict):
         for k, v in recorded.items():
             if k.lower() in DROPPED_HEADERS or not isinstance(v, str) or REDACTED in v:
+                continue
+            if not _HEADER_NAME.fullmatch(k) or not _HEADER_VALUE.fullmatch(v):
+                _log.warning("%s: recorded header %r is not valid HTTP: not served", path, k)
                 continue
             headers.append((k.lower(), v))
     if not any(k == "content-type" for k, _ in headers):
@@ -264,7 +276,18 @@ class Library:
         files = expand_paths(paths)
         if not files:
             raise RecordingError("serve", None, "no recordings given")
-        return cls([load_recording(p) for p in files])
+        if len(files) == 1:
+            return cls([load_recording(files[0])])
+        # among several, one that cannot be read or served is skipped with a warning
+        loaded = []
+        for p in files:
+            try:
+                loaded.append(load_recording(p))
+            except RecordingError as exc:
+                _log.warning("skipped: %s", exc)
+        if not loaded:
+            raise RecordingError("serve", None, "none of the recordings can be served")
+        return cls(loaded)
 
     def names(self) -> list[str]:
         return [r.name for r in self.recordings]
