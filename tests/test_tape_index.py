@@ -202,3 +202,27 @@ def test_concurrent_allocations_and_appends_never_collide(tmp_path: Path) -> Non
     index = read_index(tmp_path)
     assert sorted(e.seq for e in index) == list(range(1, 41))
     assert {p.name for p in tape.exchanges()} == {p.name for _, p in got}
+
+
+def test_commands_that_search_folders_skip_a_tapes_index(tmp_path: Path) -> None:
+    """``check``, ``ls`` and ``serve`` on a tape folder see its recordings, not its index."""
+    from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
+    from streamtool.core.net.server import Library
+
+    from .tape_helpers import openai_tape
+
+    files = openai_tape(tmp_path / "tape")
+    assert (tmp_path / "tape" / INDEX_NAME).exists()
+    runner = CliRunner()
+    update = runner.invoke(app, ["check", "--update", str(tmp_path / "tape")])
+    assert update.exit_code == 0, update.output
+    check = runner.invoke(app, ["check", str(tmp_path / "tape")])
+    assert check.exit_code == 0, check.output
+    assert INDEX_NAME not in check.output
+    listing = runner.invoke(app, ["ls", str(tmp_path / "tape"), "--format", "json"])
+    assert listing.exit_code == 0, listing.output
+    assert INDEX_NAME not in listing.output
+    library = Library.from_paths([tmp_path / "tape"])
+    assert [r.name for r in library.recordings] == [f.stem for f in files]

@@ -25,6 +25,7 @@ from ..converters import detect_from_event, detect_from_header
 from ..recording.format import RecordingError
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
+from ..recording.tape_index import INDEX_NAME
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent
@@ -114,7 +115,11 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in suffixes)
+            found = sorted(
+                f
+                for f in p.iterdir()
+                if f.is_file() and f.suffix.lower() in suffixes and f.name != INDEX_NAME
+            )
             if not found:
                 raise RecordingError(str(p), None, "holds no recordings (.jsonl, .sse, .txt)")
             out.extend(found)

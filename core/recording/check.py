@@ -41,6 +41,7 @@ from ..outputs.transcript import build_transcript, render
 from ..replay import DetectionError
 from .format import RecordingError, os_error_text
 from .replay_file import replay_file
+from .tape_index import INDEX_NAME
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
@@ -261,7 +262,7 @@ def _scan_folder(folder: Path, errors: list[FileResult]) -> list[tuple[Path | No
         goldens = {name for name in filenames if is_golden_name(name)}
         claimed: dict[str, str] = {}
         for name in sorted(filenames):
-            if name in goldens or not name.endswith(SCAN_SUFFIXES):
+            if name in goldens or name == INDEX_NAME or not name.endswith(SCAN_SUFFIXES):
                 continue
             gname = golden_name(name)
             if gname in claimed:

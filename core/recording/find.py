@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..outputs.golden import is_golden_name
+from .tape_index import INDEX_NAME
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 STDIN = "-"
@@ -29,7 +30,11 @@ def find_recordings(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[s
             for dirpath, dirnames, filenames in os.walk(path):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 for name in sorted(filenames):
-                    if name.endswith(SCAN_SUFFIXES) and not is_golden_name(name):
+                    if (
+                        name.endswith(SCAN_SUFFIXES)
+                        and not is_golden_name(name)
+                        and name != INDEX_NAME  # a tape's index, not a recording
+                    ):
                         found = True
                         yield os.path.join(dirpath, name), None
             if not found:
