@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
     "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
     "report": ("report", "Write a self-contained HTML report of a recording (with a player)."),
+    "conform": ("conform", "Check a stream client against recordings cut every way."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),

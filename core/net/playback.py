@@ -2,13 +2,15 @@
 
 ``schedule(chunks, playback, total)`` turns recorded reads ``(t, bytes)`` into the writes a
 server makes: when (seconds after the request arrived) and what. Fault injection for tests lives
-here too: re-cutting the body into N-byte writes, pausing mid-stream, dropping the connection
-after N bytes. The server only sleeps and sends.
+here too: re-cutting the body into N-byte writes or at pseudo-random points from a seed, pausing
+mid-stream, dropping the connection after N bytes. The server only sleeps and sends.
 """
 
 from __future__ import annotations
 
 import math
+import random
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -18,7 +20,9 @@ class Playback:
     """How to play recordings back.
 
     ``speed``: 1.0 keeps the recorded pacing, 2.0 plays twice as fast, ``None`` sends
-    without any sleep. ``rechunk``: write the body in pieces of this many bytes. ``stall``:
+    without any sleep. ``rechunk``: write the body in pieces of this many bytes.
+    ``rechunk_seed``: cut the body at pseudo-random points drawn from this seed (see
+    :func:`random_cuts`; the same seed and body always give the same cuts). ``stall``:
     pause this many seconds once ``stall_after`` bytes were written (default: half the body).
     ``cut_after``: drop the connection once this many bytes were written. ``max_gap``: no
     pause between two writes lasts longer than this many seconds (``None``: as recorded).
@@ -26,6 +30,7 @@ class Playback:
 
     speed: float | None = 1.0
     rechunk: int | None = None
+    rechunk_seed: int | None = None
     stall: float = 0.0
     stall_after: int | None = None
     cut_after: int | None = None
@@ -36,6 +41,8 @@ class Playback:
             raise ValueError("speed must be a positive number (or max)")
         if self.rechunk is not None and self.rechunk < 1:
             raise ValueError("rechunk must be at least 1 byte")
+        if self.rechunk is not None and self.rechunk_seed is not None:
+            raise ValueError("rechunk and rechunk_seed cannot be combined")
         if self.stall < 0:
             raise ValueError("stall must not be negative")
         if self.stall_after is not None and self.stall_after < 0:
@@ -105,6 +112,53 @@ def _rechunk(writes: Iterable[Write], size: int) -> Iterator[Write]:
         yield Write(at, bytes(buf))
 
 
+# where a cut is most likely to break a client: before a UTF-8 continuation byte (mid-character)
+# and between the CR and LF of a CRLF (mid line end)
+_TRICKY = re.compile(rb"[\x80-\xbf]|(?<=\r)\n")
+MAX_RANDOM_PIECE = 48
+
+
+def random_cuts(body: bytes, seed: int) -> list[int]:
+    """Offsets (0 < cut < len(body), ascending) at which to cut ``body``, drawn from ``seed``.
+
+    Pieces are 1 to :data:`MAX_RANDOM_PIECE` bytes long, so most cuts fall mid-line and
+    mid-event; on top of that, each spot where a cut splits a UTF-8 character or a CRLF is cut
+    with probability one half, so those spots are exercised in every body that has them.
+    """
+    rng = random.Random(seed)
+    size = len(body)
+    cuts: set[int] = set()
+    at = rng.randint(1, MAX_RANDOM_PIECE)
+    while at < size:
+        cuts.add(at)
+        at += rng.randint(1, MAX_RANDOM_PIECE)
+    for m in _TRICKY.finditer(body):
+        if m.start() > 0 and rng.random() < 0.5:
+            cuts.add(m.start())
+    return sorted(cuts)
+
+
+def _random_rechunk(writes: Iterable[Write], seed: int) -> Iterator[Write]:
+    """The body cut at :func:`random_cuts`; a piece is sent when the read holding its last
+    byte was received."""
+    timed = list(writes)
+    body = b"".join(w.data for w in timed)
+    if not body:
+        return
+    ends: list[tuple[int, float]] = []  # (offset just past a read, its time)
+    offset = 0
+    for w in timed:
+        offset += len(w.data)
+        ends.append((offset, w.at))
+    start = 0
+    read = 0
+    for cut in [*random_cuts(body, seed), len(body)]:
+        while ends[read][0] < cut:
+            read += 1
+        yield Write(ends[read][1], body[start:cut])
+        start = cut
+
+
 def schedule(
     chunks: Iterable[tuple[float | None, bytes]], playback: Playback, total: int
 ) -> Iterator[Write | Cut]:
@@ -112,6 +166,8 @@ def schedule(
     writes: Iterable[Write] = _timed(chunks, playback.speed, playback.max_gap)
     if playback.rechunk:
         writes = _rechunk(writes, playback.rechunk)
+    elif playback.rechunk_seed is not None:
+        writes = _random_rechunk(writes, playback.rechunk_seed)
     stall_at: int | None = None
     if playback.stall > 0:
         stall_at = playback.stall_after if playback.stall_after is not None else total // 2

@@ -1,0 +1,197 @@
+"""``streamtool conform -- COMMAND``: check a stream client against recordings cut every way."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .errors import fail, user_errors
+from .main import app
+
+if TYPE_CHECKING:
+    from streamtool.core.net.conform import Chunking, Result
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@app.command(
+    context_settings={"ignore_unknown_options": True},
+)
+def conform(
+    command: Annotated[
+        list[str],
+        typer.Argument(
+            help="The client to check, after --: it prints "
+            '{"text", "tool_calls": [{"name", "arguments"}], "finish_reason"}.',
+            show_default=False,
+        ),
+    ],
+    recordings: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--recordings",
+            "-r",
+            help="Recordings or folders of them (repeatable; default: the bundled ones).",
+        ),
+    ] = None,
+    count: Annotated[
+        int,
+        typer.Option(
+            "--chunkings",
+            "-k",
+            help="How many ways to cut each stream: whole, 1 byte, then random cuts.",
+        ),
+    ] = 5,
+    seed: Annotated[int, typer.Option("--seed", help="The first seed of the random cuts.")] = 1,
+    api: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--api",
+            help="Only recordings of this API (repeatable): openai-chat, openai-responses, "
+            "anthropic, gemini, kimi-k2.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds one client run may take.")
+    ] = 60.0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Client runs at a time.")] = 1,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="table (for people) or json (for scripts).")
+    ] = Format.table,
+) -> None:
+    """Serve each recording to COMMAND, cut K ways, and compare what it prints with the replay.
+
+    COMMAND runs once per recording and chunking with STREAMTOOL_BASE_URL, OPENAI_BASE_URL,
+    ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL pointing at a local server (and
+    STREAMTOOL_MODEL set to the recording's model). Recordings of an API the client does not
+    call are reported as not applicable. Exit codes: 0 all passed, 1 a run failed, 2 unusable
+    input.
+    """
+    from streamtool.core.net.conform import Runner, bundled_recordings, chunkings, load_cases
+
+    if not command:
+        fail("give the client command after --, e.g. streamtool conform -- python client.py")
+    exe = command[0]
+    if shutil.which(exe) is None:
+        fail(f"cannot run {exe!r}: no such program")
+    if timeout <= 0:
+        fail("--timeout must be a number of seconds > 0")
+    if jobs < 1:
+        fail("--jobs must be at least 1")
+    try:
+        plans = chunkings(count, seed)
+    except ValueError as exc:
+        fail(str(exc))
+    paths: list[Path | str]
+    if recordings:
+        paths = list(recordings)
+    else:
+        bundled = bundled_recordings()
+        if bundled is None:
+            fail("no bundled recordings are installed: pass recordings with --recordings")
+        paths = [bundled]
+    with user_errors():
+        cases = load_cases(paths)
+    if api:
+        wanted = {a.strip() for item in api for a in item.split(",") if a.strip()}
+        cases = [c for c in cases if c.api in wanted]
+        if not cases:
+            fail(f"no recording of API {', '.join(sorted(wanted))} among those given")
+    results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(_document(command, plans, results), ensure_ascii=False) + "\n")
+    else:
+        _print_table(plans, results)
+    if not any(r.status != "not applicable" for r in results):
+        if fmt is Format.table:
+            sys.stderr.write("streamtool: error: no recording applies to this client\n")
+        raise typer.Exit(2)
+    raise typer.Exit(1 if any(r.status == "fail" for r in results) else 0)
+
+
+def _counts(results: list[Result]) -> dict[str, int]:
+    return {
+        "passed": sum(r.status == "pass" for r in results),
+        "failed": sum(r.status == "fail" for r in results),
+        "not_applicable": sum(r.status == "not applicable" for r in results),
+    }
+
+
+def _document(command: list[str], plans: list[Chunking], results: list[Result]) -> dict[str, Any]:
+    return {
+        "command": command,
+        "chunkings": [p.name for p in plans],
+        "results": [r.to_dict() for r in results],
+        "summary": _counts(results),
+    }
+
+
+def _print_table(plans: list[Chunking], results: list[Result]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    width = shutil.get_terminal_size((int(os.environ.get("COLUMNS", "100") or 100), 24)).columns
+    console = Console(width=max(width, 60), highlight=False, soft_wrap=False)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table.add_column("recording", overflow="fold")
+    for plan in plans:
+        table.add_column(plan.name)
+    rows: dict[str, dict[str, Result]] = {}
+    for r in results:
+        rows.setdefault(r.case.name, {})[r.chunking] = r
+    for name, by_plan in rows.items():
+        cells = []
+        for plan in plans:
+            run = by_plan.get(plan.name)
+            if run is None or run.status == "not applicable":
+                cells.append("[dim]n/a[/dim]")
+            elif run.status == "pass":
+                cells.append("[green]pass[/green]")
+            else:
+                assert run.verdict is not None
+                fields = sorted({d.field for d in run.verdict.differences})
+                cells.append(f"[red]{', '.join(fields)}[/red]")
+        table.add_row(name, *cells)
+    console.print(table)
+    failures = [r for r in results if r.status == "fail"]
+    if failures:
+        console.print()
+        console.print("[bold]What differs[/bold]")
+    # the same differences under several chunkings are shown once, with the chunkings listed
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in failures:
+        assert r.verdict is not None
+        groups.setdefault((r.case.name, r.verdict.summary()), []).append(r)
+    for (name, summary), group in groups.items():
+        verdict = group[0].verdict
+        assert verdict is not None
+        runs = [r for r in results if r.case.name == name]
+        cuts = ", ".join(r.chunking for r in group)
+        line = f"  {name} [{cuts}]: {summary}"
+        if verdict.quirks:
+            line += f" — quirks: {', '.join(verdict.quirks)}"
+        if any(r.status == "pass" for r in runs):
+            passed = ", ".join(r.chunking for r in runs if r.status == "pass")
+            line += f" (passes {passed}: the client depends on how the stream is cut)"
+        console.print(line, markup=False, soft_wrap=True)
+    na = [r for r in results if r.status == "not applicable"]
+    notes = sorted({r.note for r in na if r.note})
+    counts = _counts(results)
+    console.print()
+    console.print(
+        f"{counts['passed']} passed, {counts['failed']} failed, "
+        f"{counts['not_applicable']} not applicable (recording × chunking)",
+        markup=False,
+    )
+    for note in notes:
+        console.print(f"  not applicable: {note}", markup=False, style="dim", soft_wrap=True)

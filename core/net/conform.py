@@ -1,0 +1,313 @@
+"""Running a conformance check: recordings served, cut several ways, to a client command.
+
+One HTTP server (127.0.0.1, a free port) serves every run under its own path prefix
+(``/run/<n>``), so runs can go in parallel and each knows which endpoints its client called.
+For each recording and each chunking the client command is started with ``STREAMTOOL_BASE_URL``,
+``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL`` pointing at its
+prefix, and its printed answer is judged by :mod:`streamtool.core.outputs.conform`.
+
+A client applies to a recording when its request reaches an endpoint that serves the
+recording's API: an OpenAI-SDK client asked for an Anthropic recording calls
+``/chat/completions``, which cannot serve it, and the pair is reported as not applicable (then
+every other recording of that API is, without running the client again).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
+from ..recording.format import RecordingError
+from ..recording.replay_file import replay_file
+from .playback import Playback
+from .server import Library, Recording, ServerThread, create_app, endpoint_for, expand_paths
+from .server import load_recording as load_served
+
+WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
+DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
+NOT_APPLICABLE = "not applicable"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunking:
+    name: str
+    playback: Playback
+
+
+def chunkings(count: int, first_seed: int = 1) -> list[Chunking]:
+    """The first ``count`` chunkings: the whole body in one read, one byte per read, then
+    pseudo-random cuts from seeds ``first_seed``, ``first_seed + 1``, ..."""
+    if count < 1:
+        raise ValueError("--chunkings must be at least 1")
+    plans = [
+        Chunking("whole", Playback(speed=None, rechunk=WHOLE)),
+        Chunking("1 byte", Playback(speed=None, rechunk=1)),
+    ]
+    seed = first_seed
+    while len(plans) < count:
+        plans.append(Chunking(f"seed {seed}", Playback(speed=None, rechunk_seed=seed)))
+        seed += 1
+    return plans[:count]
+
+
+def bundled_recordings() -> Path | None:
+    """The example recordings shipped beside the package (a source checkout), if present."""
+    here = Path(__file__).resolve()
+    for base in (here.parents[2], here.parents[1]):
+        folder = base / "recordings"
+        if folder.is_dir():
+            return folder
+    return None
+
+
+@dataclass(slots=True)
+class Case:
+    """One recording to check: how it is served and what it means."""
+
+    name: str
+    path: str
+    served: Recording
+    expected: Expected
+
+    @property
+    def api(self) -> str | None:
+        return self.served.api
+
+
+def load_cases(paths: Sequence[str | os.PathLike[str]]) -> list[Case]:
+    """Recordings (files or folders) ready to check. Raises ``RecordingError`` on bad input."""
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for path in expand_paths(paths):
+        served = load_served(path)
+        if served.name in seen:
+            raise RecordingError(
+                str(path),
+                None,
+                f"two recordings are named {served.name!r} (also {seen[served.name]})",
+            )
+        seen[served.name] = str(path)
+        # no file tools: a client sees the tool arguments as sent, markers and all
+        engine = replay_file(path, handler_options={"file_tools": {}})
+        cases.append(Case(served.name, str(path), served, expected_from(engine)))
+    return cases
+
+
+@dataclass(slots=True)
+class Result:
+    case: Case
+    chunking: str
+    status: str  # pass, fail, not applicable
+    verdict: Verdict | None = None
+    note: str = ""  # why not applicable
+    requests: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "recording": self.case.name,
+            "path": self.case.path,
+            "api": self.case.api,
+            "chunking": self.chunking,
+            "status": self.status,
+        }
+        if self.verdict is not None:
+            out["differences"] = [d.to_dict() for d in self.verdict.differences]
+            out["quirks"] = list(self.verdict.quirks)
+        if self.note:
+            out["note"] = self.note
+        out["requests"] = list(self.requests)
+        return out
+
+
+class _Dispatch:
+    """An ASGI app routing ``/run/<key>/...`` to that run's app, noting the paths called."""
+
+    def __init__(self) -> None:
+        self.apps: dict[str, Any] = {}
+        self.calls: dict[str, list[str]] = {}
+        self.lock = threading.Lock()
+
+    def add(self, key: str, app: Any) -> None:
+        with self.lock:
+            self.apps[key] = app
+            self.calls[key] = []
+
+    def remove(self, key: str) -> list[str]:
+        with self.lock:
+            self.apps.pop(key, None)
+            return self.calls.pop(key, [])
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        parts = path.split("/", 3)  # "", "run", key, rest
+        app = None
+        if len(parts) >= 3 and parts[1] == "run":
+            with self.lock:
+                app = self.apps.get(parts[2])
+                if app is not None:
+                    self.calls[parts[2]].append(
+                        f"{scope['method']} /{parts[3] if len(parts) > 3 else ''}"
+                    )
+        if app is None:
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b"not a conformance run"})
+            return
+        rest = "/" + (parts[3] if len(parts) > 3 else "")
+        inner = dict(scope)
+        inner["path"] = rest
+        inner["raw_path"] = rest.encode("utf-8")
+        await app(inner, receive, send)
+
+
+def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
+    """The environment a client runs with: every SDK's base URL pointed at ``base``."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "STREAMTOOL_BASE_URL": base,
+            "OPENAI_BASE_URL": base + "/v1",
+            "ANTHROPIC_BASE_URL": base,
+            "GOOGLE_GEMINI_BASE_URL": base,
+            "OPENAI_API_KEY": DUMMY_KEY,
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
+            "GEMINI_API_KEY": DUMMY_KEY,
+            "GOOGLE_API_KEY": DUMMY_KEY,
+            "STREAMTOOL_RECORDING": case.name,
+            "STREAMTOOL_CHUNKING": chunking,
+        }
+    )
+    if case.served.model:
+        env["STREAMTOOL_MODEL"] = case.served.model
+    else:
+        env.pop("STREAMTOOL_MODEL", None)
+    return env
+
+
+def _serves(case: Case, call: str) -> bool:
+    """Whether the endpoint of a noted call (``"POST /v1/messages"``) can serve the case."""
+    path = call.partition(" ")[2]
+    endpoint = endpoint_for(path)
+    if endpoint is None:
+        return False
+    return case.api is None or case.api in endpoint[1]
+
+
+class Runner:
+    """Runs ``command`` against every case under every chunking."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        cases: Sequence[Case],
+        plans: Sequence[Chunking],
+        *,
+        timeout: float = 60.0,
+        jobs: int = 1,
+        cwd: str | None = None,
+        on_result: Callable[[Result], None] | None = None,
+    ) -> None:
+        self.command = list(command)
+        self.cases = list(cases)
+        self.plans = list(plans)
+        self.timeout = timeout
+        self.jobs = max(1, jobs)
+        self.cwd = cwd
+        self.on_result = on_result
+        self._dispatch = _Dispatch()
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._foreign: dict[str | None, str] = {}  # API -> the call that showed it does not apply
+
+    def run(self) -> list[Result]:
+        with ServerThread(self._dispatch) as server:
+            self._origin = server.url
+            if self.jobs == 1:
+                groups = [self._run_case(case) for case in self.cases]
+            else:
+                with ThreadPoolExecutor(self.jobs) as pool:
+                    groups = list(pool.map(self._run_case, self.cases))
+        return [r for group in groups for r in group]
+
+    def _key(self) -> str:
+        with self._lock:
+            self._counter += 1
+            return str(self._counter)
+
+    def _emit(self, result: Result) -> Result:
+        if self.on_result is not None:
+            with self._lock:
+                self.on_result(result)
+        return result
+
+    def _run_case(self, case: Case) -> list[Result]:
+        results: list[Result] = []
+        for i, plan in enumerate(self.plans):
+            known = self._foreign.get(case.api)
+            if known is not None:
+                note = f"the client calls {known}, which does not serve {case.api} recordings"
+                results.extend(
+                    self._emit(Result(case, p.name, NOT_APPLICABLE, note=note))
+                    for p in self.plans[i:]
+                )
+                break
+            result = self._run_one(case, plan)
+            if result.status == NOT_APPLICABLE:
+                self._foreign.setdefault(case.api, result.requests[0])
+                result.note = (
+                    f"the client calls {result.requests[0]}, which does not serve "
+                    f"{case.api} recordings"
+                )
+            results.append(self._emit(result))
+        return results
+
+    def _run_one(self, case: Case, plan: Chunking) -> Result:
+        key = self._key()
+        self._dispatch.add(key, create_app(Library([case.served]), plan.playback))
+        base = f"{self._origin}/run/{key}"
+        try:
+            run = self._spawn(client_env(base, case, plan.name))
+        finally:
+            calls = self._dispatch.remove(key)
+        if calls and not any(_serves(case, c) for c in calls):
+            return Result(case, plan.name, NOT_APPLICABLE, requests=calls)
+        verdict = judge(case.expected, run)
+        if not calls:
+            verdict.differences.insert(
+                0, Difference("crash", "the client sent no request to the base URL it was given")
+            )
+        status = "pass" if verdict.passed else "fail"
+        return Result(case, plan.name, status, verdict, requests=calls)
+
+    def _spawn(self, env: dict[str, str]) -> ClientRun:
+        try:
+            proc = subprocess.run(
+                self.command,
+                env=env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return ClientRun(
+                None, _text(exc.stdout), _text(exc.stderr), timed_out=True, timeout=self.timeout
+            )
+        return ClientRun(proc.returncode, _text(proc.stdout), _text(proc.stderr))
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
