@@ -1,4 +1,5 @@
-"""The openai SDK's own stream accumulator as a ``streamtool conform`` client (the README's)."""
+"""The openai SDK's own stream accumulator as a ``streamtool conform`` client: the README's
+example, line for line."""
 
 import json
 import os
@@ -12,14 +13,9 @@ with client.chat.completions.stream(
 ) as stream:
     choice = stream.get_final_completion().choices[0]
 calls = choice.message.tool_calls or []
-print(
-    json.dumps(
-        {
-            "text": choice.message.content or "",
-            "tool_calls": [
-                {"name": c.function.name, "arguments": c.function.arguments} for c in calls
-            ],
-            "finish_reason": choice.finish_reason,
-        }
-    )
-)
+answer = {
+    "text": choice.message.content or "",
+    "tool_calls": [{"name": c.function.name, "arguments": c.function.arguments} for c in calls],
+    "finish_reason": choice.finish_reason,
+}
+print(json.dumps(answer))
