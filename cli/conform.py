@@ -178,12 +178,16 @@ def _print_table(plans: list[Chunking], results: list[Result]) -> None:
         runs = [r for r in results if r.case.name == name]
         cuts = ", ".join(r.chunking for r in group)
         line = f"  {name} [{cuts}]: {summary}"
-        if verdict.quirks:
-            line += f" — quirks: {', '.join(verdict.quirks)}"
         if any(r.status == "pass" for r in runs):
             passed = ", ".join(r.chunking for r in runs if r.status == "pass")
             line += f" (passes {passed}: the client depends on how the stream is cut)"
         console.print(line, markup=False, soft_wrap=True)
+        for quirk in group[0].quirks():
+            console.print(
+                f"    quirk {quirk.id} ({quirk.severity}): {quirk.explanation}",
+                markup=False,
+                soft_wrap=True,
+            )
     na = [r for r in results if r.status == "not applicable"]
     notes = sorted({r.note for r in na if r.note})
     counts = _counts(results)

@@ -111,12 +111,11 @@ def test_random_rechunk_keeps_bytes_order_and_times(reads, seed):
     # the same seed cuts the same way; every piece is sent once the read holding its end came
     again = list(schedule(reads, Playback(speed=1.0, rechunk_seed=seed), len(body)))
     assert again == writes
-    ends, offset, last = [], 0, 0.0
-    for t, data in reads:
-        last = max(last, t)
-        offset += len(data)
-        if data:
-            ends.append((offset, last))
+    ends, offset = [], 0  # (offset past each read as written without cuts, its time)
+    for w in schedule(reads, Playback(speed=1.0), len(body)):
+        assert isinstance(w, Write)
+        offset += len(w.data)
+        ends.append((offset, w.at))
     offset = 0
     for w in writes:
         offset += len(w.data)
@@ -233,7 +232,8 @@ def test_naive_client_fails_on_the_calls_without_index_and_a_correct_one_passes(
         bad = runs[("mistral-no-index", cut)]
         assert bad["status"] == "fail"
         assert bad["differences"][0]["message"].startswith("0 tool calls instead of 2")
-        assert bad["quirks"] == ["oai_tool_index_missing"]
+        assert [q["id"] for q in bad["quirks"]] == ["oai_tool_index_missing"]
+        assert bad["quirks"][0]["severity"] == "error" and bad["quirks"][0]["explanation"]
         assert runs[("openai-parallel-tool-calls", cut)]["status"] == "pass"
         na = runs[("anthropic-parallel-tool-calls", cut)]
         assert na["status"] == "not applicable"
@@ -261,6 +261,8 @@ def test_a_client_that_depends_on_read_boundaries_is_caught(recs: Path):
     assert "text" not in row.split()[1]
     assert "the client depends on how the stream is cut" in run.stdout
     assert "[1 byte, seed 1]" in run.stdout
+    # each read is parsed on its own: no quirk of the stream explains that
+    assert "quirk " not in run.stdout
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
@@ -297,7 +299,7 @@ def test_openai_sdk_accumulator(recs: Path):
         # the SDK's accumulator indexes its list of calls with the missing index
         message = bad["differences"][0]["message"]
         assert message.startswith("the client exited 1: TypeError: list indices"), message
-        assert bad["quirks"] == ["oai_tool_index_missing"]
+        assert [q["id"] for q in bad["quirks"]] == ["oai_tool_index_missing"]
 
 
 def test_anthropic_sdk_accumulator():

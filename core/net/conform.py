@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
+from ..quirks import QuirkInfo, lookup, severity_rank
 from ..recording.format import RecordingError
 from ..recording.replay_file import replay_file
 from .playback import Playback
@@ -109,6 +110,13 @@ class Result:
     note: str = ""  # why not applicable
     requests: list[str] = field(default_factory=list)
 
+    def quirks(self) -> list[QuirkInfo]:
+        """The catalogue entries of the quirks behind the differences, most severe first."""
+        if self.verdict is None:
+            return []
+        found = [lookup(q) for q in self.verdict.quirks]
+        return sorted(found, key=lambda q: severity_rank(q.severity))
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "recording": self.case.name,
@@ -119,7 +127,7 @@ class Result:
         }
         if self.verdict is not None:
             out["differences"] = [d.to_dict() for d in self.verdict.differences]
-            out["quirks"] = list(self.verdict.quirks)
+            out["quirks"] = [q.to_dict() for q in self.quirks()]
         if self.note:
             out["note"] = self.note
         out["requests"] = list(self.requests)
@@ -198,7 +206,7 @@ def _serves(case: Case, call: str) -> bool:
     endpoint = endpoint_for(path)
     if endpoint is None:
         return False
-    return case.api is None or case.api in endpoint[1]
+    return case.api is None or case.api in endpoint[-1]
 
 
 class Runner:
