@@ -48,7 +48,6 @@ def conform(
         int,
         typer.Option(
             "--chunkings",
-            "-k",
             help="How many ways to cut each stream: whole, 1 byte, then random cuts.",
         ),
     ] = 5,
@@ -64,7 +63,7 @@ def conform(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds one client run may take.")
     ] = 60.0,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Client runs at a time.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", help="Client runs at a time.")] = 1,
     fmt: Annotated[
         Format, typer.Option("--format", help="table (for people) or json (for scripts).")
     ] = Format.table,

@@ -221,7 +221,7 @@ def test_expected_is_the_wire_meaning_not_the_file_view():
 # -- whole runs ----------------------------------------------------------------------------------
 def test_naive_client_fails_on_the_calls_without_index_and_a_correct_one_passes(recs: Path):
     naive = conform(
-        "-r", str(recs), "-k", "3", "--format", "json", "--",
+        "-r", str(recs), "--chunkings", "3", "--format", "json", "--",
         sys.executable, str(CLIENTS / "chat_client.py"), "naive",
     )  # fmt: skip
     assert naive.returncode == 1, naive.stderr
@@ -241,7 +241,7 @@ def test_naive_client_fails_on_the_calls_without_index_and_a_correct_one_passes(
     assert doc["summary"] == {"passed": 3, "failed": 3, "not_applicable": 3}
 
     correct = conform(
-        "-r", str(recs), "-k", "3", "-j", "2", "--",
+        "-r", str(recs), "--chunkings", "3", "--jobs", "2", "--",
         sys.executable, str(CLIENTS / "chat_client.py"), "correct",
     )  # fmt: skip
     assert correct.returncode == 0, correct.stdout + correct.stderr
@@ -252,7 +252,7 @@ def test_naive_client_fails_on_the_calls_without_index_and_a_correct_one_passes(
 
 def test_a_client_that_depends_on_read_boundaries_is_caught(recs: Path):
     run = conform(
-        "-r", str(recs / "openai-parallel-tool-calls.jsonl"), "-k", "3", "--",
+        "-r", str(recs / "openai-parallel-tool-calls.jsonl"), "--chunkings", "3", "--",
         sys.executable, str(CLIENTS / "chat_client.py"), "per-read",
     )  # fmt: skip
     assert run.returncode == 1
@@ -277,7 +277,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
         missing.stderr
         == "streamtool: error: cannot run 'no-such-client-program': no such program\n"
     )
-    assert conform("-k", "0", "--", sys.executable).returncode == 2
+    assert conform("--chunkings", "0", "--", sys.executable).returncode == 2
 
 
 # -- the SDKs' own accumulators ------------------------------------------------------------------
@@ -287,7 +287,7 @@ def test_openai_sdk_accumulator(recs: Path):
     run = conform(
         "-r", str(recs / "mistral-no-index.jsonl"),
         "-r", str(recs / "openai-parallel-tool-calls.jsonl"),
-        "-k", "2", "-j", "2", "--format", "json", "--",
+        "--chunkings", "2", "--jobs", "2", "--format", "json", "--",
         sys.executable, str(CLIENTS / "openai_sdk_client.py"),
     )  # fmt: skip
     assert run.returncode == 1, run.stderr
@@ -304,7 +304,7 @@ def test_openai_sdk_accumulator(recs: Path):
 
 def test_anthropic_sdk_accumulator():
     run = conform(
-        "-r", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "-k", "2", "-j", "2", "--",
+        "-r", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "--chunkings", "2", "--jobs", "2", "--",
         sys.executable, str(CLIENTS / "anthropic_sdk_client.py"),
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
