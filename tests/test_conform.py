@@ -304,7 +304,8 @@ def test_openai_sdk_accumulator(recs: Path):
 
 def test_anthropic_sdk_accumulator():
     run = conform(
-        "-r", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "--chunkings", "2", "--jobs", "2", "--",
+        "-r", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"),
+        "--chunkings", "2", "--jobs", "2", "--",
         sys.executable, str(CLIENTS / "anthropic_sdk_client.py"),
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
