@@ -97,7 +97,7 @@ def conform(
     else:
         bundled = bundled_recordings()
         if bundled is None:
-            fail("no bundled recordings are installed: pass recordings with --recordings")
+            fail("no bundled recordings were found: pass recordings with --recordings")
         paths = [bundled]
     with user_errors():
         cases = load_cases(paths)

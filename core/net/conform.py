@@ -59,13 +59,14 @@ def chunkings(count: int, first_seed: int = 1) -> list[Chunking]:
 
 
 def bundled_recordings() -> Path | None:
-    """The example recordings shipped beside the package (a source checkout), if present."""
+    """The example recordings: the source tree's ``recordings/`` when streamtool runs from a
+    checkout, else the samples installed with the package."""
     here = Path(__file__).resolve()
-    for base in (here.parents[2], here.parents[1]):
-        folder = base / "recordings"
-        if folder.is_dir():
-            return folder
-    return None
+    checkout = here.parents[2] / "recordings"
+    if checkout.is_dir():
+        return checkout
+    samples = here.parents[1] / "samples"
+    return samples if samples.is_dir() else None
 
 
 @dataclass(slots=True)
