@@ -1,0 +1,209 @@
+"""The pytest plugin, used the way a user's project uses it.
+
+A sample project is written to a temporary folder; its test runs a two-turn tool loop through
+the real openai SDK. pytest runs it in a subprocess (the plugin is found through its entry
+point): recorded with ``--stream-tape-mode=once`` from a local upstream (a tape served over real
+HTTP), replayed with the upstream gone, replayed cut at random points on two xdist workers, and
+failing with the tape's mismatch message once its prompt changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamtool.core.net.tape import serving_tape
+
+from .tape_helpers import OPENAI_MODEL, OPENAI_QUESTION, OPENAI_TOOLS, openai_tape
+
+FAKE_KEY = (
+    "sk-proj-" + "Zq4vN8sK2xW7bR1tY6uH3mJ9cL5dF0gA"
+)  # looks like a key: must never be written
+
+SAMPLE = """
+import json
+import os
+
+import pytest
+from openai import OpenAI
+
+MODEL = {model!r}
+QUESTION = {question!r}
+TOOLS = json.loads({tools!r})
+
+
+def weather(arguments):
+    return f"Weather in {{arguments['city']}}: sunny, result: 21°C"
+
+
+def run_loop():
+    client = OpenAI(max_retries=0)  # the base URL comes from OPENAI_BASE_URL
+    messages = [{{"role": "user", "content": QUESTION}}]
+    with client.chat.completions.stream(model=MODEL, messages=messages, tools=TOOLS) as stream:
+        first = stream.get_final_completion().choices[0].message
+    calls = [
+        {{
+            "id": c.id,
+            "type": "function",
+            "function": {{"name": c.function.name, "arguments": c.function.arguments}},
+        }}
+        for c in first.tool_calls or []
+    ]
+    messages.append({{"role": "assistant", "content": None, "tool_calls": calls}})
+    for call in calls:
+        result = weather(json.loads(call["function"]["arguments"]))
+        messages.append({{"role": "tool", "tool_call_id": call["id"], "content": result}})
+    with client.chat.completions.stream(model=MODEL, messages=messages, tools=TOOLS) as stream:
+        second = stream.get_final_completion().choices[0].message
+    return calls, second.content
+
+
+def note(stream_tape):
+    with open(os.environ["SAMPLE_NOTES"], "a") as fh:
+        fh.write(json.dumps({{
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "base_url": stream_tape.base_url,
+            "openai": os.environ["OPENAI_BASE_URL"],
+            "recording": stream_tape.recording,
+            "exchanges": stream_tape.exchanges,
+            "recorded": stream_tape.recorded,
+            "folder": str(stream_tape.folder),
+        }}) + "\\n")
+
+
+def test_weather_loop(stream_tape):
+    calls, text = run_loop()
+    assert [json.loads(c["function"]["arguments"])["city"] for c in calls] == ["Paris", "Tokyo"]
+    assert "ありがとう" in text
+    note(stream_tape)
+
+
+@pytest.mark.stream_tape(path="tapes/test_agent/test_weather_loop")
+def test_same_tape_shared(stream_tape):
+    calls, text = run_loop()
+    assert len(calls) == 2 and text
+    note(stream_tape)
+
+
+def test_without_the_fixture_nothing_changes():
+    assert os.environ["OPENAI_BASE_URL"] == "http://untouched.invalid/v1"
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    source = SAMPLE.format(
+        model=OPENAI_MODEL, question=OPENAI_QUESTION, tools=json.dumps(OPENAI_TOOLS)
+    )
+    (root / "test_agent.py").write_text(source, encoding="utf-8")
+    return root
+
+
+def run_pytest(project: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    notes = project / "notes.jsonl"
+    notes.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
+    env.update(
+        SAMPLE_NOTES=str(notes),
+        OPENAI_BASE_URL="http://untouched.invalid/v1",
+        OPENAI_API_KEY=FAKE_KEY,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    lines = notes.read_text().splitlines() if notes.exists() else []
+    return proc, [json.loads(line) for line in lines]
+
+
+def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
+    project: Path, tmp_path: Path
+) -> None:
+    tape = project / "tapes" / "test_agent" / "test_weather_loop"
+    upstream_tape = tmp_path / "upstream"
+    openai_tape(upstream_tape)
+
+    # without a tape, replay-only mode fails and says how to record one
+    proc, _ = run_pytest(project, "-k", "weather_loop")
+    assert proc.returncode == 1
+    assert f"no tape at {tape}; record it with --stream-tape-mode=once" in proc.stdout
+
+    # record once, from a local upstream (a tape served over real HTTP)
+    with serving_tape(upstream_tape) as upstream:
+        proc, notes = run_pytest(
+            project, "--stream-tape-mode=once", f"--stream-tape-upstream={upstream.url}"
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        # the first test recorded both turns; the second found the tape and replayed it
+        assert len(upstream.served) == 2
+    first, shared = notes
+    assert first["recording"] is True and shared["recording"] is False  # the tape now exists
+    assert first["folder"] == str(tape) and shared["recorded"] == []
+    assert shared["exchanges"] == [p.stem for p in sorted(tape.glob("0*.jsonl"))]
+    assert first["openai"] == first["base_url"] + "/v1"
+    written = sorted(p.name for p in tape.iterdir())
+    assert written[-1] == "index.jsonl" and len(written) == 3
+    for path in tape.iterdir():
+        assert FAKE_KEY not in path.read_text(encoding="utf-8")
+    assert not any(p.name.startswith(".") for p in tape.parent.iterdir())
+    recorded = {p.name: p.read_bytes() for p in tape.iterdir()}
+
+    # the upstream is gone: replay only
+    proc, notes = run_pytest(project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [n["recording"] for n in notes] == [False, False]
+    assert notes[0]["exchanges"] == [Path(n).stem for n in sorted(recorded) if n != "index.jsonl"]
+
+    # replayed cut at random points, one server per xdist worker; the tape is never rewritten
+    proc, notes = run_pytest(project, "--stream-tape-rechunk=7", "-n", "2", "--dist=each")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {n["worker"] for n in notes} == {"gw0", "gw1"}
+    urls = {n["worker"]: n["base_url"] for n in notes}
+    assert urls["gw0"] != urls["gw1"]
+    assert {p.name: p.read_bytes() for p in tape.iterdir()} == recorded
+
+    # a changed prompt matches nothing: the test fails with the tape's message
+    source = project / "test_agent.py"
+    source.write_text(source.read_text().replace("in Paris and", "in Lyon and"))
+    proc, _ = run_pytest(project, "-k", "weather_loop")
+    assert proc.returncode == 1
+    assert "stream_tape: a request matched no recorded exchange" in proc.stdout
+    assert "messages[0].content" in proc.stdout
+    assert {p.name: p.read_bytes() for p in tape.iterdir()} == recorded
+
+    # mode new: the exchanges of the changed prompt are recorded and added; the others stay
+    lyon = tmp_path / "upstream-lyon"
+    for path in openai_tape(lyon):
+        path.write_text(path.read_text().replace("in Paris and", "in Lyon and"))
+    with serving_tape(lyon) as upstream:
+        proc, notes = run_pytest(
+            project, "-k", "weather_loop", "--stream-tape-mode=new",
+            f"--stream-tape-upstream={upstream.url}",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert len(upstream.served) == 2
+    now = {p.name: p.read_bytes() for p in tape.iterdir()}
+    assert len(now) == 5 and all(
+        now[name] == data for name, data in recorded.items() if name != "index.jsonl"
+    )
+    assert now["index.jsonl"].startswith(recorded["index.jsonl"])
+
+
+def test_options_are_checked_and_listed(project: Path) -> None:
+    proc, _ = run_pytest(project, "--stream-tape-speed=fast")
+    assert proc.returncode == 4
+    assert "--stream-tape-speed must be a number > 0 or 'max', not 'fast'" in proc.stderr
+    proc, _ = run_pytest(project, "--help")
+    for option in ("--stream-tape-mode", "--stream-tape-upstream", "--stream-tape-rechunk"):
+        assert option in proc.stdout
