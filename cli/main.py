@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Replay recordings and compare them with their golden files."),
     "diff": ("diff", "Compare two recordings, or one through two parsers or converters."),
     "serve": ("serve", "Answer the provider endpoints with recorded streams, byte for byte."),
+    "proxy": ("proxy", "Forward an agent's traffic to its provider, recording every exchange."),
     "inspect": ("inspect", "Show how a stream arrived: reads, timing, stalls and quirk lint."),
     "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
     "report": ("report", "Write a self-contained HTML report of a recording (with a player)."),

@@ -447,3 +447,46 @@ def test_unreachable_upstream(tmp_path: Path) -> None:
     _, chunks, end = captured_parts(out, 1)
     assert chunks == [] and end.reason == "error" and "could not connect" in end.error
     assert entry["end"] == "error"
+
+
+# -- --transform kimi-k2 -----------------------------------------------------------------------
+def test_kimi_transform_gives_the_sdk_real_tool_calls(tmp_path: Path) -> None:
+    from streamtool.core.outputs.kimi_transform import KimiTransform
+
+    rec = recording("fireworks-kimi-k2-tokens-split-across-chunks")
+    plain = recording("openai-parallel-tool-calls")
+    out = tmp_path / "caps"
+    model = "accounts/fireworks/models/kimi-k2-instruct-0905"
+    with (
+        serving([rec, plain], MAX) as up,
+        ProxyThread(
+            ProxyConfig(out=out, upstreams=parse_upstreams([up.url]), transform=KimiTransform)
+        ) as px,
+    ):
+        client = openai.OpenAI(base_url=px.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
+        messages = [{"role": "user", "content": "read both"}]
+        with client.chat.completions.stream(model=model, messages=messages) as stream:
+            for _ in stream:
+                pass
+            completion = stream.get_final_completion()
+        # a stream without Kimi tokens passes byte for byte
+        body = {"model": "gpt-test", "stream": True, "messages": []}
+        _, reads = raw_post(
+            px.url + "/v1/chat/completions", body, {"x-streamtool-recording": plain.stem}
+        )
+        wait_for_index(out, 2)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    calls = [
+        (c.id, c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls
+    ]
+    assert calls == [
+        ("functions.read_file:3", "read_file", {"path": "README.md"}),
+        ("functions.read_file:4", "read_file", {"path": "pyproject.toml"}),
+    ]
+    assert "<|" not in (choice.message.content or "")
+    assert b"".join(reads) == b"".join(chunks_of(plain))
+    # the recordings keep the upstream's bytes
+    first, second = captured(out)
+    assert chunks_of(first) == chunks_of(rec)
+    assert chunks_of(second) == chunks_of(plain)

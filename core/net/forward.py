@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..recording.format import Chunk
 from ..recording.recorder import ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from .requests import credential_values
@@ -95,7 +96,8 @@ class Observer(Protocol):
 
     def head(self, exchange: Exchange) -> None: ...
 
-    def read(self, exchange: Exchange, data: bytes) -> None: ...
+    def read(self, exchange: Exchange, chunk: Chunk) -> None:
+        """A read as the recording keeps it (decoded, credentials scrubbed)."""
 
     def ended(self, exchange: Exchange) -> None: ...
 
@@ -440,17 +442,18 @@ class _ForwardedResponse:
                     continue
                 if ex.ttft is None:
                     ex.ttft = time.monotonic() - ex.t0
+                # on disk first (flushed), then to the client: a kill -9 in between never
+                # leaves the client holding bytes the recording lacks
+                ex.chunks += 1
+                ex.bytes += len(data)
+                chunk = self._rec("feed", data)
                 out = transform.feed(data) if transform is not None else data
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
-                ex.chunks += 1
-                ex.bytes += len(data)
-                self._rec("feed", data)
-                self._notify("read", data)
+                if chunk is not None:
+                    self._notify("read", chunk)
         except httpx.HTTPError as exc:
-            tail = transform.finish() if transform is not None else b""
-            if tail:
-                await send({"type": "http.response.body", "body": tail, "more_body": True})
+            # a transformed stream is not closed properly either: the client sees the break
             self._finish(None, None, exc)
             return exc  # the client's connection is dropped as the upstream's was
         tail = transform.finish() if transform is not None else b""

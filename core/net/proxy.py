@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..recording.format import RecordingError
+from ..recording.tape_index import IndexEntry, Tape
 from .forward import Exchange, Forwarder, Observer, StreamTransform, recorder_for
 
 DEFAULT_PORT = 8788
@@ -139,67 +140,25 @@ class Upstreams:
         return self.origin(r) + raw_path + (f"?{query}" if query else "")
 
 
-# -- the capture folder ----------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "unknown"
-
-
-class Tape:
-    """The capture folder: recordings named in order and ``index.jsonl`` listing them."""
-
-    INDEX = "index.jsonl"
-    _SEQ = re.compile(r"^(\d{4,})-")
-
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self._lock = threading.Lock()
-        self._next = 1
-
-    def open(self) -> None:
-        """Create the folder if needed; numbering goes on after what it already holds."""
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RecordingError(str(self.folder), None, exc.strerror or str(exc)) from None
-        if not self.folder.is_dir():
-            raise RecordingError(str(self.folder), None, "is not a folder")
-        highest = 0
-        for p in self.folder.iterdir():
-            found = self._SEQ.match(p.name)
-            if found:
-                highest = max(highest, int(found.group(1)))
-        self._next = highest + 1
-
-    def allocate(self, provider: str, api: str, model: str | None) -> tuple[int, Path]:
-        with self._lock:
-            seq = self._next
-            self._next += 1
-        name = f"{seq:04d}-{_slug(provider)}-{_slug(api)}-{_slug(model or 'unknown')}.jsonl"
-        return seq, self.folder / name
-
-    def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        with self._lock, open(self.folder / self.INDEX, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-
-
-def index_entry(ex: Exchange) -> dict[str, Any]:
-    return {
-        "seq": ex.seq,
-        "file": Path(ex.file).name if ex.file else None,
-        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
-        "api": ex.api,
-        "provider": ex.provider,
-        "method": ex.method,
-        "path": ex.path,
-        "model": ex.model,
-        "status": ex.status,
-        "end": ex.end,
-        "duration_s": None if ex.duration is None else round(ex.duration, 6),
-        "ttft_s": None if ex.ttft is None else round(ex.ttft, 6),
-        "chunks": ex.chunks,
-    }
+# -- the capture folder (a tape: recordings named in order and their index) --------------------
+def index_entry(ex: Exchange) -> IndexEntry:
+    """The tape index's line for an ended exchange."""
+    assert ex.seq is not None and ex.file is not None
+    return IndexEntry(
+        seq=ex.seq,
+        file=Path(ex.file).name,
+        recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
+        api=ex.api,
+        provider=ex.provider,
+        method=ex.method,
+        path=ex.path,
+        model=ex.model,
+        status=ex.status,
+        end=ex.end,
+        duration_s=None if ex.duration is None else round(ex.duration, 6),
+        ttft_s=None if ex.ttft is None else round(ex.ttft, 6),
+        chunks=ex.chunks,
+    )
 
 
 # -- the app ---------------------------------------------------------------------------------------
@@ -209,7 +168,7 @@ class ProxyConfig:
     upstreams: Upstreams = field(default_factory=Upstreams)
     timeout: float = 600.0
     connect_timeout: float = 30.0
-    transform: Callable[[], StreamTransform] | None = None  # for Chat Completions streams
+    transform: Callable[[Any], StreamTransform] | None = None  # request body -> transform
     observer: Observer | None = None
     verify: bool = True
 
@@ -220,7 +179,9 @@ class ProxyApp:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self.tape = Tape(config.out)
-        self.tape.open()
+        if not self.tape.folder.is_dir():
+            raise RecordingError(str(self.tape.folder), None, "is not a folder")
+        self.recorded = 0
         self.forwarder = Forwarder(
             timeout=config.timeout, connect_timeout=config.connect_timeout, verify=config.verify
         )
@@ -269,7 +230,7 @@ class ProxyApp:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
-        ex.seq, file = self.tape.allocate(r.provider, r.api, r.model)
+        ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", r.model)
         ex.file = str(file)
         recorder = None
         try:
@@ -282,7 +243,7 @@ class ProxyApp:
             recorder = None
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
-            transform = self.config.transform()
+            transform = self.config.transform(parsed)
         self.active.add(ex)
         observer = self.config.observer
         return self.forwarder.forward(
@@ -299,7 +260,9 @@ class ProxyApp:
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
-        self.tape.append(index_entry(ex))
+        if ex.file is not None and Path(ex.file).exists():
+            self.recorded += 1
+            self.tape.append(index_entry(ex))
 
 
 # -- running it ------------------------------------------------------------------------------------

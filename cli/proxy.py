@@ -1,0 +1,126 @@
+"""``streamtool proxy``: capture an agent's real traffic by changing only its base URL."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .errors import fail, user_errors
+from .main import app
+
+VIEWS = ("journal", "tree", "none")
+TRANSFORMS = ("kimi-k2",)
+
+
+@app.command()
+def proxy(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on (0: any free port).")
+    ] = 8788,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Folder for the recordings and their index."),
+    ] = Path("streamtool-captures"),
+    upstream: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upstream",
+            help="Send every request to URL (path kept), or API=URL for one API "
+            "(chat, responses, messages, gemini, or a provider: openai, anthropic, gemini, "
+            "openrouter). Default: the official host of each API. Repeatable.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="Seconds an upstream read may stall before it is cut."),
+    ] = 600.0,
+    view: Annotated[
+        str | None,
+        typer.Option(
+            "--view",
+            help="Live view: journal (one row per exchange), tree (the newest stream above "
+            "the journal) or none. Default: journal on a terminal, none otherwise.",
+        ),
+    ] = None,
+    transform: Annotated[
+        str | None,
+        typer.Option(
+            "--transform",
+            help="kimi-k2: rewrite Kimi's special-token tool calls in Chat Completions "
+            "streams into standard tool_calls (the recording keeps the upstream's bytes).",
+        ),
+    ] = None,
+) -> None:
+    """Forward an agent's requests to its provider and record every generating exchange.
+
+    Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
+    """
+    from streamtool.core.net.proxy import ProxyApp, ProxyConfig, parse_upstreams, run_proxy
+    from streamtool.core.net.server import bind
+
+    if view is None:
+        view = "journal" if sys.stderr.isatty() else "none"
+    if view not in VIEWS:
+        fail(f"--view {view!r}: use one of {', '.join(VIEWS)}")
+    if transform is not None and transform not in TRANSFORMS:
+        fail(f"--transform {transform!r}: use one of {', '.join(TRANSFORMS)}")
+    if not timeout > 0:
+        fail("--timeout must be more than 0 seconds")
+    try:
+        upstreams = parse_upstreams(upstream or [])
+    except ValueError as exc:
+        fail(str(exc))
+    factory = None
+    if transform == "kimi-k2":
+        from streamtool.core.outputs.kimi_transform import KimiTransform
+
+        factory = KimiTransform
+    from .journal import make_view
+
+    live = make_view(view)
+    config = ProxyConfig(
+        out=out,
+        upstreams=upstreams,
+        timeout=timeout,
+        transform=factory,
+        observer=live.observer if live is not None else None,
+    )
+    with user_errors():
+        proxy_app = ProxyApp(config)
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    real_port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    origin = f"http://{shown}:{real_port}"
+    err = sys.stderr
+    err.write(f"streamtool: proxy on {origin}, recording into {out}/\n")
+    err.write(f"  OpenAI SDK / Codex:   OPENAI_BASE_URL={origin}/v1\n")
+    err.write(f"  Anthropic / Claude:   ANTHROPIC_BASE_URL={origin}\n")
+    err.write(f"  Gemini:               GOOGLE_GEMINI_BASE_URL={origin}\n")
+    err.write(f"  OpenRouter:           {origin}/api/v1\n")
+    where = ", ".join(f"{k}={v}" for k, v in upstreams.rules.items())
+    if upstreams.default or where:
+        err.write(
+            f"  upstream: {upstreams.default or 'official hosts'}{'; ' + where if where else ''}\n"
+        )
+    err.write("  Ctrl-C stops it (every recording is finished)\n")
+    err.flush()
+    try:
+        if live is not None:
+            with live:
+                run_proxy(proxy_app, sock)
+        else:
+            run_proxy(proxy_app, sock)
+    except KeyboardInterrupt:
+        pass
+    n = proxy_app.recorded
+    err.write(
+        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/\n"
+    )

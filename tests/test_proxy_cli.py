@@ -1,0 +1,116 @@
+"""``streamtool proxy`` as a command: port 0, the journal off a terminal, Ctrl-C and kill -9
+leave finished / readable recordings, bad options are one line and exit 2."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import ServerThread, serving
+
+from .proxy_helpers import Upstream
+from .serve_helpers import chunks_of, read_all, recording
+
+STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+
+
+def start(args: list[str]) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [*STREAMTOOL, "proxy", "--port", "0", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"proxy on (http://127\.0\.0\.1:\d+)", line)
+    assert found, line
+    return proc, found.group(1)
+
+
+def test_port_zero_journal_and_ctrl_c(tmp_path: Path) -> None:
+    rec = recording("openai-parallel-tool-calls")
+    out = tmp_path / "caps"
+    with serving([rec], Playback(speed=None)) as up:
+        proc, origin = start(["--upstream", up.url, "--out", str(out), "--view", "journal"])
+        try:
+            client = openai.OpenAI(base_url=origin + "/v1", api_key="sk-x", max_retries=0)
+            chunks = list(
+                client.chat.completions.create(model="gpt-test", messages=[], stream=True)
+            )
+            time.sleep(0.6)  # the journal prints an exchange's line once it ended
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=20)
+    assert chunks
+    assert proc.returncode == 0, err
+    [f] = sorted(out.glob("0*.jsonl"))
+    assert chunks_of(f) == chunks_of(rec)
+    row = next(line for line in err.splitlines() if f.name in line)
+    assert "status=200" in row and "end=ok" in row and "tools=2" in row, row
+    assert "model=gpt-test" in row and "API=chat.completions" in row
+    assert "1 exchange recorded" in err
+    assert "Traceback" not in err
+
+
+def test_kill_9_loses_nothing_received(tmp_path: Path) -> None:
+    upstream = Upstream()
+    out = tmp_path / "caps"
+    with ServerThread(upstream.app) as up:
+        proc, origin = start(
+            ["--upstream", f"{up.url}/endless", "--out", str(out), "--view", "none"]
+        )
+        received = bytearray()
+        try:
+            with (
+                httpx.Client(timeout=10) as client,
+                client.stream(
+                    "POST", origin + "/v1/chat/completions", json={"model": "m", "stream": True}
+                ) as resp,
+            ):
+                for data in resp.iter_raw():
+                    received += data
+                    if len(received) > 500:
+                        proc.send_signal(signal.SIGKILL)  # mid-stream, the client still reading
+                        proc.wait(10)
+                        break
+        finally:
+            proc.kill()
+            proc.wait(10)
+    [f] = sorted(out.glob("0*.jsonl"))
+    header, chunks, end = read_all(f)
+    assert end is None  # cut off: no end record, and readable
+    assert header.request["body"] == {"model": "m", "stream": True}
+    assert b"".join(chunks).startswith(bytes(received))
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*STREAMTOOL, "proxy", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("mine\n")
+    for args, words in (
+        (["--upstream", "nowhere"], "not an http(s) URL"),
+        (["--upstream", "bogus=http://127.0.0.1:1"], "unknown API"),
+        (["--view", "fancy"], "--view"),
+        (["--transform", "magic"], "--transform"),
+        (["--out", str(a_file)], str(a_file)),
+    ):
+        run = run_cli("--port", "0", *args)
+        assert run.returncode == 2, (args, run.stderr)
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and words in lines[0], (args, run.stderr)
+        assert "Traceback" not in run.stderr
+    assert a_file.read_text() == "mine\n"
