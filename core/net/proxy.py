@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,24 +142,23 @@ class Upstreams:
 
 
 # -- the capture folder (a tape: recordings named in order and their index) --------------------
-def index_entry(ex: Exchange) -> IndexEntry:
-    """The tape index's line for an ended exchange."""
-    assert ex.seq is not None and ex.file is not None
-    return IndexEntry(
-        seq=ex.seq,
-        file=Path(ex.file).name,
-        recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
-        api=ex.api,
-        provider=ex.provider,
-        method=ex.method,
-        path=ex.path,
-        model=ex.model,
-        status=ex.status,
-        end=ex.end,
-        duration_s=None if ex.duration is None else round(ex.duration, 6),
-        ttft_s=None if ex.ttft is None else round(ex.ttft, 6),
-        chunks=ex.chunks,
-    )
+def index_entry(ex: Exchange) -> dict[str, Any]:
+    """The tape index's fields for an ended exchange (``IndexEntry(**index_entry(ex))``)."""
+    return {
+        "seq": ex.seq,
+        "file": Path(ex.file).name if ex.file else None,
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
+        "api": ex.api,
+        "provider": ex.provider,
+        "method": ex.method,
+        "path": ex.path,
+        "model": ex.model,
+        "status": ex.status,
+        "end": ex.end,
+        "duration_s": None if ex.duration is None else round(ex.duration, 6),
+        "ttft_s": None if ex.ttft is None else round(ex.ttft, 6),
+        "chunks": ex.chunks,
+    }
 
 
 # -- the app ---------------------------------------------------------------------------------------
@@ -186,6 +186,7 @@ class ProxyApp:
             timeout=config.timeout, connect_timeout=config.connect_timeout, verify=config.verify
         )
         self.active: set[Exchange] = set()
+        self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -204,9 +205,14 @@ class ProxyApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # pay for the imports and the TLS context now, not in the first request
+                import jsonlines  # noqa: F401
+
+                _ = self.forwarder.client
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
+                self._index_writer.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -262,7 +268,8 @@ class ProxyApp:
         self.active.discard(ex)
         if ex.file is not None and Path(ex.file).exists():
             self.recorded += 1
-            self.tape.append(index_entry(ex))
+            # the index is fsynced: off the event loop, in order, by one thread
+            self._index_writer.submit(self.tape.append, IndexEntry(**index_entry(ex)))
 
 
 # -- running it ------------------------------------------------------------------------------------
