@@ -105,7 +105,7 @@ def row_cells(row: Row) -> list[str]:
         problems.append(row.failed)
     return [
         time.strftime("%H:%M:%S", time.localtime(ex.started_at)),
-        ex.api or "-",
+        API_LABELS.get(ex.api or "", ex.api or "-"),
         ex.model or "-",
         status,
         state,
@@ -135,6 +135,7 @@ HEADINGS = [
     "file",
     "",
 ]
+API_LABELS = {"chat.completions": "chat"}
 
 
 class Journal:
@@ -195,17 +196,23 @@ class Journal:
     def table(self, limit: int | None = None) -> Any:
         from rich.table import Table
 
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for heading in HEADINGS:
-            right = heading in ("status", "TTFT", "duration", "chunks")
-            table.add_column(heading, justify="right" if right else "left", no_wrap=heading != "")
         rows = self.rows if limit is None else self.rows[-limit:]
-        for row in rows:
-            cells = row_cells(row)
+        cells = [row_cells(row) for row in rows]
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+        for i, heading in enumerate(HEADINGS):
+            if not heading:  # what went wrong: folded onto more lines
+                table.add_column(heading, overflow="fold", ratio=1, min_width=10)
+                continue
+            widest = max([len(heading), *(len(c[i]) for c in cells)])
+            right = heading in ("status", "TTFT", "duration", "chunks", "tools", "errors", "quirks")
+            table.add_column(
+                heading, justify="right" if right else "left", no_wrap=True, min_width=widest
+            )
+        for row, row_text in zip(rows, cells, strict=True):
             style = None
             if row.ex.end not in (None, "complete") or (row.ex.status or 0) >= 400:
                 style = "red"
-            table.add_row(*cells, style=style)
+            table.add_row(*row_text, style=style)
         return table
 
     def frame(self) -> Any:

@@ -490,3 +490,25 @@ def test_kimi_transform_gives_the_sdk_real_tool_calls(tmp_path: Path) -> None:
     first, second = captured(out)
     assert chunks_of(first) == chunks_of(rec)
     assert chunks_of(second) == chunks_of(plain)
+
+
+def test_secret_split_across_two_reads_never_written(tmp_path: Path) -> None:
+    upstream = Upstream()
+    out = tmp_path / "caps"
+    token = "sk-proj-Split4xQ2wLp9Vn4Rt8Yb6Zc1Md3"
+    with (
+        ServerThread(upstream.app) as up,
+        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}/split"]))) as px,
+    ):
+        status, reads = raw_post(
+            px.url + "/v1/chat/completions",
+            {"model": "gpt-test", "stream": True},
+            {"authorization": f"Bearer {token}"},
+        )
+        wait_for_index(out, 1)
+    assert status == 200
+    # the upstream sent the token in two reads; the client got them as they came
+    assert token not in reads[0].decode() and token in b"".join(reads).decode()
+    [f] = captured(out)
+    assert len(chunks_of(f)) >= 2
+    no_secret_in(out, token, token[: len(token) // 2], token[len(token) // 2 :])

@@ -58,7 +58,7 @@ def test_port_zero_journal_and_ctrl_c(tmp_path: Path) -> None:
     assert chunks_of(f) == chunks_of(rec)
     row = next(line for line in err.splitlines() if f.name in line)
     assert "status=200" in row and "end=ok" in row and "tools=2" in row, row
-    assert "model=gpt-test" in row and "API=chat.completions" in row
+    assert "model=gpt-test" in row and "API=chat " in row
     assert "1 exchange recorded" in err
     assert "Traceback" not in err
 
