@@ -15,6 +15,10 @@ import typer
 from .errors import fail, user_errors
 from .main import app
 
+# serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
+# or absurd recorded time (t: 1e308) must never hold a client for ever.
+SERVE_MAX_GAP = 60.0
+
 _PATHS = {
     "openai-chat": "/v1/chat/completions",
     "kimi-k2": "/v1/chat/completions",
@@ -61,9 +65,15 @@ def serve(
         ),
     ] = None,
     max_gap: Annotated[
-        float | None,
-        typer.Option("--max-gap", help="Cap every pause in a stream at SECONDS."),
-    ] = None,
+        float,
+        typer.Option(
+            "--max-gap",
+            help=(
+                f"Cap every pause in a stream at SECONDS (default {SERVE_MAX_GAP:g}, so a"
+                " damaged time never stalls a client for ever; inf keeps every recorded pause)."
+            ),
+        ),
+    ] = SERVE_MAX_GAP,
     tape: Annotated[
         bool,
         typer.Option(

@@ -370,3 +370,19 @@ def test_the_serve_command_logs_the_recording_served(tmp_path: Path) -> None:
     assert f"POST /v1/chat/completions -> {files[1].stem} (200)" in log
     assert "POST /v1/chat/completions -> 404: no recorded exchange matches" in log
     assert 'result: 19°C" vs "' in log
+
+
+def test_serve_caps_pauses_by_default_and_inf_keeps_them(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
+    from streamtool.cli.serve import SERVE_MAX_GAP
+
+    help_text = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).output
+    assert f"default {SERVE_MAX_GAP:g}" in " ".join(help_text.split())
+    assert 0 < SERVE_MAX_GAP < 1e6
+    reads = [(0.0, b"a"), (1e308, b"b")]
+    capped = list(schedule(reads, Playback(speed=1.0, max_gap=SERVE_MAX_GAP), 2))
+    assert [w.at for w in capped if isinstance(w, Write)] == [0.0, SERVE_MAX_GAP]
+    kept = list(schedule(reads, Playback(speed=1.0, max_gap=float("inf")), 2))
+    assert [w.at for w in kept if isinstance(w, Write)] == [0.0, 1e308]
