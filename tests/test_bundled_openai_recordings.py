@@ -116,16 +116,19 @@ def test_passthrough_keeps_text_and_names_ignored_tool_calls():
     assert "tool_calls_ignored_by_parser" in quirks(s)
 
 
-def test_quick_start_command_from_the_readme():
-    """The README's first command replays a bundled recording; it must keep working."""
+def test_quick_start_command_from_the_readme(tmp_path):
+    """The README's first command replays a bundled recording, from any folder."""
     readme = (RECORDINGS.parent / "README.md").read_text()
-    command = next(line for line in readme.splitlines() if "streamtool replay recordings/" in line)
-    name = command.split("streamtool replay ")[1].split()[0]
+    block = readme.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    first = block.splitlines()[0]
+    args = first.split("&& streamtool ", 1)[1].split()
+    assert args[0] == "replay"
     proc = subprocess.run(
-        [sys.executable, "-m", "streamtool.cli", "replay", name, "--format", "json"],
+        [sys.executable, "-m", "streamtool.cli", *args, "--format", "json"],
         capture_output=True,
         text=True,
-        cwd=RECORDINGS.parent,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["invocations"]
+    summary = json.loads(proc.stdout)
+    assert [c["name"] for c in summary["invocations"]] == ["write_file"]
