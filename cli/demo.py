@@ -24,31 +24,9 @@ from .main import app
 
 if TYPE_CHECKING:
     from streamtool.core.net.requests import PreparedRequest
-    from streamtool.core.replay import Item, ReplayEngine
 
 # request headers a replayed request keeps (credentials and transport headers are not resent)
 _KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
-
-
-class _TreeOnStdout:
-    """The record command's view, drawn on stdout: the live tree of the arriving stream."""
-
-    def __init__(self, no_color: bool) -> None:
-        from .tree import make_live_sink
-
-        self.sink = make_live_sink(no_color=no_color)
-        self.engine: ReplayEngine | None = None
-
-    def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
-        self.engine = engine
-        self.sink.on_items(engine, t, items)
-
-    def close(self, engine: ReplayEngine | None) -> None:
-        engine = engine or self.engine
-        if engine is not None:
-            self.sink.close(engine)
-        else:
-            self.sink.abort()
 
 
 def replay_request(sample_path: Path, origin: str) -> PreparedRequest:
@@ -124,7 +102,8 @@ def demo(
     from streamtool.core.net.http_capture import record_request
     from streamtool.core.net.server import Library, ServerThread, create_app
 
-    from .record import LiveFeed
+    from .record import LiveFeed, TreeView
+    from .tree import make_live_sink
 
     say = _Say(no_color)
     say.step(f"1/3 serving the sample {chosen.name!r} ({chosen.about}) on 127.0.0.1")
@@ -133,7 +112,7 @@ def demo(
     with ServerThread(create_app(library, playback, None)) as server:
         prepared = replay_request(chosen.path, server.url)
         say.step(f"2/3 recording {prepared.method} {prepared.url} -> {output}")
-        view = _TreeOnStdout(no_color)
+        view = TreeView(make_live_sink(no_color=no_color))  # the record view, on stdout
         live = LiveFeed(
             prepared, view, converter="auto", parser="api_tool_call", source=str(output)
         )

@@ -119,10 +119,12 @@ class NoView:
 class TreeView:
     """``--view tree``: the live tree of ``replay``, drawn on stderr while the bytes arrive."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Any = None) -> None:
         from .tree import make_console, make_live_sink
 
-        self.sink = make_live_sink(make_console(file=sys.stderr), live=sys.stderr.isatty())
+        if sink is None:
+            sink = make_live_sink(make_console(file=sys.stderr), live=sys.stderr.isatty())
+        self.sink = sink
         self.engine: ReplayEngine | None = None
 
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
