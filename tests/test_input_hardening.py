@@ -168,7 +168,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path):
     folder.mkdir()
     shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", folder / "ok.jsonl")
     os.mkfifo(folder / "stuck.jsonl")
-    run = _run(["check", str(folder), "--update"])
+    run = _run(["check", str(folder), "--update", "--create-missing"])
     assert run.returncode == 2, run.stderr
     assert "stuck.jsonl: is not a regular file" in run.stdout + run.stderr
     assert (folder / "ok.golden.json").exists()

@@ -216,7 +216,7 @@ def test_commands_that_search_folders_skip_a_tapes_index(tmp_path: Path) -> None
     files = openai_tape(tmp_path / "tape")
     assert (tmp_path / "tape" / INDEX_NAME).exists()
     runner = CliRunner()
-    update = runner.invoke(app, ["check", "--update", str(tmp_path / "tape")])
+    update = runner.invoke(app, ["check", "--update", "--create-missing", str(tmp_path / "tape")])
     assert update.exit_code == 0, update.output
     check = runner.invoke(app, ["check", str(tmp_path / "tape")])
     assert check.exit_code == 0, check.output
