@@ -144,6 +144,12 @@ def test_a_missing_tape_folder_is_an_error(tmp_path: Path) -> None:
         list_exchanges(tmp_path / "nope")
 
 
+def test_an_unreadable_index_is_said_in_the_project_wording(tmp_path: Path) -> None:
+    (tmp_path / INDEX_NAME).mkdir()  # an index.jsonl that is a folder
+    with pytest.raises(RecordingError, match="index.jsonl: is a folder, not a file"):
+        read_index(tmp_path)
+
+
 def test_names_follow_the_pattern() -> None:
     assert (
         exchange_name(1, "anthropic-messages", "claude-sonnet-4-6")

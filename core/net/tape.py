@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..recording.format import RecordingError
+from ..recording.format import RecordingError, os_error_text
 from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
 from .playback import Playback
 from .server import (
@@ -137,7 +137,7 @@ def load_tape(
         try:
             root.mkdir(parents=True)
         except OSError as exc:
-            raise RecordingError(str(root), None, exc.strerror or str(exc)) from None
+            raise RecordingError(str(root), None, os_error_text(exc)) from None
     if not root.is_dir():
         raise RecordingError(
             str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..wire import fastjson
-from .format import RecordingError
+from .format import RecordingError, os_error_text
 
 INDEX_NAME = "index.jsonl"
 # the files a tape serves (golden files and the index itself are not exchanges)
@@ -98,7 +98,7 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise RecordingError(where, None, exc.strerror or str(exc)) from None
+        raise RecordingError(where, None, os_error_text(exc)) from None
     lines = data.split(b"\n")
     last = max((i for i, raw in enumerate(lines) if raw.strip()), default=-1)
     entries: list[IndexEntry] = []
@@ -140,7 +140,7 @@ def append_entry(folder: str | os.PathLike[str], entry: IndexEntry) -> None:
             fh.flush()
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise RecordingError(str(index), None, exc.strerror or str(exc)) from None
+        raise RecordingError(str(index), None, os_error_text(exc)) from None
 
 
 def _recordings_in(folder: Path) -> list[Path]:
@@ -154,7 +154,7 @@ def _recordings_in(folder: Path) -> list[Path]:
             and f.is_file()
         ]
     except OSError as exc:
-        raise RecordingError(str(folder), None, exc.strerror or str(exc)) from None
+        raise RecordingError(str(folder), None, os_error_text(exc)) from None
     return sorted(found, key=lambda f: f.name)
 
 
@@ -203,7 +203,7 @@ class Tape:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise RecordingError(str(self.folder), None, exc.strerror or str(exc)) from None
+                raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
         self._lock = threading.Lock()
