@@ -258,18 +258,9 @@ class Journal:
 
     def __enter__(self) -> Journal:
         if self.live:
-            from rich.live import Live
+            from .tree import start_live_display
 
-            self._display = Live(
-                console=self.console,
-                auto_refresh=False,
-                transient=True,
-                redirect_stdout=False,
-                redirect_stderr=False,
-                vertical_overflow="crop",
-                get_renderable=self.frame,
-            )
-            self._display.start(refresh=True)
+            self._display = start_live_display(self.console, self.frame)
         self._thread = threading.Thread(target=self._loop, name="journal", daemon=True)
         self._thread.start()
         return self

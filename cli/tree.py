@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from .tree_model import Stats, TreeState
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console, RenderableType
     from rich.live import Live
 
@@ -61,6 +63,24 @@ def make_console(
         markup=False,
         emoji=False,
     )
+
+
+def start_live_display(console: Console, frame: Callable[[], Any]) -> Any:
+    """A started rich ``Live`` that redraws ``frame()`` when refreshed (never on its own),
+    cropped to the terminal and gone from the screen when stopped."""
+    from rich.live import Live
+
+    display = Live(
+        console=console,
+        auto_refresh=False,
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+        vertical_overflow="crop",
+        get_renderable=frame,
+    )
+    display.start(refresh=True)
+    return display
 
 
 class TreeSink:
@@ -164,19 +184,8 @@ class TreeSink:
         return not self.state.nodes and not self.closed
 
     def _start_live(self) -> None:
-        from rich.live import Live
-
-        self._display = Live(
-            console=self.console,
-            auto_refresh=False,
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
-            vertical_overflow="crop",
-            get_renderable=self.frame,
-        )
         self._began = time.monotonic()
-        self._display.start(refresh=True)
+        self._display = start_live_display(self.console, self.frame)
         self.frames += 1
         self._thread = threading.Thread(target=self._redraw_loop, name="tree-redraw", daemon=True)
         self._thread.start()
