@@ -161,6 +161,7 @@ class Journal:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._display: Any = None
+        self.failed: str | None = None  # why the refresh thread stopped, if it did
         self._tree_state: Any = None
         self._tree_row: Row | None = None
         self.observer = _Observer(self)
@@ -253,8 +254,16 @@ class Journal:
                     self._display.refresh()
                 else:
                     self._print_ended()
-            except Exception:
-                pass
+            except Exception as exc:  # the view's trouble must not stop the proxy: say it once
+                self.failed = f"{type(exc).__name__}: {exc}"
+                import sys
+
+                print(
+                    f"streamtool proxy: the live view stopped ({self.failed}); recording goes on",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return
 
     def __enter__(self) -> Journal:
         if self.live:
@@ -272,10 +281,12 @@ class Journal:
         if self._display is not None:
             self._display.stop()
             self._display = None
+            if self.failed:
+                return
             self.pump()
             if self.rows:
                 self.console.print(self.table())
-        else:
+        elif not self.failed:
             self._print_ended()
 
 

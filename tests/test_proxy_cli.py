@@ -114,3 +114,33 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert len(lines) == 1 and words in lines[0], (args, run.stderr)
         assert "Traceback" not in run.stderr
     assert a_file.read_text() == "mine\n"
+
+
+def test_a_failing_live_view_says_so_once_and_the_proxy_goes_on(capsys) -> None:
+    """A view that cannot draw stops with one line on stderr; it never raises into the proxy."""
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from streamtool.cli import journal as journal_mod
+    from streamtool.core.net.forward import Exchange
+
+    drawn = threading.Event()
+
+    class Broken(journal_mod.Journal):
+        def _print_ended(self) -> None:
+            drawn.set()
+            raise ValueError("cannot draw this row")
+
+    view = Broken(console=Console(file=io.StringIO()), live=False)
+    with view:
+        view.observer.started(Exchange(method="POST", path="/v1/chat/completions"))
+        assert drawn.wait(5)
+        assert view._thread is not None
+        view._thread.join(5)
+        assert not view._thread.is_alive()  # the refresh thread ended instead of spinning
+    err = capsys.readouterr().err
+    assert err.count("the live view stopped") == 1
+    assert "ValueError: cannot draw this row" in err
+    assert view.failed == "ValueError: cannot draw this row"
