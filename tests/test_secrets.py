@@ -33,6 +33,7 @@ from streamtool.core.recording.secrets import (
     StreamScrubber,
     credential_values,
     find_secret,
+    key_spans,
     redact_keys,
     redact_request,
     redact_url,
@@ -95,6 +96,21 @@ def test_stream_scrubber_any_split_equals_the_whole_body(pieces, cuts):
     for secret in values:
         assert secret not in text
     assert not _KEY_RE.search(text.replace(REDACTED, " "))
+
+
+# the literals and characters keys are made of, densely: near-misses at every turn
+_key_bits = st.sampled_from(
+    ["sk-", "sk-ant-", "AIza", "xai-", "gsk_", "a", "Q7", "_", "-", " ", "t", "\n", "é"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(bits=st.lists(_key_bits, max_size=80), pos=st.integers(0, 200))
+def test_key_spans_are_the_expressions_matches(bits, pos):
+    text = "".join(bits).encode("utf-8")
+    pos = min(pos, len(text))
+    pattern = re.compile(_KEY_RE.pattern.encode("ascii"))
+    assert key_spans(text, pos) == [m.span() for m in pattern.finditer(text, pos)]
 
 
 @settings(max_examples=150, deadline=None)

@@ -13,14 +13,16 @@ Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``):
 
 :meth:`Forwarder.forward` returns an ASGI response that does everything when the server runs it:
 it sends the request upstream (headers and body as they came, hop-by-hop headers dropped), then
-writes every upstream read to the client as it arrives and feeds the same read to the
+writes every upstream read (one socket ``recv``: see :mod:`.upstream`) to the client as it
+arrives and feeds the same read to the
 :class:`~streamtool.core.recording.recorder.ResponseRecorder` (which flushes it to disk and
 scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
 is a response like any other, a dropped upstream connection or a read stalled past the timeout
 drops the client's connection after the bytes that did arrive, and a client that goes away
 cancels the upstream request. The recording's end record says which.
 
-httpx, anyio and starlette are imported inside the functions that use them.
+The upstream client (:mod:`.upstream`, asyncio and h11) and anyio are imported inside the
+functions that use them.
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..recording.format import Chunk
 from ..recording.recorder import ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
+from ..wire import fastjson
 from .requests import credential_values
 from .server import CutConnection, error_body
+
+if TYPE_CHECKING:
+    import ssl
+
+    from .upstream import Response, UpstreamClient
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded. ``host`` and
 # ``content-length`` of the request are recomputed by the client for the upstream connection.
@@ -142,6 +150,18 @@ def request_secrets(headers: Iterable[tuple[str, str]], url: str) -> list[str]:
     return credential_values(headers) + secret_query_values(url)
 
 
+def request_body(body: bytes) -> Any:
+    """A request body parsed as JSON, or ``None`` (empty, not JSON, or nested deeper than
+    :data:`~streamtool.core.wire.fastjson.MAX_DEPTH` levels, which the standard decoder
+    would answer with a ``RecursionError``)."""
+    if not body:
+        return None
+    try:
+        return fastjson.loads(body)
+    except ValueError:
+        return None
+
+
 def recorder_for(
     request: Any,
     body: bytes,
@@ -155,14 +175,13 @@ def recorder_for(
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
-    (parsed JSON, else the text); every credential value is scrubbed from all that is written.
+    (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
+    is scrubbed from all that is written.
     """
-    import json
-
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
     parsed: Any
     try:
-        parsed = json.loads(body) if body else None
+        parsed = fastjson.loads(body) if body else None
     except ValueError:
         parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
@@ -178,10 +197,13 @@ def recorder_for(
 
 
 class Forwarder:
-    """Sends requests upstream over one shared HTTP/1.1 connection pool (keep-alive).
+    """Sends requests upstream over one shared pool of HTTP/1.1 keep-alive connections
+    (:class:`~streamtool.core.net.upstream.UpstreamClient`).
 
     ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
-    opening a connection. Create it once per server and ``await aclose()`` at shutdown.
+    opening a connection; ``verify``: check the upstream's TLS certificate (``True``), not
+    (``False``), or an ``ssl.SSLContext`` to use. Create it once per server and
+    ``await aclose()`` at shutdown.
     """
 
     def __init__(
@@ -190,30 +212,25 @@ class Forwarder:
         timeout: float = 600.0,
         connect_timeout: float = 30.0,
         max_connections: int = 1000,
-        verify: bool = True,
+        verify: bool | ssl.SSLContext = True,
     ) -> None:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
         self.verify = verify
-        self._client: Any = None
+        self._client: UpstreamClient | None = None
 
     @property
-    def client(self) -> Any:
+    def client(self) -> UpstreamClient:
         if self._client is None:
-            import httpx
+            from .upstream import UpstreamClient
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(
-                    self.connect_timeout, read=self.timeout, write=self.timeout, pool=None
-                ),
-                limits=httpx.Limits(
-                    max_connections=self.max_connections,
-                    max_keepalive_connections=min(self.max_connections, 200),
-                    keepalive_expiry=60,
-                ),
-                follow_redirects=False,
-                trust_env=False,
+            self._client = UpstreamClient(
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+                max_connections=self.max_connections,
+                max_idle=min(self.max_connections, 200),
+                keepalive_expiry=60.0,
                 verify=self.verify,
             )
         return self._client
@@ -376,20 +393,18 @@ class _ForwardedResponse:
             raise CutConnection(str(cut))
 
     async def _run(self, send: Any) -> BaseException | None:
-        import anyio
-        import httpx
+        from .upstream import UpstreamError
 
         ex = self.ex
         client = self.forwarder.client
-        request = httpx.Request(self.method, self.url, headers=self.headers, content=self.body)
         ex.t0 = time.monotonic()
         self._notify("started")
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
         try:
-            response = await client.send(request, stream=True)
-        except (httpx.HTTPError, OSError) as exc:
-            timeout = isinstance(exc, httpx.TimeoutException)
+            response = await client.request(self.method, self.url, self.headers, self.body)
+        except (UpstreamError, OSError) as exc:
+            timeout = isinstance(exc, TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
             message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
@@ -411,35 +426,33 @@ class _ForwardedResponse:
         try:
             return await self._stream(response, send)
         finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+            response.close()
 
-    async def _stream(self, response: Any, send: Any) -> BaseException | None:
-        import httpx
+    async def _stream(self, response: Response, send: Any) -> BaseException | None:
+        from .upstream import UpstreamError
 
         ex = self.ex
-        ex.status = response.status_code
-        raw_headers = response.headers.raw
-        self._rec("start", response.status_code, response.headers.multi_items())
+        ex.status = response.status
+        self._rec("start", response.status, response.text_headers())
         self._notify("head")
         transform = self.transform
+        content_type = (response.header(b"content-type") or b"").decode("latin-1")
         if transform is not None and not (
-            response.status_code < 300
-            and "text/event-stream" in response.headers.get("content-type", "")
+            response.status < 300 and "text/event-stream" in content_type
         ):
             transform = None  # errors and non-streamed bodies reach the client untouched
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
-                "headers": response_headers(raw_headers, keep_length=transform is None),
+                "status": response.status,
+                "headers": response_headers(response.headers, keep_length=transform is None),
             }
         )
         self._started = True
+        read = response.read
         try:
-            async for data in response.aiter_raw():
-                if not data:
-                    continue
+            # one item per socket read that brought body bytes, however many HTTP chunks
+            while data := await read():
                 if ex.ttft is None:
                     ex.ttft = time.monotonic() - ex.t0
                 # on disk first (flushed), then to the client: a kill -9 in between never
@@ -452,7 +465,7 @@ class _ForwardedResponse:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
                 if chunk is not None:
                     self._notify("read", chunk)
-        except httpx.HTTPError as exc:
+        except UpstreamError as exc:
             # a transformed stream is not closed properly either: the client sees the break
             self._finish(None, None, exc)
             return exc  # the client's connection is dropped as the upstream's was

@@ -11,7 +11,6 @@ bare ASGI callable; uvicorn runs it.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 import time
@@ -19,12 +18,22 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..recording.format import RecordingError
 from ..recording.tape_index import IndexEntry, Tape
-from .forward import Exchange, Forwarder, Observer, StreamTransform, recorder_for
+from .forward import (
+    Exchange,
+    Forwarder,
+    Observer,
+    StreamTransform,
+    recorder_for,
+    request_body,
+)
+
+if TYPE_CHECKING:
+    import ssl
 
 DEFAULT_PORT = 8788
 DEFAULT_OUT = "streamtool-captures"
@@ -170,7 +179,7 @@ class ProxyConfig:
     connect_timeout: float = 30.0
     transform: Callable[[Any], StreamTransform] | None = None  # request body -> transform
     observer: Observer | None = None
-    verify: bool = True
+    verify: bool | ssl.SSLContext = True  # check the upstream's TLS certificate
 
 
 class ProxyApp:
@@ -217,12 +226,7 @@ class ProxyApp:
                 return
 
     def handle(self, request: Any, body: bytes) -> Any:
-        parsed: Any = None
-        if body:
-            try:
-                parsed = json.loads(body)
-            except ValueError:
-                parsed = None
+        parsed = request_body(body)
         scope = request.scope
         raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
         path = raw_path.decode("latin-1")

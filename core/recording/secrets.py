@@ -84,6 +84,36 @@ _BYTE_SHAPES = tuple(
     (lit.encode("ascii"), re.sub(rb"[^" + cls.encode() + rb"]", b"", _KEY_CHARS), bounded)
     for _, lit, cls, _n, bounded in _KEY_SHAPES
 )
+# the literals a key can start with, none the start of another ("sk-" covers "sk-ant-")
+_KEY_STARTS = tuple(
+    lit
+    for lit, _, _ in _BYTE_SHAPES
+    if not any(other != lit and lit.startswith(other) for other, _, _ in _BYTE_SHAPES)
+)
+
+
+def key_spans(text: bytes, pos: int = 0) -> list[tuple[int, int]]:
+    """Where the key-shaped runs of ``text[pos:]`` are: the spans of
+    ``_KEY_RE_BYTES.finditer(text, pos)``, found at a fraction of its cost. A key starts with
+    one of a few literals, which ``bytes.find`` locates at memory speed; the expression is tried
+    only there (its look-behind still sees the bytes before ``pos``), not at every byte."""
+    nexts = [text.find(lit, pos) for lit in _KEY_STARTS]  # -1: no more of that literal
+    spans: list[tuple[int, int]] = []
+    while True:
+        live = [j for j in nexts if j >= 0]
+        if not live:
+            return spans
+        i = min(live)
+        found = _KEY_RE_BYTES.match(text, i)
+        if found is not None:
+            spans.append(found.span())
+            pos = found.end()
+        else:
+            pos = i + 1
+        nexts = [
+            j if j < 0 or j >= pos else text.find(lit, pos)
+            for lit, j in zip(_KEY_STARTS, nexts, strict=True)
+        ]
 
 
 def is_secret_header(name: str) -> bool:
@@ -286,9 +316,9 @@ class StreamScrubber:
         text = before + out
         pieces: list[bytes] = []
         pos = len(before)
-        for match in _KEY_RE_BYTES.finditer(text, pos):
-            pieces += (text[pos : match.start()], self.values._marker)
-            pos = match.end()
+        for start, end in key_spans(text, pos):
+            pieces += (text[pos:start], self.values._marker)
+            pos = end
         if not pieces:
             return out
         pieces.append(text[pos:])
