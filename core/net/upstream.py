@@ -20,8 +20,7 @@ Errors are :class:`UpstreamError` subclasses named as httpx names its own (``Con
 ``ConnectionError``), so that :func:`~streamtool.core.recording.recorder.classify` words an end
 record the same way for both.
 
-:class:`ResponseParser` is the protocol side alone (sans-IO): bytes of one read in, the
-response head and the body bytes that read carried out.
+The protocol itself is sans-IO, in :mod:`.http11`; this module owns the sockets.
 """
 
 from __future__ import annotations
@@ -34,130 +33,31 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import h11
+from .http11 import (
+    ConnectError,
+    ConnectTimeout,
+    Head,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    ResponseParser,
+    UpstreamError,
+    WriteError,
+    WriteTimeout,
+)
 
-MAX_HEAD = 100 * 1024  # bytes of a response head (status line and headers), as httpx allows
-
-
-# -- errors --------------------------------------------------------------------------------------
-class UpstreamError(Exception):
-    """Anything that stopped an exchange with the upstream."""
-
-
-class ConnectError(UpstreamError, ConnectionError):
-    """No connection could be opened (name resolution, refused, TLS handshake or certificate)."""
-
-
-class ConnectTimeout(UpstreamError, TimeoutError):
-    """No connection within the connect timeout."""
-
-
-class ReadTimeout(UpstreamError, TimeoutError):
-    """A read stalled past the timeout."""
-
-
-class WriteTimeout(UpstreamError, TimeoutError):
-    """The request could not be written within the timeout."""
-
-
-class ReadError(UpstreamError, ConnectionError):
-    """The connection broke while reading (a reset)."""
-
-
-class WriteError(UpstreamError, ConnectionError):
-    """The connection broke while the request was written."""
-
-
-class RemoteProtocolError(UpstreamError, ConnectionError):
-    """The upstream closed the connection early, or did not speak HTTP/1.1."""
-
-
-class LocalProtocolError(UpstreamError, ValueError):
-    """The request cannot be sent as HTTP/1.1 (an invalid header, say)."""
-
-
-# -- the protocol, sans-IO -----------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Head:
-    """A response's status line and headers (names lowercased, values as received)."""
-
-    status: int
-    reason: bytes
-    headers: list[tuple[bytes, bytes]]
-
-
-class ResponseParser:
-    """One connection's client side: a request out as bytes, the response in read by read.
-
-    ``feed(data)`` takes one read (``b""``: the upstream closed the connection) and returns the
-    response head if this read completed it, else ``None``, and the body bytes that this read
-    carried, transfer-encoding removed. :attr:`done` is set once the body ended; a
-    ``RemoteProtocolError`` says the response broke off or was not HTTP.
-    """
-
-    def __init__(self) -> None:
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-        self.head: Head | None = None
-        self.done = False
-
-    def request(
-        self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> bytes:
-        """The request's bytes. ``headers`` must hold ``Host`` and the body's framing."""
-        conn = self._h11
-        try:
-            out = [conn.send(h11.Request(method=method, target=target, headers=headers)) or b""]
-            if body:
-                out.append(conn.send(h11.Data(data=body)) or b"")
-            out.append(conn.send(h11.EndOfMessage()) or b"")
-        except h11.LocalProtocolError as exc:
-            raise LocalProtocolError(str(exc)) from None
-        return b"".join(out)
-
-    def feed(self, data: bytes) -> tuple[Head | None, bytes]:
-        conn = self._h11
-        head = None
-        parts: list[bytes | bytearray] = []
-        if not data and self.head is None:
-            raise RemoteProtocolError("the upstream closed the connection without a response")
-        try:
-            conn.receive_data(data)
-            while True:
-                event = conn.next_event()
-                kind = type(event)
-                if kind is h11.Data:
-                    parts.append(event.data)  # type: ignore[union-attr]
-                elif kind is h11.Response:
-                    head = self.head = Head(
-                        event.status_code,  # type: ignore[union-attr]
-                        event.reason,  # type: ignore[union-attr]
-                        list(event.headers),  # type: ignore[union-attr]
-                    )
-                elif kind is h11.EndOfMessage:
-                    self.done = True
-                    break
-                elif event is h11.NEED_DATA or event is h11.PAUSED:
-                    break
-                elif kind is h11.ConnectionClosed:
-                    raise RemoteProtocolError("the upstream closed the connection")
-                # an InformationalResponse (1xx) is not the response: read on
-        except h11.RemoteProtocolError as exc:
-            raise RemoteProtocolError(str(exc)) from None
-        if not parts:
-            return head, b""
-        return head, bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
-
-    @property
-    def reusable(self) -> bool:
-        """Both messages complete and neither side asked to close: the connection may serve
-        another request (after :meth:`next_cycle`)."""
-        conn = self._h11
-        return conn.our_state is h11.DONE and conn.their_state is h11.DONE
-
-    def next_cycle(self) -> None:
-        self._h11.start_next_cycle()
-        self.head = None
-        self.done = False
+__all__ = [
+    "ConnectError",
+    "ConnectTimeout",
+    "ReadError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "Response",
+    "UpstreamClient",
+    "UpstreamError",
+    "WriteError",
+    "WriteTimeout",
+]
 
 
 # -- sockets -------------------------------------------------------------------------------------
@@ -324,7 +224,7 @@ class _Connection:
         self.origin = origin
         self.transport = transport
         self.sock = sock
-        self.http = ResponseParser()
+        self.http = ResponseParser()  # a new one per request
         self.idle_since = 0.0
 
     def close(self) -> None:
@@ -435,12 +335,13 @@ class UpstreamClient:
             if conn is None:
                 conn = await self._connect(origin)
             sock = conn.sock
+            http = conn.http = ResponseParser()
             try:
                 sock.received = 0
-                await sock.write(conn.http.request(method, target, headers, body), self.timeout)
-                head, first = None, b""
+                await sock.write(http.request(method, target, headers, body), self.timeout)
+                head: Head | None = None
                 while head is None:
-                    head, first = conn.http.feed(await sock.recv(self.timeout))
+                    head, first = http.feed(await sock.recv(self.timeout))
             except (ReadError, WriteError, RemoteProtocolError):
                 conn.close()
                 if reused and sock.received == 0:
@@ -486,7 +387,6 @@ class UpstreamClient:
         if not (reuse and conn.http.reusable and conn.sock.usable):
             conn.close()
             return
-        conn.http.next_cycle()
         conn.idle_since = now = time.monotonic()
         idle = self._idle.setdefault(conn.origin, deque())
         expired = now - self.keepalive_expiry
