@@ -27,8 +27,11 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.recording.replay_file import replay_file
 
 from .proxy_helpers import Upstream, sse_json
-from .serve_helpers import chunks_of, read_all, recording
+from .serve_helpers import body_of, chunks_of, read_all, recording
 
+# Against ``serve --speed max`` the proxy's reads are whatever the kernel gathered: the tests
+# below compare a recording's bytes, not their cuts (test_proxy_reads pins the cuts against a
+# paced upstream).
 MAX = Playback(speed=None)
 OPENAI_KEY = "sk-proj-Zt3qW8xYb2Nc5Vd7Lm9Kp1Rs4Tu6"
 ANTHROPIC_KEY = "sk-ant-api03-Hq7Wm2Xn5Bv8Cz1Lk4Jp6"
@@ -61,13 +64,6 @@ def raw_post(url: str, body: dict, headers: dict | None = None) -> tuple[int, li
         client.stream("POST", url, json=body, headers=headers or {}) as resp,
     ):
         return resp.status_code, list(resp.iter_raw())
-
-
-def body_of(path: Path) -> bytes:
-    """A recording's body. Against ``serve --speed max`` the proxy's reads are whatever the
-    kernel gathered, so the bytes are compared, not their cuts (``test_proxy_reads`` pins the
-    cuts against a paced upstream)."""
-    return b"".join(chunks_of(path))
 
 
 def summary_core(path: Path) -> dict:

@@ -11,8 +11,9 @@ What it does: keep-alive connections pooled per origin (a connection goes back t
 after its response was read to the end), TLS with certificate verification (the ``certifi``
 bundle when it is installed, as httpx has it, else the system's), a connect timeout, a stall
 timeout for every read and write, no redirects, nothing taken from the environment, no
-decompression. A request sent on a pooled connection that the upstream had closed meanwhile
-(nothing of a response received) is sent once more on a new connection.
+decompression. An idempotent request (a GET, not a POST) sent on a pooled connection that the
+upstream had closed meanwhile (nothing of a response received) is sent once more on a new
+connection; a pooled connection the upstream closed while idle is never used.
 
 Errors are :class:`UpstreamError` subclasses named as httpx names its own (``ConnectError``,
 ``ConnectTimeout``, ``ReadTimeout``, ``WriteTimeout``, ``ReadError``, ``WriteError``,
@@ -45,6 +46,10 @@ from .http11 import (
     WriteError,
     WriteTimeout,
 )
+
+# RFC 9110 section 9.2.2: the methods a proxy may send again when a connection failed under
+# them; a POST may have been acted on (a generation paid for) and is answered with the error
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 __all__ = [
     "ConnectError",
@@ -344,7 +349,7 @@ class UpstreamClient:
                     head, first = http.feed(await sock.recv(self.timeout))
             except (ReadError, WriteError, RemoteProtocolError):
                 conn.close()
-                if reused and sock.received == 0:
+                if reused and sock.received == 0 and method.upper() in IDEMPOTENT:
                     continue  # the upstream had closed the pooled connection: a new one
                 raise
             except BaseException:
