@@ -4,7 +4,8 @@
 with every network read, ``close`` or ``fail``) and writes the recording as it goes through
 :class:`~streamtool.core.recording.reader.RecordingWriter`: one flushed chunk record per read, so a
 crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
-It is used by ``streamtool record`` (httpx) and by the SDK capture transports (httpx2).
+It is used by ``streamtool record`` (httpx), by the SDK capture transports (httpx2) and by the
+forwarding edge of the proxy and of tapes (its own client, :mod:`streamtool.core.net.upstream`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,14 @@ class RecordResult:
 
 
 def classify(exc: BaseException, received: int) -> tuple[str, str]:
-    """The end reason and message for an exception that stopped a stream."""
+    """The end reason and message for an exception that stopped a stream.
+
+    The exceptions are told apart by class name (the recording layer imports no HTTP client)
+    and by the built-in they derive from: httpx's, httpx2's and those of the proxy's own
+    client (:mod:`streamtool.core.net.http11`: ``ConnectError``, ``ReadTimeout``,
+    ``RemoteProtocolError``... named as httpx names them, and a ``TimeoutError`` or a
+    ``ConnectionError``) give the same words.
+    """
     names = {cls.__name__ for cls in type(exc).__mro__}
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, KeyboardInterrupt):

@@ -206,7 +206,10 @@ class Tape:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
-        self._lock = threading.Lock()
+        # two locks: a name is allocated (on the server's event loop) while another thread
+        # appends to the index, whose fsync takes milliseconds
+        self._lock = threading.Lock()  # the next sequence number
+        self._index_lock = threading.Lock()  # the index file
         self._next = self._first_free_seq()
 
     def _first_free_seq(self) -> int:
@@ -231,7 +234,7 @@ class Tape:
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
-        with self._lock:
+        with self._index_lock:
             append_entry(self.folder, entry)
 
     def exchanges(self) -> list[Path]:
