@@ -85,6 +85,31 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
         assert up.connections == 2 and len(up.requests) == 4
 
 
+def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)  # connections complete in the backlog; nothing is ever accepted
+        port = sock.getsockname()[1]
+        # TLS: the handshake never ends (the connect timeout); plain: no head (the read one)
+        for scheme, error in (("https", "ConnectTimeout"), ("http", "ReadTimeout")):
+            out = tmp_path / scheme
+            config = ProxyConfig(
+                out=out,
+                upstreams=parse_upstreams([f"{scheme}://127.0.0.1:{port}"]),
+                timeout=0.3,
+                connect_timeout=0.3,
+            )
+            with ProxyThread(config) as px:
+                r = httpx.post(px.url + "/v1/chat/completions", json=BODY, timeout=10)
+                wait_for_index(out, 1)
+            assert r.status_code == 504, r.text
+            assert f"did not answer in time: {error}" in r.json()["error"]["message"]
+            _, chunks, end = read_all(captured(out)[0])
+            assert chunks == [] and end.reason == "timeout" and error in end.error
+
+
 @pytest.fixture(scope="module")
 def ca() -> trustme.CA:
     return trustme.CA()
