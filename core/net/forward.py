@@ -14,7 +14,7 @@ Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``):
 :meth:`Forwarder.forward` returns an ASGI response that does everything when the server runs it:
 it sends the request upstream (headers and body as they came, hop-by-hop headers dropped), then
 writes every upstream read (one socket ``recv``: see :mod:`.upstream`) to the client as it
-arrives and feeds the same read to the
+arrives, and feeds the same read first to the
 :class:`~streamtool.core.recording.recorder.ResponseRecorder` (which flushes it to disk and
 scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
 is a response like any other, a dropped upstream connection or a read stalled past the timeout
