@@ -12,6 +12,8 @@ from .errors import fail, user_errors
 from .main import app
 
 VIEWS = ("journal", "tree", "none")
+# the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT)
+HEADER_TIMEOUT = 10.0
 TRANSFORMS = ("kimi-k2",)
 
 
@@ -54,14 +56,38 @@ def proxy(
             "streams into standard tool_calls (the recording keeps the upstream's bytes).",
         ),
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            "--max-connections",
+            help="Agent connections held open at most (default: what the open-file limit "
+            "allows, three descriptors each). At the limit a new one closes the oldest still "
+            "sending its request head, or is answered 503 when all are busy.",
+        ),
+    ] = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            help="Seconds a request head may take to arrive before the connection is closed "
+            "(inf: no limit).",
+        ),
+    ] = HEADER_TIMEOUT,
 ) -> None:
     """Forward an agent's requests to its provider and record every generating exchange.
 
     Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
     """
-    from streamtool.core.net.proxy import ProxyApp, ProxyConfig, parse_upstreams, run_proxy
-    from streamtool.core.net.server import bind
+    from streamtool.core.net.proxy import (
+        FDS_PER_CONNECTION,
+        ProxyApp,
+        ProxyConfig,
+        parse_upstreams,
+        run_proxy,
+    )
+    from streamtool.core.net.server import ConnectionLimits, bind, connection_limit
+    from streamtool.core.net.server import header_timeout as check_header_timeout
 
     if view is None:
         view = "journal" if sys.stderr.isatty() else "none"
@@ -71,6 +97,13 @@ def proxy(
         fail(f"--transform {transform!r}: use one of {', '.join(TRANSFORMS)}")
     if not timeout > 0:
         fail("--timeout must be more than 0 seconds")
+    try:
+        limits = ConnectionLimits(
+            connection_limit(max_connections, FDS_PER_CONNECTION),
+            check_header_timeout(header_timeout),
+        )
+    except ValueError as exc:
+        fail(str(exc))
     try:
         upstreams = parse_upstreams(upstream or [])
     except ValueError as exc:
@@ -115,9 +148,9 @@ def proxy(
     try:
         if live is not None:
             with live:
-                run_proxy(proxy_app, sock)
+                run_proxy(proxy_app, sock, limits=limits)
         else:
-            run_proxy(proxy_app, sock)
+            run_proxy(proxy_app, sock, limits=limits)
     except KeyboardInterrupt:
         pass
     n = proxy_app.recorded

@@ -15,6 +15,10 @@ import typer
 from .errors import fail, user_errors
 from .main import app
 
+# the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT, which this module
+# does not import: the server stack loads only when serve runs)
+HEADER_TIMEOUT = 10.0
+
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
 # or absurd recorded time (t: 1e308) must never hold a client for ever.
 SERVE_MAX_GAP = 60.0
@@ -106,6 +110,23 @@ def serve(
         str,
         typer.Option("--max-body", help="Largest request body accepted (413 beyond)."),
     ] = "10MB",
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            "--max-connections",
+            help="Connections held open at most (default: what the open-file limit allows). "
+            "At the limit a new one closes the oldest still sending its request head, or is "
+            "answered 503 when all are busy.",
+        ),
+    ] = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            help="Seconds a request head may take to arrive before the connection is closed "
+            "(inf: no limit).",
+        ),
+    ] = HEADER_TIMEOUT,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -164,10 +185,20 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    from streamtool.core.net.server import parse_size
+    from streamtool.core.net.server import (
+        ConnectionLimits,
+        connection_limit,
+        parse_size,
+    )
+    from streamtool.core.net.server import header_timeout as check_header_timeout
 
     try:
         body_limit = parse_size(max_body)
+        # a request forwarded by --record-missing also holds its upstream connection and a file
+        limits = ConnectionLimits(
+            connection_limit(max_connections, 3 if record_missing else 1),
+            check_header_timeout(header_timeout),
+        )
     except ValueError as exc:
         fail(str(exc))
     try:
@@ -202,6 +233,7 @@ def serve(
         sock,
         log_level="warning" if quiet else "info",
         access_log=False,
+        limits=limits,
     )
 
 

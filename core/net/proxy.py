@@ -277,12 +277,25 @@ class ProxyApp:
 
 
 # -- running it ------------------------------------------------------------------------------------
-def uvicorn_config(app: Any, *, log_level: str = "warning", access_log: bool = False) -> Any:
-    """uvicorn settings for the proxy: no headers of its own (the upstream's pass through)."""
+# descriptors an exchange holds: the agent's connection, the upstream's and the recording
+FDS_PER_CONNECTION = 3
+
+
+def uvicorn_config(
+    app: Any, *, log_level: str = "warning", access_log: bool = False, limits: Any = None
+) -> Any:
+    """uvicorn settings for the proxy: no headers of its own (the upstream's pass through).
+
+    ``limits`` (a :class:`~.server.ConnectionLimits`): the connection limit and header timeout;
+    by default as many connections as the open-file limit allows, each counted as three
+    descriptors (the agent's connection, the upstream's and the recording).
+    """
     import uvicorn
 
-    from .server import quiet_cut_logging
+    from .server import ConnectionLimits, connection_limit, guarded, quiet_cut_logging
 
+    if limits is None:
+        limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
     config = uvicorn.Config(
         app,
         log_level=log_level,
@@ -292,16 +305,17 @@ def uvicorn_config(app: Any, *, log_level: str = "warning", access_log: bool = F
         date_header=False,
         timeout_graceful_shutdown=3,
         timeout_keep_alive=75,
+        **guarded(limits),
     )
     quiet_cut_logging()
     return config
 
 
-def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning") -> None:
+def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning", limits: Any = None) -> None:
     """Serve on ``sock`` until interrupted; every open recording gets its end record."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn_config(app, log_level=log_level))
+    server = uvicorn.Server(uvicorn_config(app, log_level=log_level, limits=limits))
     asyncio.run(server.serve(sockets=[sock]))
 
 
