@@ -1,0 +1,410 @@
+"""``serve`` and ``proxy`` under connection abuse: half-sent requests (slowloris) beyond the
+open-file limit, the header timeout, the connection limit at work, and the options' bad values.
+
+Servers are the real commands in subprocesses whose open-file limit is set low; the abusers are
+raw sockets and the clients httpx, on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h11
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from streamtool.cli import proxy as proxy_cli
+from streamtool.cli import serve as serve_cli
+from streamtool.cli.main import app
+from streamtool.core.net import server as server_module
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import serving
+
+from .serve_helpers import body_of, recording
+
+REC = recording("openai-parallel-tool-calls")
+NOFILE = 256  # the servers' open-file limit: the default connection limit is 192 (proxy: 64)
+HALF_SENT = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+REQUEST_BODY = b'{"model": "gpt-4o-2024-08-06", "stream": true, "messages": []}'
+
+
+def streamtool(nofile: int) -> list[str]:
+    """The command, in a process whose open-file limit is ``nofile`` (soft and hard)."""
+    return [
+        sys.executable,
+        "-c",
+        "import resource; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
+        "from streamtool.cli.main import main; main()",
+    ]
+
+
+def start(args: list[str], nofile: int = NOFILE) -> tuple[subprocess.Popen[str], str]:
+    """``streamtool ARGS --port 0``; returns the process and its origin."""
+    proc = subprocess.Popen(
+        [*streamtool(nofile), *args, "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"(?:serving .* on|proxy on) (http://127\.0\.0\.1:\d+)", line)
+    assert found, line
+    origin = found.group(1)
+    deadline = time.monotonic() + 20
+    while True:  # the port is bound before the line is written; wait until it answers
+        try:
+            socket.create_connection(("127.0.0.1", port_of(origin)), timeout=5).close()
+            return proc, origin
+        except OSError:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    _, err = proc.communicate(timeout=20)
+    return err
+
+
+def port_of(origin: str) -> int:
+    return int(origin.rsplit(":", 1)[1])
+
+
+def connect(origin: str) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port_of(origin)), timeout=5)
+
+
+def half_sent(origin: str, count: int) -> list[socket.socket]:
+    """``count`` connections that send the start of a request head and then nothing."""
+    socks = []
+    for _ in range(count):
+        sock = connect(origin)
+        sock.sendall(HALF_SENT)
+        socks.append(sock)
+    return socks
+
+
+def closed(sock: socket.socket, wait: float = 0.0) -> bool:
+    """Whether the server closed ``sock`` (within ``wait`` seconds); what it sent is read."""
+    deadline = time.monotonic() + wait
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    while True:
+        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            return False
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except OSError:  # reset
+            return True
+
+
+def closed_now(socks: list[socket.socket]) -> list[int]:
+    """The indices of the sockets the server has closed by now."""
+    gone = []
+    for i, sock in enumerate(socks):
+        sock.setblocking(False)
+        try:
+            while sock.recv(65536):
+                pass
+            gone.append(i)
+        except BlockingIOError:
+            pass
+        except OSError:  # reset
+            gone.append(i)
+        sock.settimeout(5)
+    return gone
+
+
+def read_to_end(sock: socket.socket, timeout: float = 10) -> bytes:
+    sock.settimeout(timeout)
+    out = bytearray()
+    try:
+        while data := sock.recv(65536):
+            out += data
+    except ConnectionResetError:
+        pass
+    return bytes(out)
+
+
+def request_bytes(path: str = "/v1/chat/completions") -> bytes:
+    client = h11.Connection(h11.CLIENT)
+    head = h11.Request(
+        method="POST",
+        target=path,
+        headers=[
+            ("Host", "127.0.0.1"),
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(REQUEST_BODY))),
+        ],
+    )
+    return b"".join(
+        client.send(e) or b"" for e in (head, h11.Data(data=REQUEST_BODY), h11.EndOfMessage())
+    )
+
+
+class Response:
+    """A response read with h11 from a raw socket (kept alive for the next request)."""
+
+    def __init__(self, sock: socket.socket, client: h11.Connection | None = None) -> None:
+        self.sock = sock
+        self.client = client or h11.Connection(h11.CLIENT)
+        # h11 must have seen the request go out to read the response
+        self.client.send(h11.Request(method="POST", target="/", headers=[("Host", "x")]))
+        self.client.send(h11.EndOfMessage())
+        self.status = 0
+        self.body = bytearray()
+
+    def next_event(self) -> object:
+        while True:
+            event = self.client.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.sock.settimeout(10)
+            self.client.receive_data(self.sock.recv(65536))
+
+    def head(self) -> int:
+        event = self.next_event()
+        assert isinstance(event, h11.Response), event
+        self.status = event.status_code
+        return self.status
+
+    def rest(self) -> bytes:
+        while True:
+            event = self.next_event()
+            if isinstance(event, h11.Data):
+                self.body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return bytes(self.body)
+
+    def read(self) -> tuple[int, bytes]:
+        return self.head(), self.rest()
+
+
+def raw_stream(url: str) -> tuple[int, bytes]:
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream(
+            "POST", url, content=REQUEST_BODY, headers={"content-type": "application/json"}
+        ) as resp,
+    ):
+        return resp.status_code, b"".join(resp.iter_raw())
+
+
+# -- serve ---------------------------------------------------------------------------------------
+def test_half_sent_requests_beyond_the_descriptor_limit_do_not_block_a_client() -> None:
+    """More half-sent requests than the process has descriptors: a client still gets its
+    stream at once, byte for byte; the oldest half-sent connections were closed for it."""
+    proc, origin = start(["serve", str(REC), "--speed", "max"])
+    flood: list[socket.socket] = []
+    try:
+        flood = half_sent(origin, NOFILE + 44)
+        started = time.monotonic()
+        status, body = raw_stream(origin + "/v1/chat/completions")
+        elapsed = time.monotonic() - started
+        assert status == 200 and body == body_of(REC)
+        assert elapsed < 3, f"the client waited {elapsed:.1f} s"
+        # the oldest were closed to make room, the newest are still open (the limit is 192)
+        time.sleep(0.2)  # the last closes on their way
+        gone = closed_now(flood)
+        assert gone == list(range(len(gone))), gone
+        assert len(flood) - 192 <= len(gone) <= len(flood) - 150
+    finally:
+        for sock in flood:
+            sock.close()
+        err = stop(proc)
+    assert "Too many open files" not in err and "Traceback" not in err, err
+    assert "still without a request head to make room (--max-connections 192)" in err
+
+
+def test_a_request_head_not_complete_in_time_is_closed() -> None:
+    proc, origin = start(["serve", str(REC), "--speed", "max", "--header-timeout", "0.5"])
+    try:
+        part, silent, trickle = connect(origin), connect(origin), connect(origin)
+        opened = time.monotonic()
+        part.sendall(HALF_SENT)
+        # a head sent a byte every 0.1 s is closed all the same: progress buys no time
+        answer, poller = bytearray(), select.poll()
+        poller.register(trickle, select.POLLIN)
+        for byte in HALF_SENT:
+            if poller.poll(100):
+                answer += read_to_end(trickle)
+                break
+            trickle.sendall(bytes([byte]))
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert 0.4 < time.monotonic() - opened < 3
+        answer = read_to_end(part)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert read_to_end(silent) == b""  # nothing came: closed without an answer
+        # a kept-alive connection: the idle wait does not count (uvicorn's keep-alive timeout
+        # governs it), the next head's clock starts with its first byte
+        kept = connect(origin)
+        kept.sendall(request_bytes())
+        response = Response(kept)
+        assert response.read() == (200, body_of(REC))
+        time.sleep(0.8)
+        kept.sendall(HALF_SENT)
+        sent = time.monotonic()
+        answer = read_to_end(kept)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert 0.4 < time.monotonic() - sent < 3
+    finally:
+        err = stop(proc)
+    assert "whose request head took longer than 0.5 s (--header-timeout)" in err, err
+
+
+def test_a_slow_client_that_completes_its_head_in_time_is_served() -> None:
+    proc, origin = start(["serve", str(REC), "--speed", "max", "--header-timeout", "1.5"])
+    try:
+        sock = connect(origin)
+        data = request_bytes()
+        pieces = [data[i : i + 12] for i in range(0, len(data), 12)]
+        pause = 0.9 / len(pieces)  # the whole head and body in about 0.9 s
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(pause)
+        assert Response(sock).read() == (200, body_of(REC))
+        # kept alive: a second request, also slow, on the same connection
+        time.sleep(0.3)
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(pause)
+        assert Response(sock).read() == (200, body_of(REC))
+    finally:
+        stop(proc)
+
+
+def test_at_the_limit_the_waiting_make_room_and_the_busy_keep_streaming() -> None:
+    """--max-connections 2: a new connection closes a half-sent one rather than a stream in
+    progress; when both are streams in progress, it gets a 503 at once."""
+    proc, origin = start(
+        ["serve", str(REC), "--speed", "max", "--stall", "1.5", "--max-connections", "2"]
+    )
+    try:
+        waiting = half_sent(origin, 1)[0]
+        first = connect(origin)
+        first.sendall(request_bytes())
+        first_response = Response(first)
+        assert first_response.head() == 200  # busy: stalled half-way through its body
+        second = connect(origin)
+        second.sendall(request_bytes())
+        second_response = Response(second)
+        assert second_response.head() == 200
+        assert closed(waiting, wait=2)
+        for _ in range(3):
+            started = time.monotonic()
+            r = httpx.post(
+                origin + "/v1/chat/completions",
+                content=REQUEST_BODY,
+                headers={"content-type": "application/json"},
+                timeout=5,
+            )
+            assert r.status_code == 503 and r.headers["retry-after"] == "1"
+            assert time.monotonic() - started < 1
+        assert first_response.rest() == body_of(REC)
+        assert second_response.rest() == body_of(REC)
+    finally:
+        err = stop(proc)
+    assert "closed 1 connection still without a request head" in err
+    assert "503: all 2 are busy with requests" in err
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-connections", "0"], "--max-connections must be at least 1, not 0"),
+        (["--max-connections", "-3"], "--max-connections must be at least 1, not -3"),
+        (["--max-connections", str(10**9)], "--max-connections 1000000000: the open-file limit"),
+        (["--header-timeout", "0"], "--header-timeout must be a number of seconds more than 0"),
+        (["--header-timeout", "-1"], "--header-timeout must be a number of seconds more than 0"),
+        (["--header-timeout", "nan"], "'nan' is not a number"),
+        (["--header-timeout", "soon"], "'soon' is not a number"),
+    ],
+)
+def test_bad_values_exit_2_with_one_line(command: str, args: list[str], message: str) -> None:
+    target = [str(REC)] if command == "serve" else []
+    result = CliRunner().invoke(app, [command, *target, "--port", "0", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 or lines[-1].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_connection_limit_follows_the_open_file_limit() -> None:
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))\n"
+        "from streamtool.core.net.server import connection_limit\n"
+        "print(connection_limit(), connection_limit(None, 3), connection_limit(100))\n"
+        "print(connection_limit(1000), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+        "try:\n"
+        "    connection_limit(4000)\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "192 64 100"
+    # asked for more than the soft limit holds: raised, never past the hard limit
+    limit, soft = map(int, out[1].split())
+    assert limit == 1000 and 1064 <= soft <= 4096
+    assert out[2] == (
+        "--max-connections 4000: the open-file limit (ulimit -n) of 4096 holds at most 3584"
+    )
+
+
+def test_the_commands_defaults_are_the_servers() -> None:
+    assert serve_cli.HEADER_TIMEOUT == proxy_cli.HEADER_TIMEOUT == server_module.HEADER_TIMEOUT
+
+
+# -- proxy ---------------------------------------------------------------------------------------
+def test_the_proxy_is_guarded_too(tmp_path: Path) -> None:
+    """The same flood at the proxy: an agent's request still goes through, byte for byte, and
+    the half-sent connections left are closed after the header timeout."""
+    with serving([REC], Playback(speed=None)) as upstream:
+        proc, origin = start(
+            [
+                "proxy",
+                "--upstream",
+                upstream.url,
+                "--out",
+                str(tmp_path / "caps"),
+                "--view",
+                "none",
+                "--header-timeout",
+                "2",
+            ]
+        )
+        flood: list[socket.socket] = []
+        try:
+            flood = half_sent(origin, NOFILE + 44)
+            flooded = time.monotonic()
+            status, body = raw_stream(origin + "/v1/chat/completions")
+            assert status == 200 and body == body_of(REC)
+            assert time.monotonic() - flooded < 3
+            time.sleep(0.2)
+            gone = closed_now(flood)
+            left = [sock for i, sock in enumerate(flood) if i not in gone]
+            assert 0 < len(left) <= 64  # (256 - 64) / 3 connections at most
+            wait = flooded + 2 + 2 - time.monotonic()
+            assert all(closed(sock, wait=max(0.0, wait)) for sock in left)
+        finally:
+            for sock in flood:
+                sock.close()
+            err = stop(proc)
+    assert "Too many open files" not in err and "Traceback" not in err, err
+    assert "(--max-connections 64)" in err
