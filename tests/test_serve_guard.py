@@ -214,7 +214,7 @@ def test_half_sent_requests_beyond_the_descriptor_limit_do_not_block_a_client() 
         status, body = raw_stream(origin + "/v1/chat/completions")
         elapsed = time.monotonic() - started
         assert status == 200 and body == body_of(REC)
-        assert elapsed < 3, f"the client waited {elapsed:.1f} s"
+        assert elapsed < 5, f"the client waited {elapsed:.1f} s"  # without the guard: for ever
         # the oldest were closed to make room, the newest are still open (the limit is 192)
         time.sleep(0.2)  # the last closes on their way
         gone = closed_now(flood)
@@ -311,7 +311,7 @@ def test_at_the_limit_the_waiting_make_room_and_the_busy_keep_streaming() -> Non
                 timeout=5,
             )
             assert r.status_code == 503 and r.headers["retry-after"] == "1"
-            assert time.monotonic() - started < 1
+            assert time.monotonic() - started < 2  # not held until a stream ends
         assert first_response.rest() == body_of(REC)
         assert second_response.rest() == body_of(REC)
     finally:
@@ -395,7 +395,7 @@ def test_the_proxy_is_guarded_too(tmp_path: Path) -> None:
             flooded = time.monotonic()
             status, body = raw_stream(origin + "/v1/chat/completions")
             assert status == 200 and body == body_of(REC)
-            assert time.monotonic() - flooded < 3
+            assert time.monotonic() - flooded < 5
             time.sleep(0.2)
             gone = closed_now(flood)
             left = [sock for i, sock in enumerate(flood) if i not in gone]
