@@ -185,14 +185,17 @@ def replay(
                     observe(engine)
                 pacer.wait(chunk.t)
 
+        batched = isinstance(sink, JsonSink) and before_chunk is None
         try:
             engine = replay_file(
                 file,
                 converter=converter,
                 parser=parser_name,
                 handler_options=handler_options,
-                on_items=sink.on_items,
+                # the summary alone needs no stream played read by read
+                on_items=None if batched else sink.on_items,
                 before_chunk=before_chunk,
+                batched=batched,
             )
         except KeyboardInterrupt:
             # Ctrl-C while watching: show the tree as far as it got

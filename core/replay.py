@@ -126,6 +126,41 @@ class ReplayEngine:
         self._items(self.decoder.feed(data), out)
         return out
 
+    @property
+    def batchable(self) -> bool:
+        """Whether :meth:`feed_reads` may take the next reads: the API is known and the first
+        output has come (its time, ``ttft``, belongs to one read)."""
+        return self.ttft is not None and self.converter is not None and self.decoder is not None
+
+    def feed_reads(self, chunks: list[Chunk]) -> list[Item]:
+        """Feed several recorded reads (text, not bytes) as one, for callers that do not show
+        the stream as it plays: what they produce comes out at once, and a run of argument
+        fragments reaches the handler as one fragment. The result does not depend on where the
+        reads were cut (chunking invariance), so it is the same as feeding them one by one; the
+        statistics count every read. Only while :attr:`batchable`."""
+        nbytes = 0
+        first_t = self.first_t
+        last_t = self.last_t
+        t = None
+        texts = []
+        for chunk in chunks:
+            data = chunk.data
+            texts.append(data)
+            nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))  # type: ignore[union-attr]
+            t = chunk.t
+            if t is not None:
+                if first_t is None:
+                    first_t = t
+                last_t = t
+        self.chunks += len(chunks)
+        self.bytes += nbytes
+        self.first_t = first_t
+        self.last_t = last_t
+        self.now = t
+        out: list[Item] = []
+        self._items(self.decoder.feed("".join(texts)), out)  # type: ignore[arg-type]
+        return out
+
     def finish(self, end: End | None) -> list[Item]:
         """End of the recording (``end`` is ``None`` when it was cut off before its end record)."""
         if self.finished:
@@ -166,15 +201,11 @@ class ReplayEngine:
                 return
             self._drain_pending(out)
             return
-        batch: list[ChunkResponse] = []
-        for item in items:
-            if type(item) is SSEEvent:
-                self.sse_events += 1
-            else:
-                self.comments += 1
-            crs = converter.feed(item)
-            if crs:
-                batch += crs
+        comments = converter.comments
+        batch = converter.feed_many(items)
+        comments = converter.comments - comments  # every item not an event is a comment
+        self.comments += comments
+        self.sse_events += len(items) - comments
         if batch:
             # fragments that arrived in the same read reach the handler joined (same text)
             self._chunks(join_argument_runs(batch), out)

@@ -191,6 +191,25 @@ class ToolCallTracker:
             return self._append_plain(call, text)
         return self.update(call, arguments=text, raw=True)
 
+    def appends_plainly(self, call: TrackedCall, fragment: str) -> bool:
+        """Whether :meth:`append` would take ``fragment`` as it is: an announced, open call that
+        no merge rule concerns (not cumulative, no placeholder held, a fragment shorter than the
+        arguments so far, so neither a resend nor a cumulative copy)."""
+        return (
+            call.announced
+            and not call.complete
+            and not call.cumulative
+            and call.held is None
+            and 0 < len(fragment) < call._len
+        )
+
+    def take(self, call: TrackedCall, fragment: str) -> None:
+        """What :meth:`append_exact` (or :meth:`append`, when :meth:`appends_plainly`) does with
+        a fragment for an announced, open call, without the delta: a converter's batch path
+        emits a run of such fragments as one delta (``Converter.feed_many``)."""
+        call.fragments += 1
+        self._accept(call, fragment)
+
     def _append_plain(self, call: TrackedCall, text: str) -> ToolCallDelta:
         """The hot path: an announced, open call takes ``text`` as it is."""
         call.fragments += 1

@@ -79,6 +79,43 @@ class AnthropicConverter(Converter):
             obj = self.not_json(event, exc)
             if obj is None:
                 return []
+        return self.on_object(obj, event)
+
+    def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """A ``content_block_delta`` of an input fragment for an open tool block, or of text or
+        thinking (what :meth:`_block_delta` does with them, without a chunk each)."""
+        if type(obj) is not dict or obj.get("type") != "content_block_delta":
+            return None
+        delta = obj.get("delta")
+        if type(delta) is not dict:
+            return None
+        kind = delta.get("type")
+        if kind == "input_json_delta":
+            fragment = delta.get("partial_json")
+            index = obj.get("index")
+            if type(fragment) is not str or not fragment or type(index) is not int:
+                return None
+            tracker = self.tracker
+            call = tracker.find(index)
+            if call is None or not call.announced or call.complete:
+                return None
+            tracker.take(call, fragment)
+            return call, fragment
+        if kind == "text_delta":
+            text = delta.get("text")
+            if type(text) is not str or not text:
+                return None
+            self._runs.enter(TEXT)
+            return TEXT, text
+        if kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if type(thinking) is not str or not thinking:
+                return None
+            self._runs.enter(REASONING)
+            return REASONING, thinking
+        return None
+
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if type(obj) is dict:
             if obj.get("type") == "content_block_delta":
                 # the hot path, inline: an input fragment for an open tool block

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..model import ChunkResponse, Quirk, StreamError
+from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..recording.format import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
 from ..wire.fastjson import loads
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
+from .segments import REASONING, TEXT
 
 
 class Converter:
@@ -89,6 +90,85 @@ class Converter:
 
     def finish(self) -> list[ChunkResponse]:
         return self._attach(self.on_finish())
+
+    def feed_many(self, items: list[SSEItem]) -> list[ChunkResponse]:
+        """:meth:`feed` each item in turn; their chunks in one list.
+
+        Items arrive together when they came in one network read, or when nobody watches the
+        stream play (``replay_file(..., batched=True)``). A converter with a :meth:`hot_event`
+        hook takes the commonest events without a chunk each: a run of argument fragments of
+        one call, of text or of reasoning comes out as one chunk holding the run joined, which
+        the handler reads as it would read the chunks one by one (the same text, the same
+        order). Everything else, and every event that notes a quirk or an error, is fed as by
+        :meth:`feed`.
+        """
+        out: list[ChunkResponse] = []
+        hot = self.hot_event
+        if type(self).hot_event is Converter.hot_event:
+            feed = self.feed
+            for item in items:
+                crs = feed(item)
+                if crs:
+                    out += crs
+            return out
+        run: list[str] = []  # the texts of the run being collected
+        key: Any = None  # what it continues: a TrackedCall, TEXT or REASONING
+        for item in items:
+            if type(item) is SSEEvent:
+                try:
+                    obj = loads(item.data)
+                except ValueError:
+                    pass  # not JSON: feed() says what it is
+                else:
+                    found = hot(obj)
+                    if found is None:
+                        crs = self.on_object(obj, item)
+                    elif isinstance(found, tuple):
+                        if found:
+                            if found[0] is not key:
+                                if run:
+                                    out.append(_run_chunk(key, run))
+                                    run = []
+                                key = found[0]
+                            run.append(found[1])
+                        continue
+                    else:
+                        crs = found
+                    if run:
+                        out.append(_run_chunk(key, run))
+                        run = []
+                    if self._quirks or self._errors:
+                        crs = self._attach(crs)
+                    if crs:
+                        out += crs
+                    continue
+            if run:
+                out.append(_run_chunk(key, run))
+                run = []
+            crs = self.feed(item)
+            if crs:
+                out += crs
+        if run:
+            out.append(_run_chunk(key, run))
+        return out
+
+    def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """The hot path of :meth:`feed_many`, for converters that have one.
+
+        ``obj`` is an event's data parsed as JSON (by ``fastjson.loads``, as converters parse
+        it). For an event of the commonest shapes the hook does all of the event's bookkeeping
+        (the tracker takes a fragment, a text is noted for reconciliation...) and returns
+        ``(key, text)``: ``text`` continues ``key``, a tracked call's arguments (taken by the
+        tracker already) or the prose of kind ``TEXT`` / ``REASONING``; or ``()`` when the event
+        gives nothing; or the event's own chunks when it needs them (it noted a quirk). For any
+        other event it returns ``None`` having changed nothing, and :meth:`on_object` reads it.
+        """
+        return None
+
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        """:meth:`on_event` of an event whose data parsed as ``obj`` (converters with a
+        :meth:`hot_event` hook implement it, and their ``on_event`` calls it)."""
+        raise NotImplementedError
 
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -184,6 +264,16 @@ class Converter:
                 return MultiPayload(parts)
         self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
         return None
+
+
+def _run_chunk(key: Any, texts: list[str]) -> ChunkResponse:
+    """The one chunk of a run of :meth:`Converter.feed_many`."""
+    text = texts[0] if len(texts) == 1 else "".join(texts)
+    if key is TEXT:
+        return ChunkResponse(content=text)
+    if key is REASONING:
+        return ChunkResponse(reasoning=text)
+    return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
 
 class MultiPayload(list[Any]):

@@ -30,6 +30,7 @@ from ..wire import fastjson
 from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
 from ..wire.kimi_tokens import parse_call_id as parse_call_id
 from .openai_chat import OpenAIChatConverter
+from .segments import TEXT
 
 _WHERE = {"content": "delta.content", "reasoning": "the reasoning text"}
 
@@ -83,6 +84,12 @@ class KimiK2Converter(OpenAIChatConverter):
             # a structured call comes next: a held marker prefix was ordinary text
             pieces.extend(("reasoning", p) for p in rscan.flush_tail())
             pieces.extend(("content", p) for p in cscan.flush_tail())
+        return self._chunks_of(chunk, pieces)
+
+    def _chunks_of(
+        self, chunk: ChunkResponse, pieces: list[tuple[str, Piece]]
+    ) -> list[ChunkResponse]:
+        """The chunks that carry ``chunk`` once its text was scanned into ``pieces``."""
         plain = _plain(pieces)
         if plain is not None:
             # the common case, no marker anywhere near: the chunk goes on unchanged
@@ -107,6 +114,28 @@ class KimiK2Converter(OpenAIChatConverter):
                 "finish_stop_with_tools", 'finish_reason "stop" although tool calls were made'
             )
         return out
+
+    # -- the hot path of feed_many ----------------------------------------------------------
+    def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
+        out as a run's text when the scanner gave it back whole and noted nothing."""
+        if self.reasoning_scanner.tail:
+            return self._split(ChunkResponse(content=content))
+        cscan = self.content_scanner
+        before = cscan.sections
+        pieces = cscan.feed(content)
+        if cscan.sections != before:
+            self._found("content")
+        if not self._quirks and not self._errors:
+            if not pieces:
+                return ()
+            if len(pieces) == 1 and type(pieces[0]) is Text:
+                return TEXT, pieces[0].text
+        return self._chunks_of(ChunkResponse(content=content), [("content", p) for p in pieces])
+
+    def _fragments_pass(self) -> bool:
+        # a structured call's chunk flushes a marker prefix held back by a scanner
+        return not (self.reasoning_scanner.tail or self.content_scanner.tail)
 
     def _assemble(self, pieces: list[tuple[str, Piece]]) -> list[ChunkResponse]:
         """ChunkResponses for ``pieces`` in order (the handler reads a chunk's reasoning, then

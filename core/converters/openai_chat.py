@@ -20,6 +20,7 @@ from ..usage import normalize_usage
 from ..wire.kimi_tokens import MarkerSniffer
 from ..wire.sse import SSEEvent
 from .base import Converter, MultiPayload
+from .segments import TEXT
 
 
 class OpenAIChatConverter(Converter):
@@ -52,7 +53,14 @@ class OpenAIChatConverter(Converter):
             return []
         if self.done:
             self.quirk("data_after_done", "events after data: [DONE]")
-        obj = self.load_json(event)
+        return self._loaded(self.load_json(event))
+
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        if self.done:
+            self.quirk("data_after_done", "events after data: [DONE]")
+        return self._loaded(obj)
+
+    def _loaded(self, obj: Any) -> list[ChunkResponse]:
         if obj is None:
             return []
         if isinstance(obj, MultiPayload):
@@ -61,6 +69,96 @@ class OpenAIChatConverter(Converter):
                 out.extend(self._payload(payload))
             return out
         return self._payload(obj)
+
+    def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """A chunk of one choice whose delta is only text, or only an argument fragment for an
+        announced, open call that the tracker appends as it is (see :meth:`_payload`: nothing
+        else in the chunk may ask for anything)."""
+        if type(obj) is not dict or self.done:
+            return None
+        model = obj.get("model")
+        if (
+            (model and model != self._model)
+            or obj.get("error")
+            or obj.get("usage")
+            or "x_groq" in obj
+            or "citations" in obj
+            or "search_results" in obj
+        ):
+            return None
+        choices = obj.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or choice.get("finish_reason") is not None
+            or choice.get("index", 0) not in (0, None)
+        ):
+            return None
+        delta = choice.get("delta")
+        if (
+            type(delta) is not dict
+            or delta.get("refusal")
+            or delta.get("annotations")
+            or delta.get("reasoning_content")
+            or delta.get("reasoning")
+            or delta.get("reasoning_details")
+        ):
+            return None
+        content = delta.get("content")
+        if content:
+            if (
+                type(content) is not str
+                or not self._content_started
+                or delta.get("tool_calls")
+                or delta.get("function_call")
+            ):
+                return None
+            self.payloads += 1
+            return self._hot_content(content)
+        if content is not None and content != "":
+            return None
+        tool_calls = delta.get("tool_calls")
+        if type(tool_calls) is not list or len(tool_calls) != 1:
+            return None
+        tc = tool_calls[0]
+        if type(tc) is not dict or "id" in tc:
+            return None
+        fn = tc.get("function")
+        if type(fn) is not dict or "name" in fn:
+            return None
+        index = tc.get("index")
+        args = fn.get("arguments")
+        if type(index) is not int or type(args) is not str or not self._fragments_pass():
+            return None
+        tracker = self.tracker
+        call = tracker.find(index)
+        if call is None:
+            return None
+        if not args:
+            if not call.announced or call.complete:
+                return None
+            self.payloads += 1
+            self._last = call
+            return ()
+        if not tracker.appends_plainly(call, args):
+            return None
+        self.payloads += 1
+        self._last = call
+        tracker.take(call, args)
+        return call, args
+
+    def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """The text of a hot chunk (the text of the stream has begun)."""
+        if self._kimi is not None and self._kimi[0].feed(content):
+            self._kimi_quirk("content", "delta.content")
+            return [ChunkResponse(content=content)]
+        return TEXT, content
+
+    def _fragments_pass(self) -> bool:
+        """Whether an argument fragment's chunk reaches the handler as it is."""
+        return True
 
     def _payload(self, obj: Any) -> list[ChunkResponse]:
         if not isinstance(obj, dict):

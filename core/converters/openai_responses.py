@@ -257,6 +257,70 @@ class OpenAIResponsesConverter(Converter):
             obj = self.not_json(event, exc)
             if obj is None:
                 return []
+        return self.on_object(obj, event)
+
+    def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """An argument delta for the call opened last, or a text, summary or reasoning delta of
+        a known item, in sequence (what :meth:`_payload` does with them, without a chunk each)."""
+        if type(obj) is not dict:
+            return None
+        kind = obj.get("type")
+        if kind == "response.function_call_arguments.delta":
+            fragment = obj.get("delta")
+            item_id = obj.get("item_id")
+            if type(fragment) is not str or not fragment or type(item_id) is not str:
+                return None
+            tracker = self.tracker
+            call = tracker.find(item_id)
+            if (
+                call is None
+                or call is not tracker.calls[-1]
+                or not call.announced
+                or call.complete
+                or not self._in_sequence(obj)
+            ):
+                return None
+            self.payloads += 1
+            tracker.take(call, fragment)
+            return call, fragment
+        if kind == "response.output_text.delta":
+            run, part = TEXT, "text"
+        elif kind == "response.reasoning_summary_text.delta":
+            run, part = REASONING, "summary"
+        elif kind == "response.reasoning_text.delta":
+            run, part = REASONING, "content"
+        else:
+            return None
+        delta = obj.get("delta")
+        item_id = obj.get("item_id")
+        if type(delta) is not str or not delta or type(item_id) is not str:
+            return None
+        item = self._items.get(item_id)
+        if item is None or not self._in_sequence(obj):
+            return None
+        self.payloads += 1
+        key = (part, _part_index(obj, part))
+        texts = item.texts.get(key)
+        if texts is None:
+            item.texts[key] = [delta]
+        else:
+            texts.append(delta)
+        if self._runs.kind != run:
+            self._runs.enter(run)
+        return run, delta
+
+    def _in_sequence(self, obj: dict[str, Any]) -> bool:
+        """The event's ``sequence_number`` follows the last one (or there is none); it becomes
+        the last one."""
+        seq = obj.get("sequence_number")
+        if seq is None:
+            return True
+        if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
+            return False
+        self._seq = seq
+        return True
+
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if type(obj) is dict:
             if obj.get("type") == "response.function_call_arguments.delta":
                 # the hot path, inline: an argument fragment for the call opened last

@@ -19,13 +19,22 @@ def replay_file(
     handler_options: dict[str, Any] | None = None,
     on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None = None,
     before_chunk: Callable[[ReplayEngine, Chunk], None] | None = None,
+    batched: bool = False,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
     ``on_items(engine, t, items)`` is called after every chunk that produced something (and once
     at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
     called before each chunk is fed (the CLI paces a replay there).
+
+    ``batched=True`` is for callers that only read the finished replay (its summary, its
+    transcript): reads are fed to the engine many at a time (:meth:`ReplayEngine.feed_reads`),
+    which is faster. The summary and the transcript are the same; the handler's events are
+    fewer, as if the reads had arrived together (a run of fragments is one CONTENT event).
+    It takes no ``on_items`` or ``before_chunk``.
     """
+    if batched and (on_items is not None or before_chunk is not None):
+        raise ValueError("a batched replay takes no on_items or before_chunk")
     source = Source(path)
     engine = ReplayEngine(
         source.header,
@@ -35,6 +44,9 @@ def replay_file(
         handler_options=handler_options,
     )
     feed = engine.feed_chunk
+    if batched:
+        _replay_batched(engine, source)
+        return engine
     for chunk in source.chunks():
         if before_chunk is not None:
             before_chunk(engine, chunk)
@@ -45,3 +57,32 @@ def replay_file(
     if on_items is not None:
         on_items(engine, None, items)
     return engine
+
+
+BATCH_CHARS = 64 * 1024  # text of the reads fed to the engine at once
+
+
+def _replay_batched(engine: ReplayEngine, source: Source) -> None:
+    """Nobody watches the stream play: reads are fed to the engine in batches."""
+    feed = engine.feed_chunk
+    feed_reads = engine.feed_reads
+    batch: list[Chunk] = []
+    size = 0
+    for chunk in source.chunks():
+        data = chunk.data
+        if type(data) is str and engine.batchable:
+            batch.append(chunk)
+            size += len(data)
+            if size >= BATCH_CHARS:
+                feed_reads(batch)
+                batch = []
+                size = 0
+            continue
+        if batch:
+            feed_reads(batch)
+            batch = []
+            size = 0
+        feed(chunk)
+    if batch:
+        feed_reads(batch)
+    engine.finish(source.end)
