@@ -8,6 +8,7 @@ object that ``replay --format json`` prints.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .coalesce import join_argument_runs
@@ -36,6 +37,7 @@ from .wire.sse import SSEEvent, SSEItem
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
 DETECT_LIMIT = 64  # SSE items to look at before giving up on auto-detection
+BATCH_CHARS = 64 * 1024  # text of the reads that feed_chunks feeds at once
 
 
 class DetectionError(ValueError):
@@ -85,6 +87,9 @@ class ReplayEngine:
         self._n_invocations = 0
         self.end: End | None = None
         self.finished = False
+        # converters take runs of hot events as one chunk (Converter.feed_many): only when
+        # nobody sees the events one by one (feed_chunks)
+        self._runs = False
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
@@ -126,27 +131,56 @@ class ReplayEngine:
         self._items(self.decoder.feed(data), out)
         return out
 
-    @property
-    def batchable(self) -> bool:
-        """Whether :meth:`feed_reads` may take the next reads: the API is known and the first
-        output has come (its time, ``ttft``, belongs to one read)."""
-        return self.ttft is not None and self.converter is not None and self.decoder is not None
+    def feed_chunks(self, chunks: Iterable[Chunk], batch_chars: int = BATCH_CHARS) -> None:
+        """Feed a whole recording's reads, many at a time, for a caller that reads only the
+        finished replay (its summary, its transcript) and shows nothing as the stream plays.
 
-    def feed_reads(self, chunks: list[Chunk]) -> list[Item]:
-        """Feed several recorded reads (text, not bytes) as one, for callers that do not show
-        the stream as it plays: what they produce comes out at once, and a run of argument
-        fragments reaches the handler as one fragment. The result does not depend on where the
-        reads were cut (chunking invariance), so it is the same as feeding them one by one; the
-        statistics count every read. Only while :attr:`batchable`."""
+        Text reads are gathered up to about ``batch_chars`` characters and fed as one once the
+        API is known and the first output has come (its time, ``ttft``, belongs to one read);
+        the others are fed one by one. The converters take runs
+        of their commonest events as one chunk (``Converter.feed_many``). What a replay means
+        does not depend on where its reads were cut, so the summary and the transcript are those
+        of feeding every read by itself: only the handler's events are fewer (a run of text or
+        fragments is one CONTENT event). The caller then calls :meth:`finish`."""
+        self._runs = True
+        feed = self.feed_chunk
+        feed_reads = self._feed_reads
+        ready = False
+        batch: list[Chunk] = []
+        size = 0
+        for chunk in chunks:
+            data = chunk.data
+            if not ready:
+                ready = self.ttft is not None and self.converter is not None
+            if ready and type(data) is str:
+                batch.append(chunk)
+                size += len(data)
+                if size >= batch_chars:
+                    feed_reads(batch)
+                    batch = []
+                    size = 0
+                continue
+            if batch:
+                feed_reads(batch)
+                batch = []
+                size = 0
+            feed(chunk)
+        if batch:
+            feed_reads(batch)
+
+    def _feed_reads(self, chunks: list[Chunk]) -> None:
+        """Several text reads fed as one, after the first output (see :meth:`feed_chunks`);
+        the statistics count every read."""
         nbytes = 0
         first_t = self.first_t
         last_t = self.last_t
         t = None
-        texts = []
+        texts: list[str] = []
         for chunk in chunks:
             data = chunk.data
+            assert type(data) is str
             texts.append(data)
-            nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))  # type: ignore[union-attr]
+            nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))
             t = chunk.t
             if t is not None:
                 if first_t is None:
@@ -157,9 +191,7 @@ class ReplayEngine:
         self.first_t = first_t
         self.last_t = last_t
         self.now = t
-        out: list[Item] = []
-        self._items(self.decoder.feed("".join(texts)), out)  # type: ignore[arg-type]
-        return out
+        self._items(self.decoder.feed("".join(texts)), [])
 
     def finish(self, end: End | None) -> list[Item]:
         """End of the recording (``end`` is ``None`` when it was cut off before its end record)."""
@@ -201,11 +233,24 @@ class ReplayEngine:
                 return
             self._drain_pending(out)
             return
-        comments = converter.comments
-        batch = converter.feed_many(items)
-        comments = converter.comments - comments  # every item not an event is a comment
-        self.comments += comments
-        self.sse_events += len(items) - comments
+        if self._runs:
+            comments = converter.comments
+            batch = converter.feed_many(items)
+            comments = converter.comments - comments  # every item not an event is a comment
+            self.comments += comments
+            self.sse_events += len(items) - comments
+        else:
+            # read by read, every event gives its own chunks (a sink that shows them, --format
+            # jsonl, sees each one), but argument fragments of one read are joined below
+            batch = []
+            for item in items:
+                if type(item) is SSEEvent:
+                    self.sse_events += 1
+                else:
+                    self.comments += 1
+                crs = converter.feed(item)
+                if crs:
+                    batch += crs
         if batch:
             # fragments that arrived in the same read reach the handler joined (same text)
             self._chunks(join_argument_runs(batch), out)

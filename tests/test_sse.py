@@ -184,3 +184,77 @@ def test_random_streams_decode_the_same_however_cut(lines, ending, data):
     pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     assert decode_all(pieces) == whole
     assert decode_all([body[i : i + 1] for i in range(len(body))]) == whole
+
+
+# -- the decoder against the rules read line by line -------------------------------------------
+
+
+def rules(text: str) -> list:
+    """The event-stream rules applied to a whole text, one line at a time (the reference the
+    decoder's regex paths must agree with)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    rest = lines.pop()
+    out: list = []
+    data: list[str] = []
+    fields: dict = {"event": None, "id": None, "retry": None}
+    for line in [*lines, *([rest] if rest else [])]:
+        if not line:
+            if data:
+                out.append(
+                    SSEEvent("\n".join(data), fields["event"], fields["id"], fields["retry"])
+                )
+            data = []
+            fields = {"event": None, "id": None, "retry": None}
+            continue
+        name, colon, value = line.partition(":")
+        if colon and not name:
+            out.append(SSEComment(value[1:] if value.startswith(" ") else value))
+            continue
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            fields["event"] = value
+        elif name == "id" and "\0" not in value:
+            fields["id"] = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            fields["retry"] = int(value)
+    if data:
+        out.append(SSEEvent("\n".join(data), fields["event"], fields["id"], fields["retry"], True))
+    return out
+
+
+_VALUE = st.text(alphabet='ab {}":é\u2028', max_size=6)
+_BLOCKS = st.lists(
+    st.one_of(
+        # the common shapes, often
+        _VALUE.map(lambda v: f"data: {v}\n\n"),
+        _VALUE.map(lambda v: f"event: message_delta\ndata: {v}\n\n"),
+        _VALUE.map(lambda v: f"data:{v}\n\n"),
+        # everything else
+        _VALUE.map(lambda v: f": {v}\n"),
+        _VALUE.map(lambda v: f"data: {v}\ndata: {v}\n\n"),
+        _VALUE.map(lambda v: f"id: {v}\ndata: x\n\n"),
+        st.sampled_from(["retry: 10\n", "\n", "data\n", "foo: bar\n", "event: e\n", "data: a\n"]),
+        _VALUE.map(lambda v: f"event: x\n\ndata: {v}\n\n"),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocks=_BLOCKS, data=st.data())
+def test_text_reads_decode_as_the_rules_say(blocks: list[str], data) -> None:
+    body = "".join(blocks)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=12)))
+    cuts = [c for c in cuts if 0 < c < len(body)]
+    reads = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    expected = rules(body)
+    assert decode_all(reads) == expected
+    assert decode_all([body]) == expected
+    if data.draw(st.booleans()):
+        crlf = body.replace("\n", "\r\n")
+        assert decode_all([crlf[i : i + 7] for i in range(0, len(crlf), 7)]) == expected

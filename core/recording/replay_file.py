@@ -45,7 +45,8 @@ def replay_file(
     )
     feed = engine.feed_chunk
     if batched:
-        _replay_batched(engine, source)
+        engine.feed_chunks(source.chunks())
+        engine.finish(source.end)
         return engine
     for chunk in source.chunks():
         if before_chunk is not None:
@@ -57,32 +58,3 @@ def replay_file(
     if on_items is not None:
         on_items(engine, None, items)
     return engine
-
-
-BATCH_CHARS = 64 * 1024  # text of the reads fed to the engine at once
-
-
-def _replay_batched(engine: ReplayEngine, source: Source) -> None:
-    """Nobody watches the stream play: reads are fed to the engine in batches."""
-    feed = engine.feed_chunk
-    feed_reads = engine.feed_reads
-    batch: list[Chunk] = []
-    size = 0
-    for chunk in source.chunks():
-        data = chunk.data
-        if type(data) is str and engine.batchable:
-            batch.append(chunk)
-            size += len(data)
-            if size >= BATCH_CHARS:
-                feed_reads(batch)
-                batch = []
-                size = 0
-            continue
-        if batch:
-            feed_reads(batch)
-            batch = []
-            size = 0
-        feed(chunk)
-    if batch:
-        feed_reads(batch)
-    engine.finish(source.end)
