@@ -9,6 +9,10 @@ repeated thousands of times, and a live view updates once per read, as it would 
 Only *pure* continuation chunks are joined: a single argument fragment of an already announced
 call, and nothing else (no id, name, completion, text, usage, finish reason, error or quirk), so
 the order of everything else a sink sees is unchanged.
+
+A batched replay (``ReplayEngine.feed_chunks``) goes further: the converters themselves emit a run
+of hot events (argument fragments, text, reasoning) as one chunk (``Converter.feed_many``); what is
+left to join here is what came by other paths.
 """
 
 from __future__ import annotations
