@@ -339,7 +339,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("converter", list(CASES))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(data=st.data(), batch_chars=st.integers(1, 2000))
 def test_random_streams_replay_the_same_batched(
     converter: str, data: st.DataObject, batch_chars: int
