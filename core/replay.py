@@ -137,11 +137,11 @@ class ReplayEngine:
 
         Text reads are gathered up to about ``batch_chars`` characters and fed as one once the
         API is known and the first output has come (its time, ``ttft``, belongs to one read);
-        the others are fed one by one. The converters take runs
-        of their commonest events as one chunk (``Converter.feed_many``). What a replay means
-        does not depend on where its reads were cut, so the summary and the transcript are those
-        of feeding every read by itself: only the handler's events are fewer (a run of text or
-        fragments is one CONTENT event). The caller then calls :meth:`finish`."""
+        the others are fed one by one. The converters take runs of their commonest events as
+        one chunk (``Converter.feed_many``). What a replay means does not depend on where its
+        reads were cut, so the summary and the transcript are those of feeding every read by
+        itself: only the handler's events are fewer (a run of text or fragments is one CONTENT
+        event). The caller then calls :meth:`finish`."""
         self._runs = True
         feed = self.feed_chunk
         feed_reads = self._feed_reads

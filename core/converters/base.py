@@ -94,12 +94,12 @@ class Converter:
     def feed_many(self, items: list[SSEItem]) -> list[ChunkResponse]:
         """:meth:`feed` each item in turn; their chunks in one list.
 
-        Items arrive together when they came in one network read, or when nobody watches the
-        stream play (``replay_file(..., batched=True)``). A converter with a :meth:`hot_event`
-        hook takes the commonest events without a chunk each: a run of argument fragments of
-        one call, of text or of reasoning comes out as one chunk holding the run joined, which
-        the handler reads as it would read the chunks one by one (the same text, the same
-        order). Everything else, and every event that notes a quirk or an error, is fed as by
+        The engine feeds items this way when nobody watches the stream play (a batched replay,
+        ``ReplayEngine.feed_chunks``). A converter with a :meth:`hot_event` hook takes the
+        commonest events without a chunk each: a run of argument fragments of one call, of
+        text or of reasoning comes out as one chunk holding the run joined, which the handler
+        reads as it would read the chunks one by one (the same text, the same order).
+        Everything else, and every event that notes a quirk or an error, is fed as by
         :meth:`feed`.
         """
         out: list[ChunkResponse] = []

@@ -28,10 +28,10 @@ def replay_file(
     called before each chunk is fed (the CLI paces a replay there).
 
     ``batched=True`` is for callers that only read the finished replay (its summary, its
-    transcript): reads are fed to the engine many at a time (:meth:`ReplayEngine.feed_reads`),
-    which is faster. The summary and the transcript are the same; the handler's events are
-    fewer, as if the reads had arrived together (a run of fragments is one CONTENT event).
-    It takes no ``on_items`` or ``before_chunk``.
+    transcript): the reads are fed to the engine many at a time
+    (:meth:`ReplayEngine.feed_chunks`), which is faster. The summary and the transcript are the
+    same; the handler's events are fewer (a run of text or fragments is one CONTENT event). It
+    takes no ``on_items`` or ``before_chunk``.
     """
     if batched and (on_items is not None or before_chunk is not None):
         raise ValueError("a batched replay takes no on_items or before_chunk")
@@ -43,11 +43,11 @@ def replay_file(
         source=str(path),
         handler_options=handler_options,
     )
-    feed = engine.feed_chunk
     if batched:
         engine.feed_chunks(source.chunks())
         engine.finish(source.end)
         return engine
+    feed = engine.feed_chunk
     for chunk in source.chunks():
         if before_chunk is not None:
             before_chunk(engine, chunk)
