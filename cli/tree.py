@@ -109,6 +109,7 @@ class TreeSink:
         self._dirty = False  # the model changed since the last frame (set by the stream's side)
         self._stop = threading.Event()
         self._display: Live | None = None
+        self._blank = False  # the live display is being taken down: its last frame is empty
         self._thread: threading.Thread | None = None
         self._began = time.monotonic()
         self.closed = False
@@ -173,6 +174,8 @@ class TreeSink:
         """The live frame as the model stands now (taken under the model's lock)."""
         from .tree_view import render_live
 
+        if self._blank:
+            return ""
         size = self.console.size
         with self._lock:
             waited = time.monotonic() - self._began if self.waiting else None
@@ -209,6 +212,9 @@ class TreeSink:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        # rich draws the frame once more when it stops, then erases it (transient): that last
+        # frame is empty, so nothing is drawn only to be erased
+        self._blank = True
         display.stop()
 
 

@@ -11,7 +11,6 @@ the same at the first chunk as at the ten-thousandth. Importing this module impo
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -24,7 +23,10 @@ from rich.tree import Tree
 
 from streamtool.core.model import SegmentType
 
+from .lexers import lexer_for, lexer_for_path
 from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip
+
+__all__ = ["ViewOptions", "lexer_for_path", "render_live", "render_static"]
 
 STYLE = {
     "root": "bold",
@@ -62,72 +64,6 @@ class ViewOptions:
     @classmethod
     def full(cls) -> ViewOptions:
         return cls(None, None, None, None, None, None)
-
-
-# -- lexers ----------------------------------------------------------------------------------------
-_LEXERS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "jsx",
-    ".ts": "typescript",
-    ".tsx": "tsx",
-    ".json": "json",
-    ".toml": "toml",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".md": "markdown",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".rs": "rust",
-    ".go": "go",
-    ".c": "c",
-    ".h": "c",
-    ".cpp": "cpp",
-    ".cc": "cpp",
-    ".hpp": "cpp",
-    ".java": "java",
-    ".rb": "ruby",
-    ".html": "html",
-    ".css": "css",
-    ".sql": "sql",
-    ".txt": "text",
-    ".diff": "diff",
-    ".patch": "diff",
-}
-
-
-@lru_cache(maxsize=256)
-def lexer_for_path(path: str | None) -> str:
-    """The pygments lexer name for a file path, chosen from its extension ("text" if unknown)."""
-    if not path:
-        return "text"
-    name = os.path.basename(path)
-    ext = os.path.splitext(name)[1].lower()
-    if ext in _LEXERS:
-        return _LEXERS[ext]
-    from pygments.lexers import find_lexer_class_for_filename
-
-    try:
-        cls = find_lexer_class_for_filename(name)
-    except Exception:  # pragma: no cover - pygments' guess failing is not our error
-        cls = None
-    if cls is None or not getattr(cls, "aliases", None):
-        return "text"
-    return str(cls.aliases[0])
-
-
-@lru_cache(maxsize=64)
-def _lexer(name: str) -> Any:
-    from pygments.lexers import get_lexer_by_name
-    from pygments.util import ClassNotFound
-
-    try:
-        return get_lexer_by_name(name, stripnl=False, ensurenl=True, tabsize=4)
-    except ClassNotFound:  # pragma: no cover - names come from _LEXERS or pygments itself
-        return get_lexer_by_name("text", stripnl=False, ensurenl=True)
 
 
 # -- small pieces ----------------------------------------------------------------------------------
@@ -444,11 +380,9 @@ def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
         out.append(text, style="bold")
         return out
     if how == "code":
-        from rich.syntax import Syntax
-
-        return Syntax(
+        return _code_class()(
             text,
-            _lexer(lexer_for_path(seg.path)),
+            lexer_for(lexer_for_path(seg.path), text),
             theme="ansi_dark",
             line_numbers=True,
             start_line=piece.first_line,
@@ -458,6 +392,42 @@ def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
     if how == "raw":
         return Text(text, style=STYLE["error_body"])
     return Text(text)
+
+
+@lru_cache(maxsize=1)
+def _code_class() -> type:
+    """rich's ``Syntax`` (imported on first use), wrapping only the code that needs it."""
+    from rich.cells import cell_len
+    from rich.syntax import Syntax
+
+    class Code(Syntax):
+        """Code with line numbers that wraps its long lines, as ``Syntax(word_wrap=True)``
+        draws it, but that draws code whose lines all fit as ``word_wrap=False`` does: the same
+        output (a line that fits is not wrapped) for a third of the work, as wrapping renders
+        every line on its own."""
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            wrap = self.word_wrap
+            if wrap and self._longest_line() <= self._code_width(options.max_width):
+                self.word_wrap = False
+            try:
+                yield from super().__rich_console__(console, options)
+            finally:
+                self.word_wrap = wrap
+
+        def _code_width(self, width: int) -> int:
+            """Columns left for the code (as ``Syntax`` lays it out: numbers, a space, code)."""
+            if not self.line_numbers:
+                return width
+            last = self.start_line + self.code.count("\n")
+            return width - (len(str(last)) + 2) - 1
+
+        def _longest_line(self) -> int:
+            lines = self.code.expandtabs(self.tab_size).split("\n")
+            measure = len if self.code.isascii() else cell_len
+            return max(map(measure, lines))
+
+    return Code
 
 
 def _diff(text: str) -> Text:
