@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.highlighter import JSONHighlighter
 from rich.segment import Segment as RichSegment
@@ -370,9 +371,9 @@ def _citation_lines(citations: Any) -> list[Text]:
 def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
     text = piece.text
     if how == "json":
-        return _json_highlighter(Text(text))
+        return _json_highlighter(Body(text))
     if how == "reasoning":
-        return Text(text, style=STYLE["reasoning_body"])
+        return Body(text, style=STYLE["reasoning_body"])
     if how == "diff":
         return _diff(text)
     if how == "bash":
@@ -391,13 +392,33 @@ def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
         )
     if how == "raw":
         return Text(text, style=STYLE["error_body"])
-    return Text(text)
+    return Body(text)
+
+
+class Body(Text):
+    """A node's content: text that rich draws without trying to wrap it when every line fits
+    (the same lines, without measuring each word of each line)."""
+
+    __slots__ = ()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.no_wrap is None and not options.no_wrap and _fits(self.plain, options.max_width):
+            options = options.update(no_wrap=True)
+        return super().__rich_console__(console, options)
+
+
+def _fits(text: str, width: int) -> bool:
+    """Every line of ``text`` fits in ``width`` columns as it is (no tab to expand)."""
+    if "\t" in text:
+        return False
+    if text.isascii():
+        return max(map(len, text.split("\n"))) <= width
+    return max(map(cell_len, text.split("\n"))) <= width
 
 
 @lru_cache(maxsize=1)
 def _code_class() -> type:
     """rich's ``Syntax`` (imported on first use), wrapping only the code that needs it."""
-    from rich.cells import cell_len
     from rich.syntax import Syntax
 
     class Code(Syntax):
@@ -408,7 +429,8 @@ def _code_class() -> type:
 
         def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
             wrap = self.word_wrap
-            if wrap and self._longest_line() <= self._code_width(options.max_width):
+            code = self.code.expandtabs(self.tab_size)
+            if wrap and _fits(code, self._code_width(options.max_width)):
                 self.word_wrap = False
             try:
                 yield from super().__rich_console__(console, options)
@@ -421,11 +443,6 @@ def _code_class() -> type:
                 return width
             last = self.start_line + self.code.count("\n")
             return width - (len(str(last)) + 2) - 1
-
-        def _longest_line(self) -> int:
-            lines = self.code.expandtabs(self.tab_size).split("\n")
-            measure = len if self.code.isascii() else cell_len
-            return max(map(measure, lines))
 
     return Code
 
