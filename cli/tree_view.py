@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.highlighter import JSONHighlighter
+from rich.measure import Measurement
 from rich.segment import Segment as RichSegment
 from rich.text import Text
 from rich.tree import Tree
@@ -381,15 +381,7 @@ def _draw(piece: Part, how: str, seg: Segment) -> RenderableType:
         out.append(text, style="bold")
         return out
     if how == "code":
-        return _code_class()(
-            text,
-            lexer_for(lexer_for_path(seg.path), text),
-            theme="ansi_dark",
-            line_numbers=True,
-            start_line=piece.first_line,
-            background_color="default",
-            word_wrap=True,
-        )
+        return Code(text, lexer_for_path(seg.path), piece.first_line)
     if how == "raw":
         return Text(text, style=STYLE["error_body"])
     return Body(text)
@@ -416,35 +408,49 @@ def _fits(text: str, width: int) -> bool:
     return max(map(cell_len, text.split("\n"))) <= width
 
 
-@lru_cache(maxsize=1)
-def _code_class() -> type:
-    """rich's ``Syntax`` (imported on first use), wrapping only the code that needs it."""
-    from rich.syntax import Syntax
+class Code:
+    """Code with line numbers, highlighted for its language, drawn by rich's ``Syntax``.
 
-    class Code(Syntax):
-        """Code with line numbers that wraps its long lines, as ``Syntax(word_wrap=True)``
-        draws it, but that draws code whose lines all fit as ``word_wrap=False`` does: the same
-        output (a line that fits is not wrapped) for a third of the work, as wrapping renders
-        every line on its own."""
+    Long lines wrap; code whose lines all fit is drawn with wrapping off, which gives the same
+    lines for a third of the work (rich wraps code one line at a time). Highlighting is done only
+    where it shows: on a console that draws no styles (a pipe) the code is not lexed.
+    """
 
-        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-            wrap = self.word_wrap
-            code = self.code.expandtabs(self.tab_size)
-            if wrap and _fits(code, self._code_width(options.max_width)):
-                self.word_wrap = False
-            try:
-                yield from super().__rich_console__(console, options)
-            finally:
-                self.word_wrap = wrap
+    def __init__(self, code: str, language: str, start_line: int = 1) -> None:
+        self.code = code
+        self.language = language
+        self.start_line = start_line
 
-        def _code_width(self, width: int) -> int:
-            """Columns left for the code (as ``Syntax`` lays it out: numbers, a space, code)."""
-            if not self.line_numbers:
-                return width
-            last = self.start_line + self.code.count("\n")
-            return width - (len(str(last)) + 2) - 1
+    def syntax(self, console: Console, width: int) -> Any:
+        """The ``Syntax`` that draws this code at ``width`` columns on ``console``."""
+        from rich.syntax import Syntax
 
-    return Code
+        styled = console.color_system is not None or console.record
+        lexer = lexer_for(self.language if styled else "text", self.code)
+        return Syntax(
+            self.code,
+            lexer,
+            theme="ansi_dark",
+            line_numbers=True,
+            start_line=self.start_line,
+            background_color="default",
+            word_wrap=not _fits(self.code.expandtabs(CODE_TAB_SIZE), self.code_width(width)),
+            tab_size=CODE_TAB_SIZE,
+        )
+
+    def code_width(self, width: int) -> int:
+        """Columns left for the code at ``width`` (rich's layout: numbers, a space, the code)."""
+        last = self.start_line + self.code.count("\n")
+        return width - (len(str(last)) + 2) - 1
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.syntax(console, options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.syntax(console, options.max_width))
+
+
+CODE_TAB_SIZE = 4
 
 
 def _diff(text: str) -> Text:
