@@ -11,8 +11,8 @@ the same at the first chunk as at the ten-thousandth. Importing this module impo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.cells import cell_len
@@ -394,9 +394,7 @@ class Body(Text):
 
     __slots__ = ()
 
-    def __rich_console__(
-        self, console: Console, options: ConsoleOptions
-    ) -> Iterable[RichSegment]:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[RichSegment]:
         if self.no_wrap is None and not options.no_wrap and _fits(self.plain, options.max_width):
             options = options.update(no_wrap=True)
         return super().__rich_console__(console, options)
