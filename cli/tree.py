@@ -124,14 +124,20 @@ class TreeSink:
     def observe(self, engine: Any) -> None:
         """The engine moved on (a read that gave no items yet): the footer's counters changed."""
         self._engine = engine
-        self._changed()
+        if self._display is None:
+            self._changed()
+        else:  # the common case, once per read: just ask for a frame
+            self._dirty = True
 
     def on_items(self, engine: Any, t: float | None, items: list[Any]) -> None:
         self._engine = engine
         if items:
             with self._lock:
                 self.state.feed(items)
-        self._changed()
+        if self._display is None:
+            self._changed()
+        else:
+            self._dirty = True
 
     def _changed(self) -> None:
         """Something to draw: start the live display if it is not running, ask for a frame."""

@@ -35,7 +35,6 @@ class Segment:
         "_parts",
         "chars",
         "newlines",
-        "ends_with_newline",
         "closed",
         "errors",
         "invocation",
@@ -50,7 +49,6 @@ class Segment:
         self._parts: list[str] = []
         self.chars = 0
         self.newlines = 0
-        self.ends_with_newline = False
         self.closed = False
         self.errors: list[StreamError] = []
         self.invocation: ToolInvocation | None = None
@@ -58,11 +56,15 @@ class Segment:
         self._pretty_lines = 0
 
     def append(self, delta: str) -> None:
-        if delta:
+        if delta:  # TreeState.feed does the same inline (once per content event)
             self._parts.append(delta)
             self.chars += len(delta)
             self.newlines += delta.count("\n")
-            self.ends_with_newline = delta[-1] == "\n"
+
+    @property
+    def ends_with_newline(self) -> bool:
+        parts = self._parts
+        return bool(parts) and parts[-1][-1] == "\n"
 
     @property
     def text(self) -> str:
@@ -233,15 +235,20 @@ class TreeState:
 
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
+        content = SegmentEventType.CONTENT
         for item in items:
             if type(item) is SegmentEvent:
                 kind = item.event_type
-                if kind is SegmentEventType.CONTENT:
+                if kind is content:  # most items: Segment.append, inline
                     seg = segments.get(item.segment_id)
                     if seg is not None:
-                        if item.delta:
-                            seg.append(item.delta)
-                            self.generated_chars += len(item.delta)
+                        delta = item.delta
+                        if delta:
+                            seg._parts.append(delta)
+                            n = len(delta)
+                            seg.chars += n
+                            seg.newlines += delta.count("\n")
+                            self.generated_chars += n
                         if item.metadata:  # learnt mid-stream: a file call's path
                             seg.meta.update(item.metadata)
                 elif kind is SegmentEventType.START:
