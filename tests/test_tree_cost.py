@@ -66,6 +66,10 @@ CODE_PIECES = [
     "[", "]", ":", ";", ",", ".", "=", "+", "-", "*", "/", "%", "<", ">", "@", "#", "//", "/*",
     "*/", '"', "'", '"""', "`", "${", "\\", "0x1F", "1e-3", "1_000", "42", "3.14", "True",
     "None", "null", " ", "  ", "    ", "\t", "\n", "\n", "\n", "f'", "r'", "b'", "<div>", "$x",
+    "as", "assert", "is", "isinstance", "len", "list", "Exception", "ValueError", "__init__",
+    "__name__", "__all__", "abs", "all", "any", "__import__", "yield", "from", "elif", "else",
+    "match", "case", "type", "int", "str", "impl", "pub", "mut", "var", "function", "typeof",
+    "static", "void", "unsigned", "color", "margin", "px", "!important", "WHERE", "end", "do",
 ]  # fmt: skip
 ascii_code = st.lists(st.sampled_from(CODE_PIECES), max_size=60).map("".join) | st.text(
     alphabet=st.characters(min_codepoint=9, max_codepoint=126), max_size=80
@@ -77,6 +81,33 @@ ascii_code = st.lists(st.sampled_from(CODE_PIECES), max_size=60).map("".join) | 
 @settings(max_examples=40, deadline=None)
 def test_ascii_lexer_gives_pygments_tokens_on_ascii_text(name: str, text: str) -> None:
     assert list(lexer_for(name, text).get_tokens(text)) == list(full_lexer(name).get_tokens(text))
+
+
+@pytest.mark.parametrize("name", LANGUAGES)
+def test_plain_word_lists_match_what_pygments_word_patterns_match(name: str) -> None:
+    from pygments.lexer import words
+    from pygments.lexers import find_lexer_class_by_name
+
+    from streamtool.cli.lexers import plain_words
+
+    cls = find_lexer_class_by_name(name)
+    if not hasattr(cls, "get_tokendefs"):
+        pytest.skip(f"{name}: not a regex lexer")
+    lists = [
+        rule[0]
+        for rules in cls.get_tokendefs().values()
+        for rule in rules
+        if type(rule) is tuple and isinstance(rule[0], words)
+    ]
+    for listed in lists:
+        ours, theirs = re.compile(plain_words(listed)), re.compile(listed.get())
+        tried = list(listed.words)
+        texts = [w + tail for w in tried for tail in ("", " ", "x", "_", "(", ".", "1")]
+        texts += [a + b for a in tried[:40] for b in tried[:40]]
+        texts += [w[:-1] for w in tried]
+        for text in texts:
+            a, b = ours.match(text), theirs.match(text)
+            assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups())), text
 
 
 def test_ascii_python_lexer_has_no_unicode_class_and_other_text_gets_pygments_own() -> None:
