@@ -82,10 +82,10 @@ def lexer_for_path(path: str | None) -> str:
 
 
 def lexer_for(name: str, text: str) -> Any:
-    """The lexer to highlight ``text`` with: the ASCII copy of ``name``'s lexer for ASCII text
+    """The lexer to highlight ``text`` with: the quick copy of ``name``'s lexer for ASCII text
     (when the language has one), else pygments' own."""
     if text.isascii():
-        lexer = ascii_lexer(name)
+        lexer = quick_lexer(name)
         if lexer is not None:
             return lexer
     return full_lexer(name)
@@ -104,14 +104,15 @@ def full_lexer(name: str) -> Any:
 
 
 @lru_cache(maxsize=64)
-def ascii_lexer(name: str) -> Any:
+def quick_lexer(name: str) -> Any:
     """A lexer that gives the same tokens as ``name``'s on ASCII text and is quicker to make;
-    ``None`` when the language has no large character class to cut (its own lexer is as good)."""
-    cls = ascii_lexer_class(name)
+    ``None`` when the language has nothing to simplify (its own lexer is as good)."""
+    cls = quick_lexer_class(name)
     return None if cls is None else cls(**LEXER_OPTIONS)
 
 
-def ascii_lexer_class(name: str) -> type | None:
+def quick_lexer_class(name: str) -> type | None:
+    """``name``'s lexer class with its Unicode classes cut to ASCII and its word lists plain."""
     from pygments.lexer import RegexLexer, words
     from pygments.lexers import find_lexer_class_by_name
     from pygments.util import ClassNotFound
@@ -132,10 +133,10 @@ def ascii_lexer_class(name: str) -> type | None:
     for state, rules in cls.get_tokendefs().items():
         new_rules = []
         for rule in rules:
-            if type(rule) is tuple and isinstance(rule[0], words):
+            if type(rule) is tuple and isinstance(rule[0], words) and _cased(rule[0].prefix):
                 changed = True
                 rule = (plain_words(rule[0]), *rule[1:])
-            elif type(rule) is tuple and isinstance(rule[0], str):
+            elif type(rule) is tuple and isinstance(rule[0], str) and _cased(rule[0]):
                 regex = rule[0]
                 for big, small in classes:
                     if big in regex:
@@ -147,7 +148,13 @@ def ascii_lexer_class(name: str) -> type | None:
         tokens[state] = new_rules
     if not changed:
         return None
-    return type(f"Ascii{cls.__name__}", (cls,), {"tokens": tokens, "__module__": __name__})
+    return type(f"Quick{cls.__name__}", (cls,), {"tokens": tokens, "__module__": __name__})
+
+
+def _cased(regex: str) -> bool:
+    """``regex`` sets no case-insensitive flag of its own (case-insensitively, the longest word
+    is not always the one matched, nor is a class's ASCII part the class)."""
+    return "(?i" not in regex
 
 
 def plain_words(listed: Any) -> str:
