@@ -176,9 +176,11 @@ def replay(
             pacer = Pacer(1.0 if live else None, max_gap)
         else:
             pacer = Pacer(parse_speed(speed), max_gap)
+        # while paced, the live tree shows the stream's source and counters before its first
+        # item; unpaced, the first items come at once (and the sink follows the engine itself)
         observe = getattr(sink, "observe", None) if live else None
         before_chunk = None
-        if pacer.paced or observe is not None:
+        if pacer.paced:
 
             def before_chunk(engine: ReplayEngine, chunk: Chunk) -> None:
                 if observe is not None:

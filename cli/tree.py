@@ -122,7 +122,9 @@ class TreeSink:
         self._changed()
 
     def observe(self, engine: Any) -> None:
-        """The engine moved on (a read that gave no items yet): the footer's counters changed."""
+        """The engine moved on (a read that gave no items yet): the footer's counters changed.
+        Once the sink has the engine (from ``start`` or ``on_items``) the redraw thread sees
+        its reads itself; before that, this is how the root line learns the stream's source."""
         self._engine = engine
         if self._display is None:
             self._changed()
@@ -204,9 +206,13 @@ class TreeSink:
         flag: a fast replay pays nothing for drawing but the frames themselves)."""
         display = self._display
         assert display is not None
+        drawn_reads = -1
         while not self._stop.wait(self.refresh_interval):
-            if self._dirty or self.waiting:  # the spinner turns while waiting
+            # reads that gave no item change the footer's counters (and need no ``observe``)
+            reads = getattr(self._engine, "chunks", -1)
+            if self._dirty or reads != drawn_reads or self.waiting:  # the spinner turns too
                 self._dirty = False
+                drawn_reads = reads
                 display.refresh()
                 self.frames += 1
 

@@ -11,6 +11,7 @@ import io
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,32 @@ def test_a_live_display_that_stops_draws_no_frame_only_to_erase_it(
     assert sink.frames >= 1
     assert len(drawn_frames) == sink.frames  # each frame drawn was shown; none at the stop
     assert "invocations (2)" in out.getvalue()[out.getvalue().rfind("\x1b[2K") :]
+
+
+def test_the_live_footer_follows_reads_that_give_no_item_without_observe() -> None:
+    """``replay --speed max`` does not call ``observe`` before every read: the redraw thread
+    sees the engine's reads itself (here, keep-alive comments that give no item)."""
+    from streamtool.core.recording.format import Chunk, Header
+    from streamtool.core.replay import ReplayEngine
+
+    from .helpers import chat_chunk, sse
+
+    out = io.StringIO()
+    sink = TreeSink(make_console(file=out, force_terminal=True, width=100, height=30), live=True)
+    engine = ReplayEngine(Header(raw_body=True), source="test")
+    body = sse(chat_chunk({"role": "assistant", "content": "hello"}), done=False)
+    sink.on_items(engine, 0.0, engine.feed_chunk(Chunk(0.0, body)))
+    keep_alive = b": keep-alive\n\n"
+    sink.on_items(engine, 0.01, engine.feed_chunk(Chunk(0.01, keep_alive)))  # a quirk, once
+
+    def drawn(text: str) -> bool:
+        deadline = time.monotonic() + 5
+        while text not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return text in out.getvalue()
+
+    assert drawn("2 chunks")
+    for i in range(2, 6):  # reads that give nothing to draw: only the counters move
+        assert engine.feed_chunk(Chunk(0.01 * i, keep_alive)) == []
+    assert drawn("6 chunks")
+    sink.abort()
