@@ -153,7 +153,7 @@ code_lines = lines_of([*"abc xyz=():_", "\t", "日", "def ", "# é", "    "], 40
 def test_code_draws_what_rich_syntax_draws(code: str, width: int, start: int, color: bool) -> None:
     syntax = Syntax(
         code,
-        full_lexer("python") if color else full_lexer("text"),
+        full_lexer("python"),  # off a terminal Code lexes nothing: it must not show
         theme="ansi_dark",
         line_numbers=True,
         start_line=start,
