@@ -413,8 +413,9 @@ class Code:
     """Code with line numbers, highlighted for its language, drawn by rich's ``Syntax``.
 
     Long lines wrap; code whose lines all fit is drawn with wrapping off, which gives the same
-    lines for a third of the work (rich wraps code one line at a time). Highlighting is done only
-    where it shows: on a console that draws no styles (a pipe) the code is not lexed.
+    lines for less work (rich wraps code one line at a time, each through the whole text
+    machinery). Highlighting is done only where it shows: on a console that draws no styles (a
+    pipe) the code is not lexed.
     """
 
     def __init__(self, code: str, language: str, start_line: int = 1) -> None:
