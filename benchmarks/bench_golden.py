@@ -48,7 +48,7 @@ def best(fn: Callable[[], object], repeat: int) -> float:
 
 def measure(path: Path, repeat: int) -> dict[str, float]:
     def golden() -> str:
-        engine = replay_file(path)
+        engine = replay_file(path, transcript=True)
         return render(make_golden(path.name, ReplayOptions(), build_transcript(engine)))
 
     report = check_paths([path], update=True)  # write the golden file once
@@ -58,7 +58,8 @@ def measure(path: Path, repeat: int) -> dict[str, float]:
         assert check_paths([path]).exit_code == 0
 
     def diff() -> None:
-        assert diff_streams(replay_file(path), replay_file(path)).same_meaning
+        a, b = replay_file(path, transcript=True), replay_file(path, transcript=True)
+        assert diff_streams(a, b).same_meaning
 
     return {
         "replay": best(lambda: replay_file(path), repeat),

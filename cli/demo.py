@@ -133,7 +133,9 @@ def _check_same(sample_path: Path, output: Path) -> str:
     from streamtool.core.recording.replay_file import replay_file
 
     with user_errors(str(output)):
-        result = diff_streams(replay_file(sample_path), replay_file(output))
+        result = diff_streams(
+            replay_file(sample_path, transcript=True), replay_file(output, transcript=True)
+        )
     if result.same_meaning:
         return "the new recording replays to the same text, tool calls and errors as the sample"
     return "the new recording differs from the sample: " + ", ".join(result.differences)

@@ -99,10 +99,10 @@ def diff(
         if str(a) == "-" and b is None:
             engine_a, engine_b = _replay_stdin_twice(side_a, side_b)
         else:
-            engine_a = replay_file(a, converter=side_a[0], parser=side_a[1])
+            engine_a = replay_file(a, converter=side_a[0], parser=side_a[1], transcript=True)
     if not (str(a) == "-" and b is None):
         with user_errors(str(path_b)):
-            engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1])
+            engine_b = replay_file(path_b, converter=side_b[0], parser=side_b[1], transcript=True)
     from streamtool.core.outputs.diff import diff_streams  # imported when used: fast start
 
     result = diff_streams(engine_a, engine_b)
@@ -230,7 +230,9 @@ def _replay_stdin_twice(
     chunks = list(source.chunks())
     engines = []
     for converter, parser in (side_a, side_b):
-        engine = Engine(source.header, converter=converter, parser=parser, source="-")
+        engine = Engine(
+            source.header, converter=converter, parser=parser, source="-", transcript=True
+        )
         for chunk in chunks:
             engine.feed_chunk(chunk)
         engine.finish(source.end)

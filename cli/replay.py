@@ -240,7 +240,7 @@ def understood_nothing(engine: ReplayEngine) -> bool:
     return (
         engine.sse_events > 0
         and engine.finish_reason is None
-        and not engine.handler.get_all_events()
+        and not engine.segment_events
         and all(e.kind in _UNREAD for e in engine.errors)
         and not (isinstance(status, int) and status >= 400)
     )

@@ -14,6 +14,7 @@ from streamtool.core.model import (
     SegmentEvent,
     ToolInvocation,
 )
+from streamtool.core.outputs.json_text import iter_json
 from streamtool.core.replay import Item, ReplayEngine
 
 
@@ -46,8 +47,11 @@ class JsonSink:
         pass
 
     def close(self, engine: ReplayEngine) -> None:
-        json.dump(engine.summary(), self.out, ensure_ascii=False, indent=2)
-        self.out.write("\n")
+        # written piece by piece: a long text or file argument is not copied whole to be printed
+        write = self.out.write
+        for piece in iter_json(engine.summary(), indent=2):
+            write(piece)
+        write("\n")
         self.out.flush()
 
 
@@ -65,6 +69,8 @@ class JsonlSink:
             write("\n")
 
     def close(self, engine: ReplayEngine) -> None:
-        summary = engine.summary()
-        self.out.write(json.dumps({"type": "summary", **summary}, ensure_ascii=False) + "\n")
+        write = self.out.write
+        for piece in iter_json({"type": "summary", **engine.summary()}):
+            write(piece)
+        write("\n")
         self.out.flush()

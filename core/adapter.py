@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from .textbuf import TextBuffer
 from .wire import fastjson
 
 TextArgumentParser = Callable[[str], Any]
@@ -29,12 +30,12 @@ _INVOCATION_METADATA = ("thought_signature", "extra_content", "result")
 
 
 class _Open:
-    __slots__ = ("type", "metadata", "parts")
+    __slots__ = ("type", "metadata", "content")
 
     def __init__(self, segment_type: SegmentType, metadata: dict[str, Any]) -> None:
         self.type = segment_type
         self.metadata = metadata
-        self.parts: list[str] = []
+        self.content: TextBuffer | None = TextBuffer()  # None: the END metadata has the arguments
 
 
 class ToolInvocationAdapter:
@@ -45,12 +46,21 @@ class ToolInvocationAdapter:
     def reset(self) -> None:
         self._open.clear()
 
+    def arguments_at_end(self, segment_id: str) -> None:
+        """The handler puts the whole parsed ``arguments`` of this open segment in its END
+        metadata (API tool calls): its content is not needed for the invocation, nor kept."""
+        state = self._open.get(segment_id)
+        if state is not None:
+            state.content = None
+
     def process_event(self, event: SegmentEvent) -> ToolInvocation | None:
         kind = event.event_type
         if kind is SegmentEventType.CONTENT:
             state = self._open.get(event.segment_id)
             if state is not None and event.delta:
-                state.parts.append(event.delta)
+                content = state.content
+                if content is not None:
+                    content.append(event.delta)
             return None
         if kind is SegmentEventType.START:
             assert event.segment_type is not None
@@ -65,9 +75,8 @@ class ToolInvocationAdapter:
         metadata.update(end_metadata)
         if metadata.get("incomplete"):
             return None
-        return self._build(
-            event.segment_id, state.type, metadata, "".join(state.parts), end_metadata
-        )
+        content = "" if state.content is None else state.content.text()
+        return self._build(event.segment_id, state.type, metadata, content, end_metadata)
 
     def _build(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 class SegmentType(enum.StrEnum):
@@ -71,6 +71,12 @@ class ToolCallDelta:
     appearance), never a raw provider index. ``call_id`` and ``name`` are set on the first delta
     of a call. ``arguments_delta`` is a fragment of the JSON argument text to append.
     ``is_complete`` says the provider has closed the call (no further fragments will come).
+
+    ``arguments_source``, on the first delta of a call only, is whoever keeps the call's whole
+    argument text (the shared tracker): its ``arguments`` is, at any later delta, every
+    ``arguments_delta`` of the call joined. A handler that needs the whole text when the call ends
+    reads it there instead of keeping a second copy, then calls ``release_arguments()``. It is not
+    part of the delta's value (equality, repr).
     """
 
     index: int
@@ -79,6 +85,17 @@ class ToolCallDelta:
     arguments_delta: str | None = None
     is_complete: bool = False
     metadata: dict[str, Any] | None = None
+    arguments_source: ArgumentsSource | None = field(default=None, compare=False, repr=False)
+
+
+class ArgumentsSource(Protocol):
+    """Keeps a tool call's argument text (see ``ToolCallDelta.arguments_source``)."""
+
+    @property
+    def arguments(self) -> str: ...
+
+    def release_arguments(self) -> None:
+        """The reader has taken the whole text of the finished call: the keeper may drop it."""
 
 
 @dataclass(slots=True)

@@ -4,6 +4,12 @@ It wires the pipeline of DESIGN.md (decoder -> converter -> handler -> adapter),
 converter (header, then the first events, unless one is named), keeps the statistics sinks show
 (chunks, bytes, events, timings, usage, finish reason, errors, quirks) and builds the summary
 object that ``replay --format json`` prints.
+
+Memory follows what the outputs hold, not the length of the stream: segment events are handed to
+the caller as they come and not kept; the engine keeps only what its results need from them (the
+text and the reasoning, citations, whether a text was a refusal). The segments of a transcript
+(every segment's content and metadata) are kept with ``transcript=True``, the handler's whole event
+log with ``keep_events=True``.
 """
 
 from __future__ import annotations
@@ -31,11 +37,17 @@ from .model import (
     ToolInvocation,
 )
 from .recording.format import Chunk, End, Header
+from .segments import SegmentLog
+from .textbuf import TextBuffer
 from .usage import merge_latest
 from .wire.framing import open_decoder
 from .wire.sse import SSEEvent, SSEItem
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
+_CONTENT = SegmentEventType.CONTENT
+_START = SegmentEventType.START
+_TEXT = SegmentType.TEXT
+_REASONING = SegmentType.REASONING
 DETECT_LIMIT = 64  # SSE items to look at before giving up on auto-detection
 BATCH_CHARS = 64 * 1024  # text of the reads that feed_chunks feeds at once
 
@@ -53,11 +65,16 @@ class ReplayEngine:
         parser: str = "api_tool_call",
         source: str = "",
         handler_options: dict[str, Any] | None = None,
+        transcript: bool = False,
+        keep_events: bool = False,
     ) -> None:
         self.header = header or Header(raw_body=True)
         self.source = source
         self.parser = parser
-        self.handler = make_handler(parser, **(handler_options or {}))
+        options = dict(handler_options or {})
+        if keep_events:
+            options["keep_events"] = True
+        self.handler = make_handler(parser, **options)
         self.converter_name: str | None = None
         self.converter: Converter | None = None
         if converter != "auto":
@@ -90,6 +107,14 @@ class ReplayEngine:
         # converters take runs of hot events as one chunk (Converter.feed_many): only when
         # nobody sees the events one by one (feed_chunks)
         self._runs = False
+        # what the results need from the segment events, kept as they pass
+        self.segment_events = 0
+        self._text = TextBuffer()
+        self._reasoning = TextBuffer()
+        self._content_to: dict[str, TextBuffer | None] = {}  # segment id -> its text's buffer
+        self._cited: list[tuple[str, list[Any]]] = []  # (segment id, END metadata citations)
+        self._refusal = False
+        self.segments: SegmentLog | None = SegmentLog() if transcript else None
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
@@ -317,18 +342,43 @@ class ReplayEngine:
 
     def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
         """Append events in order; after each END, its error (if any) and new invocations."""
-        end = SegmentEventType.END
+        self.segment_events += len(events)
+        content_to = self._content_to
+        segments = self.segments
         for ev in events:
             out.append(ev)
-            if ev.event_type is end:
-                if ev.metadata and "error" in ev.metadata:
-                    err = StreamError("segment", str(ev.metadata["error"]), ev.segment_id)
-                    self._error(err, out)
+            kind = ev.event_type
+            if kind is _CONTENT:
+                buffer = content_to.get(ev.segment_id)
+                if buffer is not None and ev.delta:
+                    buffer.append(ev.delta)
+            elif kind is _START:
+                segment_type = ev.segment_type
+                content_to[ev.segment_id] = (
+                    self._text
+                    if segment_type is _TEXT
+                    else self._reasoning
+                    if segment_type is _REASONING
+                    else None
+                )
+            else:
+                metadata = ev.metadata
+                if metadata:
+                    if "error" in metadata:
+                        err = StreamError("segment", str(metadata["error"]), ev.segment_id)
+                        self._error(err, out)
+                    cited = metadata.get("citations")
+                    if isinstance(cited, list):
+                        self._cited.append((ev.segment_id, cited))
+                    if metadata.get("refusal") is True:
+                        self._refusal = True
                 invocations = self.handler._invocations
                 n = self._n_invocations
                 if n < len(invocations) and invocations[n].id == ev.segment_id:
                     out.append(invocations[n])
                     self._n_invocations = n + 1
+            if segments is not None:
+                segments.add(ev)
         if self.handler.quirks:
             for q in self.handler.quirks:
                 self._quirk(q, out)
@@ -357,13 +407,7 @@ class ReplayEngine:
     def finish_class(self) -> str:
         """The normalized finish class (:mod:`streamtool.core.finish`) of the replay so far."""
         client_calls = any(not inv.server_side for inv in self.handler._invocations)
-        refusal = False
-        if self.finish_reason is not None and not client_calls:
-            end = SegmentEventType.END
-            refusal = any(
-                ev.event_type is end and ev.metadata and ev.metadata.get("refusal") is True
-                for ev in self.handler._events
-            )
+        refusal = self._refusal and self.finish_reason is not None and not client_calls
         return finish_class(
             self.finish_reason,
             client_calls=client_calls,
@@ -374,31 +418,13 @@ class ReplayEngine:
     def citations(self) -> list[dict[str, Any]]:
         """Every text segment's citations (:mod:`streamtool.core.citations`), with its id."""
         out: list[dict[str, Any]] = []
-        end = SegmentEventType.END
-        for ev in self.handler._events:
-            if ev.event_type is end and ev.metadata:
-                cited = ev.metadata.get("citations")
-                if isinstance(cited, list):
-                    out.extend(
-                        {"segment": ev.segment_id, **c} for c in cited if isinstance(c, dict)
-                    )
+        for segment_id, cited in self._cited:
+            out.extend({"segment": segment_id, **c} for c in cited if isinstance(c, dict))
         return out
 
     def texts(self) -> tuple[str, str]:
         """The concatenated text and reasoning of all segments."""
-        kinds: dict[str, SegmentType] = {}
-        text: list[str] = []
-        reasoning: list[str] = []
-        for ev in self.handler._events:
-            if ev.event_type is SegmentEventType.CONTENT:
-                kind = kinds.get(ev.segment_id)
-                if kind is SegmentType.TEXT:
-                    text.append(ev.delta or "")
-                elif kind is SegmentType.REASONING:
-                    reasoning.append(ev.delta or "")
-            elif ev.event_type is SegmentEventType.START and ev.segment_type is not None:
-                kinds[ev.segment_id] = ev.segment_type
-        return "".join(text), "".join(reasoning)
+        return self._text.text(), self._reasoning.text()
 
     def stats(self) -> dict[str, Any]:
         duration = None

@@ -11,6 +11,11 @@ repeats ignored, and the argument merge policy for providers that resend argumen
 - a fragment equal to everything received so far is a repeat (a "summary" resend): dropped;
 - a lone ``{}`` placeholder followed by a fragment that opens a JSON object is replaced by it.
 
+The argument text of a call is kept, compactly, until the call is complete and its reader (the
+handler, through ``ToolCallDelta.arguments_source``) has taken it; a converter that compares a
+finished call's text with a later restatement (Responses) makes the tracker with
+``keep_completed=True``.
+
 Every repair is reported as a quirk; bytes are never fuzzily de-duplicated. Wire APIs whose
 fragments are defined to be appended as they are (Anthropic ``input_json_delta``, Responses argument
 deltas) pass ``raw=True`` / use :meth:`ToolCallTracker.append_exact`, which bypass that policy.
@@ -22,6 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .model import ToolCallDelta
+from .textbuf import SEAL
 
 
 class TrackedCall:
@@ -35,14 +41,17 @@ class TrackedCall:
         "complete",
         "cumulative",
         "held",
+        "keep_completed",
+        "_blocks",
         "_parts",
         "_len",
         "_pending",
         "fragments",
     )
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, keep_completed: bool = True) -> None:
         self.index = index
+        self.keep_completed = keep_completed  # the text stays after release_arguments()
         self.call_id: str | None = None
         self.name: str | None = None
         self.metadata: dict[str, Any] | None = None
@@ -51,16 +60,39 @@ class TrackedCall:
         self.complete = False
         self.cumulative = False
         self.held: str | None = None  # a "{}" placeholder not yet emitted
-        self._parts: list[str] = []  # argument text accepted so far
+        # argument text accepted so far: joined blocks, then the fragments since the last block
+        # (a long call's fragments would otherwise cost two to three times their text); None
+        # once released
+        self._blocks: list[str] | None = []
+        self._parts: list[str] = []
         self._len = 0
         self._pending: list[str] = []  # accepted but not yet emitted (call not announced)
         self.fragments = 0  # argument fragments the provider sent (how the arguments arrived)
 
     @property
     def arguments(self) -> str:
-        if len(self._parts) > 1:
-            self._parts = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
+        """The argument text accepted so far (joined once, then kept as one block)."""
+        blocks, parts = self._blocks, self._parts
+        if blocks is None:
+            raise RuntimeError(f"the arguments of call {self.call_id} were released")
+        if parts:
+            blocks.extend(parts)
+            parts.clear()
+        if len(blocks) > 1:
+            blocks[:] = ["".join(blocks)]
+        return blocks[0] if blocks else ""
+
+    def release_arguments(self) -> None:
+        """The handler has taken the text of the complete call: drop it, unless it is kept."""
+        if self.complete and not self.keep_completed:
+            self._blocks = None
+            self._parts.clear()
+
+    def _seal(self) -> None:
+        """Join the fragments since the last block into one."""
+        assert self._blocks is not None  # a released call is complete: it takes no more text
+        self._blocks.append("".join(self._parts))
+        self._parts.clear()
 
 
 NoteFn = Callable[[str, str], None]
@@ -69,12 +101,16 @@ NoteFn = Callable[[str, str], None]
 class ToolCallTracker:
     """Maps provider keys to canonical tool calls and turns updates into ``ToolCallDelta``s."""
 
-    def __init__(self, note: NoteFn | None = None, id_prefix: str = "call_") -> None:
+    def __init__(
+        self, note: NoteFn | None = None, id_prefix: str = "call_", keep_completed: bool = False
+    ) -> None:
         self._note = note or (lambda _id, _detail: None)
         self._id_prefix = id_prefix
+        self._keep_completed = keep_completed
         self.calls: list[TrackedCall] = []
         self._by_key: dict[Hashable, TrackedCall] = {}
         self._ids: set[str] = set()
+        self._last: TrackedCall | None = None  # the call that took the last fragment
 
     # -- lookup ----------------------------------------------------------------------------
     def find(self, key: Hashable) -> TrackedCall | None:
@@ -82,7 +118,7 @@ class ToolCallTracker:
 
     def open(self, key: Hashable | None = None) -> TrackedCall:
         """A new call; ``key`` (if given) now refers to it."""
-        call = TrackedCall(len(self.calls))
+        call = TrackedCall(len(self.calls), self._keep_completed)
         self.calls.append(call)
         if key is not None:
             self._by_key[key] = call
@@ -174,6 +210,7 @@ class ToolCallTracker:
             arguments_delta=emit or None,
             is_complete=complete,
             metadata=(call.metadata if first else None),
+            arguments_source=call if first else None,
         )
 
     def append(self, call: TrackedCall, fragment: str) -> ToolCallDelta | None:
@@ -253,8 +290,18 @@ class ToolCallTracker:
         self._ids.add(call.call_id)
 
     def _accept(self, call: TrackedCall, text: str) -> None:
-        call._parts.append(text)
+        if call is not self._last:
+            # another call's turn: the last one's fragments are joined (calls mostly stream one
+            # after the other, so thousands of short calls do not each keep loose fragments)
+            last = self._last
+            if last is not None and len(last._parts) > 1:
+                last._seal()
+            self._last = call
+        parts = call._parts
+        parts.append(text)
         call._len += len(text)
+        if len(parts) >= SEAL:
+            call._seal()
 
     def _merge_arguments(self, call: TrackedCall, frag: str) -> str:
         """Apply the merge policy; returns the text to append to the call's arguments."""

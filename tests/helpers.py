@@ -39,6 +39,8 @@ def replay_bytes(
     converter: str = "auto",
     parser: str = "api_tool_call",
     header: Header | None = None,
+    transcript: bool = False,
+    keep_events: bool = False,
     **handler_options: Any,
 ) -> ReplayEngine:
     if isinstance(reads, bytes):
@@ -49,6 +51,8 @@ def replay_bytes(
         parser=parser,
         source="test",
         handler_options=handler_options or None,
+        transcript=transcript,
+        keep_events=keep_events,
     )
     for i, data in enumerate(reads):
         engine.feed_chunk(Chunk(0.01 * i, data))

@@ -71,7 +71,7 @@ def replay_events(
     header: Header | None = None,
     parser: str = "api_tool_call",
 ) -> ReplayEngine:
-    engine = ReplayEngine(header, converter=converter, parser=parser)
+    engine = ReplayEngine(header, converter=converter, parser=parser, keep_events=True)
     t = 0.0
     for raw in events:
         t += 0.01

@@ -14,7 +14,7 @@ from streamtool.core.model import ChunkResponse, SegmentEvent, SegmentEventType
 
 def run(parser: str, pieces: list[str] | str) -> StreamingResponseHandler:
     """Feed ``pieces`` (a list of chunks, or one string) as chunk contents, then finalize."""
-    handler = make_handler(parser)
+    handler = make_handler(parser, keep_events=True)
     if isinstance(pieces, str):
         pieces = [pieces]
     for piece in pieces:

@@ -74,7 +74,7 @@ def test_summary_lists_the_normalized_citations(name: str) -> None:
 
 
 def test_gemini_grounding_supports_cite_their_chunks() -> None:
-    engine = replay_file(RECORDINGS / "gemini-grounding-metadata-citations.jsonl")
+    engine = replay_file(RECORDINGS / "gemini-grounding-metadata-citations.jsonl", transcript=True)
     cited = engine.citations()
     assert [(c["title"], c["start"], c["end"]) for c in cited] == [
         ("python.org", 0, 46),
@@ -86,7 +86,9 @@ def test_gemini_grounding_supports_cite_their_chunks() -> None:
 
 
 def test_transcript_keeps_citations_under_their_text_segment() -> None:
-    transcript = build_transcript(replay_file(RECORDINGS / "openai-chat-search-annotations.jsonl"))
+    transcript = build_transcript(
+        replay_file(RECORDINGS / "openai-chat-search-annotations.jsonl", transcript=True)
+    )
     (text,) = [s for s in transcript["segments"] if s["type"] == "text"]
     assert text["metadata"]["citations"][0]["url"] == PY314 + "?utm_source=openai"
     assert text["metadata"]["annotations"][0]["type"] == "url_citation"

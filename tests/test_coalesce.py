@@ -87,7 +87,7 @@ def raw_body(name: str) -> tuple[dict, bytes]:
 
 
 def replay_reads(header: dict, reads: list[bytes]) -> ReplayEngine:
-    engine = ReplayEngine(Header(provider=header["provider"], api=header["api"]))
+    engine = ReplayEngine(Header(provider=header["provider"], api=header["api"]), keep_events=True)
     for i, data in enumerate(reads):
         engine.feed_chunk(Chunk(0.1 + i / 1000, data))
     engine.finish(End(1.0))

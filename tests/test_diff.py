@@ -242,7 +242,7 @@ def test_finish_reason_classes(a: str | None, b: str | None, same: bool) -> None
 
 
 def test_finish_reason_vocabularies_mean_the_same() -> None:
-    side = describe(replay_file(TOOLS))
+    side = describe(replay_file(TOOLS, transcript=True))
     assert side["finish_class"] == "tool_calls"
     other = dict(side, finish_reason="tool_use")
     result = diff_descriptions(side, other)
@@ -257,7 +257,7 @@ def test_finish_reason_vocabularies_mean_the_same() -> None:
 
 
 def test_errors_compare_by_kind_not_by_count_nor_the_capture_end() -> None:
-    side = describe(replay_file(TOOLS))
+    side = describe(replay_file(TOOLS, transcript=True))
     err = {"kind": "provider_error", "message": "x"}
     once = dict(side, errors=[err])
     twice = dict(side, errors=[err, dict(err, message="y")])
@@ -325,6 +325,6 @@ def test_incremental_arguments_are_counted_for_every_wire_api() -> None:
     from streamtool.core.recording.replay_file import replay_file
 
     for name in ("anthropic-text-then-tool-use", "openai-responses-text-then-function-call"):
-        calls = describe(replay_file(RECORDINGS / f"{name}.jsonl"))["tool_calls"]
+        calls = describe(replay_file(RECORDINGS / f"{name}.jsonl", transcript=True))["tool_calls"]
         assert calls and calls[0]["fragments"] > 1, name
         assert calls[0]["arguments_arrived"].startswith("incremental"), name

@@ -154,7 +154,7 @@ def test_hosted_shell_metadata_lists_the_mcp_tools() -> None:
     from streamtool.core.outputs.transcript import build_transcript
     from streamtool.core.recording.replay_file import replay_file
 
-    transcript = build_transcript(replay_file(HOSTED))
+    transcript = build_transcript(replay_file(HOSTED, transcript=True))
     listed = [
         s["metadata"]["mcp_list_tools"] for s in transcript["segments"] if s["type"] == "text"
     ]

@@ -78,7 +78,7 @@ SHAPES = ["openai-chat", "gemini-whole", "first-fragment-in-header", "closed-wit
 def run(
     chunks: list[ChunkResponse], **options: Any
 ) -> tuple[list[SegmentEvent], list[ToolInvocation], ApiToolCallStreamingResponseHandler]:
-    handler = ApiToolCallStreamingResponseHandler(**options)
+    handler = ApiToolCallStreamingResponseHandler(keep_events=True, **options)
     events: list[SegmentEvent] = []
     for chunk in chunks:
         events += handler.feed(chunk)
@@ -315,7 +315,7 @@ def test_file_streaming_can_be_turned_off() -> None:
 
 
 def test_handler_registry_passes_the_option() -> None:
-    handler = make_handler("api_tool_call", file_tools={"mk": "body"})
+    handler = make_handler("api_tool_call", file_tools={"mk": "body"}, keep_events=True)
     assert isinstance(handler, ApiToolCallStreamingResponseHandler)
     assert handler.file_tools == {"mk": "body"}
     handler.reset()
@@ -500,7 +500,7 @@ def test_bundled_recording_streams_the_file(name: str) -> None:
     if converter not in CONVERTERS:
         pytest.skip(f"the {converter} converter is not registered")
     path = RECORDINGS / name
-    engine = replay_file(path)
+    engine = replay_file(path, keep_events=True)
     assert engine.converter_name == converter
     assert engine.errors == []
     segs = segments(engine.handler.get_all_events())
@@ -581,7 +581,7 @@ def chat_recording(path: Path, fragments: list[str], name: str, *, finished: boo
 def test_replay_of_a_cut_off_write_file_reports_it(tmp_path: Path) -> None:
     fragments = ['{"path": "x.py", "content": "a = 1\\n', "b = "]
     rec = chat_recording(tmp_path / "cut.jsonl", fragments, "write_file", finished=False)
-    engine = replay_file(rec)
+    engine = replay_file(rec, keep_events=True)
     summary = engine.summary()
     assert summary["invocations"] == [
         {
@@ -658,7 +658,7 @@ def test_string_arguments_are_announced_by_the_fragment_that_completes_them(
     values: dict[str, Any] = {"path": path, "mode": mode, "content": content, "size": 3}
     whole = json.dumps({k: values[k] for k in order}, ensure_ascii=ensure_ascii)
     fragments = cut(whole, points)
-    handler = ApiToolCallStreamingResponseHandler()
+    handler = ApiToolCallStreamingResponseHandler(keep_events=True)
     handler.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, "call_1", "write_file", None)]))
     known: dict[str, str] = {}  # what the sinks have been told so far
     sent = ""
@@ -696,7 +696,7 @@ def _string_closed(whole: str, key: str, value: str, ensure_ascii: bool, sent: i
 def test_the_path_comes_before_the_content_on_the_bundled_recordings() -> None:
     """With path first, the tree learns it before the file's first line (OpenAI, Anthropic)."""
     for name in ("openai-write-file.jsonl", "anthropic-write-file.jsonl"):
-        engine = replay_file(RECORDINGS / name)
+        engine = replay_file(RECORDINGS / name, keep_events=True)
         events = engine.handler.get_all_events()
         start = next(ev for ev in events if ev.segment_type is SegmentType.WRITE_FILE)
         files = [ev for ev in events if ev.segment_id == start.segment_id]

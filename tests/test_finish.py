@@ -57,7 +57,7 @@ def test_every_mapped_reason_has_a_known_class() -> None:
 
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.stem)
 def test_summary_and_transcript_carry_the_class(path: Path) -> None:
-    engine = replay_file(path)
+    engine = replay_file(path, transcript=True)
     summary = engine.summary()
     transcript = build_transcript(engine)
     assert summary["finish_class"] == transcript["finish_class"] in CLASSES
@@ -67,8 +67,10 @@ def test_summary_and_transcript_carry_the_class(path: Path) -> None:
 
 
 def test_gemini_and_responses_tool_calls_mean_the_same_finish() -> None:
-    gemini = replay_file(RECORDINGS / "gemini-text-then-function-call.jsonl")
-    responses = replay_file(RECORDINGS / "openai-responses-text-then-function-call.jsonl")
+    gemini = replay_file(RECORDINGS / "gemini-text-then-function-call.jsonl", transcript=True)
+    responses = replay_file(
+        RECORDINGS / "openai-responses-text-then-function-call.jsonl", transcript=True
+    )
     assert (gemini.finish_reason, responses.finish_reason) == ("STOP", "completed")
     result = diff_streams(gemini, responses)
     row = next(r for r in result.rows if r.field == "finish_reason")
@@ -80,16 +82,16 @@ def test_gemini_and_responses_tool_calls_mean_the_same_finish() -> None:
 def test_emitted_openai_stream_means_the_same(tmp_path: Path, path: Path) -> None:
     out = io.BytesIO()
     sink = OpenAISSESink(out)
-    original = replay_file(path, on_items=sink.on_items)
+    original = replay_file(path, on_items=sink.on_items, transcript=True)
     sink.close(original)
     emitted = tmp_path / f"{path.stem}.sse"
     emitted.write_bytes(out.getvalue())
-    result = diff_streams(original, replay_file(emitted))
+    result = diff_streams(original, replay_file(emitted, transcript=True))
     assert result.differences == []
 
 
 def test_chat_refusal_is_text_marked_refusal_and_its_class() -> None:
-    engine = replay_file(RECORDINGS / "openai-chat-refusal.jsonl")
+    engine = replay_file(RECORDINGS / "openai-chat-refusal.jsonl", transcript=True)
     summary = engine.summary()
     assert summary["text"] == "I'm sorry, I can't help with that."
     assert (summary["finish_reason"], summary["finish_class"]) == ("stop", "refusal")

@@ -20,7 +20,7 @@ def shape(events):
 
 
 def test_api_tool_call_segments_and_invocations():
-    h = make_handler("api_tool_call")
+    h = make_handler("api_tool_call", keep_events=True)
     out = []
     out += h.feed(ChunkResponse(reasoning="think"))
     out += h.feed(ChunkResponse(content="Hello"))
@@ -52,7 +52,7 @@ def test_api_tool_call_segments_and_invocations():
 
 
 def test_feed_after_finalize_raises_and_reset_allows_reuse():
-    h = make_handler("api_tool_call")
+    h = make_handler("api_tool_call", keep_events=True)
     h.feed(ChunkResponse(content="x"))
     h.finalize()
     assert h.finalize() == []
@@ -65,7 +65,7 @@ def test_feed_after_finalize_raises_and_reset_allows_reuse():
 
 
 def test_unclosed_call_with_broken_arguments_keeps_raw_text():
-    h = make_handler("api_tool_call")
+    h = make_handler("api_tool_call", keep_events=True)
     h.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, "c", "run", '{"cmd": "ls')]))
     end = h.finalize()[-1]
     assert end.metadata["unclosed"] is True and end.metadata["arguments"] is None
@@ -77,7 +77,7 @@ def test_unclosed_call_with_broken_arguments_keeps_raw_text():
 
 
 def test_passthrough_text_and_reasoning_only():
-    h = make_handler("passthrough")
+    h = make_handler("passthrough", keep_events=True)
     out = h.feed(ChunkResponse(content="a", tool_calls=[ToolCallDelta(0, "c", "f", "{}")]))
     out += h.finalize()
     assert [e.segment_type for e in out if e.event_type is E.START] == [SegmentType.TEXT]
@@ -87,14 +87,16 @@ def test_passthrough_text_and_reasoning_only():
 
 def test_segment_id_prefix_and_callback():
     seen = []
-    h = make_handler("api_tool_call", on_segment_event=seen.append, segment_id_prefix="turn1:")
+    h = make_handler(
+        "api_tool_call", on_segment_event=seen.append, segment_id_prefix="turn1:", keep_events=True
+    )
     h.feed(ChunkResponse(content="a"))
     h.finalize()
     assert [e.segment_id for e in seen] == ["turn1:seg_1"] * 3
 
 
 def test_reasoning_metadata_is_kept_with_its_segment():
-    h = make_handler("api_tool_call")
+    h = make_handler("api_tool_call", keep_events=True)
     h.feed(ChunkResponse(reasoning="r"))
     h.feed(ChunkResponse(reasoning_metadata={"signature": "sig"}))
     out = h.feed(ChunkResponse(content="t"))

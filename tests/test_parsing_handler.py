@@ -26,7 +26,7 @@ XML_CALL = '<tool name="read_file"><arguments><arg name="path">/a</arg></argumen
 @pytest.mark.parametrize("name", ["xml", "json", "sentinel"])
 def test_registered_parsers(name: str) -> None:
     assert name in parser_names()
-    handler = make_handler(name)
+    handler = make_handler(name, keep_events=True)
     assert isinstance(handler, ParsingStreamingResponseHandler)
     assert handler.name == name
 
@@ -41,7 +41,7 @@ def test_parser_name_option_and_unknown_name() -> None:
 
 
 def test_reasoning_segments_and_ids() -> None:
-    handler = make_handler("xml", segment_id_prefix="turn1_")
+    handler = make_handler("xml", segment_id_prefix="turn1_", keep_events=True)
     handler.feed(ChunkResponse(reasoning="Need the "))
     handler.feed(ChunkResponse(reasoning="file."))
     handler.feed(ChunkResponse(content="Reading. " + XML_CALL[:20]))
@@ -75,7 +75,7 @@ def test_reasoning_segments_and_ids() -> None:
 
 def test_callback_reset_and_finalize() -> None:
     seen: list[SegmentEvent] = []
-    handler = make_handler("json", on_segment_event=seen.append)
+    handler = make_handler("json", on_segment_event=seen.append, keep_events=True)
     text = 'Call {"name": "f", "args": {"x": 1}} done'
     handler.feed(ChunkResponse(content=text))
     handler.finalize()
@@ -105,7 +105,7 @@ def test_custom_text_argument_parser_is_used() -> None:
 
 
 def test_content_metadata_joins_the_text_segment() -> None:
-    handler = make_handler("sentinel")
+    handler = make_handler("sentinel", keep_events=True)
     handler.feed(ChunkResponse(content="Hi", content_metadata={"thought_signature": "abc"}))
     handler.finalize()
     events = handler.get_all_events()
@@ -114,7 +114,7 @@ def test_content_metadata_joins_the_text_segment() -> None:
 
 
 def test_api_tool_calls_are_a_quirk_not_dropped_silently() -> None:
-    handler = make_handler("xml")
+    handler = make_handler("xml", keep_events=True)
     delta = ToolCallDelta(0, "call_1", "get_weather", '{"city": "Paris"}', True)
     handler.feed(ChunkResponse(content="Hi", tool_calls=[delta]))
     handler.feed(ChunkResponse(tool_calls=[ToolCallDelta(1, "call_2", "get_time", "{}", True)]))

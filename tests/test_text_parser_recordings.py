@@ -144,7 +144,9 @@ def test_cli_replay_summary(name: str) -> None:
 
 
 def test_cut_off_recording_keeps_the_partial_file_visible() -> None:
-    engine = replay_file(RECORDINGS / "openrouter-xml-write-file-cut-off.jsonl", parser="xml")
+    engine = replay_file(
+        RECORDINGS / "openrouter-xml-write-file-cut-off.jsonl", parser="xml", keep_events=True
+    )
     events = engine.handler.get_all_events()
     partial = "".join(e.delta or "" for e in events if e.segment_id == "seg_4")
     assert partial.startswith("# Lint notes\n\n- src/app.py: unused import `os`\n- src/db")

@@ -33,7 +33,7 @@ def outcome(run: Any) -> tuple[str, Any]:
 
 
 def replay_pieces(header: Any, pieces: list[bytes], end: Any, times: list[float]) -> dict:
-    engine = ReplayEngine(header)
+    engine = ReplayEngine(header, transcript=True)
     for piece, t in zip(pieces, times, strict=True):
         # like a recorder: text when the piece is UTF-8 on its own, bytes otherwise
         engine.feed_chunk(chunk_from_read(t, piece))
@@ -55,7 +55,7 @@ def cut(body: bytes, points: list[int]) -> list[bytes]:
 def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject) -> None:
     header, body, end = recording_body(path)
     assert body, f"{path} has no body"
-    expected = outcome(lambda: build_transcript(replay_file(path)))
+    expected = outcome(lambda: build_transcript(replay_file(path, transcript=True)))
     points = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=60), "cuts")
     pieces = cut(body, points)
     times = data.draw(
@@ -70,7 +70,7 @@ def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
 def test_one_byte_reads_give_the_same_transcript(path: Path) -> None:
     header, body, end = recording_body(path)
-    expected = build_transcript(replay_file(path))
+    expected = build_transcript(replay_file(path, transcript=True))
     pieces = [body[i : i + 1] for i in range(len(body))]
     got = replay_pieces(header, pieces, end, [i * 0.001 for i in range(len(pieces))])
     assert got == expected
@@ -82,7 +82,9 @@ def test_bundled_recordings_exist() -> None:
 
 
 def test_transcript_of_parallel_tool_calls() -> None:
-    transcript = build_transcript(replay_file(RECORDINGS / "openai-parallel-tool-calls.jsonl"))
+    transcript = build_transcript(
+        replay_file(RECORDINGS / "openai-parallel-tool-calls.jsonl", transcript=True)
+    )
     assert list(transcript) == [
         "converter",
         "parser",
@@ -115,10 +117,14 @@ def test_transcript_of_parallel_tool_calls() -> None:
 
 
 def test_transcript_keeps_reasoning_text_and_errors() -> None:
-    deepseek = build_transcript(replay_file(RECORDINGS / "deepseek-reasoning-then-tool-call.jsonl"))
+    deepseek = build_transcript(
+        replay_file(RECORDINGS / "deepseek-reasoning-then-tool-call.jsonl", transcript=True)
+    )
     assert [s["type"] for s in deepseek["segments"]] == ["reasoning", "tool_call"]
     assert deepseek["segments"][0]["content"].startswith("The user wants the weather")
-    broken = build_transcript(replay_file(RECORDINGS / "openrouter-error-in-stream.jsonl"))
+    broken = build_transcript(
+        replay_file(RECORDINGS / "openrouter-error-in-stream.jsonl", transcript=True)
+    )
     assert broken["segments"][0]["type"] == "text"
     assert "provider_error" in [e["kind"] for e in broken["errors"]]
     assert broken["finish_reason"] == "error"
@@ -137,17 +143,19 @@ def walk_keys(value: Any) -> set[str]:
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
 def test_transcript_holds_nothing_about_chunks_or_time(path: Path) -> None:
-    transcript = build_transcript(replay_file(path))
+    transcript = build_transcript(replay_file(path, transcript=True))
     assert not walk_keys({k: v for k, v in transcript.items() if k != "errors"}) & TIMING_KEYS
 
 
 def test_render_is_stable_readable_json() -> None:
     transcript = build_transcript(
-        replay_file(RECORDINGS / "ollama-parallel-calls-same-index.jsonl")
+        replay_file(RECORDINGS / "ollama-parallel-calls-same-index.jsonl", transcript=True)
     )
     text = render(transcript)
     assert text == render(
-        build_transcript(replay_file(RECORDINGS / "ollama-parallel-calls-same-index.jsonl"))
+        build_transcript(
+            replay_file(RECORDINGS / "ollama-parallel-calls-same-index.jsonl", transcript=True)
+        )
     )
     assert text.endswith("}\n")
     assert '\n  "segments": [\n' in text  # two-space indent, one key per line

@@ -204,7 +204,8 @@ def test_every_bundled_recording_draws_its_invocations_errors_and_quirks() -> No
 def test_whitespace_only_text_gets_no_node() -> None:
     path = RECORDINGS / "vllm-crlf-framing-tool-call.jsonl"
     text, engine = tree_of(path)
-    kinds = [ev.segment_type for ev in engine.handler.get_all_events() if ev.segment_type]
+    events = replay_file(path, keep_events=True).handler.get_all_events()
+    kinds = [ev.segment_type for ev in events if ev.segment_type]
     assert kinds == [SegmentType.REASONING, SegmentType.TEXT, SegmentType.TOOL_CALL]
     assert engine.texts()[0] == "\n\n"  # the stream has a text segment of two line breaks...
     lines = [unguided(line) for line in lines_of(text)]
@@ -239,7 +240,7 @@ def test_unparsable_arguments_shown_raw_with_the_error() -> None:
         chat_chunk({}, "tool_calls"),
     )  # fmt: skip
     state = TreeState()
-    engine = replay_bytes(body)
+    engine = replay_bytes(body, keep_events=True)
     state.feed(engine.handler.get_all_events())
     state.feed([*engine.errors])
     state.feed(engine.invocations())

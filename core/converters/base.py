@@ -24,9 +24,11 @@ class Converter:
     """
 
     name = "base"
+    # the converter reads a tool call's argument text after the call is complete
+    keeps_completed_arguments = False
 
     def __init__(self) -> None:
-        self.tracker = ToolCallTracker(self.quirk)
+        self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
         self._quirks: list[Quirk] = []
         self._errors: list[StreamError] = []
         self._seen_quirks: set[str] = set()

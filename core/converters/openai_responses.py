@@ -205,6 +205,8 @@ _CALL_KINDS = frozenset({"call", "server", "builtin", "approval"})
 
 class OpenAIResponsesConverter(Converter):
     name = "openai-responses"
+    # response.completed restates every call: its arguments are checked against the streamed ones
+    keeps_completed_arguments = True
 
     def __init__(self) -> None:
         super().__init__()

@@ -28,7 +28,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..adapter import TextArgumentParser
-from ..model import ChunkResponse, SegmentEvent, SegmentEventType, SegmentType, ToolCallDelta
+from ..model import (
+    ArgumentsSource,
+    ChunkResponse,
+    SegmentEvent,
+    SegmentEventType,
+    SegmentType,
+    ToolCallDelta,
+)
+from ..textbuf import TextBuffer
 from ..wire import fastjson
 from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 from .base import SegmentCallback, StreamingResponseHandler
@@ -80,12 +88,21 @@ def file_segment_type(tool_name: str, field: str) -> SegmentType:
 
 
 class _ToolState:
-    __slots__ = ("segment_id", "name", "parts", "metadata", "late", "done")
+    __slots__ = ("segment_id", "name", "source", "parts", "metadata", "late", "done")
 
-    def __init__(self, segment_id: str, name: str, metadata: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        segment_id: str,
+        name: str,
+        metadata: dict[str, Any],
+        source: ArgumentsSource | None,
+    ) -> None:
         self.segment_id = segment_id
         self.name = name
-        self.parts: list[str] = []
+        # the whole argument text is read at the end from the tracker that keeps it (the
+        # source); the handler keeps the fragments itself only for deltas that come without one
+        self.source = source
+        self.parts: TextBuffer | None = None if source is not None else TextBuffer()
         self.metadata = metadata
         self.late: dict[str, Any] | None = None  # metadata of later deltas (a server tool's result)
         self.done = False
@@ -95,9 +112,15 @@ class _FileState(_ToolState):
     __slots__ = ("field", "kind", "extractor", "stripper", "parts_of", "known", "news", "streamed")
 
     def __init__(
-        self, segment_id: str, name: str, metadata: dict[str, Any], field: str, kind: SegmentType
+        self,
+        segment_id: str,
+        name: str,
+        metadata: dict[str, Any],
+        source: ArgumentsSource | None,
+        field: str,
+        kind: SegmentType,
     ) -> None:
-        super().__init__(segment_id, name, metadata)
+        super().__init__(segment_id, name, metadata, source)
         self.field = field
         self.kind = kind
         self.extractor = JsonStringFields((field, PATH_FIELD), every_string=True)
@@ -121,11 +144,12 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
         segment_id_prefix: str = "",
         text_argument_parser: TextArgumentParser | None = None,
         file_tools: Mapping[str, str] | None = None,
+        keep_events: bool = False,
     ) -> None:
         self.file_tools: dict[str, str] = dict(
             DEFAULT_FILE_TOOLS if file_tools is None else file_tools
         )
-        super().__init__(on_segment_event, segment_id_prefix, text_argument_parser)
+        super().__init__(on_segment_event, segment_id_prefix, text_argument_parser, keep_events)
 
     def reset(self) -> None:
         super().reset()
@@ -157,13 +181,16 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             field = self.file_tools.get(name)
             if field is not None:
                 kind = file_segment_type(name, field)
-                file_state = _FileState(segment_id, name, metadata, field, kind)
+                file_state = _FileState(
+                    segment_id, name, metadata, delta.arguments_source, field, kind
+                )
                 self._tools[delta.index] = file_state
                 self._file_delta(file_state, delta, out, first=True)
                 return
-            state = _ToolState(segment_id, name, metadata)
+            state = _ToolState(segment_id, name, metadata, delta.arguments_source)
             self._tools[delta.index] = state
             self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, dict(metadata)), out)
+            self._adapter.arguments_at_end(segment_id)
         elif state.done:
             return
         else:
@@ -173,14 +200,28 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 self._file_delta(state, delta, out, first=False)
                 return
         if delta.arguments_delta:
-            state.parts.append(delta.arguments_delta)
+            if state.parts is not None:
+                state.parts.append(delta.arguments_delta)
             self._emit(SegmentEvent.content(state.segment_id, delta.arguments_delta), out)
         if delta.is_complete:
             self._end_tool(state, out, closed=True)
 
-    def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
+    @staticmethod
+    def _raw(state: _ToolState) -> str:
+        """The call's whole argument text, at its end (nothing is kept for it afterwards)."""
         state.done = True
-        raw = "".join(state.parts)
+        if state.source is not None:
+            raw = state.source.arguments
+            state.source.release_arguments()
+            state.source = None
+        else:
+            assert state.parts is not None
+            raw = state.parts.text()
+            state.parts = None
+        return raw
+
+    def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
+        raw = self._raw(state)
         arguments, error = parse_arguments(raw)
         no_args = error is None and arguments == {} and not raw.strip()
         metadata = self._end_metadata(
@@ -235,7 +276,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
         text = ""
         fragment = delta.arguments_delta
         if fragment:
-            state.parts.append(fragment)
+            if state.parts is not None:
+                state.parts.append(fragment)
             pieces = state.extractor.feed(fragment)
             if pieces:
                 name, text, closed = pieces[0]
@@ -249,6 +291,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             if state.path is not None:
                 metadata[PATH_FIELD] = state.path
             self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
+            self._adapter.arguments_at_end(state.segment_id)
         if state.news and (text or not first or len(state.known) > (state.path is not None)):
             # a string argument (the path...) just completed: the sinks learn it now, on this
             # CONTENT event (its delta may be empty), not only at the END; a path the START
@@ -295,9 +338,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
         return "".join(texts)
 
     def _end_file(self, state: _FileState, out: list[SegmentEvent], *, closed: bool) -> None:
-        state.done = True
         tail = "" if state.stripper.finished else state.stripper.finish(closed=False)
-        raw = "".join(state.parts)
+        raw = self._raw(state)
         arguments, error = parse_arguments(raw)
         path = state.path
         if error is None and isinstance(arguments, dict):

@@ -2,8 +2,10 @@
 
 A handler takes ``ChunkResponse``s and emits ``SegmentEvent``s; its internal
 ``ToolInvocationAdapter`` turns those events into invocations, so ``get_all_invocations()`` is
-the same for every handler. Segment ids are deterministic (``seg_1``, ``seg_2``...; API tool
-calls use the provider's call id). Reasoning becomes a ``reasoning`` segment in every mode.
+the same for every handler. The events are returned as they come; a handler keeps them all
+(``get_all_events()``) only when made with ``keep_events=True``. Segment ids are deterministic
+(``seg_1``, ``seg_2``...; API tool calls use the provider's call id). Reasoning becomes a
+``reasoning`` segment in every mode.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ class StreamingResponseHandler(ABC):
         on_segment_event: SegmentCallback | None = None,
         segment_id_prefix: str = "",
         text_argument_parser: TextArgumentParser | None = None,
+        keep_events: bool = False,
     ) -> None:
         self._on_segment_event = on_segment_event
+        self._keep_events = keep_events
         self._prefix = segment_id_prefix
         self._text_argument_parser = text_argument_parser
         self._adapter = ToolInvocationAdapter(text_argument_parser)
@@ -54,10 +58,17 @@ class StreamingResponseHandler(ABC):
         return list(self._invocations)
 
     def get_all_events(self) -> list[SegmentEvent]:
+        """Every event so far: only for a handler made with ``keep_events=True`` (a long stream's
+        events outweigh everything else it produces; ``feed()`` returns them as they come)."""
+        if self._events is None:
+            raise RuntimeError(
+                "this handler keeps no event log: make it with keep_events=True, or collect "
+                "the events feed() and finalize() return"
+            )
         return list(self._events)
 
     def reset(self) -> None:
-        self._events: list[SegmentEvent] = []
+        self._events: list[SegmentEvent] | None = [] if self._keep_events else None
         self._invocations: list[ToolInvocation] = []
         self._counter = 0
         self._text_id: str | None = None
@@ -82,7 +93,8 @@ class StreamingResponseHandler(ABC):
         return f"{self._prefix}seg_{self._counter}"
 
     def _emit(self, event: SegmentEvent, out: list[SegmentEvent]) -> None:
-        self._events.append(event)
+        if self._events is not None:
+            self._events.append(event)
         out.append(event)
         if self._on_segment_event is not None:
             self._on_segment_event(event)

@@ -28,12 +28,16 @@ class ParsingStreamingResponseHandler(StreamingResponseHandler):
         segment_id_prefix: str = "",
         text_argument_parser: TextArgumentParser | None = None,
         parser_name: str | None = None,
+        keep_events: bool = False,
     ) -> None:
         if parser_name is not None:
             self.parser_name = parser_name  # an unknown name fails in reset(): make_text_parser
         self.name = self.parser_name
         super().__init__(
-            on_segment_event, segment_id_prefix, text_argument_parser or parse_xml_arguments
+            on_segment_event,
+            segment_id_prefix,
+            text_argument_parser or parse_xml_arguments,
+            keep_events,
         )
 
     def reset(self) -> None:

@@ -1,7 +1,8 @@
 """Comparing two replays side by side: what each stream meant and how it arrived. Sans-IO.
 
-Two finished :class:`~streamtool.core.replay.ReplayEngine` s (two recordings, say two providers
-answering one prompt, or one recording through two parsers or converters) are described
+Two finished :class:`~streamtool.core.replay.ReplayEngine` s that kept their segments
+(``transcript=True``; two recordings, say two providers answering one prompt, or one recording
+through two parsers or converters) are described
 (:func:`describe`) and lined up row by row (:func:`diff_streams`).
 
 **Meaning** (what decides ``same_meaning`` and the exit code of ``streamtool diff``) is what a
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..finish import finish_class
-from ..model import SegmentEventType
 from .transcript import build_transcript
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,13 +54,12 @@ SECTIONS = ("stream", MEANING, "segments", "other", "arrival")
 
 
 def describe(engine: ReplayEngine) -> dict[str, Any]:
-    """One side of a diff: the transcript of a finished replay plus how the stream arrived."""
+    """One side of a diff: the transcript of a finished replay plus how the stream arrived.
+
+    The replay must have kept its segments (``transcript=True``)."""
     transcript = build_transcript(engine)
-    fragments: Counter[str] = Counter(
-        ev.segment_id
-        for ev in engine.handler.get_all_events()
-        if ev.event_type is SegmentEventType.CONTENT and ev.delta
-    )
+    assert engine.segments is not None  # build_transcript said so otherwise
+    fragments: Counter[str] = Counter(engine.segments.fragments)
     segments = [dict(seg, fragments=fragments[seg["id"]]) for seg in transcript["segments"]]
     provider_fragments = engine.argument_fragments()
     tool_calls = []

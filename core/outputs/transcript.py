@@ -1,6 +1,7 @@
 """The transcript of a replay: what a stream meant, as a readable, deterministic JSON document.
 
-A transcript is built from a finished :class:`~streamtool.core.replay.ReplayEngine`. It holds the
+A transcript is built from a finished :class:`~streamtool.core.replay.ReplayEngine` that kept its
+segments (``transcript=True``: ``replay_file(path, transcript=True)``). It holds the
 converter and parser used, the model, every segment in order with its content coalesced and its
 START and END metadata merged, the invocations, the finish reason, the usage, the errors and the
 quirks. It holds nothing that depends on how the bytes were cut into reads or when they came (no
@@ -14,7 +15,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..model import SegmentEvent, SegmentEventType
+from ..model import SegmentEvent
+from ..segments import SegmentLog
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..replay import ReplayEngine
@@ -26,11 +28,16 @@ def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
     """The transcript of a finished replay (see the module docstring)."""
     if not engine.finished:
         raise ValueError("the replay has not finished: call engine.finish() first")
+    if engine.segments is None:
+        raise ValueError(
+            "the replay kept no segments: replay with transcript=True "
+            "(replay_file(path, transcript=True) or ReplayEngine(..., transcript=True))"
+        )
     return {
         "converter": engine.converter_name,
         "parser": engine.parser,
         "model": engine.model,
-        "segments": coalesce_segments(engine.handler.get_all_events()),
+        "segments": engine.segments.coalesced(),
         "invocations": [inv.to_dict() for inv in engine.invocations()],
         "finish_reason": engine.finish_reason,
         "finish_class": engine.finish_class(),
@@ -45,37 +52,12 @@ def coalesce_segments(events: list[SegmentEvent]) -> list[dict[str, Any]]:
 
     ``content`` is every CONTENT delta joined; ``metadata`` is the START metadata updated by the
     END metadata (the END value of a key wins). A segment that never got its END event carries
-    ``"ended": false``.
+    ``"ended": false``. (A replay builds the same list as its events pass: ``engine.segments``.)
     """
-    segments: list[dict[str, Any]] = []
-    parts: dict[str, list[str]] = {}
-    by_id: dict[str, dict[str, Any]] = {}
+    log = SegmentLog()
     for ev in events:
-        kind = ev.event_type
-        if kind is SegmentEventType.CONTENT:
-            if ev.delta:
-                parts[ev.segment_id].append(ev.delta)
-        elif kind is SegmentEventType.START:
-            assert ev.segment_type is not None
-            seg: dict[str, Any] = {
-                "type": ev.segment_type.value,
-                "id": ev.segment_id,
-                "content": "",
-                "metadata": dict(ev.metadata or {}),
-                "ended": False,
-            }
-            segments.append(seg)
-            by_id[ev.segment_id] = seg
-            parts[ev.segment_id] = []
-        else:
-            seg = by_id[ev.segment_id]
-            seg["metadata"].update(ev.metadata or {})
-            seg["ended"] = True
-    for seg in segments:
-        seg["content"] = "".join(parts[seg["id"]])
-        if seg["ended"]:
-            del seg["ended"]
-    return segments
+        log.add(ev)
+    return log.coalesced()
 
 
 def render(document: Any) -> str:

@@ -343,7 +343,11 @@ def _check_one(
     try:
         # a golden file holds the transcript alone: the replay may be batched
         engine = replay_file(
-            recording, converter=options.converter, parser=options.parser, batched=True
+            recording,
+            converter=options.converter,
+            parser=options.parser,
+            batched=True,
+            transcript=True,
         )
     except RecordingError as exc:
         return _error(rec, str(exc), gold)

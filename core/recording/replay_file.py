@@ -20,12 +20,16 @@ def replay_file(
     on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None = None,
     before_chunk: Callable[[ReplayEngine, Chunk], None] | None = None,
     batched: bool = False,
+    transcript: bool = False,
+    keep_events: bool = False,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
     ``on_items(engine, t, items)`` is called after every chunk that produced something (and once
     at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
-    called before each chunk is fed (the CLI paces a replay there).
+    called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
+    the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
+    log (see :class:`~streamtool.core.replay.ReplayEngine`).
 
     ``batched=True`` is for callers that only read the finished replay (its summary, its
     transcript): the reads are fed to the engine many at a time
@@ -42,6 +46,8 @@ def replay_file(
         parser=parser,
         source=str(path),
         handler_options=handler_options,
+        transcript=transcript,
+        keep_events=keep_events,
     )
     if batched:
         engine.feed_chunks(source.chunks())

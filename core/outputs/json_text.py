@@ -1,0 +1,128 @@
+"""JSON text produced piece by piece, for outputs too large to hold twice. Sans-IO.
+
+:func:`iter_json` yields exactly the text of ``json.dumps(value, ensure_ascii=False,
+indent=indent)``, in pieces: the whole text is never built, and a long string (a file a tool call
+wrote, the text of a long answer) is escaped a slice at a time instead of as one more copy of it.
+The standard library's encoder, given an indent, builds each string's escaped form whole and then
+joins it to the indentation before writing: two extra copies of the longest string, and a third
+when the text stream encodes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from json.encoder import encode_basestring
+from typing import Any
+
+SLICE = 1 << 16  # characters of a long string escaped at a time
+
+_INF = float("inf")
+
+
+def iter_json(value: Any, indent: int | None = None) -> Iterator[str]:
+    """The text of ``json.dumps(value, ensure_ascii=False, indent=indent)``, in pieces."""
+    return _value(value, None if indent is None else " " * indent, 0)
+
+
+def _string(text: str) -> Iterator[str]:
+    if len(text) <= SLICE:
+        yield encode_basestring(text)
+        return
+    # escaping maps each character on its own: slices escape to the slices of the whole
+    yield '"'
+    for start in range(0, len(text), SLICE):
+        yield encode_basestring(text[start : start + SLICE])[1:-1]
+    yield '"'
+
+
+def _float(number: float) -> str:
+    if number != number:
+        return "NaN"
+    if number == _INF:
+        return "Infinity"
+    if number == -_INF:
+        return "-Infinity"
+    return float.__repr__(number)
+
+
+def _value(value: Any, indent: str | None, level: int) -> Iterator[str]:
+    if isinstance(value, str):
+        yield from _string(value)
+    elif value is None:
+        yield "null"
+    elif value is True:
+        yield "true"
+    elif value is False:
+        yield "false"
+    elif isinstance(value, int):
+        yield int.__repr__(value)
+    elif isinstance(value, float):
+        yield _float(value)
+    elif isinstance(value, (list, tuple)):
+        yield from _array(value, indent, level)
+    elif isinstance(value, dict):
+        yield from _object(value, indent, level)
+    else:
+        raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _array(items: list[Any] | tuple[Any, ...], indent: str | None, level: int) -> Iterator[str]:
+    if not items:
+        yield "[]"
+        return
+    if indent is None:
+        separator, closing = ", ", "]"
+        yield "["
+    else:
+        level += 1
+        newline = "\n" + indent * level
+        separator, closing = "," + newline, "\n" + indent * (level - 1) + "]"
+        yield "[" + newline
+    first = True
+    for item in items:
+        if first:
+            first = False
+        else:
+            yield separator
+        yield from _value(item, indent, level)
+    yield closing
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float(key)
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+
+
+def _object(obj: dict[Any, Any], indent: str | None, level: int) -> Iterator[str]:
+    if not obj:
+        yield "{}"
+        return
+    if indent is None:
+        separator, closing = ", ", "}"
+        yield "{"
+    else:
+        level += 1
+        newline = "\n" + indent * level
+        separator, closing = "," + newline, "\n" + indent * (level - 1) + "}"
+        yield "{" + newline
+    first = True
+    for key, item in obj.items():
+        if first:
+            first = False
+        else:
+            yield separator
+        yield from _string(_key(key))
+        yield ": "
+        yield from _value(item, indent, level)
+    yield closing
