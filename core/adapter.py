@@ -58,9 +58,9 @@ class ToolInvocationAdapter:
         if kind is SegmentEventType.CONTENT:
             state = self._open.get(event.segment_id)
             if state is not None and event.delta:
-                content = state.content
-                if content is not None:
-                    content.append(event.delta)
+                buffer = state.content
+                if buffer is not None:
+                    buffer.append(event.delta)
             return None
         if kind is SegmentEventType.START:
             assert event.segment_type is not None

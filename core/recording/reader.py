@@ -161,8 +161,9 @@ class Source:
         except ValueError:
             obj = None
         if isinstance(obj, dict) and obj.get("type") == "header":
-            rest = sys.stdin.buffer.read()
-            fh = io.TextIOWrapper(io.BytesIO(seen + rest), encoding="utf-8-sig", newline="\n")
+            # read on line by line, as from a file: what came first, then the rest of stdin
+            raw = io.BufferedReader(_Prefixed(seen, fd), RAW_BLOCK)
+            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")
             try:
                 first_line, lineno = _first_line(fh)
             except UnicodeDecodeError:
@@ -248,6 +249,28 @@ class Source:
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
         self.end = End(None, "complete", None)
+
+
+class _Prefixed(io.RawIOBase):
+    """``head``, then the bytes of file descriptor ``fd`` as they come."""
+
+    def __init__(self, head: bytes, fd: int) -> None:
+        self._head = memoryview(head)
+        self._fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        head = self._head
+        if head:
+            n = min(len(buffer), len(head))
+            buffer[:n] = head[:n]
+            self._head = head[n:]
+            return n
+        data = os.read(self._fd, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _first_line(fh: IO[str]) -> tuple[str | None, int]:
