@@ -3,47 +3,60 @@
 A long stream brings its text and its tool-call arguments in hundreds of thousands of fragments of
 a few dozen characters. Kept as they come, each costs a string object (about 50 bytes of header)
 and a list slot besides its characters: two to three times the text itself. A :class:`TextBuffer`
-joins every :data:`SEAL` fragments into one block as they arrive (each character is copied once
-more, at C speed) and :meth:`TextBuffer.text` joins the blocks once, so what stays is about the
-size of the text.
+joins every :data:`SEAL` fragments into a small block as they arrive, and every :data:`SEAL`
+small blocks into a large one (each character is copied twice more, at C speed), and
+:meth:`TextBuffer.text` joins the blocks once: what stays is about the size of the text. Large
+blocks (hundreds of kilobytes) are given back to the system when freed, so joining them at the
+end does not leave their size behind as memory the process still holds.
 """
 
 from __future__ import annotations
 
-SEAL = 256  # fragments joined into one block
+SEAL = 256  # fragments joined into one small block; small blocks joined into one large block
 
 
 class TextBuffer:
-    """Text appended fragment by fragment; :meth:`text` is everything appended so far."""
+    """Text appended fragment by fragment; :meth:`text` is everything appended so far.
 
-    __slots__ = ("_blocks", "_tail")
+    ``tail`` is the list of fragments since the last block: a caller on a hot path may append to
+    it directly, and then calls :meth:`seal` once it holds :data:`SEAL` fragments (what
+    :meth:`append` does).
+    """
+
+    __slots__ = ("_large", "_small", "tail")
 
     def __init__(self) -> None:
-        self._blocks: list[str] = []  # joined runs of fragments, in order
-        self._tail: list[str] = []  # the fragments since the last block
+        self._large: list[str] = []
+        self._small: list[str] = []
+        self.tail: list[str] = []
 
     def append(self, text: str) -> None:
-        tail = self._tail
+        tail = self.tail
         tail.append(text)
         if len(tail) >= SEAL:
-            self._blocks.append("".join(tail))
-            tail.clear()
+            self.seal()
 
     def seal(self) -> None:
         """Join the fragments since the last block (no more are expected for a while)."""
-        tail = self._tail
-        if len(tail) > 1:
-            self._blocks.append("".join(tail))
-            tail.clear()
+        tail = self.tail
+        if not tail:
+            return
+        small = self._small
+        small.append("".join(tail) if len(tail) > 1 else tail[0])
+        tail.clear()
+        if len(small) >= SEAL:
+            self._large.append("".join(small))
+            small.clear()
 
     def text(self) -> str:
         """Everything appended so far, as one string (kept as the only block from then on)."""
-        blocks = self._blocks
-        if self._tail:
-            blocks.extend(self._tail)
-            self._tail.clear()
-        if len(blocks) > 1:
-            joined = "".join(blocks)
-            blocks.clear()
-            blocks.append(joined)
-        return blocks[0] if blocks else ""
+        large = self._large
+        if len(large) == 1 and not self._small and not self.tail:
+            return large[0]
+        joined = "".join(large + self._small + self.tail)
+        large.clear()
+        self._small.clear()
+        self.tail.clear()
+        if joined:
+            large.append(joined)
+        return joined

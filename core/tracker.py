@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .model import ToolCallDelta
-from .textbuf import SEAL
+from .textbuf import SEAL, TextBuffer
 
 
 class TrackedCall:
@@ -42,7 +42,7 @@ class TrackedCall:
         "cumulative",
         "held",
         "keep_completed",
-        "_blocks",
+        "_text",
         "_parts",
         "_len",
         "_pending",
@@ -60,11 +60,11 @@ class TrackedCall:
         self.complete = False
         self.cumulative = False
         self.held: str | None = None  # a "{}" placeholder not yet emitted
-        # argument text accepted so far: joined blocks, then the fragments since the last block
-        # (a long call's fragments would otherwise cost two to three times their text); None
-        # once released
-        self._blocks: list[str] | None = []
-        self._parts: list[str] = []
+        # argument text accepted so far, kept compact (a long call's fragments would otherwise
+        # cost two to three times their text); None once released. ``_parts`` is its tail, the
+        # fragments since its last block, appended to directly on the hot path
+        self._text: TextBuffer | None = TextBuffer()
+        self._parts: list[str] = self._text.tail
         self._len = 0
         self._pending: list[str] = []  # accepted but not yet emitted (call not announced)
         self.fragments = 0  # argument fragments the provider sent (how the arguments arrived)
@@ -72,27 +72,20 @@ class TrackedCall:
     @property
     def arguments(self) -> str:
         """The argument text accepted so far (joined once, then kept as one block)."""
-        blocks, parts = self._blocks, self._parts
-        if blocks is None:
+        if self._text is None:
             raise RuntimeError(f"the arguments of call {self.call_id} were released")
-        if parts:
-            blocks.extend(parts)
-            parts.clear()
-        if len(blocks) > 1:
-            blocks[:] = ["".join(blocks)]
-        return blocks[0] if blocks else ""
+        return self._text.text()
 
     def release_arguments(self) -> None:
         """The handler has taken the text of the complete call: drop it, unless it is kept."""
         if self.complete and not self.keep_completed:
-            self._blocks = None
-            self._parts.clear()
+            self._text = None
+            self._parts = []
 
     def _seal(self) -> None:
         """Join the fragments since the last block into one."""
-        assert self._blocks is not None  # a released call is complete: it takes no more text
-        self._blocks.append("".join(self._parts))
-        self._parts.clear()
+        assert self._text is not None  # a released call is complete: it takes no more text
+        self._text.seal()
 
 
 NoteFn = Callable[[str, str], None]
