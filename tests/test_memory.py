@@ -142,8 +142,11 @@ SHAPES: dict[str, Callable[[int], Iterator[str]]] = {
 }
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["read-by-read", "batched"])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_a_finished_replay_holds_about_its_summary(tmp_path: Path, shape: str) -> None:
+def test_a_finished_replay_holds_about_its_summary(
+    tmp_path: Path, shape: str, batched: bool
+) -> None:
     """The bytes a finished replay holds, and its peak while replaying, are a small multiple of
     its summary (what ``--format json`` prints), not of the recording: one copy of the text and
     the arguments (raw and parsed), no event per fragment."""
@@ -151,7 +154,7 @@ def test_a_finished_replay_holds_about_its_summary(tmp_path: Path, shape: str) -
     replay_file(path)  # every module imported, every cache warm: only the replay is measured
     tracemalloc.start()
     try:
-        engine = replay_file(path)
+        engine = replay_file(path, batched=batched)
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -189,13 +192,14 @@ def test_what_is_kept_changes_no_result(path: Path, data: st.DataObject) -> None
     assert build_transcript(full)["segments"] == coalesce_segments(full.handler.get_all_events())
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["read-by-read", "batched"])
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
 def test_arguments_read_from_the_tracker_are_the_handler_s_own(
-    path: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path, batched: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The handler reads a call's whole argument text from the tracker instead of keeping its
     fragments: the results are those of a handler that keeps its own copy."""
-    shared = replay_file(path, transcript=True)
+    shared = replay_file(path, transcript=True, batched=batched)
     update = ToolCallTracker.update
 
     def without_source(self: ToolCallTracker, *args: Any, **kwargs: Any) -> Any:
@@ -205,7 +209,7 @@ def test_arguments_read_from_the_tracker_are_the_handler_s_own(
         return delta
 
     monkeypatch.setattr(ToolCallTracker, "update", without_source)
-    own = replay_file(path, transcript=True)
+    own = replay_file(path, transcript=True, batched=batched)
     assert shared.summary() == own.summary()
     assert build_transcript(shared) == build_transcript(own)
 

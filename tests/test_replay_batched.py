@@ -32,7 +32,7 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 
 def reference(header: Header, converter: str, reads: list[str]) -> ReplayEngine:
     """Every read by itself, every event through ``Converter.feed``."""
-    engine = ReplayEngine(header, converter=converter)
+    engine = ReplayEngine(header, converter=converter, transcript=True)
     assert engine.converter is not None
     plain = engine.converter
     plain.feed_many = lambda items: [cr for item in items for cr in plain.feed(item)]  # type: ignore[method-assign]
@@ -43,7 +43,7 @@ def reference(header: Header, converter: str, reads: list[str]) -> ReplayEngine:
 
 
 def batched(header: Header, converter: str, reads: list[str], batch_chars: int) -> ReplayEngine:
-    engine = ReplayEngine(header, converter=converter)
+    engine = ReplayEngine(header, converter=converter, transcript=True)
     engine.feed_chunks(
         (Chunk(round(0.1 + i / 1000, 6), read) for i, read in enumerate(reads)), batch_chars
     )
@@ -61,8 +61,8 @@ def assert_same(a: ReplayEngine, b: ReplayEngine) -> None:
 
 @pytest.mark.parametrize("path", sorted(RECORDINGS.glob("*.jsonl")), ids=lambda p: p.name)
 def test_bundled_recordings_replay_the_same_batched(path: Path) -> None:
-    one_by_one = replay_file(path)
-    assert_same(one_by_one, replay_file(path, batched=True))
+    one_by_one = replay_file(path, transcript=True)
+    assert_same(one_by_one, replay_file(path, batched=True, transcript=True))
     # and with the plain reference, the reads cut into tiny batches
     source = Source(path)
     reads = [c.data for c in source.chunks()]
