@@ -9,11 +9,10 @@ from typing import Annotated
 import typer
 
 from .errors import fail, user_errors
+from .guard_options import HEADER_TIMEOUT, HeaderTimeout, max_connections_option
 from .main import app
 
 VIEWS = ("journal", "tree", "none")
-# the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT)
-HEADER_TIMEOUT = 10.0
 TRANSFORMS = ("kimi-k2",)
 
 
@@ -58,21 +57,12 @@ def proxy(
     ] = None,
     max_connections: Annotated[
         int | None,
-        typer.Option(
-            "--max-connections",
-            help="Agent connections held open at most (default: what the open-file limit "
-            "allows, three descriptors each). At the limit a new one closes the oldest still "
-            "sending its request head, or is answered 503 when all are busy.",
+        max_connections_option(
+            "Agent connections held open at most (default: what the open-file limit "
+            "allows, three descriptors each)."
         ),
     ] = None,
-    header_timeout: Annotated[
-        float,
-        typer.Option(
-            "--header-timeout",
-            help="Seconds a request head may take to arrive before the connection is closed "
-            "(inf: no limit).",
-        ),
-    ] = HEADER_TIMEOUT,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
 ) -> None:
     """Forward an agent's requests to its provider and record every generating exchange.
 

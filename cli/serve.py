@@ -13,11 +13,8 @@ from typing import Annotated
 import typer
 
 from .errors import fail, user_errors
+from .guard_options import HEADER_TIMEOUT, HeaderTimeout, max_connections_option
 from .main import app
-
-# the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT, which this module
-# does not import: the server stack loads only when serve runs)
-HEADER_TIMEOUT = 10.0
 
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
 # or absurd recorded time (t: 1e308) must never hold a client for ever.
@@ -112,21 +109,11 @@ def serve(
     ] = "10MB",
     max_connections: Annotated[
         int | None,
-        typer.Option(
-            "--max-connections",
-            help="Connections held open at most (default: what the open-file limit allows). "
-            "At the limit a new one closes the oldest still sending its request head, or is "
-            "answered 503 when all are busy.",
+        max_connections_option(
+            "Connections held open at most (default: what the open-file limit allows)."
         ),
     ] = None,
-    header_timeout: Annotated[
-        float,
-        typer.Option(
-            "--header-timeout",
-            help="Seconds a request head may take to arrive before the connection is closed "
-            "(inf: no limit).",
-        ),
-    ] = HEADER_TIMEOUT,
+    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 

@@ -195,6 +195,14 @@ class _Item:
         self.commands = 0  # shell commands opened in the arguments
         self.open = False  # a shell command string is open in the arguments
 
+    def add_text(self, key: tuple[str, Any], delta: str) -> None:
+        """Keep a streamed piece of a part's text (for reconciliation with its done event)."""
+        texts = self.texts.get(key)
+        if texts is None:
+            self.texts[key] = [delta]
+        else:
+            texts.append(delta)
+
     @property
     def is_call(self) -> bool:
         return self.kind in _CALL_KINDS
@@ -301,12 +309,7 @@ class OpenAIResponsesConverter(Converter):
         if item is None or not self._in_sequence(obj):
             return None
         self.payloads += 1
-        key = (part, _part_index(obj, part))
-        texts = item.texts.get(key)
-        if texts is None:
-            item.texts[key] = [delta]
-        else:
-            texts.append(delta)
+        item.add_text((part, _part_index(obj, part)), delta)
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
@@ -952,12 +955,7 @@ class OpenAIResponsesConverter(Converter):
         if item is None:
             item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is not None:
-            key = (part, _part_index(obj, part))
-            texts = item.texts.get(key)
-            if texts is None:
-                item.texts[key] = [delta]
-            else:
-                texts.append(delta)
+            item.add_text((part, _part_index(obj, part)), delta)
         if kind == TEXT:
             if self._runs.kind != TEXT:
                 self._runs.enter(TEXT)
