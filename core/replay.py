@@ -14,7 +14,7 @@ log with ``keep_events=True``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .coalesce import join_argument_runs
@@ -158,15 +158,26 @@ class ReplayEngine:
 
     def feed_chunks(self, chunks: Iterable[Chunk], batch_chars: int = BATCH_CHARS) -> None:
         """Feed a whole recording's reads, many at a time, for a caller that reads only the
-        finished replay (its summary, its transcript) and shows nothing as the stream plays.
+        finished replay (its summary, its transcript); :meth:`feed_batches` is the same replay
+        for a caller that also wants the items. The caller then calls :meth:`finish`."""
+        for _ in self.feed_batches(chunks, batch_chars):
+            pass
+
+    def feed_batches(
+        self, chunks: Iterable[Chunk], batch_chars: int = BATCH_CHARS
+    ) -> Iterator[tuple[float | None, list[Item]]]:
+        """Feed a whole recording's reads, many at a time, yielding ``(t, items)`` for every
+        batch that produced something (``t``: the time of its last read), for a caller that
+        shows nothing as it plays read by read: a summary, or a tree drawn unpaced.
 
         Text reads are gathered up to about ``batch_chars`` characters and fed as one once the
         API is known and the first output has come (its time, ``ttft``, belongs to one read);
         the others are fed one by one. The converters take runs of their commonest events as
         one chunk (``Converter.feed_many``). What a replay means does not depend on where its
-        reads were cut, so the summary and the transcript are those of feeding every read by
-        itself: only the handler's events are fewer (a run of text or fragments is one CONTENT
-        event). The caller then calls :meth:`finish`."""
+        reads were cut, so the summary, the transcript and the items taken together are those
+        of feeding every read by itself: only the handler's events are fewer (a run of text or
+        fragments is one CONTENT event, its deltas joined). The caller then calls
+        :meth:`finish`."""
         self._runs = True
         feed = self.feed_chunk
         feed_reads = self._feed_reads
@@ -181,20 +192,28 @@ class ReplayEngine:
                 batch.append(chunk)
                 size += len(data)
                 if size >= batch_chars:
-                    feed_reads(batch)
+                    out = feed_reads(batch)
+                    if out:
+                        yield self.now, out
                     batch = []
                     size = 0
                 continue
             if batch:
-                feed_reads(batch)
+                out = feed_reads(batch)
+                if out:
+                    yield self.now, out
                 batch = []
                 size = 0
-            feed(chunk)
+            out = feed(chunk)
+            if out:
+                yield chunk.t, out
         if batch:
-            feed_reads(batch)
+            out = feed_reads(batch)
+            if out:
+                yield self.now, out
 
-    def _feed_reads(self, chunks: list[Chunk]) -> None:
-        """Several text reads fed as one, after the first output (see :meth:`feed_chunks`);
+    def _feed_reads(self, chunks: list[Chunk]) -> list[Item]:
+        """Several text reads fed as one, after the first output (see :meth:`feed_batches`);
         the statistics count every read."""
         nbytes = 0
         first_t = self.first_t
@@ -216,7 +235,9 @@ class ReplayEngine:
         self.first_t = first_t
         self.last_t = last_t
         self.now = t
-        self._items(self.decoder.feed("".join(texts)), [])
+        out: list[Item] = []
+        self._items(self.decoder.feed("".join(texts)), out)
+        return out
 
     def finish(self, end: End | None) -> list[Item]:
         """End of the recording (``end`` is ``None`` when it was cut off before its end record)."""
@@ -335,10 +356,12 @@ class ReplayEngine:
                 if self.ttft is None:
                     self.ttft = self.now
                 self._events(events, out)
-        if handler.quirks:
-            for q in handler.quirks:
-                self._quirk(q, out)
-            handler.quirks.clear()
+            elif handler.quirks:
+                # right after the chunk that raised it, not at the end of the read: where the
+                # reads were cut (or batched) must not move it past later errors and quirks
+                for q in handler.quirks:
+                    self._quirk(q, out)
+                handler.quirks.clear()
 
     def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
         """Append events in order; after each END, its error (if any) and new invocations."""
