@@ -187,15 +187,17 @@ def replay(
                     observe(engine)
                 pacer.wait(chunk.t)
 
-        batched = isinstance(sink, JsonSink) and before_chunk is None
+        # unpaced, a sink whose output does not depend on where the reads were cut (the summary,
+        # the tree) is fed in batches: nobody sees the reads one by one
+        batched = before_chunk is None and bool(getattr(sink, "batchable", False))
         try:
             engine = replay_file(
                 file,
                 converter=converter,
                 parser=parser_name,
                 handler_options=handler_options,
-                # the summary alone needs no stream played read by read
-                on_items=None if batched else sink.on_items,
+                # the summary alone needs no items
+                on_items=None if isinstance(sink, JsonSink) else sink.on_items,
                 before_chunk=before_chunk,
                 batched=batched,
             )

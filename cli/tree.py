@@ -86,6 +86,10 @@ def start_live_display(console: Console, frame: Callable[[], Any]) -> Any:
 class TreeSink:
     """A replay sink (``on_items(engine, t, items)``, ``close(engine)``) that draws the tree."""
 
+    # the model joins a segment's deltas, so the tree does not depend on where the reads were
+    # cut: an unpaced replay feeds it in batches (the frames are drawn by the redraw thread)
+    batchable = True
+
     def __init__(
         self,
         console: Console | None = None,

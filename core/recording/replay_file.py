@@ -31,14 +31,15 @@ def replay_file(
     the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
     log (see :class:`~streamtool.core.replay.ReplayEngine`).
 
-    ``batched=True`` is for callers that only read the finished replay (its summary, its
-    transcript): the reads are fed to the engine many at a time
-    (:meth:`ReplayEngine.feed_chunks`), which is faster. The summary and the transcript are the
-    same; the handler's events are fewer (a run of text or fragments is one CONTENT event). It
-    takes no ``on_items`` or ``before_chunk``.
+    ``batched=True`` is for callers that do not show the stream read by read (a summary, a
+    transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
+    (:meth:`ReplayEngine.feed_batches`), which is faster. The summary and the transcript are
+    the same; the handler's events are fewer (a run of text or fragments is one CONTENT event,
+    its deltas joined), and ``on_items`` is called once per batch that produced something. It
+    takes no ``before_chunk`` (there is no read by read to pace).
     """
-    if batched and (on_items is not None or before_chunk is not None):
-        raise ValueError("a batched replay takes no on_items or before_chunk")
+    if batched and before_chunk is not None:
+        raise ValueError("a batched replay takes no before_chunk")
     source = Source(path)
     engine = ReplayEngine(
         source.header,
@@ -50,8 +51,13 @@ def replay_file(
         keep_events=keep_events,
     )
     if batched:
-        engine.feed_chunks(source.chunks())
-        engine.finish(source.end)
+        if on_items is None:
+            engine.feed_chunks(source.chunks())
+            engine.finish(source.end)
+            return engine
+        for t, items in engine.feed_batches(source.chunks()):
+            on_items(engine, t, items)
+        on_items(engine, None, engine.finish(source.end))
         return engine
     feed = engine.feed_chunk
     for chunk in source.chunks():
