@@ -4,9 +4,10 @@ Writes a recording of 5,000 events (reasoning, text, a long streamed ``write_fil
 small calls, one network read per event, in the OpenAI Chat Completions wire format), then times,
 in the same run:
 
-1. in process: the replay engine with the JSON sink (fed in batches, as ``--format json`` is; the
-   same fed read by read is shown beside it), and with the tree sink drawing live on a
-   forced-terminal rich console (the live path: redraw thread, frames, final tree);
+1. in process: the replay engine with the JSON sink, and with the tree sink drawing live on a
+   forced-terminal rich console (the live path: redraw thread, frames, final tree), both fed in
+   batches as an unpaced replay feeds them; both fed read by read (as a paced replay feeds the
+   tree) are shown beside them;
 2. end to end: ``streamtool replay FILE --format json`` into a pipe, and ``streamtool replay FILE
    --speed max`` in a real pseudo-terminal (so the command picks the live tree itself).
 
@@ -145,7 +146,7 @@ def write_recording(path: Path, n_events: int) -> int:
 # -- in process ------------------------------------------------------------------------------------
 def run_json(path: Path, *, batched: bool = True) -> None:
     """The JSON summary as ``replay --format json`` makes it: the recording fed in batches
-    (``batched=False``: read by read, as the tree is fed)."""
+    (``batched=False``: read by read)."""
     from streamtool.cli.sinks import JsonSink
     from streamtool.core.recording.replay_file import replay_file
 
@@ -157,7 +158,9 @@ def run_json(path: Path, *, batched: bool = True) -> None:
     sink.close(engine)
 
 
-def run_tree(path: Path, frames: list[int]) -> None:
+def run_tree(path: Path, frames: list[int], *, batched: bool = True) -> None:
+    """The live tree as ``replay --speed max`` draws it: fed in batches (``batched=False``: read
+    by read, as a paced replay feeds it)."""
     from streamtool.cli.tree import make_console, make_live_sink
     from streamtool.core.recording.replay_file import replay_file
 
@@ -165,7 +168,7 @@ def run_tree(path: Path, frames: list[int]) -> None:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
         sink = make_live_sink(console)
         assert sink.live
-        engine = replay_file(path, on_items=sink.on_items)  # as ``replay --speed max`` feeds it
+        engine = replay_file(path, on_items=sink.on_items, batched=batched)
         sink.close(engine)
     frames.append(sink.frames)
 
@@ -293,11 +296,12 @@ def main() -> int:
         frames: list[int] = []
         run_json(path)  # warm up: imports, caches
         run_tree(path, frames)
-        (json_s, json_m), (tree_s, tree_m), (reads_s, reads_m) = compare_all(
+        (json_s, json_m), (tree_s, tree_m), (reads_s, reads_m), (tree_r, tree_rm) = compare_all(
             [
                 lambda: run_json(path),
                 lambda: run_tree(path, frames),
                 lambda: run_json(path, batched=False),
+                lambda: run_tree(path, [], batched=False),
             ],
             args.repeat,
         )
@@ -310,7 +314,8 @@ def main() -> int:
               f"   target <= {TARGET_RATIO}")  # fmt: skip
         ok &= ratio <= TARGET_RATIO
         print(f"in process   json read by read {reads_s * 1000:5.1f} ms  ({reads_m * 1000:.1f})"
-              f"   tree / it {tree_s / reads_s:.2f}  ({tree_m / reads_m:.2f})")  # fmt: skip
+              f"   tree read by read {tree_r * 1000:.1f} ms  ({tree_rm * 1000:.1f})"
+              f"   ratio {tree_r / reads_s:.2f}  ({tree_rm / reads_m:.2f})")  # fmt: skip
         final_ms = final_cost(path) * 1000
         print(f"in process   final tree {final_ms:8.1f} ms  (printing it: part of the live tree)")
 

@@ -446,7 +446,12 @@ class Code:
         return width - (len(str(last)) + 2) - 1
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.syntax(console, options.max_width)
+        syntax = self.syntax(console, options.max_width)
+        if not syntax.word_wrap:
+            # every line fits: rich would measure each one to crop it to the width (and pad it
+            # with nothing, on the default background); told not to wrap, it gives the same lines
+            options = options.update(no_wrap=True)
+        yield from syntax.__rich_console__(console, options)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.syntax(console, options.max_width))
