@@ -495,6 +495,43 @@ def test_kimi_transform_gives_the_sdk_real_tool_calls(tmp_path: Path) -> None:
     assert body_of(second) == body_of(plain)
 
 
+def test_kimi_transform_joins_markers_split_across_paced_upstream_reads(tmp_path: Path) -> None:
+    """Paced as recorded, every upstream read reaches the proxy on its own, so the Kimi markers
+    really arrive cut across reads; the SDK still gets the calls, the recording the reads."""
+    from streamtool.core.outputs.kimi_transform import KimiTransform
+
+    rec = recording("fireworks-kimi-k2-tokens-split-across-chunks")
+    served = chunks_of(rec)
+    marker = b"<|tool_call_begin|>"
+    assert marker not in served[4] and marker in b"".join(served[3:5])  # cut across two reads
+    out = tmp_path / "caps"
+    with (
+        serving([rec], Playback(speed=1.0)) as up,
+        ProxyThread(
+            ProxyConfig(out=out, upstreams=parse_upstreams([up.url]), transform=KimiTransform)
+        ) as px,
+    ):
+        client = openai.OpenAI(base_url=px.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
+        model = "accounts/fireworks/models/kimi-k2-instruct-0905"
+        messages = [{"role": "user", "content": "read both"}]
+        with client.chat.completions.stream(model=model, messages=messages) as stream:
+            for _ in stream:
+                pass
+            completion = stream.get_final_completion()
+        wait_for_index(out, 1)
+    (capture,) = captured(out)
+    assert chunks_of(capture) == served  # one record per paced upstream read, as served
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert [
+        (c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls
+    ] == [
+        ("read_file", {"path": "README.md"}),
+        ("read_file", {"path": "pyproject.toml"}),
+    ]
+    assert "<|" not in (choice.message.content or "")
+
+
 def test_secret_split_across_two_reads_never_written(tmp_path: Path) -> None:
     upstream = Upstream()
     out = tmp_path / "caps"
