@@ -101,3 +101,8 @@ def chat_chunk(text: str, i: int = 0, finish: str | None = None) -> str:
         ],
     }
     return f"data: {json.dumps(obj, separators=(',', ':'), ensure_ascii=False)}\n\n"
+
+
+def record_args(base_url: str, model: str = "m", provider: str = "openai-chat") -> list[str]:
+    """The options of a ``streamtool record`` of one "hi" to ``base_url``."""
+    return ["-p", provider, "-m", model, "--prompt", "hi", "--base-url", base_url]

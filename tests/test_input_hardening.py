@@ -25,6 +25,7 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.wire.fastjson import MAX_DEPTH, loads
 
 from .conftest import RECORDINGS
+from .serve_helpers import record_args
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 HEADER = {
@@ -250,14 +251,7 @@ def test_a_full_disk_ends_the_recording_cleanly(tmp_path):
         out = tmp_path / "full.jsonl"
         args = [
             "record",
-            "-p",
-            "openai-chat",
-            "-m",
-            "m",
-            "--prompt",
-            "hi",
-            "--base-url",
-            server.url + "/v1",
+            *record_args(server.url + "/v1"),
             "--view",
             "none",
             "-o",

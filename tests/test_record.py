@@ -41,7 +41,7 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.wire.http_body import BodyDecoder, provider_error_message
 
-from .serve_helpers import body_of, chunks_of, read_all, recording, write_recording
+from .serve_helpers import body_of, chunks_of, read_all, record_args, recording, write_recording
 
 MAX = Playback(speed=None)
 KEY_STARTS = (b"sk-ant-", b"AIza", b"xai-", b"gsk_")
@@ -508,14 +508,7 @@ def test_http_error_is_recorded_and_reported(served, tmp_path):
     out = tmp_path / "err.jsonl"
     result = run_record(
         [
-            "-p",
-            "openai-chat",
-            "-m",
-            "gpt-4o",
-            "--prompt",
-            "hi",
-            "--base-url",
-            served.url + "/v1",
+            *record_args(served.url + "/v1", "gpt-4o"),
             "-H",
             "X-Streamtool-Recording: openai-http-429-rate-limit",
             "-o",
@@ -539,14 +532,7 @@ def test_dropped_connection_keeps_every_byte(tmp_path):
     with serving([rec], Playback(speed=None, cut_after=1000)) as server:
         result = run_record(
             [
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1"),
                 "-o",
                 str(out),
             ]
@@ -568,14 +554,7 @@ def test_read_timeout_ends_the_recording(tmp_path):
         started = time.monotonic()
         result = run_record(
             [
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1"),
                 "--timeout",
                 "0.3",
                 "-o",
@@ -598,14 +577,7 @@ def test_ctrl_c_leaves_a_valid_recording(tmp_path):
             [
                 *STREAMTOOL,
                 "record",
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1"),
                 "-o",
                 str(out),
             ],
@@ -650,14 +622,7 @@ def test_connection_refused(tmp_path):
     out = tmp_path / "refused.jsonl"
     result = run_record(
         [
-            "-p",
-            "openai-chat",
-            "-m",
-            "m",
-            "--prompt",
-            "hi",
-            "--base-url",
-            f"http://127.0.0.1:{port}/v1",
+            *record_args(f"http://127.0.0.1:{port}/v1"),
             "-o",
             str(out),
         ]
@@ -697,14 +662,7 @@ def test_secrets_never_reach_the_file(tmp_path):
         out1 = tmp_path / "openai.jsonl"
         r1 = run_record(
             [
-                "-p",
-                "openai-chat",
-                "-m",
-                "gpt-4o-mini",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1", "gpt-4o-mini"),
                 "-H",
                 f"x-api-key: {FAKE['header']}",
                 "-H",
@@ -717,14 +675,7 @@ def test_secrets_never_reach_the_file(tmp_path):
         out2 = tmp_path / "gemini.jsonl"
         r2 = run_record(
             [
-                "-p",
-                "gemini",
-                "-m",
-                "gemini-2.5-flash",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url,
+                *record_args(server.url, "gemini-2.5-flash", provider="gemini"),
                 "--key-in-query",
                 "-o",
                 str(out2),
@@ -874,14 +825,7 @@ def test_gzip_body_is_recorded_decoded(tmp_path):
         out = tmp_path / "gz.jsonl"
         result = run_record(
             [
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                f"http://127.0.0.1:{server.server_address[1]}/v1",
+                *record_args(f"http://127.0.0.1:{server.server_address[1]}/v1"),
                 "-o",
                 str(out),
             ]
@@ -987,14 +931,7 @@ def test_record_keeps_the_reads_as_the_server_cut_them(tmp_path):
     with serving([rec], Playback(speed=None, rechunk=7)) as server:
         result = run_record(
             [
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1"),
                 "-o",
                 str(out),
             ]

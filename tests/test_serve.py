@@ -31,6 +31,7 @@ from .serve_helpers import (
     chat_chunk,
     chunks_of,
     payloads,
+    record_args,
     recording,
     write_recording,
 )
@@ -687,14 +688,7 @@ def test_a_broken_off_recording_is_served_broken_off(tmp_path):
             app,
             [
                 "record",
-                "-p",
-                "openai-chat",
-                "-m",
-                "m",
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url + "/v1",
+                *record_args(server.url + "/v1"),
                 "-o",
                 str(out),
             ],
