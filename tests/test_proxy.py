@@ -269,13 +269,16 @@ def test_compressed_body_reaches_client_as_asked(tmp_path: Path) -> None:
 
 
 # -- secrets -------------------------------------------------------------------------------------
-def test_echoed_secret_never_written(tmp_path: Path) -> None:
+def post_with_token(tmp_path: Path, upstream_path: str, token: str) -> tuple[int, list, Path]:
+    """A streamed POST carrying ``token`` through the proxy to the test upstream's
+    ``upstream_path``: (status, the client's reads, the capture folder)."""
     upstream = Upstream()
     out = tmp_path / "caps"
-    token = "sk-proj-Echo7xQ2wLp9Vn4Rt8Yb6Zc1Md3"
     with (
         ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}/secret"]))) as px,
+        ProxyThread(
+            ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}{upstream_path}"]))
+        ) as px,
     ):
         status, reads = raw_post(
             px.url + "/v1/chat/completions",
@@ -283,6 +286,12 @@ def test_echoed_secret_never_written(tmp_path: Path) -> None:
             {"authorization": f"Bearer {token}"},
         )
         wait_for_index(out, 1)
+    return status, reads, out
+
+
+def test_echoed_secret_never_written(tmp_path: Path) -> None:
+    token = "sk-proj-Echo7xQ2wLp9Vn4Rt8Yb6Zc1Md3"
+    status, reads, out = post_with_token(tmp_path, "/secret", token)
     assert status == 200
     received = b"".join(reads).decode()
     assert received.count(token) == 1  # the client gets the upstream's bytes untouched
@@ -533,19 +542,8 @@ def test_kimi_transform_joins_markers_split_across_paced_upstream_reads(tmp_path
 
 
 def test_secret_split_across_two_reads_never_written(tmp_path: Path) -> None:
-    upstream = Upstream()
-    out = tmp_path / "caps"
     token = "sk-proj-Split4xQ2wLp9Vn4Rt8Yb6Zc1Md3"
-    with (
-        ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}/split"]))) as px,
-    ):
-        status, reads = raw_post(
-            px.url + "/v1/chat/completions",
-            {"model": "gpt-test", "stream": True},
-            {"authorization": f"Bearer {token}"},
-        )
-        wait_for_index(out, 1)
+    status, reads, out = post_with_token(tmp_path, "/split", token)
     assert status == 200
     # the upstream sent the token in two reads; the client got them as they came
     assert token not in reads[0].decode() and token in b"".join(reads).decode()
