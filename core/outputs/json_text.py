@@ -66,26 +66,34 @@ def _value(value: Any, indent: str | None, level: int) -> Iterator[str]:
         raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
 
 
-def _array(items: list[Any] | tuple[Any, ...], indent: str | None, level: int) -> Iterator[str]:
-    if not items:
-        yield "[]"
-        return
+def _members(
+    brackets: str, members: Iterator[Iterator[str]], indent: str | None, level: int
+) -> Iterator[str]:
+    """A non-empty array or object: ``brackets`` ("[]" or "{}") around the members' pieces,
+    laid out as ``json.dumps`` lays them out."""
     if indent is None:
-        separator, closing = ", ", "]"
-        yield "["
+        separator, closing = ", ", brackets[1]
+        yield brackets[0]
     else:
-        level += 1
-        newline = "\n" + indent * level
-        separator, closing = "," + newline, "\n" + indent * (level - 1) + "]"
-        yield "[" + newline
+        newline = "\n" + indent * (level + 1)
+        separator, closing = "," + newline, "\n" + indent * level + brackets[1]
+        yield brackets[0] + newline
     first = True
-    for item in items:
+    for member in members:
         if first:
             first = False
         else:
             yield separator
-        yield from _value(item, indent, level)
+        yield from member
     yield closing
+
+
+def _array(items: list[Any] | tuple[Any, ...], indent: str | None, level: int) -> Iterator[str]:
+    if not items:
+        yield "[]"
+        return
+    inner = level + 1
+    yield from _members("[]", (_value(item, indent, inner) for item in items), indent, level)
 
 
 def _key(key: Any) -> str:
@@ -108,21 +116,11 @@ def _object(obj: dict[Any, Any], indent: str | None, level: int) -> Iterator[str
     if not obj:
         yield "{}"
         return
-    if indent is None:
-        separator, closing = ", ", "}"
-        yield "{"
-    else:
-        level += 1
-        newline = "\n" + indent * level
-        separator, closing = "," + newline, "\n" + indent * (level - 1) + "}"
-        yield "{" + newline
-    first = True
-    for key, item in obj.items():
-        if first:
-            first = False
-        else:
-            yield separator
-        yield from _string(_key(key))
-        yield ": "
-        yield from _value(item, indent, level)
-    yield closing
+    inner = level + 1
+    yield from _members("{}", (_pair(k, v, indent, inner) for k, v in obj.items()), indent, level)
+
+
+def _pair(key: Any, item: Any, indent: str | None, level: int) -> Iterator[str]:
+    yield from _string(_key(key))
+    yield ": "
+    yield from _value(item, indent, level)
