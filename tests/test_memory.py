@@ -34,6 +34,7 @@ from streamtool.core.tracker import ToolCallTracker
 
 from .conftest import RECORDINGS
 from .helpers import recording_body
+from .serve_helpers import write_recording
 from .test_transcript import cut
 
 BUNDLED = sorted(RECORDINGS.glob("*.jsonl"))
@@ -117,22 +118,9 @@ def text(size: int) -> Iterator[str]:
     yield from _ending("stop")
 
 
-def write_recording(path: Path, events: Iterator[str]) -> Path:
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": "openai",
-        "api": "chat.completions",
-        "request": {"method": "POST", "url": "https://x/v1/chat/completions", "body": {}},
-        "response": {"status": 200, "headers": {}},
-    }
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(header) + "\n")
-        for i, raw in enumerate(events):
-            fh.write(json.dumps({"type": "chunk", "t": round(i * 0.0004, 6), "text": raw}) + "\n")
-        fh.write(json.dumps({"type": "end", "t": 1.0, "reason": "complete", "error": None}) + "\n")
-    return path
+def write_events(path: Path, events: Iterator[str]) -> Path:
+    """A recording of ``events``, one read each, 0.4 ms apart."""
+    return write_recording(path, [(round(i * 0.0004, 6), raw) for i, raw in enumerate(events)])
 
 
 SHAPES: dict[str, Callable[[int], Iterator[str]]] = {
@@ -150,7 +138,7 @@ def test_a_finished_replay_holds_about_its_summary(
     """The bytes a finished replay holds, and its peak while replaying, are a small multiple of
     its summary (what ``--format json`` prints), not of the recording: one copy of the text and
     the arguments (raw and parsed), no event per fragment."""
-    path = write_recording(tmp_path / f"{shape}.jsonl", SHAPES[shape](3_000_000))
+    path = write_events(tmp_path / f"{shape}.jsonl", SHAPES[shape](3_000_000))
     replay_file(path)  # every module imported, every cache warm: only the replay is measured
     tracemalloc.start()
     try:
@@ -314,7 +302,7 @@ def test_replay_json_prints_the_summary_json_dumps_would(tmp_path: Path) -> None
     """``--format json`` prints piece by piece exactly what ``json.dumps`` of the summary is."""
     from streamtool.cli.sinks import JsonlSink, JsonSink
 
-    path = write_recording(tmp_path / "huge.jsonl", huge_call(400_000))
+    path = write_events(tmp_path / "huge.jsonl", huge_call(400_000))
     engine = replay_file(path)
     out = io.StringIO()
     JsonSink(out).close(engine)
