@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .errors import fail, user_errors
-from .guard_options import HEADER_TIMEOUT, HeaderTimeout, max_connections_option
+from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
 from .main import app
 
 VIEWS = ("journal", "tree", "none")
@@ -76,7 +76,7 @@ def proxy(
         parse_upstreams,
         run_proxy,
     )
-    from streamtool.core.net.server import ConnectionLimits, bind, connection_limit
+    from streamtool.core.net.server import ConnectionLimits, connection_limit
     from streamtool.core.net.server import header_timeout as check_header_timeout
 
     if view is None:
@@ -115,13 +115,7 @@ def proxy(
     )
     with user_errors():
         proxy_app = ProxyApp(config)
-    try:
-        sock = bind(host, port)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    real_port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    origin = f"http://{shown}:{real_port}"
+    sock, origin = listen(host, port)
     err = sys.stderr
     err.write(f"streamtool: proxy on {origin}, recording into {out}/\n")
     err.write(f"  OpenAI SDK / Codex:   OPENAI_BASE_URL={origin}/v1\n")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .errors import fail, user_errors
-from .guard_options import HEADER_TIMEOUT, HeaderTimeout, max_connections_option
+from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
 from .main import app
 
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
@@ -125,7 +125,7 @@ def serve(
     """
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.playback import Playback, parse_speed
-    from streamtool.core.net.server import Library, bind, create_app, run_server
+    from streamtool.core.net.server import Library, create_app, run_server
     from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
 
     if not 0 <= port <= 65535:
@@ -188,18 +188,13 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    try:
-        sock = bind(host, port)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    real_port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
+    sock, origin = listen(host, port)
     err = sys.stderr
     n = len(library.recordings)
     what = f"{n} recording{'s' if n != 1 else ''}"
     if as_tape:
         what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
-    err.write(f"streamtool: serving {what} on http://{shown}:{real_port}\n")
+    err.write(f"streamtool: serving {what} on {origin}\n")
     for rec in library.recordings:
         where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
         where = where.replace("{model}", rec.model or "MODEL")

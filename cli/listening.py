@@ -1,11 +1,14 @@
-"""The connection-guard options that ``serve`` and ``proxy`` share (``--max-connections``,
-``--header-timeout``), typed once so both commands say the same thing."""
+"""What ``serve`` and ``proxy`` share about listening: the connection-guard options
+(``--max-connections``, ``--header-timeout``), typed once so both commands say the same thing,
+and opening the listening socket."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from .errors import fail
 
 # the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT, which this module
 # does not import: the server stack loads only when the command runs)
@@ -30,3 +33,16 @@ HeaderTimeout = Annotated[
         "(inf: no limit).",
     ),
 ]
+
+
+def listen(host: str, port: int) -> tuple[Any, str]:
+    """The listening socket on ``host:port`` (port 0: any free one) and its origin URL; a
+    socket that cannot be opened is a one-line error (exit 2)."""
+    from streamtool.core.net.server import bind
+
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    shown = f"[{host}]" if ":" in host else host
+    return sock, f"http://{shown}:{sock.getsockname()[1]}"
