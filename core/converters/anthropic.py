@@ -46,6 +46,9 @@ from .segments import REASONING, TEXT, TOOL, ProseRuns
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
+# the text deltas the fast path takes: delta type -> (its text field, the run it belongs to)
+_HOT_TEXT = {"text_delta": ("text", TEXT), "thinking_delta": ("thinking", REASONING)}
+
 
 class _Block:
     __slots__ = ("type", "server_side", "tool_input", "stopped")
@@ -101,19 +104,15 @@ class AnthropicConverter(Converter):
                 return None
             tracker.take(call, fragment)
             return call, fragment
-        if kind == "text_delta":
-            text = delta.get("text")
-            if type(text) is not str or not text:
-                return None
-            self._runs.enter(TEXT)
-            return TEXT, text
-        if kind == "thinking_delta":
-            thinking = delta.get("thinking")
-            if type(thinking) is not str or not thinking:
-                return None
-            self._runs.enter(REASONING)
-            return REASONING, thinking
-        return None
+        streamed = _HOT_TEXT.get(kind) if type(kind) is str else None
+        if streamed is None:
+            return None
+        field, run = streamed
+        text = delta.get(field)
+        if type(text) is not str or not text:
+            return None
+        self._runs.enter(run)
+        return run, text
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if type(obj) is dict:
