@@ -2,9 +2,11 @@
 
 On a terminal the tree is a rich ``Live`` display redrawn by a small thread at most
 ``refresh_per_second`` times a second, and only when something changed; the stream's side only
-updates the model (:mod:`.tree_model`), so a fast replay is never slowed by drawing. At the end
-the live frame is replaced by the whole tree, printed once. Off a terminal (a pipe, CI) or with
-``live=False`` nothing is redrawn: the tree is printed once at the end.
+updates the model (:mod:`.tree_model`), so a fast replay is never slowed by drawing. The first
+frame is drawn one redraw interval after the stream began: a stream over sooner (a replay at
+``--speed max``, a short answer) gets no frame that would be replaced at once, only its tree. At
+the end the live frame is replaced by the whole tree, printed once. Off a terminal (a pipe, CI)
+or with ``live=False`` nothing is redrawn: the tree is printed once at the end.
 
 The same sink serves ``replay`` and ``record``::
 
@@ -130,7 +132,7 @@ class TreeSink:
         Once the sink has the engine (from ``start`` or ``on_items``) the redraw thread sees
         its reads itself; before that, this is how the root line learns the stream's source."""
         self._engine = engine
-        if self._display is None:
+        if self._thread is None:
             self._changed()
         else:  # the common case, once per read: just ask for a frame
             self._dirty = True
@@ -140,14 +142,14 @@ class TreeSink:
         if items:
             with self._lock:
                 self.state.feed(items)
-        if self._display is None:
+        if self._thread is None:
             self._changed()
         else:
             self._dirty = True
 
     def _changed(self) -> None:
-        """Something to draw: start the live display if it is not running, ask for a frame."""
-        if self._display is None and self.live and not self.closed:
+        """Something to draw: start the redraw thread if it is not running, ask for a frame."""
+        if self._thread is None and self.live and not self.closed:
             self._start_live()
         self._dirty = True
 
@@ -200,16 +202,13 @@ class TreeSink:
 
     def _start_live(self) -> None:
         self._began = time.monotonic()
-        self._display = start_live_display(self.console, self.frame)
-        self.frames += 1
         self._thread = threading.Thread(target=self._redraw_loop, name="tree-redraw", daemon=True)
         self._thread.start()
 
     def _redraw_loop(self) -> None:
         """Every ``refresh_interval``, redraw if the model changed (the stream's side only sets a
-        flag: a fast replay pays nothing for drawing but the frames themselves)."""
-        display = self._display
-        assert display is not None
+        flag: a fast replay pays nothing for drawing but the frames themselves). The live display
+        itself begins at the first tick: a stream that ended before it has drawn nothing."""
         drawn_reads = -1
         while not self._stop.wait(self.refresh_interval):
             # reads that gave no item change the footer's counters (and need no ``observe``)
@@ -217,17 +216,19 @@ class TreeSink:
             if self._dirty or reads != drawn_reads or self.waiting:  # the spinner turns too
                 self._dirty = False
                 drawn_reads = reads
-                display.refresh()
+                if self._display is None:
+                    self._display = start_live_display(self.console, self.frame)
+                else:
+                    self._display.refresh()
                 self.frames += 1
 
     def _stop_live(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()  # after it, no frame is being drawn or begun
         display, self._display = self._display, None
         if display is None:
             return
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
         # rich draws the frame once more when it stops, then erases it (transient): that last
         # frame is empty, so nothing is drawn only to be erased
         self._blank = True

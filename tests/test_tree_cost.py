@@ -228,10 +228,15 @@ def test_a_live_display_that_stops_draws_no_frame_only_to_erase_it(
     monkeypatch.setattr(tree_view, "render_live", counting)
     out = io.StringIO()
     sink = TreeSink(make_console(file=out, force_terminal=True, width=100, height=30), live=True)
+
+    def slowly(engine: Any, chunk: Any) -> None:  # 11 reads over ~0.3 s: a few frames
+        sink.observe(engine)
+        time.sleep(0.03)
+
     engine = replay_file(
         RECORDINGS / "openai-parallel-tool-calls.jsonl",
         on_items=sink.on_items,
-        before_chunk=lambda e, c: sink.observe(e),
+        before_chunk=slowly,
     )
     sink.close(engine)
     assert sink.frames >= 1
@@ -266,3 +271,21 @@ def test_the_live_footer_follows_reads_that_give_no_item_without_observe() -> No
         assert engine.feed_chunk(Chunk(0.01 * i, keep_alive)) == []
     assert drawn("6 chunks")
     sink.abort()
+
+
+def test_a_stream_over_before_the_first_redraw_gets_its_tree_and_no_live_frame() -> None:
+    """The live display begins one redraw interval in: an unpaced replay that ends sooner draws
+    no frame only to replace it, and prints exactly what a sink that is never live prints."""
+    path = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    outputs = []
+    for live in (True, False):
+        out = io.StringIO()
+        console = make_console(file=out, force_terminal=True, width=100, height=30)
+        sink = TreeSink(console, live=live, refresh_per_second=2)  # first tick after 0.5 s
+        engine = replay_file(path, on_items=sink.on_items, before_chunk=lambda e, c: None)
+        sink.close(engine)
+        assert sink.frames == 0
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1]
+    assert "\x1b[?25l" not in outputs[0]  # the cursor was never hidden: no live display
+    assert "invocations (2)" in outputs[0]

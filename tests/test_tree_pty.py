@@ -195,7 +195,8 @@ def test_bad_line_mid_stream_takes_the_live_tree_down_for_a_one_line_error(tmp_p
     lines = (RECORDINGS / "openai-parallel-tool-calls.jsonl").read_text().splitlines()
     bad = tmp_path / "openai-bad-line.jsonl"
     bad.write_text("\n".join([*lines[:8], "garbage{", *lines[8:]]) + "\n")
-    run = run_in_pty(["replay", str(bad), "--speed", "20"])
+    # paced so the live tree is on the screen (from a redraw interval in) before the bad line
+    run = run_in_pty(["replay", str(bad), "--speed", "1"])
     assert run.code == 2
     screen = "".join(run.screen)  # one line (the terminal wraps a long path)
     assert screen == f"streamtool: error: {bad}:9: not JSON (Expecting value)"
