@@ -25,6 +25,7 @@ from rich.tree import Tree
 
 from streamtool.core.model import SegmentType
 
+from .code_view import code_segments, measure_code
 from .lexers import lexer_for, lexer_for_path
 from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip
 
@@ -410,12 +411,12 @@ def _fits(text: str, width: int) -> bool:
 
 
 class Code:
-    """Code with line numbers, highlighted for its language, drawn by rich's ``Syntax``.
+    """Code with line numbers, highlighted for its language, as rich's ``Syntax`` draws it.
 
-    Long lines wrap; code whose lines all fit is drawn with wrapping off, which gives the same
-    lines for less work (rich wraps code one line at a time, each through the whole text
-    machinery). Highlighting is done only where it shows: on a console that draws no styles (a
-    pipe) the code is not lexed.
+    Long lines wrap, drawn by ``Syntax`` itself. Code whose lines all fit is drawn from the
+    lexer's tokens by :func:`.code_view.code_segments`: the same segments, without rich's
+    text machinery (and without importing ``rich.syntax``). Highlighting is done only where it
+    shows: on a console that draws no styles (a pipe) the code is not lexed.
     """
 
     def __init__(self, code: str, language: str, start_line: int = 1) -> None:
@@ -423,20 +424,27 @@ class Code:
         self.language = language
         self.start_line = start_line
 
+    def lexer(self, console: Console) -> Any:
+        """The lexer for this code on ``console`` (plain text where no style shows)."""
+        styled = console.color_system is not None or console.record
+        return lexer_for(self.language if styled else "text", self.code)
+
+    def fits(self, width: int) -> bool:
+        """Every line fits at ``width`` columns, beside the line numbers."""
+        return _fits(self.code.expandtabs(CODE_TAB_SIZE), self.code_width(width))
+
     def syntax(self, console: Console, width: int) -> Any:
         """The ``Syntax`` that draws this code at ``width`` columns on ``console``."""
         from rich.syntax import Syntax
 
-        styled = console.color_system is not None or console.record
-        lexer = lexer_for(self.language if styled else "text", self.code)
         return Syntax(
             self.code,
-            lexer,
+            self.lexer(console),
             theme="ansi_dark",
             line_numbers=True,
             start_line=self.start_line,
             background_color="default",
-            word_wrap=not _fits(self.code.expandtabs(CODE_TAB_SIZE), self.code_width(width)),
+            word_wrap=not self.fits(width),
             tab_size=CODE_TAB_SIZE,
         )
 
@@ -446,15 +454,13 @@ class Code:
         return width - (len(str(last)) + 2) - 1
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        syntax = self.syntax(console, options.max_width)
-        if not syntax.word_wrap:
-            # every line fits: rich would measure each one to crop it to the width (and pad it
-            # with nothing, on the default background); told not to wrap, it gives the same lines
-            options = options.update(no_wrap=True)
-        yield from syntax.__rich_console__(console, options)
+        if self.fits(options.max_width):
+            yield from code_segments(self.code, self.lexer(console), self.start_line, CODE_TAB_SIZE)
+        else:
+            yield from self.syntax(console, options.max_width).__rich_console__(console, options)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement.get(console, options, self.syntax(console, options.max_width))
+        return measure_code(self.code, self.start_line)
 
 
 CODE_TAB_SIZE = 4
