@@ -10,8 +10,7 @@ All work per item is O(1) amortized: content is kept as a list of deltas, joined
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from streamtool.core.model import (
     Quirk,
@@ -152,8 +151,7 @@ class Segment:
         return None if raw is None else str(raw)
 
 
-@dataclass(slots=True)
-class Note:
+class Note(NamedTuple):
     """An error or a quirk, shown where it happened in the stream."""
 
     kind: Literal["error", "quirk"]
@@ -165,8 +163,7 @@ class Note:
 Node = Segment | Note
 
 
-@dataclass(slots=True)
-class Stats:
+class Stats(NamedTuple):
     """What the root line and the footer show, read off the engine."""
 
     source: str = ""
@@ -288,16 +285,27 @@ class TreeState:
 Keep = Literal["head", "tail", "both"]
 
 
-@dataclass(slots=True)
 class Part:
     """A kept run of whole lines; ``first_line`` is its 1-based line number in the content."""
 
-    text: str
-    first_line: int
+    __slots__ = ("text", "first_line")
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.text = text
+        self.first_line = first_line
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Part):
+            return NotImplemented
+        return (self.text, self.first_line) == (other.text, other.first_line)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Part(text={self.text!r}, first_line={self.first_line!r})"
 
 
-@dataclass(slots=True)
-class Cut:
+class Cut(NamedTuple):
     """``lines`` lines left out here."""
 
     lines: int

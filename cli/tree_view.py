@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -53,8 +52,7 @@ STYLE = {
 _json_highlighter = JSONHighlighter()
 
 
-@dataclass(slots=True)
-class ViewOptions:
+class ViewOptions(NamedTuple):
     """Limits of the static tree; ``None`` means no limit (``--full``)."""
 
     text_lines: int | None = 200
