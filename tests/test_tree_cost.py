@@ -127,7 +127,10 @@ def test_plain_word_lists_match_what_pygments_word_patterns_match(name: str) -> 
 def test_ascii_python_lexer_has_no_unicode_class_and_other_text_gets_pygments_own() -> None:
     lexer = lexer_for("python", "def f(x):\n    return x\n")
     patterns = [
-        rule[0].__self__.pattern for rules in type(lexer)._tokens.values() for rule in rules
+        rule.source
+        for rules in map(type(lexer)._rules.rules, type(lexer)._rules.defs)
+        for rule in rules
+        if isinstance(rule.source, str)
     ]
     assert patterns and all(p.isascii() for p in patterns)
     assert type(lexer_for("python", "café = 1\n")) is type(full_lexer("python"))
