@@ -484,8 +484,9 @@ class Rule:
 
 
 class Rules:
-    """The rules of a ``RegexLexer`` class, from its token definitions: each state's rules when
-    the state is first entered, each pattern compiled when first tried.
+    """The rules of a ``RegexLexer`` class, from its token definitions: a state's rules listed
+    when the state is first entered, by character when a character is first met in it, each
+    pattern compiled when first picked out.
 
     :attr:`states` maps a state to its rules as pygments' ``_tokens`` holds them (what pygments'
     own loops read); :attr:`tables` maps a state to its rules by character (what
@@ -503,24 +504,32 @@ class Rules:
     def rules(self, state: str) -> list[Rule]:
         """``state``'s rules, included states' in their place."""
         found = self.expanded.get(state)
+        return found if found is not None else self._expand(state, {})
+
+    def _expand(self, state: str, building: dict[str, list[Rule]]) -> list[Rule]:
+        # a state is stored once whole (another thread may be lexing); one that includes itself,
+        # through others, gets what is done of it so far, as in pygments
+        found = self.expanded.get(state)
+        if found is None:
+            found = building.get(state)
         if found is not None:
             return found
-        out: list[Rule] = []
-        self.expanded[state] = out  # (as pygments: a state including itself gets what is done)
+        out = building[state] = []
         if state in self.combined:
             for part in self.combined[state]:
-                out.extend(self.rules(part))
-            return out
-        for tdef in self.defs[state]:
-            if isinstance(tdef, include):
-                out.extend(self.rules(str(tdef)))
-            elif tdef is inherit:
-                continue
-            elif isinstance(tdef, default):
-                out.append(Rule("", None, self.new_state(tdef.state)))
-            else:
-                new = self.new_state(tdef[2]) if len(tdef) > 2 else None
-                out.append(Rule(tdef[0], tdef[1], new))
+                out.extend(self._expand(part, building))
+        else:
+            for tdef in self.defs[state]:
+                if isinstance(tdef, include):
+                    out.extend(self._expand(str(tdef), building))
+                elif tdef is inherit:
+                    continue
+                elif isinstance(tdef, default):
+                    out.append(Rule("", None, self.new_state(tdef.state)))
+                else:
+                    new = self.new_state(tdef[2]) if len(tdef) > 2 else None
+                    out.append(Rule(tdef[0], tdef[1], new))
+        self.expanded[state] = out
         return out
 
     def new_state(self, new: Any) -> Any:
