@@ -60,7 +60,8 @@ def ascii_copy() -> Any:
     run by pygments."""
     from pygments.lexer import words
 
-    from streamtool.cli.lexers import LEXER_OPTIONS, _lexer_class, ascii_tokendefs, plain_words
+    from streamtool.cli.lexer_rules import plain_words
+    from streamtool.cli.lexers import LEXER_OPTIONS, _lexer_class, ascii_tokendefs
 
     cls = _lexer_class("python")
     tokens = {

@@ -176,13 +176,6 @@ def _cased(regex: str) -> bool:
     return "(?i" not in regex
 
 
-def plain_words(listed: Any) -> str:
-    """A pygments ``words(...)`` pattern as a plain alternation (see :mod:`.lexer_rules`)."""
-    from .lexer_rules import plain_words
-
-    return plain_words(listed)
-
-
 @lru_cache(maxsize=1)
 def _unicode_classes() -> tuple[tuple[str, str], ...]:
     """pygments' large Unicode character classes (the contents of a ``[...]``), longest first,

@@ -103,7 +103,7 @@ def test_most_languages_have_regex_lexers() -> None:
 def test_plain_word_lists_match_what_pygments_word_patterns_match(name: str) -> None:
     from pygments.lexer import words
 
-    from streamtool.cli.lexers import plain_words
+    from streamtool.cli.lexer_rules import plain_words
 
     cls = regex_lexer_class(name)
     assert cls is not None
