@@ -1,8 +1,15 @@
-"""Helpers shared by the HTTP tests (record, serve, capture): reading recordings back."""
+"""Helpers shared by the HTTP tests (record, serve, capture): reading recordings back, starting
+a listening command."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +17,35 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS
+
+STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+
+
+def start_listening(
+    command: list[str], *, env: dict[str, str] | None = None, timeout: float = 20.0
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Run a command that listens (``serve`` or ``proxy`` with ``--port 0``) and wait until it
+    answers; returns the process, the first line it wrote (which names its origin) and the
+    origin."""
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+    assert found, first
+    deadline = time.monotonic() + timeout
+    while True:  # the port is bound before the line is written; wait until it answers
+        try:
+            socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=5).close()
+            return proc, first, found.group(0)
+        except OSError:
+            assert time.monotonic() < deadline, "the command did not start listening"
+            time.sleep(0.05)
 
 
 def recording(name: str) -> Path:

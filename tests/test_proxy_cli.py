@@ -3,11 +3,8 @@ leave finished / readable recordings, bad options are one line and exit 2."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,24 +15,14 @@ from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import ServerThread, serving
 
 from .proxy_helpers import Upstream
-from .serve_helpers import chunks_of, read_all, recording
-
-STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+from .serve_helpers import STREAMTOOL, chunks_of, read_all, recording, start_listening
 
 
-def start(args: list[str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [*STREAMTOOL, "proxy", "--port", "0", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
+def start(args: list[str]) -> tuple[subprocess.Popen[str], str]:
+    proc, _, origin = start_listening(
+        [*STREAMTOOL, "proxy", "--port", "0", *args], env={"COLUMNS": "200"}
     )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    found = re.search(r"proxy on (http://127\.0\.0\.1:\d+)", line)
-    assert found, line
-    return proc, found.group(1)
+    return proc, origin
 
 
 def test_port_zero_journal_and_ctrl_c(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -27,17 +26,18 @@ from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .serve_helpers import (
+    STREAMTOOL,
     body_of,
     chat_chunk,
     chunks_of,
     payloads,
     record_args,
     recording,
+    start_listening,
     write_recording,
 )
 
 MAX = Playback(speed=None)
-STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 ALL = sorted(RECORDINGS.glob("*.jsonl"))
 CHAT_SDK_AGREES = [
     "openai-parallel-tool-calls",
@@ -595,26 +595,12 @@ def test_fifty_concurrent_streams_are_byte_exact():
 
 # -- the command ---------------------------------------------------------------------------------
 def test_serve_command_runs_and_stops(tmp_path):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [*STREAMTOOL, "serve", str(RECORDINGS), "--port", "0", "--speed", "max", "--quiet"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc, first, url = start_listening(
+        [*STREAMTOOL, "serve", str(RECORDINGS), "--port", "0", "--speed", "max", "--quiet"]
     )
     try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline()
-        assert first.startswith("streamtool: serving ") and "http://127.0.0.1:" in first
-        url = first.strip().rsplit(" ", 1)[-1]
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                listing = httpx.get(url + "/").json()
-                break
-            except httpx.ConnectError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+        assert first.startswith("streamtool: serving ") and first.strip().endswith(url)
+        listing = httpx.get(url + "/").json()
         assert {r["name"] for r in listing["recordings"]} == {p.stem for p in ALL}
         rec = recording("openai-text-usage-chunk-utf8-split")
         status, reads = stream_raw(

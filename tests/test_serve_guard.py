@@ -7,8 +7,6 @@ raw sockets and the clients httpx, on 127.0.0.1.
 
 from __future__ import annotations
 
-import os
-import re
 import select
 import socket
 import subprocess
@@ -28,7 +26,7 @@ from streamtool.core.net import server as server_module
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 
-from .serve_helpers import body_of, recording
+from .serve_helpers import body_of, recording, start_listening
 
 REC = recording("openai-parallel-tool-calls")
 NOFILE = 256  # the servers' open-file limit: the default connection limit is 192 (proxy: 64)
@@ -49,26 +47,8 @@ def streamtool(nofile: int) -> list[str]:
 
 def start(args: list[str], nofile: int = NOFILE) -> tuple[subprocess.Popen[str], str]:
     """``streamtool ARGS --port 0``; returns the process and its origin."""
-    proc = subprocess.Popen(
-        [*streamtool(nofile), *args, "--port", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    found = re.search(r"(?:serving .* on|proxy on) (http://127\.0\.0\.1:\d+)", line)
-    assert found, line
-    origin = found.group(1)
-    deadline = time.monotonic() + 20
-    while True:  # the port is bound before the line is written; wait until it answers
-        try:
-            socket.create_connection(("127.0.0.1", port_of(origin)), timeout=5).close()
-            return proc, origin
-        except OSError:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.05)
+    proc, _, origin = start_listening([*streamtool(nofile), *args, "--port", "0"])
+    return proc, origin
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

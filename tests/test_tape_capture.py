@@ -13,6 +13,7 @@ from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import list_exchanges, read_index
 
+from .serve_helpers import STREAMTOOL, start_listening
 from .tape_helpers import (
     ANTHROPIC_ANSWER,
     OPENAI_CALLS,
@@ -167,31 +168,11 @@ def test_record_missing_needs_an_upstream(tmp_path: Path):
 
 
 def _start_serve(args: list[str]):
-    import os
-    import subprocess
-    import time
-
-    from .test_tape_serve import STREAMTOOL
-
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [*STREAMTOOL, "serve", *args, "--port", "0", "--speed", "max"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc, first, url = start_listening(
+        [*STREAMTOOL, "serve", *args, "--port", "0", "--speed", "max"]
     )
-    assert proc.stderr is not None
-    first = proc.stderr.readline()
     assert first.startswith("streamtool: serving "), first
-    url = first.strip().rsplit(" ", 1)[-1]
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            httpx.get(url + "/")
-            return proc, url
-        except httpx.ConnectError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+    return proc, url
 
 
 def _stop(proc) -> str:

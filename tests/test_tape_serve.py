@@ -4,9 +4,6 @@ and serve's statuses, errors and log lines."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +13,7 @@ import pytest
 from streamtool.core.net.playback import Playback, Write, schedule
 from streamtool.core.net.tape import serving_tape
 
-from .serve_helpers import recording
+from .serve_helpers import STREAMTOOL, recording, start_listening
 from .tape_helpers import (
     ANTHROPIC_ANSWER,
     OPENAI_CALLS,
@@ -31,7 +28,6 @@ from .tape_helpers import (
     write_exchange,
 )
 
-STREAMTOOL = [sys.executable, "-m", "streamtool.cli"]
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
 
 
@@ -336,26 +332,11 @@ def test_a_port_outside_the_range_is_a_clean_error(port: str) -> None:
 
 def test_the_serve_command_logs_the_recording_served(tmp_path: Path) -> None:
     files = openai_tape(tmp_path / "tape")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [*STREAMTOOL, "serve", str(tmp_path / "tape"), "--port", "0", "--speed", "max"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc, first, url = start_listening(
+        [*STREAMTOOL, "serve", str(tmp_path / "tape"), "--port", "0", "--speed", "max"]
     )
     try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline()
         assert first.startswith(f"streamtool: serving the tape {tmp_path / 'tape'} (2 exchanges)")
-        url = first.strip().rsplit(" ", 1)[-1]
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                httpx.get(url + "/")
-                break
-            except httpx.ConnectError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
         body = json.loads(files[1].read_text().splitlines()[0])["request"]["body"]
         status, data, _ = post_raw(url + "/v1/chat/completions", body)
         assert status == 200 and data == body_bytes(files[1])
