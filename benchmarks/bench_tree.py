@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 TARGET_RATIO = 1.3
 MAX_FPS = 15.0
@@ -201,8 +202,10 @@ def compare_all(fns: list[Callable[[], None]], repeat: int) -> list[tuple[float,
     return [(min(seen), statistics.median(seen)) for seen in times]
 
 
-def frame_cost(path: Path, frames: int = 30) -> float:
-    """Seconds to build and draw one live frame of the finished stream (median)."""
+@contextlib.contextmanager
+def finished_tree(path: Path) -> Iterator[tuple[Any, Any]]:
+    """A console (on the null device, 120x40, as a terminal) and a tree sink that has seen the
+    whole recording, not live."""
     from streamtool.cli.tree import TreeSink, make_console
     from streamtool.core.recording.replay_file import replay_file
 
@@ -211,20 +214,19 @@ def frame_cost(path: Path, frames: int = 30) -> float:
         sink = TreeSink(console, live=False)
         engine = replay_file(path, on_items=sink.on_items)
         sink.observe(engine)
+        yield console, sink
+
+
+def frame_cost(path: Path, frames: int = 30) -> float:
+    """Seconds to build and draw one live frame of the finished stream (median)."""
+    with finished_tree(path) as (console, sink):
         console.print(sink.frame())  # warm caches (pretty arguments, lexers)
         return statistics.median(timed(lambda: console.print(sink.frame())) for _ in range(frames))
 
 
 def final_cost(path: Path, repeat: int = 10) -> float:
     """Seconds to build and print the final tree of the finished stream (median)."""
-    from streamtool.cli.tree import TreeSink, make_console
-    from streamtool.core.recording.replay_file import replay_file
-
-    with open(os.devnull, "w") as devnull:
-        console = make_console(file=devnull, force_terminal=True, width=120, height=40)
-        sink = TreeSink(console, live=False)
-        engine = replay_file(path, on_items=sink.on_items)
-        sink.observe(engine)
+    with finished_tree(path) as (console, sink):
         console.print(sink.final_renderable())  # warm caches (lexers)
         return statistics.median(
             timed(lambda: console.print(sink.final_renderable())) for _ in range(repeat)
