@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from streamtool.core.drive.check import check_paths
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.outputs.diff import diff_streams
 from streamtool.core.outputs.golden import ReplayOptions, make_golden
 from streamtool.core.outputs.transcript import build_transcript, render
-from streamtool.core.recording.check import check_paths
-from streamtool.core.recording.replay_file import replay_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generators import GENERATORS  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.sinks import JsonSink
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -154,7 +154,7 @@ def run_json(path: Path, *, batched: bool = True) -> None:
     """The JSON summary as ``replay --format json`` makes it: the recording fed in batches
     (``batched=False``: read by read)."""
     from streamtool.cli.sinks import JsonSink
-    from streamtool.core.recording.replay_file import replay_file
+    from streamtool.core.drive.replay_file import replay_file
 
     sink = JsonSink(io.StringIO())
     if batched:
@@ -168,7 +168,7 @@ def run_tree(path: Path, frames: list[int], *, batched: bool = True) -> None:
     """The live tree as ``replay --speed max`` draws it: fed in batches (``batched=False``: read
     by read, as a paced replay feeds it)."""
     from streamtool.cli.tree import make_console, make_live_sink
-    from streamtool.core.recording.replay_file import replay_file
+    from streamtool.core.drive.replay_file import replay_file
 
     with open(os.devnull, "w") as devnull:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
@@ -207,7 +207,7 @@ def finished_tree(path: Path) -> Iterator[tuple[Any, Any]]:
     """A console (on the null device, 120x40, as a terminal) and a tree sink that has seen the
     whole recording, not live."""
     from streamtool.cli.tree import TreeSink, make_console
-    from streamtool.core.recording.replay_file import replay_file
+    from streamtool.core.drive.replay_file import replay_file
 
     with open(os.devnull, "w") as devnull:
         console = make_console(file=devnull, force_terminal=True, width=120, height=40)
@@ -356,7 +356,7 @@ def main() -> int:
         frames.clear()
         pacer = Pacer(10.0, None)
         from streamtool.cli.tree import make_console, make_live_sink
-        from streamtool.core.recording.replay_file import replay_file
+        from streamtool.core.drive.replay_file import replay_file
 
         with open(os.devnull, "w") as devnull:
             console = make_console(file=devnull, force_terminal=True, width=120, height=40)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from streamtool.core.recording.check import CheckReport, FileResult
+    from streamtool.core.drive.check import CheckReport, FileResult
 
 from .errors import fail, user_errors
 from .main import app
@@ -136,7 +136,7 @@ def check(
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
     with user_errors():
-        from streamtool.core.recording.check import check_paths  # imported when used: fast start
+        from streamtool.core.drive.check import check_paths  # imported when used: fast start
 
         report = check_paths(
             paths,

@@ -129,8 +129,8 @@ def demo(
 
 def _check_same(sample_path: Path, output: Path) -> str:
     """Replay both files: the recording made over HTTP means what the sample means."""
+    from streamtool.core.drive.replay_file import replay_file
     from streamtool.core.outputs.diff import diff_streams
-    from streamtool.core.recording.replay_file import replay_file
 
     with user_errors(str(output)):
         result = diff_streams(

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import default_parser
-from streamtool.core.recording.replay_file import replay_file
 
 from .errors import fail, user_errors
 from .main import app

@@ -11,7 +11,7 @@ import typer
 
 from streamtool.core.converters import UnknownConverter
 from streamtool.core.handlers import UnknownParser
-from streamtool.core.recording.format import RecordingError
+from streamtool.core.records import RecordingError
 from streamtool.core.replay import DetectionError
 
 USAGE_ERRORS: tuple[type[BaseException], ...] = (

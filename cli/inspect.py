@@ -88,10 +88,10 @@ def inspect(
 ) -> None:
     """Show how a stream arrived: facts, timing, a timeline of the reads, and the quirk lint."""
     from streamtool.core.converters import check_converter_name
+    from streamtool.core.drive.find import find_recordings
+    from streamtool.core.drive.inspect_file import inspect_file
     from streamtool.core.handlers import check_parser_name, default_parser
     from streamtool.core.outputs.inspect import findings_failing
-    from streamtool.core.recording.find import find_recordings
-    from streamtool.core.recording.inspect_file import inspect_file
 
     wanted = parse_fail_on(fail_on)
     parser_name = parser or default_parser()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.core.net.forward import Exchange
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 
 REFRESH_SECONDS = 0.25
 

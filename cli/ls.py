@@ -13,7 +13,7 @@ import typer
 from .main import app
 
 if TYPE_CHECKING:
-    from streamtool.core.recording.listing import Row
+    from streamtool.core.drive.listing import Row
 
 SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls, errors, quirks"
 
@@ -52,7 +52,7 @@ def ls(
     ] = Format.text,
 ) -> None:
     """List recordings: provider, API, model, end, duration, TTFT, reads, tool calls, quirks."""
-    from streamtool.core.recording.listing import Filters, list_recordings, sort_key
+    from streamtool.core.drive.listing import Filters, list_recordings, sort_key
 
     try:
         key = sort_key(sort)

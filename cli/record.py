@@ -21,7 +21,7 @@ import typer
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 from streamtool.core.net.requests import APIS
-from streamtool.core.recording.format import Chunk, End, Header, os_error_text
+from streamtool.core.records import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import fail, user_errors, warn

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from streamtool.core.converters import check_converter_name
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
-from streamtool.core.recording.replay_file import replay_file
 
 from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
@@ -21,7 +21,7 @@ from .params import CONVERTERS, PARSERS
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
-    from streamtool.core.recording.format import Chunk
+    from streamtool.core.records import Chunk
     from streamtool.core.replay import ReplayEngine
 
 

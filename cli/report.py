@@ -48,9 +48,9 @@ def report(
 ) -> None:
     """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""
     from streamtool.core.converters import check_converter_name
+    from streamtool.core.drive.inspect_file import inspect_file
     from streamtool.core.handlers import check_parser_name, default_parser
     from streamtool.core.outputs.report import build_report
-    from streamtool.core.recording.inspect_file import inspect_file
 
     if stall != stall or stall <= 0:
         fail("--stall must be a number of seconds > 0")

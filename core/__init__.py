@@ -35,14 +35,14 @@ from .model import (
 _LAZY = {
     "ReplayEngine": ".replay",
     "DetectionError": ".replay",
-    "replay_file": ".recording.replay_file",
+    "replay_file": ".drive.replay_file",
     "Source": ".recording.reader",
     "RecordingWriter": ".recording.writer",
-    "RecordingError": ".recording.format",
-    "Header": ".recording.format",
-    "Chunk": ".recording.format",
-    "End": ".recording.format",
-    "check_paths": ".recording.check",
+    "RecordingError": ".records",
+    "Header": ".records",
+    "Chunk": ".records",
+    "End": ".records",
+    "check_paths": ".drive.check",
     "build_transcript": ".outputs.transcript",
     "diff_streams": ".outputs.diff",
     "OpenAISSEEmitter": ".outputs.emit_openai",
@@ -85,6 +85,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .converters import make_converter
+    from .drive.check import check_paths
+    from .drive.replay_file import replay_file
     from .handlers import make_handler
     from .net.capture import Capture
     from .net.playback import Playback
@@ -92,11 +94,9 @@ if TYPE_CHECKING:
     from .outputs.diff import diff_streams
     from .outputs.emit_openai import OpenAISSEEmitter
     from .outputs.transcript import build_transcript
-    from .recording.check import check_paths
-    from .recording.format import Chunk, End, Header, RecordingError
     from .recording.reader import Source
-    from .recording.replay_file import replay_file
     from .recording.writer import RecordingWriter
+    from .records import Chunk, End, Header, RecordingError
     from .replay import DetectionError, ReplayEngine
 
 

@@ -36,8 +36,8 @@ from .model import (
     StreamError,
     ToolInvocation,
 )
-from .recording.format import Chunk, End, Header
-from .segments import SegmentLog
+from .records import Chunk, End, Header
+from .segment_log import SegmentLog
 from .textbuf import TextBuffer
 from .usage import merge_latest
 from .wire.framing import open_decoder

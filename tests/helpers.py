@@ -6,8 +6,8 @@ import json
 import random
 from typing import Any
 
-from streamtool.core.recording.format import Chunk, End, Header
 from streamtool.core.recording.reader import Source
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
 KIMI_MODEL = "moonshotai/Kimi-K2-Instruct-0905"

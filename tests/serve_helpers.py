@@ -93,7 +93,7 @@ def write_recording(
     content_type: str = "text/event-stream",
 ) -> Path:
     """A small recording written by a test (timings and reads as given)."""
-    from streamtool.core.recording.format import Chunk, End
+    from streamtool.core.records import Chunk, End
 
     header = {
         "type": "header",

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from streamtool.core.recording.format import Chunk, End
 from streamtool.core.recording.tape_index import IndexEntry, append_entry
+from streamtool.core.records import Chunk, End
 
 from .serve_helpers import chunks_of, recording
 

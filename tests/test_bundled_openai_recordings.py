@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
 

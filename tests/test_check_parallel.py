@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.drive.check import check_paths, shard_of
 from streamtool.core.outputs.golden import golden_name
-from streamtool.core.recording.check import check_paths, shard_of
 
 from .conftest import RECORDINGS
 
@@ -130,7 +130,7 @@ def test_shard_is_the_same_in_another_process() -> None:
     here = [shard_of(Path(p), 4) for p in paths]
     code = (
         "import json, sys; from pathlib import Path;"
-        "from streamtool.core.recording.check import shard_of;"
+        "from streamtool.core.drive.check import shard_of;"
         "print(json.dumps([shard_of(Path(p), 4) for p in json.loads(sys.argv[1])]))"
     )
     for seed in ("1", "2"):
@@ -158,7 +158,7 @@ def test_bad_shard_and_jobs_are_one_sentence() -> None:
 def test_default_jobs_start_processes_only_for_enough_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from streamtool.core.recording import check as check_module
+    from streamtool.core.drive import check as check_module
 
     folder = suite(tmp_path)
     used: list[int] = []

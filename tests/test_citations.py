@@ -16,8 +16,8 @@ from streamtool.core.citations import (
     from_openai_annotation,
     from_search_results,
 )
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.outputs.transcript import build_transcript
-from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .wire_helpers import assert_chunking_invariant

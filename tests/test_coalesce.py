@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from streamtool.core.coalesce import join_argument_runs
 from streamtool.core.model import ChunkResponse, Quirk, SegmentEventType, ToolCallDelta
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"

@@ -24,7 +24,7 @@ from streamtool.cli.code_view import ANSI_DARK, token_style
 from streamtool.cli.lexers import _LEXERS, lexer_for
 from streamtool.cli.tree import TreeSink
 from streamtool.cli.tree_view import CODE_TAB_SIZE, Code
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .test_tree_pty import run_in_pty

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.net.playback import Playback, Write, random_cuts, schedule
 from streamtool.core.outputs.conform import ClientRun, Expected, judge, parse_answer, suspects
-from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .serve_helpers import write_recording

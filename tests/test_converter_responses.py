@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from streamtool.core.recording.format import Header
+from streamtool.core.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params
 from .wire_helpers import (

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.outputs.diff import (
     align,
     describe,
@@ -18,9 +19,8 @@ from streamtool.core.outputs.diff import (
     finish_class,
     first_difference,
 )
-from streamtool.core.recording.format import Header
-from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.recording.writer import RecordingWriter
+from streamtool.core.records import Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, recording_body, sse
@@ -321,8 +321,8 @@ def test_broken_input_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_incremental_arguments_are_counted_for_every_wire_api() -> None:
     """Anthropic and Responses fragments are appended as they are; they still count."""
+    from streamtool.core.drive.replay_file import replay_file
     from streamtool.core.outputs.diff import describe
-    from streamtool.core.recording.replay_file import replay_file
 
     for name in ("anthropic-text-then-tool-use", "openai-responses-text-then-function-call"):
         calls = describe(replay_file(RECORDINGS / f"{name}.jsonl", transcript=True))["tool_calls"]

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.finish import OPENAI_CHAT_REASONS
 from streamtool.core.model import SegmentEvent, SegmentType, StreamError, ToolInvocation
 from streamtool.core.outputs.emit_openai import (
@@ -25,8 +26,7 @@ from streamtool.core.outputs.emit_openai import (
     openai_usage,
     stream_identity,
 )
-from streamtool.core.recording.format import Header
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.records import Header
 
 from .conftest import RECORDINGS
 from .kimi_streams import text_stream

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamtool.core.recording.format import Header
+from streamtool.core.records import Header
 
 from .conftest import RECORDINGS
 from .test_converter_responses import HEADER, Stream
@@ -151,8 +151,8 @@ def test_hosted_shell_mcp_tool_list_and_approval_request() -> None:
 
 
 def test_hosted_shell_metadata_lists_the_mcp_tools() -> None:
+    from streamtool.core.drive.replay_file import replay_file
     from streamtool.core.outputs.transcript import build_transcript
-    from streamtool.core.recording.replay_file import replay_file
 
     transcript = build_transcript(replay_file(HOSTED, transcript=True))
     listed = [

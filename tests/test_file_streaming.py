@@ -15,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.converters import CONVERTERS
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import make_handler
 from streamtool.core.handlers.api_tool_call import (
     ApiToolCallStreamingResponseHandler,
@@ -29,7 +30,6 @@ from streamtool.core.model import (
     ToolCallDelta,
     ToolInvocation,
 )
-from streamtool.core.recording.replay_file import replay_file
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 

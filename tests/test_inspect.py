@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.outputs.inspect import Inspector, findings_failing
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse
@@ -130,7 +130,7 @@ def test_timing_gaps_stalls_and_first_tool_fragment():
 
 
 def test_quirks_are_located_and_explained_and_fail_on_picks_them():
-    from streamtool.core.recording.inspect_file import inspect_file
+    from streamtool.core.drive.inspect_file import inspect_file
 
     result = inspect_file(SAME_INDEX).result()
     (quirk,) = result["quirks"]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.converters import detect_from_event, detect_from_header
-from streamtool.core.recording.format import Header
 from streamtool.core.recording.reader import Source
+from streamtool.core.records import Header
 from streamtool.core.wire.kimi_tokens import (
     ARGUMENT_BEGIN,
     CALL_BEGIN,
@@ -676,7 +676,7 @@ def test_named_converter_wins_over_detection():
 
 # -- bundled recordings ------------------------------------------------------------------------
 def replay_recording(name: str, converter: str = "auto") -> dict:
-    from streamtool.core.recording.replay_file import replay_file
+    from streamtool.core.drive.replay_file import replay_file
 
     return replay_file(RECORDINGS / name, converter=converter).summary()
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.outputs.kimi_transform import KimiTransform, complete_events_end
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
 from .kimi_streams import text_stream

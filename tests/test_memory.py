@@ -22,12 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.outputs import json_text
 from streamtool.core.outputs.json_text import iter_json
 from streamtool.core.outputs.transcript import build_transcript, coalesce_segments
-from streamtool.core.recording.format import Chunk, End
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.records import Chunk, End
 from streamtool.core.replay import ReplayEngine
 from streamtool.core.textbuf import TextBuffer
 from streamtool.core.tracker import ToolCallTracker

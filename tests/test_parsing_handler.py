@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import make_handler, parser_names
 from streamtool.core.handlers.parsing import ParsingStreamingResponseHandler
 from streamtool.core.model import (
@@ -16,7 +17,6 @@ from streamtool.core.model import (
     SegmentType,
     ToolCallDelta,
 )
-from streamtool.core.recording.replay_file import replay_file
 
 from .parsing_support import check_well_formed, coalesce, run
 

@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.proxy import (
     ProxyConfig,
@@ -24,7 +25,6 @@ from streamtool.core.net.proxy import (
 )
 from streamtool.core.net.server import ServerThread, serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
 
 from .proxy_helpers import Upstream, sse_json
 from .serve_helpers import body_of, chunks_of, read_all, recording

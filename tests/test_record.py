@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.requests import (
     PRESETS,
@@ -38,7 +39,6 @@ from streamtool.core.net.requests import (
 )
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.wire.http_body import BodyDecoder, provider_error_message
 
 from .serve_helpers import body_of, chunks_of, read_all, record_args, recording, write_recording

@@ -14,7 +14,7 @@ import pytest
 
 from streamtool.core.outputs.inspect import Inspector
 from streamtool.core.outputs.report import build_report
-from streamtool.core.recording.format import Chunk, End, Header
+from streamtool.core.records import Chunk, End, Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse

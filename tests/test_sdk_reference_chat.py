@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.wire.sse import SSEEvent, decode_all
 
 from .conftest import RECORDINGS, corpus_params

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.net.capture import Capture
 from streamtool.core.net.requests import RequestOptions, build_request
 from streamtool.core.recording.recorder import ResponseRecorder
-from streamtool.core.recording.replay_file import replay_file
 from streamtool.core.recording.secrets import (
     REDACTED,
     SecretScrubber,

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.converters import CONVERTERS
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.net.playback import Cut, Playback, Write, parse_speed, schedule
 from streamtool.core.net.server import Library, RecordingError, create_app, serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .serve_helpers import (

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.recording.format import RecordingError
 from streamtool.core.recording.tape_index import (
     INDEX_NAME,
     IndexEntry,
@@ -21,6 +20,7 @@ from streamtool.core.recording.tape_index import (
     read_index,
     slug,
 )
+from streamtool.core.records import RecordingError
 
 
 def entry(seq: int, file: str, **kw: object) -> IndexEntry:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.recording.format import Chunk
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.records import Chunk
 from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS

@@ -28,8 +28,8 @@ from streamtool.cli.tree_view import (
     render_live,
     render_static,
 )
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.model import Quirk, SegmentEvent, SegmentType, StreamError, ToolInvocation
-from streamtool.core.recording.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, replay_bytes, sse

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from streamtool.cli.main import app
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.cli.tree_view import ViewOptions
+from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.model import SegmentEvent, SegmentEventType
-from streamtool.core.recording.format import Chunk, End, Header
 from streamtool.core.recording.reader import Source
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS

@@ -27,7 +27,7 @@ from streamtool.cli import tree_view
 from streamtool.cli.lexers import _LEXERS, ascii_part, full_lexer, lexer_for
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.cli.tree_view import Body, Code
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
 
@@ -196,7 +196,7 @@ def test_code_in_a_pipe_is_not_lexed(tmp_path: Path) -> None:
     script = (
         "import io, sys\n"
         "from streamtool.cli.tree import TreeSink, make_console\n"
-        "from streamtool.core.recording.replay_file import replay_file\n"
+        "from streamtool.core.drive.replay_file import replay_file\n"
         "sink = TreeSink(make_console(file=io.StringIO(), width=100), live=False)\n"
         "sink.close(replay_file(sys.argv[1], on_items=sink.on_items))\n"
         "out = sink.console.file.getvalue()\n"
@@ -250,7 +250,7 @@ def test_a_live_display_that_stops_draws_no_frame_only_to_erase_it(
 def test_the_live_footer_follows_reads_that_give_no_item_without_observe() -> None:
     """``replay --speed max`` does not call ``observe`` before every read: the redraw thread
     sees the engine's reads itself (here, keep-alive comments that give no item)."""
-    from streamtool.core.recording.format import Chunk, Header
+    from streamtool.core.records import Chunk, Header
     from streamtool.core.replay import ReplayEngine
 
     from .helpers import chat_chunk, sse

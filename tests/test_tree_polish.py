@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.cli.tree_model import Stats, TreeState
 from streamtool.cli.tree_view import Fields, footer, render_live, root_label
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
 from .test_tree import draw, lines_of, tree_of, unguided

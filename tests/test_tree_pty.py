@@ -19,7 +19,7 @@ from typing import Any
 import pyte
 import pytest
 
-from streamtool.core.recording.replay_file import replay_file
+from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
 

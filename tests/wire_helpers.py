@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.cli.sinks import item_to_dict
-from streamtool.core.recording.format import Chunk, End, Header
 from streamtool.core.recording.reader import Source
+from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 

@@ -9,7 +9,7 @@ import importlib
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..recording.format import Header
+from ..records import Header
 from ..wire import fastjson
 from ..wire.sse import SSEEvent
 from .base import Converter

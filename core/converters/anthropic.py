@@ -42,7 +42,7 @@ from ..usage import normalize_usage
 from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
-from .segments import REASONING, TEXT, TOOL, ProseRuns
+from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 

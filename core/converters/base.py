@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
-from ..recording.format import Header
+from ..records import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
 from ..wire.fastjson import loads
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
-from .segments import REASONING, TEXT
+from .prose_runs import REASONING, TEXT
 
 
 class Converter:

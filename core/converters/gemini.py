@@ -35,7 +35,7 @@ from ..usage import normalize_usage
 from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
-from .segments import REASONING, TEXT, TOOL, ProseRuns
+from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
 _CODE = ("gemini", "code-execution")  # tracker key: the code execution awaiting its result

@@ -25,12 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ChunkResponse, ToolCallDelta
-from ..recording.format import Header
+from ..records import Header
 from ..wire import fastjson
 from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
 from ..wire.kimi_tokens import parse_call_id as parse_call_id
 from .openai_chat import OpenAIChatConverter
-from .segments import TEXT
+from .prose_runs import TEXT
 
 _WHERE = {"content": "delta.content", "reasoning": "the reasoning text"}
 

@@ -20,7 +20,7 @@ from ..usage import normalize_usage
 from ..wire.kimi_tokens import MarkerSniffer
 from ..wire.sse import SSEEvent
 from .base import Converter, MultiPayload
-from .segments import TEXT
+from .prose_runs import TEXT
 
 
 class OpenAIChatConverter(Converter):

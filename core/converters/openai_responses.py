@@ -37,14 +37,14 @@ from typing import Any
 
 from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
-from ..recording.format import Header
+from ..records import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
 from ..wire import fastjson
 from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
-from .segments import REASONING, TEXT, TOOL, ProseRuns
+from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 # hosted tools the provider runs inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {

@@ -37,9 +37,9 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..recording.format import RecordingError
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
+from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.http_body import StreamEndDetector
 from .requests import APIS, preset_for

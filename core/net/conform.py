@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..drive.replay_file import replay_file
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..quirks import QuirkInfo, lookup, severity_rank
-from ..recording.format import RecordingError
-from ..recording.replay_file import replay_file
+from ..records import RecordingError
 from .playback import Playback
 from .server import Library, Recording, ServerThread, create_app, endpoint_for, expand_paths
 from .server import load_recording as load_served

@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..recording.format import Chunk
 from ..recording.recorder import ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
+from ..records import Chunk
 from ..wire import fastjson
 from .requests import credential_values
 from .server import CutConnection, error_body

@@ -11,8 +11,8 @@ import os
 import time
 from collections.abc import Callable
 
-from ..recording.format import Chunk, RecordingError
 from ..recording.recorder import RecordResult, ResponseRecorder
+from ..records import Chunk, RecordingError
 from .requests import PreparedRequest
 
 USER_AGENT = "streamtool-record"

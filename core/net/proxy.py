@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..recording.format import RecordingError
 from ..recording.tape_index import IndexEntry, Tape
+from ..records import RecordingError
 from .forward import (
     Exchange,
     Forwarder,

@@ -211,7 +211,7 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
-    from ..recording.format import RecordingError
+    from ..records import RecordingError
     from .playback import Playback, parse_speed
     from .proxy import OFFICIAL, Upstreams
     from .server import NoMatch, create_app
@@ -318,8 +318,8 @@ def _settle(staging: Path, timeout: float = 5.0) -> None:
     closes the recording."""
     import time
 
-    from ..recording.format import RecordingError
     from ..recording.tape_index import read_index
+    from ..records import RecordingError
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

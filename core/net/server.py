@@ -22,10 +22,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
-from ..recording.format import RecordingError
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
 from ..recording.tape_index import INDEX_NAME
+from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent

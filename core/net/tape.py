@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..recording.format import RecordingError, os_error_text
 from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
+from ..records import RecordingError, os_error_text
 from .playback import Playback
 from .server import (
     Incoming,

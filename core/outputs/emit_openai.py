@@ -30,7 +30,7 @@ from typing import Any
 
 from ..finish import OPENAI_CHAT_REASONS, finish_class
 from ..model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
-from ..recording.format import Header
+from ..records import Header
 
 
 def openai_usage(usage: dict[str, int]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..converters import check_converter_name
 from ..handlers import check_parser_name
-from ..recording.format import RecordingError
+from ..records import RecordingError
 from ..wire import fastjson
 from .transcript import render
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ..quirks import lookup, severity_rank
-from ..recording.format import Chunk, End, Header
+from ..records import Chunk, End, Header
 from ..replay import Item, ReplayEngine
 from ..wire.sse import SSEEvent
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..recording.format import Chunk, End, Header
+from ..records import Chunk, End, Header
 from ..replay import ReplayEngine
 from .emit_openai import OpenAISSEEmitter
 

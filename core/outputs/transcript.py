@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..model import SegmentEvent
-from ..segments import SegmentLog
+from ..segment_log import SegmentLog
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..replay import ReplayEngine

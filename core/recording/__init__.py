@@ -1,26 +1,7 @@
-"""Recordings on disk: the format (pure data, importable by the pipeline), the reader
-(:mod:`.reader`), the writer (:mod:`.writer`, :mod:`.recorder`), secret scrubbing
-(:mod:`.secrets`), replaying a file (:mod:`.replay_file`) and golden suites (:mod:`.check`).
+"""Recordings on disk: the reader (:mod:`.reader`), the writers (:mod:`.writer`, :mod:`.recorder`),
+secret scrubbing (:mod:`.secrets`) and a tape's index (:mod:`.tape_index`).
 
-Only the format is imported here: the pipeline may use it without touching any I/O module.
+The pure record types these files hold live below the pipeline, in :mod:`streamtool.core.records`;
+what drives the pipeline over files (replay a file, check golden files, list, inspect) lives in
+:mod:`streamtool.core.drive`.
 """
-
-from .format import (
-    END_REASONS,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    Chunk,
-    End,
-    Header,
-    RecordingError,
-)
-
-__all__ = [
-    "END_REASONS",
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
-    "Chunk",
-    "End",
-    "Header",
-    "RecordingError",
-]

@@ -1,7 +1,7 @@
 """File I/O for recordings: open a recording or a raw SSE body, and write recordings.
 
 This is the edge: everything here touches the file system. Parsing rules live in
-:mod:`streamtool.core.recording.format`.
+:mod:`streamtool.core.records`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..wire import fastjson
-from ..wire.fastjson import check_depth
-from ..wire.fastjson import loads_unchecked as fast_loads
-from .format import (
+from ..records import (
     Chunk,
     End,
     Header,
@@ -27,6 +24,9 @@ from .format import (
     parse_header,
     record_from_obj,
 )
+from ..wire import fastjson
+from ..wire.fastjson import check_depth
+from ..wire.fastjson import loads_unchecked as fast_loads
 
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, provider_error_message
-from .format import Chunk, Header, RecordingError
 from .secrets import (
     SecretScrubber,
     find_secret,

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..records import RecordingError, os_error_text
 from ..wire import fastjson
-from .format import RecordingError, os_error_text
 
 INDEX_NAME = "index.jsonl"
 # the files a tape serves (golden files and the index itself are not exchanges)

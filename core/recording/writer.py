@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from .format import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from ..records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
 

@@ -1,4 +1,4 @@
-"""Recording format version 1 (see DESIGN.md): record classes and line-level parsing, sans-IO.
+"""Recording format version 1 (see DESIGN.md): the pure record types, line parsing; sans-IO.
 
 A recording is JSONL: a ``header`` record, one ``chunk`` record per network read (``text``, or
 ``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. File access lives in
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..wire import fastjson
+from .wire import fastjson
 
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1

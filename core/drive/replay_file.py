@@ -6,9 +6,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ..recording.reader import Source
+from ..records import Chunk
 from ..replay import Item, ReplayEngine
-from .format import Chunk
-from .reader import Source
 
 
 def replay_file(

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from ..outputs.inspect import DEFAULT_STALL, Inspector
-from .reader import Source
+from ..recording.reader import Source
 
 
 def inspect_file(

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..recording.reader import Source
+from ..records import RecordingError
 from ..replay import DetectionError, ReplayEngine
 from .find import find_recordings
-from .format import RecordingError
-from .reader import Source
 
 COLUMNS = (
     "file",

@@ -38,10 +38,10 @@ from ..outputs.golden import (
     recording_stem,
 )
 from ..outputs.transcript import build_transcript, render
+from ..recording.tape_index import INDEX_NAME
+from ..records import RecordingError, os_error_text
 from ..replay import DetectionError
-from .format import RecordingError, os_error_text
 from .replay_file import replay_file
-from .tape_index import INDEX_NAME
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
