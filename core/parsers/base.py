@@ -21,6 +21,7 @@ from typing import Any
 from ..adapter import TextArgumentParser
 from ..model import SegmentEvent, SegmentEventType, SegmentType
 from ..wire import fastjson
+from .xml_args import parse_xml_arguments
 
 IdFactory = Callable[[], str]
 _START = SegmentEventType.START
@@ -51,8 +52,6 @@ class TextParser:
     ) -> None:
         self._new_id = new_id or _counter_ids()
         if text_argument_parser is None:
-            from .xml_args import parse_xml_arguments
-
             text_argument_parser = parse_xml_arguments
         self._text_argument_parser: TextArgumentParser = text_argument_parser
         self._out: list[SegmentEvent] = []
@@ -198,31 +197,6 @@ def tool_end_metadata(
         metadata["raw_arguments"] = raw
         metadata["error"] = f"{where}: {error}"
     return metadata
-
-
-# -- text helpers ----------------------------------------------------------------------------
-
-
-_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|lt|gt|amp|quot|apos);")
-_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
-
-
-def _entity(m: re.Match[str]) -> str:
-    body = m.group(1)
-    if body[0] == "#":
-        try:
-            code = int(body[2:], 16) if body[1] in "xX" else int(body[1:])
-            return chr(code)
-        except (ValueError, OverflowError):
-            return m.group(0)
-    return _NAMED[body]
-
-
-def unescape_xml(text: str) -> str:
-    """Decode the five XML entities and character references; a stray ``&`` stays as it is."""
-    if "&" not in text:
-        return text
-    return _ENTITY.sub(_entity, text)
 
 
 # JSON strings: the body of a string (escapes included) is skipped by one regex match.

@@ -31,11 +31,8 @@ from typing import Any
 
 from ..model import SegmentType
 from ..wire.marker_scan import close_tag_atoms, last_char_hold, literal_hold, prefix_pattern
-from .base import (
-    TextParser,
-    tool_end_metadata,
-    unescape_xml,
-)
+from .base import TextParser, tool_end_metadata
+from .xml_args import unescape_xml
 
 _NAMES = ("tool", "write_file", "run_bash")
 _CAND = re.compile(r"<(?:tool|write_file|run_bash)(?=[\s/>])", re.I)

@@ -19,7 +19,27 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import unescape_xml
+_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|lt|gt|amp|quot|apos);")
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+
+
+def _entity(m: re.Match[str]) -> str:
+    body = m.group(1)
+    if body[0] == "#":
+        try:
+            code = int(body[2:], 16) if body[1] in "xX" else int(body[1:])
+            return chr(code)
+        except (ValueError, OverflowError):
+            return m.group(0)
+    return _NAMED[body]
+
+
+def unescape_xml(text: str) -> str:
+    """Decode the five XML entities and character references; a stray ``&`` stays as it is."""
+    if "&" not in text:
+        return text
+    return _ENTITY.sub(_entity, text)
+
 
 _TOKEN = re.compile(
     r"<!\[CDATA\[(?P<cdata>[\s\S]*?)\]\]>"
