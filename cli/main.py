@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conform": ("conform", "Check a stream client against recordings cut every way."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
+    "converters": ("plugins", "List the converters and parsers installed, and where from."),
     "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),
 }
 

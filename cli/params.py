@@ -30,13 +30,15 @@ def choices(names: Iterable[str]) -> str:
 
 
 def _registry_choices() -> tuple[str, str]:
-    from streamtool.core.converters import converter_names
-    from streamtool.core.handlers import parser_names
+    # the built-ins only: listing the plugins means reading every installed package's entry
+    # points, which ``--help`` need not pay for (``streamtool converters`` lists them all)
+    from streamtool.core.converters import BUILTIN_CONVERTERS
+    from streamtool.core.handlers import BUILTIN_PARSERS
 
-    return choices(parser_names()), choices(["auto", *converter_names()])
+    return choices(BUILTIN_PARSERS), choices(["auto", *BUILTIN_CONVERTERS])
 
 
-# metavars of --parser and --converter: the registries' names
+# metavars of --parser and --converter: the built-in names
 PARSERS, CONVERTERS = _registry_choices()
 
 

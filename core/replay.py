@@ -23,6 +23,7 @@ from .converters import (
     converter_names,
     detect_from_event,
     detect_from_header,
+    is_converter,
     make_converter,
 )
 from .finish import finish_class
@@ -118,7 +119,7 @@ class ReplayEngine:
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
-        if name not in converter_names():
+        if not is_converter(name):
             how = f" (detected from the {detected_by})" if detected_by else ""
             raise DetectionError(
                 f"the stream speaks {name}{how}, but no converter for it is available; "

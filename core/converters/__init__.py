@@ -1,26 +1,30 @@
 """Converter registry and auto-detection.
 
-Converters are registered by name with the dotted path of their class, imported only when used.
+Converters are plugins: registered by name in the ``streamtool.converters`` entry-point group
+(the built-ins below in streamtool's own ``pyproject.toml``), each imported only when used (see
+:mod:`streamtool.core.registry`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..records import Header
+from ..registry import Registry
 from ..wire import fastjson
 from ..wire.sse import SSEEvent
 from .base import Converter
 
-CONVERTERS: dict[str, str] = {
+# the built-in converters, as registered in pyproject.toml's "streamtool.converters" group
+BUILTIN_CONVERTERS: dict[str, str] = {
     "openai-chat": "streamtool.core.converters.openai_chat:OpenAIChatConverter",
     "openai-responses": "streamtool.core.converters.openai_responses:OpenAIResponsesConverter",
     "anthropic": "streamtool.core.converters.anthropic:AnthropicConverter",
     "gemini": "streamtool.core.converters.gemini:GeminiConverter",
     "kimi-k2": "streamtool.core.converters.kimi_k2:KimiK2Converter",
 }
+CONVERTERS = Registry("streamtool.converters", BUILTIN_CONVERTERS)
 
 
 class UnknownConverter(ValueError):
@@ -28,7 +32,12 @@ class UnknownConverter(ValueError):
 
 
 def converter_names() -> list[str]:
-    return list(CONVERTERS)
+    """Every converter's name: the built-ins, then those installed plugins register."""
+    return CONVERTERS.names()
+
+
+def is_converter(name: str) -> bool:
+    return name in CONVERTERS
 
 
 def check_converter_name(name: str) -> None:
@@ -41,13 +50,18 @@ def check_converter_name(name: str) -> None:
 
 
 def make_converter(name: str) -> Converter:
-    target = CONVERTERS.get(name)
-    if target is None:
-        check_converter_name(name)
+    if name == "auto":
         raise UnknownConverter("'auto' picks a converter; it is not one")
-    module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    converter: Converter = cls()
+    try:
+        cls = CONVERTERS.load(name)
+    except KeyError:
+        check_converter_name(name)
+        raise
+    converter = cls()
+    if not isinstance(converter, Converter):
+        raise UnknownConverter(
+            f"converter {name!r} ({cls.__module__}.{cls.__qualname__}) is not a Converter"
+        )
     return converter
 
 

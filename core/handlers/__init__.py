@@ -1,20 +1,27 @@
-"""Handler (``--parser``) registry. Handlers are imported only when used."""
+"""Handler (``--parser``) registry.
+
+Handlers are plugins: registered by name in the ``streamtool.handlers`` entry-point group (the
+built-ins below in streamtool's own ``pyproject.toml``), each imported only when used (see
+:mod:`streamtool.core.registry`).
+"""
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
+from ..registry import Registry
 from .base import StreamingResponseHandler
 
-PARSERS: dict[str, str] = {
+# the built-in handlers, as registered in pyproject.toml's "streamtool.handlers" group
+BUILTIN_PARSERS: dict[str, str] = {
     "api_tool_call": "streamtool.core.handlers.api_tool_call:ApiToolCallStreamingResponseHandler",
     "passthrough": "streamtool.core.handlers.passthrough:PassThroughStreamingResponseHandler",
     "xml": "streamtool.core.handlers.parsing:XmlStreamingResponseHandler",
     "json": "streamtool.core.handlers.parsing:JsonStreamingResponseHandler",
     "sentinel": "streamtool.core.handlers.parsing:SentinelStreamingResponseHandler",
 }
+PARSERS = Registry("streamtool.handlers", BUILTIN_PARSERS)
 DEFAULT_PARSER = "api_tool_call"
 PARSER_ENV = "AUTOBYTEUS_STREAM_PARSER"
 
@@ -24,7 +31,8 @@ class UnknownParser(ValueError):
 
 
 def parser_names() -> list[str]:
-    return list(PARSERS)
+    """Every handler's name: the built-ins, then those installed plugins register."""
+    return PARSERS.names()
 
 
 def default_parser() -> str:
@@ -40,8 +48,11 @@ def check_parser_name(name: str) -> None:
 
 def make_handler(name: str, **options: Any) -> StreamingResponseHandler:
     check_parser_name(name)
-    target = PARSERS[name]
-    module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    handler: StreamingResponseHandler = cls(**options)
+    cls = PARSERS.load(name)
+    handler = cls(**options)
+    if not isinstance(handler, StreamingResponseHandler):
+        raise UnknownParser(
+            f"parser {name!r} ({cls.__module__}.{cls.__qualname__}) is not a "
+            "StreamingResponseHandler"
+        )
     return handler
