@@ -67,9 +67,9 @@ class Registry:
 
     def plugins(self) -> list[Plugin]:
         """Everything registered, built-ins first, with where it comes from."""
-        from . import __version__
+        from importlib.metadata import version
 
-        own = [Plugin(n, t, DISTRIBUTION, __version__) for n, t in self.builtins.items()]
+        own = [Plugin(n, t, DISTRIBUTION, version(DISTRIBUTION)) for n, t in self.builtins.items()]
         return [*own, *sorted(self._installed().values())]
 
     def load(self, name: str) -> Any:
