@@ -124,8 +124,10 @@ def serve(
     or with --record-missing is forwarded to --upstream and added to the tape.
     """
     # the server stack is imported only by this command: every other command starts fast
+    from streamtool.core.net.library import Library
+    from streamtool.core.net.listen import run_server
     from streamtool.core.net.playback import Playback, parse_speed
-    from streamtool.core.net.server import Library, create_app, run_server
+    from streamtool.core.net.server import create_app
     from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
 
     if not 0 <= port <= 65535:
@@ -172,12 +174,9 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    from streamtool.core.net.server import (
-        ConnectionLimits,
-        connection_limit,
-        parse_size,
-    )
-    from streamtool.core.net.server import header_timeout as check_header_timeout
+    from streamtool.core.net.guard import ConnectionLimits, connection_limit
+    from streamtool.core.net.guard import header_timeout as check_header_timeout
+    from streamtool.core.net.server import parse_size
 
     try:
         body_limit = parse_size(max_body)

@@ -27,9 +27,11 @@ from ..drive.replay_file import replay_file
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..quirks import QuirkInfo, lookup, severity_rank
 from ..records import RecordingError
+from .library import Library, Recording, endpoint_for, expand_paths
+from .library import load_recording as load_served
+from .listen import ServerThread
 from .playback import Playback
-from .server import Library, Recording, ServerThread, create_app, endpoint_for, expand_paths
-from .server import load_recording as load_served
+from .server import create_app
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none

@@ -36,8 +36,9 @@ from ..recording.recorder import ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from ..records import Chunk
 from ..wire import fastjson
+from .listen import CutConnection
 from .requests import credential_values
-from .server import CutConnection, error_body
+from .server import error_body
 
 if TYPE_CHECKING:
     import ssl

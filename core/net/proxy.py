@@ -286,13 +286,14 @@ def uvicorn_config(
 ) -> Any:
     """uvicorn settings for the proxy: no headers of its own (the upstream's pass through).
 
-    ``limits`` (a :class:`~.server.ConnectionLimits`): the connection limit and header timeout;
+    ``limits`` (a :class:`~.guard.ConnectionLimits`): the connection limit and header timeout;
     by default as many connections as the open-file limit allows, each counted as three
     descriptors (the agent's connection, the upstream's and the recording).
     """
     import uvicorn
 
-    from .server import ConnectionLimits, connection_limit, guarded, quiet_cut_logging
+    from .guard import ConnectionLimits, connection_limit, guarded
+    from .listen import quiet_cut_logging
 
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
@@ -337,7 +338,7 @@ class ProxyThread:
     def __enter__(self) -> ProxyThread:
         import uvicorn
 
-        from .server import bind
+        from .listen import bind
 
         self._sock = bind(self.host, self.port)
         self.port = self._sock.getsockname()[1]
