@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from streamtool.core.apis import api_for_converter
+
 from .errors import fail, user_errors
 from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
 from .main import app
@@ -19,14 +21,6 @@ from .main import app
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
 # or absurd recorded time (t: 1e308) must never hold a client for ever.
 SERVE_MAX_GAP = 60.0
-
-_PATHS = {
-    "openai-chat": "/v1/chat/completions",
-    "kimi-k2": "/v1/chat/completions",
-    "openai-responses": "/v1/responses",
-    "anthropic": "/v1/messages",
-    "gemini": "/v1beta/models/{model}:streamGenerateContent",
-}
 
 
 @app.command()
@@ -195,7 +189,8 @@ def serve(
         what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
     err.write(f"streamtool: serving {what} on {origin}\n")
     for rec in library.recordings:
-        where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
+        api = api_for_converter(rec.api)
+        where = api.official_path if api is not None else "any endpoint (API unknown)"
         where = where.replace("{model}", rec.model or "MODEL")
         flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
         if rec.status >= 400:

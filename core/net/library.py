@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..apis import api_for_converter, model_in_path, served_api
 from ..converters import detect_from_event, detect_from_header
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
@@ -45,22 +46,6 @@ DROPPED_HEADERS = frozenset(
         "via",
     }
 )
-# endpoint path suffix -> the converters whose recordings answer it
-ENDPOINTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("/chat/completions", "openai", ("openai-chat", "kimi-k2")),
-    ("/responses", "openai", ("openai-responses",)),
-    ("/messages", "anthropic", ("anthropic",)),
-    (":streamGenerateContent", "gemini", ("gemini",)),
-)
-GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
-# converter -> the API it speaks, as a client names it (``GET /`` and the logs)
-API_NAMES = {
-    "openai-chat": "chat.completions",
-    "kimi-k2": "chat.completions",
-    "openai-responses": "responses",
-    "anthropic": "messages",
-    "gemini": "streamGenerateContent",
-}
 
 
 @dataclass(slots=True)
@@ -90,10 +75,11 @@ class Recording:
         return self.ended != "complete" and self.status < 400
 
     def describe(self) -> dict[str, Any]:
+        api = api_for_converter(self.api)
         return {
             "name": self.name,
-            "api": API_NAMES.get(self.api or ""),
-            "endpoint": self.endpoint or endpoint_of_api(self.api),
+            "api": api.label if api is not None else None,
+            "endpoint": self.endpoint or (api.route if api is not None else None),
             "model": self.model,
             "status": self.status,
             "bytes": self.size,
@@ -182,16 +168,14 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     model = header.model
     url = header.url
     if model is None and url:
-        found = GEMINI_MODEL.search(unquote(urlsplit(url).path))
-        if found:
-            model = found.group(1)
+        model = model_in_path(unquote(urlsplit(url).path))
     if api is None or model is None:
         sniffed_api, sniffed_model = _sniff(chunks)
         api = api or sniffed_api
         model = model or sniffed_model
     request_path = unquote(urlsplit(url).path) if url else ""
-    endpoint = endpoint_for(request_path)
-    suffix = endpoint[0] if endpoint is not None else endpoint_of_api(api)
+    endpoint = served_api(request_path) or api_for_converter(api)
+    suffix = endpoint.route if endpoint is not None else None
     status = header.response.get("status")
     if isinstance(status, int) and 100 <= status <= 199:
         # an informational status (101 Switching Protocols) is no answer to a request
@@ -247,7 +231,7 @@ class Incoming:
     """A request as the choice of a recording sees it."""
 
     path: str
-    endpoint: str  # the endpoint suffix (see ENDPOINTS)
+    endpoint: str  # the endpoint suffix (a wire API's route)
     apis: tuple[str, ...]
     model: str | None
     name: str | None  # the X-Streamtool-Recording header
@@ -330,20 +314,3 @@ class Library:
             f"({', '.join(r.name for r in candidates)}); pick one with the model name or the "
             "X-Streamtool-Recording header",
         )
-
-
-def endpoint_for(path: str) -> tuple[str, str, tuple[str, ...]] | None:
-    """The endpoint suffix, the error style and the converters for a request path, or
-    ``None``."""
-    for suffix, style, apis in ENDPOINTS:
-        if path.endswith(suffix):
-            return suffix, style, apis
-    return None
-
-
-def endpoint_of_api(api: str | None) -> str | None:
-    """The endpoint suffix a converter's recordings answer."""
-    for suffix, _, apis in ENDPOINTS:
-        if api in apis:
-            return suffix
-    return None

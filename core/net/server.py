@@ -1,31 +1,23 @@
 """``streamtool serve``: recordings played back over real HTTP (the edge; starlette + uvicorn).
 
 The library of recordings and the choice of which one answers a request are plain Python
-(:mod:`.library`); the write schedule comes from :mod:`.playback`. This module adds the ASGI app
-that sends the recorded bytes, one recorded read per write; :mod:`.listen` runs it. starlette,
-anyio and uvicorn are imported only inside the functions that need them.
+(:mod:`.library`); the write schedule comes from :mod:`.playback`, the endpoints from the table
+of wire APIs (:mod:`streamtool.core.apis`). This module adds the ASGI app that sends the recorded
+bytes, one recorded read per write; :mod:`.listen` runs it. starlette, anyio and uvicorn are
+imported only inside the functions that need them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
+from ..apis import API_TABLE, error_body, served_api
 from ..wire import fastjson
-from .library import (
-    ENDPOINTS,
-    GEMINI_MODEL,
-    Incoming,
-    Library,
-    NoMatch,
-    Recording,
-    SelectionError,
-    endpoint_for,
-)
+from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
 from .playback import Cut, Playback, schedule
 
@@ -39,27 +31,6 @@ def style_for(path: str) -> str:
     if ":" in path.rsplit("/", 1)[-1] or "/models/" in path:
         return "gemini"
     return "openai"
-
-
-def error_body(style: str, status: int, message: str) -> bytes:
-    """An error in the shape the API's SDK reads its message from."""
-    kinds = {
-        400: "invalid_request_error",
-        404: "not_found_error",
-        405: "invalid_request_error",
-        409: "conflict_error",
-    }
-    kind = kinds.get(status, "api_error")
-    obj: dict[str, Any]
-    if style == "anthropic":
-        obj = {"type": "error", "error": {"type": kind, "message": message}}
-    elif style == "gemini":
-        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "NOT_FOUND", 409: "ABORTED"}
-        obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}
-    else:
-        code = {404: "not_found"}.get(status)
-        obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return json.dumps(obj).encode("utf-8")
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
@@ -161,20 +132,20 @@ def create_app(
             log(f"{request.method} {request.url.path} -> {status}: {message}")
         return Response(error_body(style, status, message), status, media_type="application/json")
 
-    known = ", ".join(f"POST *{suffix}" for suffix, _, _ in ENDPOINTS)
+    known = ", ".join(f"POST *{api.route}" for api in API_TABLE)
 
     async def answer(request: Request) -> Response:
         start = anyio.current_time()
         path = request.url.path
-        endpoint = endpoint_for(path)
-        if endpoint is None or request.method != "POST":
+        api = served_api(path)
+        if api is None or request.method != "POST":
             return error(
                 request,
                 style_for(path),
                 404,
                 f"streamtool serve answers {known}; not {request.method} {path}",
             )
-        suffix, style, apis = endpoint
+        style = api.error_style
         too_big = f"the request body is larger than {max_body} bytes (--max-body)"
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_body:
@@ -196,16 +167,12 @@ def create_app(
             body: Any = fastjson.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError):
             return error(request, style, 400, "the request body is not JSON")
-        model = body.get("model") if isinstance(body, dict) else None
-        gemini_model = None
-        if style == "gemini":
-            found = GEMINI_MODEL.search(unquote(path))
-            gemini_model = found.group(1) if found else None
-            model = gemini_model or model
+        gemini_model = api.path_model(unquote(path))
+        model = gemini_model or (body.get(api.model_field) if isinstance(body, dict) else None)
         incoming = Incoming(
             path=path,
-            endpoint=suffix,
-            apis=apis,
+            endpoint=api.route,
+            apis=api.converters,
             model=model if isinstance(model, str) else None,
             name=request.headers.get(RECORDING_HEADER),
             body=body,
@@ -220,7 +187,7 @@ def create_app(
         except SelectionError as exc:
             return error(request, style, exc.status, exc.message)
         if (
-            style != "gemini"
+            not api.stream_in_path
             and rec.status < 400
             and isinstance(body, dict)
             and body.get("stream") is not True

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..apis import served_api
 from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
 from ..records import RecordingError, os_error_text
 from .library import (
@@ -39,7 +40,8 @@ from .tape_match import Exchange, Matcher, MatchRules, endpoint_key
 
 
 def _exchange(rec: Recording) -> Exchange:
-    gemini_model = rec.model if rec.endpoint == ":streamGenerateContent" else None
+    api = served_api(rec.endpoint) if rec.endpoint is not None else None
+    gemini_model = rec.model if api is not None and api.model_in_path else None
     body = rec.request_body
     return Exchange(
         name=rec.name,
