@@ -100,7 +100,9 @@ def demo(
         check_output(output, force=False)
 
     from streamtool.core.net.http_capture import record_request
-    from streamtool.core.net.server import Library, ServerThread, create_app
+    from streamtool.core.net.library import Library
+    from streamtool.core.net.listen import ServerThread
+    from streamtool.core.net.server import create_app
 
     from .record import LiveFeed, TreeView
     from .tree import make_live_sink

@@ -10,7 +10,7 @@ import typer
 
 from .errors import fail
 
-# the default of --header-timeout (streamtool.core.net.server.HEADER_TIMEOUT, which this module
+# the default of --header-timeout (streamtool.core.net.guard.HEADER_TIMEOUT, which this module
 # does not import: the server stack loads only when the command runs)
 HEADER_TIMEOUT = 10.0
 
@@ -38,7 +38,7 @@ HeaderTimeout = Annotated[
 def listen(host: str, port: int) -> tuple[Any, str]:
     """The listening socket on ``host:port`` (port 0: any free one) and its origin URL; a
     socket that cannot be opened is a one-line error (exit 2)."""
-    from streamtool.core.net.server import bind
+    from streamtool.core.net.listen import bind
 
     try:
         sock = bind(host, port)

@@ -69,6 +69,8 @@ def proxy(
     Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
     """
+    from streamtool.core.net.guard import ConnectionLimits, connection_limit
+    from streamtool.core.net.guard import header_timeout as check_header_timeout
     from streamtool.core.net.proxy import (
         FDS_PER_CONNECTION,
         ProxyApp,
@@ -76,8 +78,6 @@ def proxy(
         parse_upstreams,
         run_proxy,
     )
-    from streamtool.core.net.server import ConnectionLimits, connection_limit
-    from streamtool.core.net.server import header_timeout as check_header_timeout
 
     if view is None:
         view = "journal" if sys.stderr.isatty() else "none"

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from streamtool.core.apis import api_for_converter
+
 from .errors import fail, user_errors
 from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
 from .main import app
@@ -19,14 +21,6 @@ from .main import app
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
 # or absurd recorded time (t: 1e308) must never hold a client for ever.
 SERVE_MAX_GAP = 60.0
-
-_PATHS = {
-    "openai-chat": "/v1/chat/completions",
-    "kimi-k2": "/v1/chat/completions",
-    "openai-responses": "/v1/responses",
-    "anthropic": "/v1/messages",
-    "gemini": "/v1beta/models/{model}:streamGenerateContent",
-}
 
 
 @app.command()
@@ -124,8 +118,10 @@ def serve(
     or with --record-missing is forwarded to --upstream and added to the tape.
     """
     # the server stack is imported only by this command: every other command starts fast
+    from streamtool.core.net.library import Library
+    from streamtool.core.net.listen import run_server
     from streamtool.core.net.playback import Playback, parse_speed
-    from streamtool.core.net.server import Library, create_app, run_server
+    from streamtool.core.net.server import create_app
     from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
 
     if not 0 <= port <= 65535:
@@ -172,12 +168,9 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    from streamtool.core.net.server import (
-        ConnectionLimits,
-        connection_limit,
-        parse_size,
-    )
-    from streamtool.core.net.server import header_timeout as check_header_timeout
+    from streamtool.core.net.guard import ConnectionLimits, connection_limit
+    from streamtool.core.net.guard import header_timeout as check_header_timeout
+    from streamtool.core.net.server import parse_size
 
     try:
         body_limit = parse_size(max_body)
@@ -196,7 +189,8 @@ def serve(
         what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
     err.write(f"streamtool: serving {what} on {origin}\n")
     for rec in library.recordings:
-        where = _PATHS.get(rec.api or "", "any endpoint (API unknown)")
+        api = api_for_converter(rec.api)
+        where = api.official_path if api is not None else "any endpoint (API unknown)"
         where = where.replace("{model}", rec.model or "MODEL")
         flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
         if rec.status >= 400:

@@ -18,8 +18,10 @@ import pytest
 from streamtool.cli.record import LiveFeed
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.core.net.http_capture import record_request
+from streamtool.core.net.library import Library
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import Library, ServerThread, create_app
+from streamtool.core.net.server import create_app
 
 from .conftest import RECORDINGS
 from .test_tree_pty import SGR_COLOR, run_in_pty

@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.proxy import (
     ProxyConfig,
@@ -23,7 +24,7 @@ from streamtool.core.net.proxy import (
     parse_upstreams,
     route,
 )
-from streamtool.core.net.server import ServerThread, serving
+from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 
 from .proxy_helpers import Upstream, sse_json
@@ -441,7 +442,7 @@ def test_client_disconnect_cancels_upstream(tmp_path: Path) -> None:
 
 
 def test_unreachable_upstream(tmp_path: Path) -> None:
-    from streamtool.core.net.server import bind
+    from streamtool.core.net.listen import bind
 
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]

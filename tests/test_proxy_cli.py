@@ -11,8 +11,9 @@ from pathlib import Path
 import httpx
 import openai
 
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import ServerThread, serving
+from streamtool.core.net.server import serving
 
 from .proxy_helpers import Upstream
 from .serve_helpers import STREAMTOOL, chunks_of, read_all, recording, start_listening

@@ -9,8 +9,9 @@ import time
 import httpx
 import pytest
 
+from streamtool.core.net.listen import bind
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import bind, serving
+from streamtool.core.net.server import serving
 
 from .serve_helpers import recording
 from .test_tree_pty import run_in_pty

@@ -11,8 +11,8 @@ import httpx
 import pytest
 import trustme
 
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
-from streamtool.core.net.server import ServerThread
 from streamtool.core.net.upstream import (
     ConnectError,
     ReadError,

@@ -614,7 +614,7 @@ def _chunks_so_far(path: Path) -> list[bytes]:
 
 
 def test_connection_refused(tmp_path):
-    from streamtool.core.net.server import bind
+    from streamtool.core.net.listen import bind
 
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]

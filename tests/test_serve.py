@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 
 from streamtool.core.converters import CONVERTERS
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.net.library import Library
 from streamtool.core.net.playback import Cut, Playback, Write, parse_speed, schedule
-from streamtool.core.net.server import Library, RecordingError, create_app, serving
+from streamtool.core.net.server import create_app, serving
 from streamtool.core.recording.reader import Source
+from streamtool.core.records import RecordingError
 
 from .conftest import RECORDINGS
 from .serve_helpers import (
@@ -637,7 +639,7 @@ def test_serve_command_port_in_use():
     from typer.testing import CliRunner
 
     from streamtool.cli.main import app
-    from streamtool.core.net.server import bind
+    from streamtool.core.net.listen import bind
 
     sock = bind("127.0.0.1", 0)
     try:

@@ -11,8 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.net.library import Library
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import Library, ServerThread, create_app, parse_size
+from streamtool.core.net.server import create_app, parse_size
 
 from .conftest import RECORDINGS
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from streamtool.cli import proxy as proxy_cli
 from streamtool.cli import serve as serve_cli
 from streamtool.cli.main import app
-from streamtool.core.net import server as server_module
+from streamtool.core.net import guard as guard_module
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 
@@ -327,7 +327,7 @@ def test_the_connection_limit_follows_the_open_file_limit() -> None:
     code = (
         "import resource\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 4096))\n"
-        "from streamtool.core.net.server import connection_limit\n"
+        "from streamtool.core.net.guard import connection_limit\n"
         "print(connection_limit(), connection_limit(None, 3), connection_limit(100))\n"
         "print(connection_limit(1000), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
         "try:\n"
@@ -352,7 +352,7 @@ def test_the_commands_defaults_are_the_servers() -> None:
 
     for command in (serve_cli.serve, proxy_cli.proxy):
         default = inspect.signature(command).parameters["header_timeout"].default
-        assert default == server_module.HEADER_TIMEOUT, command.__name__
+        assert default == guard_module.HEADER_TIMEOUT, command.__name__
 
 
 # -- proxy ---------------------------------------------------------------------------------------

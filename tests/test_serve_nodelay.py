@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from streamtool.core.net.server import bind
+from streamtool.core.net.listen import bind
 
 
 def test_accepted_connections_have_nodelay() -> None:

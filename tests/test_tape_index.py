@@ -215,7 +215,7 @@ def test_commands_that_search_folders_skip_a_tapes_index(tmp_path: Path) -> None
     from typer.testing import CliRunner
 
     from streamtool.cli.main import app
-    from streamtool.core.net.server import Library
+    from streamtool.core.net.library import Library
 
     from .tape_helpers import openai_tape
 

@@ -276,7 +276,9 @@ def test_unknown_routes_and_non_json_bodies_get_provider_style_errors(tmp_path: 
 def test_an_ambiguous_request_is_not_retried_by_the_sdk() -> None:
     import openai
 
-    from streamtool.core.net.server import Library, ServerThread, create_app
+    from streamtool.core.net.library import Library
+    from streamtool.core.net.listen import ServerThread
+    from streamtool.core.net.server import create_app
 
     lines: list[str] = []
     paths = [recording("openai-parallel-tool-calls"), recording("openai-write-file")]

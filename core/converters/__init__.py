@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..apis import api_for_path, api_for_provider, converter_named
 from ..records import Header
 from ..registry import Registry
 from ..wire import fastjson
@@ -65,22 +66,6 @@ def make_converter(name: str) -> Converter:
     return converter
 
 
-_API_ALIASES = {
-    "chat.completions": "openai-chat",
-    "chat": "openai-chat",
-    "openai-chat": "openai-chat",
-    "openai-compatible": "openai-chat",
-    "responses": "openai-responses",
-    "openai-responses": "openai-responses",
-    "messages": "anthropic",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "generatecontent": "gemini",
-    "streamgeneratecontent": "gemini",
-    "kimi-k2": "kimi-k2",
-}
-
-
 def is_kimi_model(model: Any) -> bool:
     """A Kimi K2 model name (``moonshotai/kimi-k2-thinking``, ``kimi-k2-0905-preview``...)."""
     return isinstance(model, str) and "kimi" in model.lower()
@@ -100,28 +85,16 @@ def detect_from_header(header: Header) -> str | None:
 
 def _detect_from_header(header: Header) -> str | None:
     if header.api:
-        name = _API_ALIASES.get(str(header.api).lower())
+        name = converter_named(str(header.api))
         if name:
             return name
     url = header.url
     if url:
-        path = urlsplit(url).path.lower()
-        if path.endswith("/chat/completions"):
-            return "openai-chat"
-        if path.endswith("/responses"):
-            return "openai-responses"
-        if path.endswith("/messages"):
-            return "anthropic"
-        if "generatecontent" in path:
-            return "gemini"
-        if "/anthropic/" in path and path.endswith(":streamrawpredict"):
-            return "anthropic"  # Claude on Vertex AI speaks the Messages stream
-    provider = (header.provider or "").lower()
-    if provider == "anthropic":
-        return "anthropic"
-    if provider in ("gemini", "google", "vertex", "vertex-ai", "google-vertex", "google-ai"):
-        return "gemini"
-    return None
+        api = api_for_path(urlsplit(url).path, hosted=True)
+        if api is not None:
+            return api.converter
+    api = api_for_provider(header.provider or "")
+    return api.converter if api is not None else None
 
 
 _ANTHROPIC_EVENTS = frozenset(

@@ -37,21 +37,16 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..apis import api_for_path, official_hosts, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
 from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.http_body import StreamEndDetector
-from .requests import APIS, preset_for
+from .requests import preset_for
 
-_APIS = (
-    ("/chat/completions", "chat.completions"),
-    ("/responses", "responses"),
-    ("/messages", "messages"),
-    (":streamGenerateContent", "gemini"),
-)
 # the official hosts: the default base URLs ``streamtool record`` sends to
-_HOSTS = {urlsplit(a.base_url).netloc: a.provider for a in APIS.values() if a.base_url}
+_HOSTS = official_hosts()
 
 
 def http_module(name: str | None = None) -> ModuleType:
@@ -90,7 +85,8 @@ def describe_request(request: Any) -> tuple[dict[str, Any], Any, tuple[str, ...]
 
 def provider_and_api(url: str, headers: dict[str, str]) -> tuple[str, str | None]:
     parts = urlsplit(url)
-    api = next((name for suffix, name in _APIS if parts.path.endswith(suffix)), None)
+    found = api_for_path(parts.path)
+    api = found.name if found is not None else None
     host = parts.netloc.lower().rsplit("@", 1)[-1]
     provider = _HOSTS.get(host.split(":")[0])
     if provider is None:
@@ -99,10 +95,10 @@ def provider_and_api(url: str, headers: dict[str, str]) -> tuple[str, str | None
             provider = preset.name
     if provider is None:
         lowered = {k.lower(): v for k, v in headers.items()}
-        if "anthropic-version" in lowered or api == "messages":
+        if "anthropic-version" in lowered:
             provider = "anthropic"
-        elif api == "gemini":
-            provider = "gemini"
+        elif found is not None and not found.compatible:
+            provider = found.provider  # an API only its own provider speaks
         elif lowered.get("user-agent", "").startswith("OpenAI/"):
             provider = "openai"
         else:
@@ -111,7 +107,8 @@ def provider_and_api(url: str, headers: dict[str, str]) -> tuple[str, str | None
 
 
 def is_stream_request(url: str, body: Any) -> bool:
-    if ":streamGenerateContent" in urlsplit(url).path:
+    api = served_api(urlsplit(url).path)
+    if api is not None and api.stream_in_path:
         return True
     return isinstance(body, dict) and body.get("stream") is True
 

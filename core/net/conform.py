@@ -23,13 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..apis import served_api
 from ..drive.replay_file import replay_file
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..quirks import QuirkInfo, lookup, severity_rank
 from ..records import RecordingError
+from .library import Library, Recording, expand_paths
+from .library import load_recording as load_served
+from .listen import ServerThread
 from .playback import Playback
-from .server import Library, Recording, ServerThread, create_app, endpoint_for, expand_paths
-from .server import load_recording as load_served
+from .server import create_app
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
@@ -204,10 +207,10 @@ def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
 def _serves(case: Case, call: str) -> bool:
     """Whether the endpoint of a noted call (``"POST /v1/messages"``) can serve the case."""
     path = call.partition(" ")[2]
-    endpoint = endpoint_for(path)
-    if endpoint is None:
+    api = served_api(path)
+    if api is None:
         return False
-    return case.api is None or case.api in endpoint[-1]
+    return case.api is None or case.api in api.converters
 
 
 class Runner:

@@ -32,12 +32,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..apis import error_body
 from ..recording.recorder import ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from ..records import Chunk
 from ..wire import fastjson
+from .listen import CutConnection
 from .requests import credential_values
-from .server import CutConnection, error_body
 
 if TYPE_CHECKING:
     import ssl

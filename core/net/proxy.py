@@ -11,7 +11,6 @@ bare ASGI callable; uvicorn runs it.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from ..apis import API_TABLE, api_for_path, find_api, official_origins
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
 from .forward import (
@@ -37,25 +37,10 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8788
 DEFAULT_OUT = "streamtool-captures"
-OFFICIAL = {
-    "openai": "https://api.openai.com",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "openrouter": "https://openrouter.ai",
-}
-# --upstream NAME=URL: the names a rule may use (an API, else a provider)
-API_NAMES = {
-    "chat": "chat.completions",
-    "chat.completions": "chat.completions",
-    "chat-completions": "chat.completions",
-    "openai-chat": "chat.completions",
-    "responses": "responses",
-    "openai-responses": "responses",
-    "messages": "messages",
-    "gemini": "gemini",
-}
+# the official origin of each provider: the wire APIs' own, and OpenRouter's
+OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
 PROVIDER_NAMES = frozenset(OFFICIAL)
-_GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+_STYLES = {a.provider: a.error_style for a in API_TABLE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,25 +68,16 @@ def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Rout
         provider = "anthropic"
     else:
         provider = "openai"
-    style = (
-        "anthropic" if provider == "anthropic" else "gemini" if provider == "gemini" else "openai"
-    )
-    api: str | None = None
-    if method.upper() == "POST":
-        if low.endswith("/chat/completions"):
-            api, style = "chat.completions", "openai"
-        elif low.endswith("/responses"):
-            api = "responses"
-        elif low.endswith("/messages"):
-            api = "messages"
-        elif low.endswith((":generatecontent", ":streamgeneratecontent")):
-            api = "gemini"
-    model = body.get("model") if isinstance(body, dict) else None
-    if api == "gemini":
-        found = _GEMINI_MODEL.search(unquote(path))
-        if found:
-            model = found.group(1)
-    return Route(provider, api, model if isinstance(model, str) and model else None, style)
+    # the provider's own error shape (its wire APIs'), but an API that many providers speak
+    # answers in its own shape whoever serves it
+    style = _STYLES.get(provider, "openai")
+    wire = api_for_path(path) if method.upper() == "POST" else None
+    if wire is None:
+        model = body.get("model") if isinstance(body, dict) else None
+        return Route(provider, None, model if isinstance(model, str) and model else None, style)
+    if wire.compatible:
+        style = wire.error_style
+    return Route(provider, wire.name, wire.model_of(unquote(path), body), style)
 
 
 def parse_upstreams(values: Iterable[str]) -> Upstreams:
@@ -124,12 +100,13 @@ def parse_upstreams(values: Iterable[str]) -> Upstreams:
             default = url
             continue
         key = name.strip().lower()
-        if key in API_NAMES:
-            rules[API_NAMES[key]] = url
-        elif key in PROVIDER_NAMES:
+        api = find_api(key)
+        if key in PROVIDER_NAMES:
             rules[key] = url
+        elif api is not None:
+            rules[api.name] = url
         else:
-            known = ", ".join(sorted(set(API_NAMES) | PROVIDER_NAMES))
+            known = ", ".join(sorted({n for a in API_TABLE for n in a.names} | PROVIDER_NAMES))
             raise ValueError(f"--upstream {value!r}: unknown API {name!r} (known: {known})")
     return Upstreams(default, rules)
 
@@ -286,13 +263,14 @@ def uvicorn_config(
 ) -> Any:
     """uvicorn settings for the proxy: no headers of its own (the upstream's pass through).
 
-    ``limits`` (a :class:`~.server.ConnectionLimits`): the connection limit and header timeout;
+    ``limits`` (a :class:`~.guard.ConnectionLimits`): the connection limit and header timeout;
     by default as many connections as the open-file limit allows, each counted as three
     descriptors (the agent's connection, the upstream's and the recording).
     """
     import uvicorn
 
-    from .server import ConnectionLimits, connection_limit, guarded, quiet_cut_logging
+    from .guard import ConnectionLimits, connection_limit, guarded
+    from .listen import quiet_cut_logging
 
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
@@ -337,7 +315,7 @@ class ProxyThread:
     def __enter__(self) -> ProxyThread:
         import uvicorn
 
-        from .server import bind
+        from .listen import bind
 
         self._sock = bind(self.host, self.port)
         self.port = self._sock.getsockname()[1]

@@ -200,7 +200,7 @@ class _Switch:
 @pytest.fixture(scope="session")
 def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
     """One replay server per test process (per xdist worker), started when first needed."""
-    from .server import ServerThread
+    from .listen import ServerThread
 
     switch = _Switch()
     with ServerThread(switch) as server:
@@ -212,9 +212,10 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
     from ..records import RecordingError
+    from .library import NoMatch
     from .playback import Playback, parse_speed
     from .proxy import OFFICIAL, Upstreams
-    from .server import NoMatch, create_app
+    from .server import create_app
     from .tape import MissRecorder, TapeLibrary, load_tape
 
     config = request.config

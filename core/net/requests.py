@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
+from ..apis import API_TABLE, WireApi
 from ..recording.secrets import credential_values as credential_values  # re-exported
 from ..recording.secrets import secret_query_values
 from ..wire import fastjson
@@ -27,56 +28,31 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Api:
-    """One wire API: how a request for it is shaped."""
+    """One ``--provider`` choice: a wire API (a row of :mod:`streamtool.core.apis`) and where
+    it is sent by default."""
 
     name: str  # --provider value
     provider: str  # the recording header's "provider"
-    api: str  # the recording header's "api"
+    wire: WireApi
     base_url: str | None
-    path: str
     key_env: tuple[str, ...]
 
+    @property
+    def api(self) -> str:
+        """The recording header's "api"."""
+        return self.wire.name
 
-APIS: dict[str, Api] = {
-    "openai-chat": Api(
-        "openai-chat",
-        "openai",
-        "chat.completions",
-        "https://api.openai.com/v1",
-        "/chat/completions",
-        ("OPENAI_API_KEY",),
-    ),
-    "openai-responses": Api(
-        "openai-responses",
-        "openai",
-        "responses",
-        "https://api.openai.com/v1",
-        "/responses",
-        ("OPENAI_API_KEY",),
-    ),
-    "anthropic": Api(
-        "anthropic",
-        "anthropic",
-        "messages",
-        "https://api.anthropic.com",
-        "/v1/messages",
-        ("ANTHROPIC_API_KEY",),
-    ),
-    "gemini": Api(
-        "gemini",
-        "gemini",
-        "gemini",
-        "https://generativelanguage.googleapis.com",
-        "/v1beta/models/{model}:streamGenerateContent",
-        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    ),
-    # any server that speaks Chat Completions; the key is only read from --api-key-env or a
-    # preset's variable, so an OpenAI key is never sent to an arbitrary host
-    "openai-compatible": Api(
-        "openai-compatible", "openai-compatible", "chat.completions", None, "/chat/completions", ()
-    ),
-}
-OPENAI_SHAPED = ("openai-chat", "openai-responses", "openai-compatible")
+    @property
+    def path(self) -> str:
+        return self.wire.path
+
+
+APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in API_TABLE}
+# any server that speaks Chat Completions; the key is only read from --api-key-env or a preset's
+# variable, so an OpenAI key is never sent to an arbitrary host
+APIS["openai-compatible"] = Api(
+    "openai-compatible", "openai-compatible", APIS["openai-chat"].wire, None, ()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,15 +426,14 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
     if name is None:
         if preset is None:
             raise RequestError(
-                "--provider is required (openai-chat, openai-responses, anthropic, gemini, "
-                "openai-compatible) unless --base-url names a preset "
+                f"--provider is required ({', '.join(APIS)}) unless --base-url names a preset "
                 f"({', '.join(PRESETS)})"
             )
         name = "openai-compatible"
     api = APIS.get(name)
     if api is None:
         raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
-    if preset is not None and name not in OPENAI_SHAPED:
+    if preset is not None and not api.wire.compatible:
         raise RequestError(
             f"the {preset.name} preset speaks the OpenAI API; use it with openai-compatible, "
             "openai-chat or openai-responses"
@@ -492,7 +467,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     """The request ``record`` sends, from the command line options and the environment."""
     preset = preset_for(opts.base_url)
     api = _resolve_api(opts, preset)
-    wire = "openai-chat" if api.name == "openai-compatible" else api.name
+    wire = api.wire.id
     if opts.body is None:
         if opts.prompt is None and opts.messages is None:
             raise RequestError("give --prompt, --messages FILE or --body FILE")
@@ -552,9 +527,9 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
 
     # URL
     path = api.path
-    if wire == "gemini":
+    if "{model}" in path:
         if not model:
-            raise RequestError("--model is required for gemini (it is part of the URL)")
+            raise RequestError(f"--model is required for {wire} (it is part of the URL)")
         path = path.format(model=quote(model, safe=""))
     query: list[tuple[str, str]] = []
     if wire == "gemini":

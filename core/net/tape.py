@@ -1,6 +1,6 @@
 """Serving a tape: a recorded session answered request by request, in order.
 
-:class:`TapeLibrary` is the :class:`~streamtool.core.net.server.Library` of a tape folder. A
+:class:`TapeLibrary` is the :class:`~streamtool.core.net.library.Library` of a tape folder. A
 request gets, in this order:
 
 1. the recording named by the ``X-Streamtool-Recording`` header, when the tape holds it;
@@ -22,24 +22,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..apis import served_api
 from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
 from ..records import RecordingError, os_error_text
-from .playback import Playback
-from .server import (
+from .library import (
     Incoming,
     Library,
     NoMatch,
     Recording,
     SelectionError,
-    ServerThread,
-    create_app,
     load_recording,
 )
+from .listen import ServerThread
+from .playback import Playback
+from .server import create_app
 from .tape_match import Exchange, Matcher, MatchRules, endpoint_key
 
 
 def _exchange(rec: Recording) -> Exchange:
-    gemini_model = rec.model if rec.endpoint == ":streamGenerateContent" else None
+    api = served_api(rec.endpoint) if rec.endpoint is not None else None
+    gemini_model = rec.model if api is not None and api.model_in_path else None
     body = rec.request_body
     return Exchange(
         name=rec.name,

@@ -1,0 +1,316 @@
+"""The recordings a server answers with: loaded into memory, and chosen for a request.
+
+:func:`load_recording` reads a recording (or a raw SSE body) and says what it answers: its API
+(from its header, else sniffed from its first events), model, status, headers and endpoint.
+:class:`Library` holds them and picks the one a request gets (:meth:`Library.select`). Plain
+Python: the HTTP app that serves them is :mod:`.server`, tapes add request matching
+(:mod:`.tape`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..apis import api_for_converter, model_in_path, served_api
+from ..converters import detect_from_event, detect_from_header
+from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
+from ..recording.secrets import REDACTED
+from ..recording.tape_index import INDEX_NAME
+from ..records import RecordingError
+from ..wire import fastjson
+from ..wire.framing import PendingDecoder, sniff
+from ..wire.sse import SSEEvent
+
+SNIFF_BYTES = 64 * 1024
+# response headers never replayed: framing and connection handling are the server's own, the
+# body is served decoded, and cookies or redacted values mean nothing to a client
+DROPPED_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "content-encoding",
+        "date",
+        "server",
+        "set-cookie",
+        "alt-svc",
+        "strict-transport-security",
+        "via",
+    }
+)
+
+
+@dataclass(slots=True)
+class Recording:
+    """One recording (or raw SSE body) held in memory, ready to be served."""
+
+    name: str
+    path: str
+    api: str | None  # converter name, or None when the stream does not say
+    model: str | None
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[tuple[float | None, bytes]] = field(repr=False)
+    size: int = 0
+    # how the recorded stream ended: "complete", "error", "timeout", "interrupted", or
+    # "cut off" (no end record)
+    ended: str = "complete"
+    # the request it answered: its JSON body (None when the recording holds none, as a raw
+    # .sse body) and its endpoint suffix (``/chat/completions``, ...; None when unknown)
+    request_body: Any = field(default=None, repr=False)
+    endpoint: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        """The recorded stream did not end properly: it is served the same way, by dropping
+        the connection after its last byte (HTTP error statuses are complete responses)."""
+        return self.ended != "complete" and self.status < 400
+
+    def describe(self) -> dict[str, Any]:
+        api = api_for_converter(self.api)
+        return {
+            "name": self.name,
+            "api": api.label if api is not None else None,
+            "endpoint": self.endpoint or (api.route if api is not None else None),
+            "model": self.model,
+            "status": self.status,
+            "bytes": self.size,
+            "chunks": len(self.chunks),
+            "ended": self.ended,
+        }
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files as given, and the recordings (``.jsonl``, ``.sse``, ``.txt``) inside folders."""
+    out: list[Path] = []
+    suffixes = RAW_SUFFIXES | (RECORDING_SUFFIXES - {".json"})
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.iterdir()
+                if f.is_file() and f.suffix.lower() in suffixes and f.name != INDEX_NAME
+            )
+            if not found:
+                raise RecordingError(str(p), None, "holds no recordings (.jsonl, .sse, .txt)")
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise RecordingError(str(p), None, "no such file or folder")
+    return out
+
+
+def _sniff(chunks: list[tuple[float | None, bytes]]) -> tuple[str | None, str | None]:
+    """The API and model a body's first events show."""
+    decoder = PendingDecoder()  # the framing decides: SSE, a JSON array or NDJSON
+    api: str | None = None
+    model: str | None = None
+    seen = 0
+    for _, data in chunks:
+        for item in decoder.feed(data):
+            if type(item) is not SSEEvent:
+                continue
+            if api is None:
+                api = detect_from_event(item)
+            if model is None:
+                model = _model_of(item.data)
+            if api is not None and model is not None:
+                return api, model
+        seen += len(data)
+        if seen >= SNIFF_BYTES:
+            break
+    return api, model
+
+
+def _model_of(data: str) -> str | None:
+    try:
+        obj: Any = fastjson.loads(data)
+    except ValueError:
+        return None
+    if isinstance(obj, list) and obj:
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return None
+    for holder in (obj, obj.get("message"), obj.get("response")):
+        if isinstance(holder, dict):
+            for key in ("model", "modelVersion"):
+                if isinstance(holder.get(key), str) and holder[key]:
+                    return str(holder[key])
+    return None
+
+
+# RFC 9110 token characters for a name; a value is latin-1 without CR, LF or NUL
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[^\r\n\x00\u0100-\U0010ffff]*")
+_log = logging.getLogger("streamtool.serve")
+
+
+def load_recording(path: str | os.PathLike[str]) -> Recording:
+    source = Source(path)
+    chunks: list[tuple[float | None, bytes]] = []
+    size = 0
+    for chunk in source.chunks():
+        data = chunk.data if isinstance(chunk.data, bytes) else chunk.data.encode("utf-8")
+        chunks.append((chunk.t, data))
+        size += len(data)
+    header = source.header
+    api = detect_from_header(header) if not header.raw_body else None
+    model = header.model
+    url = header.url
+    if model is None and url:
+        model = model_in_path(unquote(urlsplit(url).path))
+    if api is None or model is None:
+        sniffed_api, sniffed_model = _sniff(chunks)
+        api = api or sniffed_api
+        model = model or sniffed_model
+    request_path = unquote(urlsplit(url).path) if url else ""
+    endpoint = served_api(request_path) or api_for_converter(api)
+    suffix = endpoint.route if endpoint is not None else None
+    status = header.response.get("status")
+    if isinstance(status, int) and 100 <= status <= 199:
+        # an informational status (101 Switching Protocols) is no answer to a request
+        raise RecordingError(str(path), None, f"recorded status {status} cannot be served")
+    if not isinstance(status, int) or not 100 <= status <= 599:
+        status = 200
+    recorded = header.response.get("headers")
+    headers: list[tuple[str, str]] = []
+    if isinstance(recorded, dict):
+        for k, v in recorded.items():
+            if k.lower() in DROPPED_HEADERS or not isinstance(v, str) or REDACTED in v:
+                continue
+            if not _HEADER_NAME.fullmatch(k) or not _HEADER_VALUE.fullmatch(v):
+                _log.warning("%s: recorded header %r is not valid HTTP: not served", path, k)
+                continue
+            headers.append((k.lower(), v))
+    if not any(k == "content-type" for k, _ in headers):
+        head = b"".join(d for _, d in chunks[:8])
+        json_body = sniff(head) in ("json-array", "ndjson") or status >= 400
+        headers.append(("content-type", "application/json" if json_body else "text/event-stream"))
+    return Recording(
+        name=Path(path).stem,
+        path=str(path),
+        api=api,
+        model=model,
+        status=status,
+        headers=headers,
+        chunks=chunks,
+        size=size,
+        ended=source.end.reason if source.end is not None else "cut off",
+        request_body=header.request.get("body"),
+        endpoint=suffix,
+    )
+
+
+class SelectionError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class NoMatch(SelectionError):
+    """Nothing recorded answers the request (a tape's miss): HTTP 404, or forwarded upstream
+    when the server records what is missing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, message)
+
+
+@dataclass(slots=True)
+class Incoming:
+    """A request as the choice of a recording sees it."""
+
+    path: str
+    endpoint: str  # the endpoint suffix (a wire API's route)
+    apis: tuple[str, ...]
+    model: str | None
+    name: str | None  # the X-Streamtool-Recording header
+    body: Any  # parsed JSON, or None for an empty body
+    gemini_model: str | None = None  # the model named in a Gemini path
+
+
+class Library:
+    """The recordings a server answers with, and the rule that picks one for a request."""
+
+    def __init__(self, recordings: Sequence[Recording]) -> None:
+        self.recordings = list(recordings)
+        self.by_name: dict[str, Recording] = {}
+        for rec in self.recordings:
+            for key in (rec.name, Path(rec.path).name):
+                other = self.by_name.get(key)
+                if other is not None and other is not rec:
+                    raise RecordingError(
+                        rec.path, None, f"two recordings are named {key!r} (also {other.path})"
+                    )
+                self.by_name[key] = rec
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> Library:
+        files = expand_paths(paths)
+        if not files:
+            raise RecordingError("serve", None, "no recordings given")
+        if len(files) == 1:
+            return cls([load_recording(files[0])])
+        # among several, one that cannot be read or served is skipped with a warning
+        loaded = []
+        for p in files:
+            try:
+                loaded.append(load_recording(p))
+            except RecordingError as exc:
+                _log.warning("skipped: %s", exc)
+        if not loaded:
+            raise RecordingError("serve", None, "none of the recordings can be served")
+        return cls(loaded)
+
+    def names(self) -> list[str]:
+        return [r.name for r in self.recordings]
+
+    def choose(self, request: Incoming) -> Recording:
+        """The recording that answers ``request``; raises :class:`SelectionError`."""
+        return self.select(request.apis, request.model, request.name)
+
+    def select(self, apis: tuple[str, ...], model: str | None, name: str | None) -> Recording:
+        """The recording for a request: by name (header), by model, else the only one."""
+        if name:
+            rec = self.by_name.get(name)
+            if rec is None:
+                raise SelectionError(
+                    404, f"no recording named {name!r}; available: {', '.join(self.names())}"
+                )
+            return rec
+        candidates = [r for r in self.recordings if r.api in apis]
+        if model:
+            matching = [r for r in candidates if r.model == model]
+            if len(matching) == 1:
+                return matching[0]
+            if len(matching) > 1:
+                raise SelectionError(
+                    400,
+                    f"{len(matching)} recordings are for model {model!r} "
+                    f"({', '.join(r.name for r in matching)}); pick one with the "
+                    f"X-Streamtool-Recording header",
+                )
+        if len(candidates) == 1:
+            return candidates[0]
+        if len(self.recordings) == 1 and self.recordings[0].api is None:
+            return self.recordings[0]
+        if not candidates:
+            available = ", ".join(f"{r.name} ({r.api or 'unknown API'})" for r in self.recordings)
+            raise SelectionError(404, f"no recording speaks this API; available: {available}")
+        wanted = f" and none is for model {model!r}" if model else ""
+        raise SelectionError(
+            400,
+            f"{len(candidates)} recordings answer this endpoint{wanted} "
+            f"({', '.join(r.name for r in candidates)}); pick one with the model name or the "
+            "X-Streamtool-Recording header",
+        )

@@ -1,0 +1,158 @@
+"""The listening side: a listening socket, and an ASGI app run on it with uvicorn under the
+connection guard (:mod:`.guard`), until interrupted (:func:`run_server`) or in a background thread
+(:class:`ServerThread`). uvicorn is imported only inside the functions that run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded
+
+
+# -- connections dropped on purpose ----------------------------------------------------------------
+class CutConnection(Exception):
+    """Raised by the app to make the server drop a connection (``--cut-after``)."""
+
+
+class _QuietCuts(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CutConnection)
+
+
+def quiet_cut_logging() -> None:
+    """Deliberate connection drops are not server errors: keep them out of the log."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietCuts) for f in logger.filters):
+        logger.addFilter(_QuietCuts())
+
+
+# -- the listening socket --------------------------------------------------------------------------
+class _Listener(socket.socket):
+    """A listening socket that accepts at most :data:`ACCEPT_BURST` connections per turn of the
+    asyncio event loop. A connection over the limit is closed a turn or two after it was
+    accepted; accepting a whole queue of them at once could run out of descriptors first."""
+
+    _burst = 0
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return super().accept()
+        if self._burst >= ACCEPT_BURST:
+            raise BlockingIOError("the rest on the next turn of the event loop")
+        conn, address = super().accept()
+        if self._burst == 0:
+            loop.call_soon(self._next_turn)
+        self._burst += 1
+        return conn, address
+
+    def _next_turn(self) -> None:
+        self._burst = 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (``port`` 0 picks a free one). Raises ``OSError`` if it cannot.
+
+    The protocol is TCP by name: asyncio turns Nagle's algorithm off only on sockets whose
+    ``proto`` says TCP, and a socket made with protocol 0 would hold each small write back for
+    the peer's delayed ACK (tens of milliseconds on a reused connection).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = _Listener(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+# -- running an app on it --------------------------------------------------------------------------
+def _config(
+    app: Any, log_level: str, access_log: bool, limits: ConnectionLimits | None = None
+) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        **guarded(limits or ConnectionLimits(connection_limit())),
+    )
+    quiet_cut_logging()
+    return config
+
+
+def run_server(
+    app: Any,
+    sock: socket.socket,
+    *,
+    log_level: str = "info",
+    access_log: bool = True,
+    limits: ConnectionLimits | None = None,
+) -> None:
+    """Serve on ``sock`` until interrupted (uvicorn handles SIGINT / SIGTERM).
+
+    ``limits``: the connection limit and header timeout (default: derived from the open-file
+    limit, :data:`.guard.HEADER_TIMEOUT`).
+    """
+    import uvicorn
+
+    server = uvicorn.Server(_config(app, log_level, access_log, limits))
+    server.run(sockets=[sock])
+
+
+class ServerThread:
+    """A server on 127.0.0.1 in a background thread, for tests: ``with ServerThread(app) as s``.
+
+    ``s.url`` is the origin (``http://127.0.0.1:PORT``); stopped on exit.
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ServerThread:
+        import time
+
+        import uvicorn
+
+        sock = bind(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+        self._server = uvicorn.Server(_config(self.app, "warning", False))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.005)
+        self._sock = sock
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()

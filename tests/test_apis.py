@@ -1,0 +1,142 @@
+"""The table of wire APIs is consistent, and every part that reads it reads it the same way."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from streamtool.core.apis import (
+    API_TABLE,
+    WireApi,
+    api_for_converter,
+    api_for_path,
+    converter_named,
+    error_body,
+    find_api,
+    served_api,
+)
+from streamtool.core.converters import converter_names, detect_from_header
+from streamtool.core.net.capture import is_stream_request, provider_and_api
+from streamtool.core.net.library import load_recording
+from streamtool.core.net.proxy import PROVIDER_NAMES, parse_upstreams, route
+from streamtool.core.net.requests import APIS, RequestOptions, build_request
+from streamtool.core.records import Header
+
+ROWS = pytest.mark.parametrize("api", API_TABLE, ids=[a.id for a in API_TABLE])
+KEYS = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k"}
+
+
+def test_ids_and_names_are_unique() -> None:
+    ids = [a.id for a in API_TABLE]
+    assert len(ids) == len(set(ids))
+    seen: dict[str, str] = {}
+    for api in API_TABLE:
+        for name in api.names:
+            assert seen.setdefault(name, api.id) == api.id, f"{name!r} names two APIs"
+            assert find_api(name) is api
+    routes = [r for a in API_TABLE for r in (a.route, *a.more_routes)]
+    assert len(routes) == len(set(routes))
+
+
+@ROWS
+def test_a_row_is_complete(api: WireApi) -> None:
+    assert api.converters and set(api.converters) <= set(converter_names())
+    for converter in api.converters:
+        assert api_for_converter(converter) is api
+        assert converter_named(converter) == converter
+    assert converter_named(api.name) == api.converter
+    assert api.error_style in ("openai", "anthropic", "gemini")
+    assert urlsplit(api.base_url).scheme == "https" and api.path.startswith("/")
+    assert api.official_path.endswith(api.route)
+
+
+@ROWS
+def test_every_route_resolves_back_to_its_row(api: WireApi) -> None:
+    assert served_api(api.route) is api
+    assert served_api(api.official_path) is api
+    for suffix in (api.route, *api.more_routes):
+        assert api_for_path("/v1/x" + suffix) is api
+        assert api_for_path(("/v1/x" + suffix).upper()) is api
+        assert route("POST", "/v1/x" + suffix, {}, {"model": "m"}).api == api.name
+    for hosted in api.hosted_routes:
+        path = "/v1/projects/p" + hosted.replace("*", "models/m")
+        assert api_for_path(path) is None  # no proxy or capture records it
+        assert api_for_path(path, hosted=True) is api
+        assert detect_from_header(Header(request={"url": "https://h" + path})) == api.converter
+    for route_ in api.more_routes:
+        assert served_api("/v1/x" + route_) is None  # serve answers the stream only
+
+
+@ROWS
+def test_record_serve_proxy_and_capture_agree(api: WireApi, tmp_path: Path) -> None:
+    """The request ``record`` sends for an API is that API to serve, the proxy, SDK capture,
+    the converter registry and the tapes, with the same model."""
+    prepared = build_request(RequestOptions(provider=api.id, model="m-1", prompt="hi"), KEYS)
+    assert APIS[api.id].wire is api
+    assert prepared.api == api.name and prepared.provider == api.provider
+    url = prepared.url
+    path = unquote(urlsplit(url).path)
+    assert path == api.official_path.replace("{model}", "m-1")
+
+    # serve: the endpoint it answers, and the model it picks a recording by
+    assert served_api(path) is api
+    assert api.model_of(path, prepared.body) == "m-1"
+    # the proxy
+    r = route("POST", path, prepared.headers, prepared.body)
+    assert (r.provider, r.api, r.model) == (api.provider, api.name, "m-1")
+    if api.compatible:
+        assert r.style == api.error_style
+    # SDK capture
+    assert provider_and_api(url, prepared.headers) == (api.provider, api.name)
+    assert is_stream_request(url, prepared.body)
+    # the converter registry, from the recording header and from the URL alone
+    assert detect_from_header(Header(api.provider, api.name, request={"url": url})) == (
+        api.converter
+    )
+    assert detect_from_header(Header(request={"url": url})) == api.converter
+    # a recording of it, as serve and the tapes load it
+    file = tmp_path / "rec.jsonl"
+    records = [
+        {
+            "type": "header",
+            "format": "streamtool-recording",
+            "version": 1,
+            "request": {"method": "POST", "url": url, "headers": {}, "body": prepared.body},
+            "response": {"status": 200, "headers": {}},
+        },
+        {"type": "end", "t": 0.1, "reason": "complete"},
+    ]
+    file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    rec = load_recording(file)
+    assert (rec.api, rec.endpoint, rec.model) == (api.converter, api.route, "m-1")
+    assert rec.describe()["api"] == api.label
+
+
+@ROWS
+def test_the_proxy_takes_every_name_of_an_api(api: WireApi) -> None:
+    for name in api.names:
+        rules = parse_upstreams([f"{name}=http://127.0.0.1:9"]).rules
+        # a name that is also a provider's sends that provider's every request there
+        key = name if name in PROVIDER_NAMES else api.name
+        assert rules == {key: "http://127.0.0.1:9"}
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic", "gemini"])
+def test_error_bodies_carry_the_message(style: str) -> None:
+    obj = json.loads(error_body(style, 404, "no such thing"))
+    assert obj["error"]["message"] == "no such thing"
+
+
+def test_the_table_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, streamtool.core.apis\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('streamtool.core.net', "
+        "'streamtool.core.converters', 'httpx', 'starlette', 'uvicorn', 'openai', 'anthropic'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
