@@ -39,7 +39,6 @@ from ..citations import from_anthropic
 from ..model import ChunkResponse, ToolCallDelta
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
@@ -75,14 +74,16 @@ class AnthropicConverter(Converter):
         self._model: str | None = None
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
-        return self.on_object(obj, event)
+    events = {
+        "content_block_delta": "_block_delta",
+        "content_block_start": "_block_start",
+        "content_block_stop": "_block_stop",
+        "message_start": "_message_start",
+        "message_delta": "_message_delta",
+        "message_stop": "_message_stop",
+        "error": "_error_event",
+    }
+    ignored_events = frozenset({"ping"})
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """A ``content_block_delta`` of an input fragment for an open tool block, or of text or
@@ -115,54 +116,35 @@ class AnthropicConverter(Converter):
         return run, text
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        if type(obj) is dict:
-            if obj.get("type") == "content_block_delta":
-                # the hot path, inline: an input fragment for an open tool block
-                delta = obj.get("delta")
-                if type(delta) is dict and delta.get("type") == "input_json_delta":
-                    fragment = delta.get("partial_json")
-                    index = obj.get("index")
-                    call = self.tracker.find(index) if type(index) is int else None
-                    if call is not None and type(fragment) is str and fragment:
-                        added = self.tracker.append_exact(call, fragment)
-                        return [ChunkResponse(tool_calls=[added])] if added is not None else []
-                return self._block_delta(obj)
-            return self._payload(obj, event)
-        return self.each_payload(obj, lambda payload: self._payload(payload, event))
-
-    def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        kind = obj.get("type")
-        if not isinstance(kind, str) or not kind:
-            kind = event.event
-        if kind == "content_block_delta":
+        if type(obj) is dict and obj.get("type") == "content_block_delta":
+            # the hot path, inline: an input fragment for an open tool block
+            delta = obj.get("delta")
+            if type(delta) is dict and delta.get("type") == "input_json_delta":
+                fragment = delta.get("partial_json")
+                index = obj.get("index")
+                call = self.tracker.find(index) if type(index) is int else None
+                if call is not None and type(fragment) is str and fragment:
+                    added = self.tracker.append_exact(call, fragment)
+                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
             return self._block_delta(obj)
-        if kind == "content_block_start":
-            return self._block_start(obj)
-        if kind == "content_block_stop":
-            return self._block_stop(obj)
-        if kind == "ping":
-            return []
-        if kind == "message_start":
-            return self._message_start(obj)
-        if kind == "message_delta":
-            return self._message_delta(obj)
-        if kind == "message_stop":
-            self.stopped = True
-            chunk = ChunkResponse(is_complete=True)
-            deltas = self.tracker.complete_all()
-            if deltas:
-                chunk.tool_calls = deltas
-            return [chunk]
-        if kind == "error":
-            self.failed = True
-            err = obj.get("error")
-            if isinstance(err, dict):
-                message = f"{err.get('type', 'error')}: {err.get('message', '')}"
-            else:
-                message = str(err if err is not None else obj)
-            self.error("provider_error", f"error event in the stream: {message}", err)
-            return []
-        self.unknown_event(str(kind))  # counted, listed once in the unknown_event quirk
+        return super().on_object(obj, event)
+
+    def _message_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        self.stopped = True
+        chunk = ChunkResponse(is_complete=True)
+        deltas = self.tracker.complete_all()
+        if deltas:
+            chunk.tool_calls = deltas
+        return [chunk]
+
+    def _error_event(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        self.failed = True
+        err = obj.get("error")
+        if isinstance(err, dict):
+            message = f"{err.get('type', 'error')}: {err.get('message', '')}"
+        else:
+            message = str(err if err is not None else obj)
+        self.error("provider_error", f"error event in the stream: {message}", err)
         return []
 
     def _message_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:

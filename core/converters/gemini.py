@@ -32,7 +32,6 @@ from ..citations import from_gemini_grounding
 from ..model import ChunkResponse, ToolCallDelta
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
@@ -58,20 +57,15 @@ class GeminiConverter(Converter):
         self._model: str | None = None
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        """Every event is a response object (no event types to dispatch on)."""
         if type(obj) is dict:
-            return self._payload(obj)
+            return self.on_payload(obj, event)
         if isinstance(obj, list):  # a JSON array inside one SSE event (or a MultiPayload)
             out: list[ChunkResponse] = []
             for payload in obj:
                 if isinstance(payload, dict):
-                    out.extend(self._payload(payload))
+                    out.extend(self.on_payload(payload, event))
             return out
         self.error("bad_payload", "event data is not a JSON object", obj)
         return []
@@ -82,7 +76,7 @@ class GeminiConverter(Converter):
             return True
         return False
 
-    def _payload(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
         out: list[ChunkResponse] = []
         head = ChunkResponse()

@@ -41,7 +41,6 @@ from ..records import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
 from ..wire import fastjson
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
@@ -94,19 +93,15 @@ _OUTPUT_ITEMS = frozenset(
         "tool_search_output",
     }
 )
-_ARGUMENT_DELTAS = frozenset(
-    {
-        "response.function_call_arguments.delta",
-        "response.mcp_call_arguments.delta",
-        "response.custom_tool_call_input.delta",
-    }
+_ARGUMENT_DONES = (
+    "response.function_call_arguments.done",
+    "response.mcp_call_arguments.done",
+    "response.custom_tool_call_input.done",
 )
-_ARGUMENT_DONES = frozenset(
-    {
-        "response.function_call_arguments.done",
-        "response.mcp_call_arguments.done",
-        "response.custom_tool_call_input.done",
-    }
+_SHELL_COMMANDS = (
+    "response.shell_call_command.added",
+    "response.shell_call_command.delta",
+    "response.shell_call_command.done",
 )
 # documented events that carry nothing beyond what the items and the deltas already say
 _IGNORED = frozenset(
@@ -260,18 +255,39 @@ class OpenAIResponsesConverter(Converter):
         self._client_tools = names
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
-        return self.on_object(obj, event)
+    events = {
+        "response.function_call_arguments.delta": "_argument_delta",
+        "response.mcp_call_arguments.delta": "_argument_delta",
+        "response.custom_tool_call_input.delta": ("_argument_delta", True),
+        "response.output_text.delta": ("_text_delta", TEXT, "text"),
+        "response.reasoning_summary_text.delta": ("_text_delta", REASONING, "summary"),
+        "response.reasoning_text.delta": ("_text_delta", REASONING, "content"),
+        "response.output_item.added": "_item_added",
+        "response.output_item.done": "_item_done",
+        **{kind: ("_argument_done", kind) for kind in _ARGUMENT_DONES},
+        "response.output_text.done": ("_text_done", TEXT, "text", "text"),
+        "response.reasoning_summary_text.done": ("_text_done", REASONING, "summary", "text"),
+        "response.reasoning_text.done": ("_text_done", REASONING, "content", "text"),
+        "response.refusal.delta": "_refusal_delta",
+        "response.output_text.annotation.added": "_annotation",
+        "response.code_interpreter_call_code.delta": "_input_delta",
+        "response.apply_patch_call_operation_diff.delta": "_input_delta",
+        **{kind: ("_shell_command", kind) for kind in _SHELL_COMMANDS},
+        "response.image_generation_call.partial_image": "_partial_image",
+        "response.created": "_lifecycle",
+        "response.in_progress": "_lifecycle",
+        "response.queued": "_lifecycle",
+        "response.completed": ("_completed", "completed"),
+        "response.incomplete": ("_completed", "incomplete"),
+        "response.failed": ("_completed", "failed"),
+        "response.cancelled": ("_completed", "cancelled"),
+        "error": "_error_event",
+    }
+    ignored_events = _IGNORED
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """An argument delta for the call opened last, or a text, summary or reasoning delta of
-        a known item, in sequence (what :meth:`_payload` does with them, without a chunk each)."""
+        a known item, in sequence (what :meth:`on_payload` does with them, without a chunk each)."""
         if type(obj) is not dict:
             return None
         kind = obj.get("type")
@@ -326,31 +342,29 @@ class OpenAIResponsesConverter(Converter):
         return True
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        if type(obj) is dict:
-            if obj.get("type") == "response.function_call_arguments.delta":
-                # the hot path, inline: an argument fragment for the call opened last
-                fragment = obj.get("delta")
-                item_id = obj.get("item_id")
-                call = self.tracker.find(item_id) if type(item_id) is str else None
-                seq = obj.get("sequence_number")
-                if (
-                    call is not None
-                    and call is self.tracker.calls[-1]
-                    and type(fragment) is str
-                    and fragment
-                    and (
-                        seq is None
-                        or (type(seq) is int and (self._seq is None or seq == self._seq + 1))
-                    )
-                ):
-                    self.payloads += 1
-                    if seq is not None:
-                        self._seq = seq
-                    # what _argument_delta would do (no quirk applies to this delta)
-                    added = self.tracker.append_exact(call, fragment)
-                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
-            return self._payload(obj, event)
-        return self.each_payload(obj, lambda payload: self._payload(payload, event))
+        if type(obj) is dict and obj.get("type") == "response.function_call_arguments.delta":
+            # the hot path, inline: an argument fragment for the call opened last
+            fragment = obj.get("delta")
+            item_id = obj.get("item_id")
+            call = self.tracker.find(item_id) if type(item_id) is str else None
+            seq = obj.get("sequence_number")
+            if (
+                call is not None
+                and call is self.tracker.calls[-1]
+                and type(fragment) is str
+                and fragment
+                and (
+                    seq is None
+                    or (type(seq) is int and (self._seq is None or seq == self._seq + 1))
+                )
+            ):
+                self.payloads += 1
+                if seq is not None:
+                    self._seq = seq
+                # what _argument_delta would do (no quirk applies to this delta)
+                added = self.tracker.append_exact(call, fragment)
+                return [ChunkResponse(tool_calls=[added])] if added is not None else []
+        return super().on_object(obj, event)
 
     def on_unparsed(self, event: SSEEvent) -> bool:
         if event.data.strip() == "[DONE]":
@@ -358,11 +372,8 @@ class OpenAIResponsesConverter(Converter):
             return True
         return False
 
-    def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
-        kind = obj.get("type")
-        if not isinstance(kind, str) or not kind:
-            kind = event.event or ""
         seq = obj.get("sequence_number")
         if type(seq) is int:
             if self._seq is not None and seq != self._seq + 1:
@@ -371,68 +382,12 @@ class OpenAIResponsesConverter(Converter):
                     f"sequence_number {seq} after {self._seq}",
                 )
             self._seq = seq
-        if kind == "response.function_call_arguments.delta":  # the hot path
-            return self._argument_delta(obj, False)
-        if kind in _ARGUMENT_DELTAS:
-            return self._argument_delta(obj, kind == "response.custom_tool_call_input.delta")
-        if kind == "response.output_text.delta":
-            return self._text_delta(obj, TEXT, "text")
-        if kind == "response.reasoning_summary_text.delta":
-            return self._text_delta(obj, REASONING, "summary")
-        if kind == "response.reasoning_text.delta":
-            return self._text_delta(obj, REASONING, "content")
-        if kind == "response.output_item.added":
-            return self._item_added(obj)
-        if kind == "response.output_item.done":
-            return self._item_done(obj)
-        if kind in _ARGUMENT_DONES:
-            return self._argument_done(obj, kind)
-        if kind == "response.output_text.done":
-            return self._text_done(obj, TEXT, "text", "text")
-        if kind == "response.reasoning_summary_text.done":
-            return self._text_done(obj, REASONING, "summary", "text")
-        if kind == "response.reasoning_text.done":
-            return self._text_done(obj, REASONING, "content", "text")
-        if kind == "response.refusal.delta":
-            delta = obj.get("delta")
-            if isinstance(delta, str) and delta:
-                info = self._item(obj.get("item_id"), obj.get("output_index"))
-                if info is not None:
-                    key = ("refusal", _part_index(obj, "content"))
-                    info.texts.setdefault(key, []).append(delta)
-                self._runs.enter(TEXT)
-                return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
-            return []
-        if kind == "response.output_text.annotation.added":
-            annotation = obj.get("annotation")
-            meta = {"annotations": self._runs.collect(TEXT, "annotations", annotation)}
-            citation = from_openai_annotation(annotation)
-            if citation is not None:
-                meta["citations"] = self._runs.collect(TEXT, "citations", citation)
-            return [ChunkResponse(content_metadata=meta)]
-        if kind in (
-            "response.code_interpreter_call_code.delta",
-            "response.apply_patch_call_operation_diff.delta",
-        ):
-            return self._input_delta(obj)
+        return super().on_payload(obj, event)
+
+    def other_event(self, kind: str | None, obj: dict[str, Any]) -> list[ChunkResponse]:
+        kind = kind or ""
         if kind.startswith("response.shell_call_command."):
-            return self._shell_command(obj, kind)
-        if kind == "response.image_generation_call.partial_image":
-            return self._partial_image(obj)
-        if kind in ("response.created", "response.in_progress", "response.queued"):
-            return self._lifecycle(obj)
-        if kind == "response.completed":
-            return self._completed(obj, "completed")
-        if kind == "response.incomplete":
-            return self._completed(obj, "incomplete")
-        if kind == "response.failed":
-            return self._completed(obj, "failed")
-        if kind == "response.cancelled":
-            return self._completed(obj, "cancelled")
-        if kind == "error":
-            return self._error_event(obj)
-        if kind in _IGNORED:
-            return []
+            return self._shell_command(obj, kind)  # unknown only when its command is streaming
         self.unknown_event(kind)
         return []
 
@@ -964,6 +919,25 @@ class OpenAIResponsesConverter(Converter):
             self._runs.enter(REASONING)
         return [ChunkResponse(reasoning=delta)]
 
+    def _refusal_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        delta = obj.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return []
+        info = self._item(obj.get("item_id"), obj.get("output_index"))
+        if info is not None:
+            key = ("refusal", _part_index(obj, "content"))
+            info.texts.setdefault(key, []).append(delta)
+        self._runs.enter(TEXT)
+        return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
+
+    def _annotation(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        annotation = obj.get("annotation")
+        meta = {"annotations": self._runs.collect(TEXT, "annotations", annotation)}
+        citation = from_openai_annotation(annotation)
+        if citation is not None:
+            meta["citations"] = self._runs.collect(TEXT, "citations", citation)
+        return [ChunkResponse(content_metadata=meta)]
+
     def _text_done(
         self, obj: dict[str, Any], kind: str, part: str, field: str
     ) -> list[ChunkResponse]:
@@ -1012,7 +986,7 @@ class OpenAIResponsesConverter(Converter):
         return [ChunkResponse(reasoning=text[len(streamed) :])]
 
     # -- arguments -------------------------------------------------------------------------
-    def _argument_delta(self, obj: dict[str, Any], custom: bool) -> list[ChunkResponse]:
+    def _argument_delta(self, obj: dict[str, Any], custom: bool = False) -> list[ChunkResponse]:
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
