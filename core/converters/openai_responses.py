@@ -292,6 +292,8 @@ class OpenAIResponsesConverter(Converter):
             return None
         kind = obj.get("type")
         if kind == "response.function_call_arguments.delta":
+            # what _argument_delta does with a fragment for the call opened last (nothing to
+            # note), the fragment taken by the tracker for the run's one chunk
             fragment = obj.get("delta")
             item_id = obj.get("item_id")
             if type(fragment) is not str or not fragment or type(item_id) is not str:
@@ -342,28 +344,15 @@ class OpenAIResponsesConverter(Converter):
         return True
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        if type(obj) is dict and obj.get("type") == "response.function_call_arguments.delta":
-            # the hot path, inline: an argument fragment for the call opened last
-            fragment = obj.get("delta")
-            item_id = obj.get("item_id")
-            call = self.tracker.find(item_id) if type(item_id) is str else None
-            seq = obj.get("sequence_number")
-            if (
-                call is not None
-                and call is self.tracker.calls[-1]
-                and type(fragment) is str
-                and fragment
-                and (
-                    seq is None
-                    or (type(seq) is int and (self._seq is None or seq == self._seq + 1))
-                )
-            ):
-                self.payloads += 1
-                if seq is not None:
-                    self._seq = seq
-                # what _argument_delta would do (no quirk applies to this delta)
-                added = self.tracker.append_exact(call, fragment)
-                return [ChunkResponse(tool_calls=[added])] if added is not None else []
+        if (
+            type(obj) is dict
+            and obj.get("type") == "response.function_call_arguments.delta"
+            and self._in_sequence(obj)
+        ):
+            # the hot path: on_payload's bookkeeping (in sequence: nothing to note), without
+            # the dispatch
+            self.payloads += 1
+            return self._argument_delta(obj)
         return super().on_object(obj, event)
 
     def on_unparsed(self, event: SSEEvent) -> bool:
@@ -987,11 +976,14 @@ class OpenAIResponsesConverter(Converter):
 
     # -- arguments -------------------------------------------------------------------------
     def _argument_delta(self, obj: dict[str, Any], custom: bool = False) -> list[ChunkResponse]:
+        """An argument fragment (of a custom tool's input: JSON-escaped) for the call its
+        ``item_id`` names, else its ``output_index`` (a delta before its item opens the call)."""
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
         tracker = self.tracker
-        call = tracker.find(_str(obj.get("item_id")))
+        item_id = obj.get("item_id")
+        call = tracker.find(item_id) if type(item_id) is str else None
         if call is None:
             call = self._orphan_call(obj)
         if call is not tracker.calls[-1] and not call.complete:
