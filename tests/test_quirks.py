@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from streamtool.core.converters import gemini
-from streamtool.core.quirks import CATALOGUE, SEVERITIES, catalogue_markdown, lookup
+from streamtool.core.quirk_ids import QuirkId
+from streamtool.core.quirks import (
+    CATALOGUE,
+    SEVERITIES,
+    catalogue_markdown,
+    lookup,
+    quirk_ids_source,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "core"
@@ -158,3 +165,11 @@ def test_docs_quirks_md_is_generated_from_the_catalogue():
     )
     for quirk_id in CATALOGUE:
         assert f"\n## {quirk_id}\n" in doc
+
+
+def test_quirk_ids_is_generated_from_the_catalogue():
+    assert [str(q) for q in QuirkId] == list(CATALOGUE)
+    source = (ROOT / "core" / "quirk_ids.py").read_text(encoding="utf-8")
+    assert source == quirk_ids_source(), (
+        "core/quirk_ids.py is stale: python -m streamtool.core.quirks --ids > core/quirk_ids.py"
+    )
