@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
@@ -68,7 +69,7 @@ class Converter:
         self.http_error = isinstance(status, int) and status >= 400
 
     # -- notes -----------------------------------------------------------------------------
-    def quirk(self, quirk_id: str, detail: str = "") -> None:
+    def quirk(self, quirk_id: QuirkId, detail: str = "") -> None:
         if quirk_id not in self._seen_quirks:
             self._seen_quirks.add(quirk_id)
             self._quirks.append(Quirk(quirk_id, detail))
@@ -84,7 +85,7 @@ class Converter:
                 f"{kind!r} ({n} event{'s' if n > 1 else ''})"
                 for kind, n in self.unknown_events.items()
             )
-            self.quirk("unknown_event", f"event types this converter does not know: {listed}")
+            self.quirk(QuirkId.UNKNOWN_EVENT, f"event types this converter does not know: {listed}")
 
     def error(self, kind: str, message: str, detail: Any = None) -> None:
         self._errors.append(StreamError(kind, message, detail))
@@ -230,7 +231,9 @@ class Converter:
         return []
 
     def on_comment(self, comment: SSEComment) -> list[ChunkResponse]:
-        self.quirk("sse_comment_keepalive", f"SSE comment lines such as {comment.text[:40]!r}")
+        self.quirk(
+            QuirkId.SSE_COMMENT_KEEPALIVE, f"SSE comment lines such as {comment.text[:40]!r}"
+        )
         return []
 
     def on_finish(self) -> list[ChunkResponse]:
@@ -264,7 +267,7 @@ class Converter:
         """
         data = event.data
         if not data.strip():
-            self.quirk("sse_empty_event_after_comment", "an event with empty data")
+            self.quirk(QuirkId.SSE_EMPTY_EVENT_AFTER_COMMENT, "an event with empty data")
             return None
         if self.on_unparsed(event):
             return None
@@ -314,7 +317,7 @@ class Converter:
                     break
             else:
                 self.quirk(
-                    "sse_single_newline_separator",
+                    QuirkId.SSE_SINGLE_NEWLINE_SEPARATOR,
                     "several JSON payloads in one event (events separated by a single LF)",
                 )
                 return MultiPayload(parts)

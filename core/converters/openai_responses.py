@@ -37,6 +37,7 @@ from typing import Any
 
 from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
@@ -367,7 +368,7 @@ class OpenAIResponsesConverter(Converter):
         if type(seq) is int:
             if self._seq is not None and seq != self._seq + 1:
                 self.quirk(
-                    "responses_sequence_gap",
+                    QuirkId.RESPONSES_SEQUENCE_GAP,
                     f"sequence_number {seq} after {self._seq}",
                 )
             self._seq = seq
@@ -393,7 +394,7 @@ class OpenAIResponsesConverter(Converter):
 
     def _completed(self, obj: dict[str, Any], status: str) -> list[ChunkResponse]:
         if self.terminal is not None:
-            self.quirk("finish_double", f"response.{status} after response.{self.terminal}")
+            self.quirk(QuirkId.FINISH_DOUBLE, f"response.{status} after response.{self.terminal}")
             return []
         self.terminal = status
         chunk = ChunkResponse(is_complete=True)
@@ -460,7 +461,7 @@ class OpenAIResponsesConverter(Converter):
             info = self._by_index.get(index)
             if info is not None and type(item_id) is str and item_id and info.id != item_id:
                 self.quirk(
-                    "responses_item_id_rotation",
+                    QuirkId.RESPONSES_ITEM_ID_ROTATION,
                     f"output item {index} ({info.type}) came as item_id {item_id!r} "
                     f"after {info.id!r}",
                 )
@@ -598,7 +599,7 @@ class OpenAIResponsesConverter(Converter):
             if isinstance(args, str):
                 return args or None
             if args is not None:
-                self.quirk("oai_args_object", "arguments sent as a JSON value, not a string")
+                self.quirk(QuirkId.OAI_ARGS_OBJECT, "arguments sent as a JSON value, not a string")
                 return json.dumps(args, ensure_ascii=False)
             return None
         if info.kind == "approval":
@@ -644,12 +645,12 @@ class OpenAIResponsesConverter(Converter):
             pass
         elif streamed:
             self.quirk(
-                "responses_args_suffix_in_done",
+                QuirkId.RESPONSES_ARGS_SUFFIX_IN_DONE,
                 f"call {call.call_id}: {where} holds more arguments than were streamed",
             )
         else:
             self.quirk(
-                "responses_args_done_only",
+                QuirkId.RESPONSES_ARGS_DONE_ONLY,
                 f"call {call.call_id}: arguments given only by {where}, without deltas",
             )
         delta = self.tracker.append_exact(call, final[len(have) :])
@@ -755,7 +756,7 @@ class OpenAIResponsesConverter(Converter):
         call_id = item.get("call_id")
         if isinstance(call_id, str) and call_id and call.call_id and call_id != call.call_id:
             self.quirk(
-                "responses_call_id_changed",
+                QuirkId.RESPONSES_CALL_ID_CHANGED,
                 f"item {item.get('id')} said call_id {call.call_id!r}, later {call_id!r}",
             )
 
@@ -773,9 +774,9 @@ class OpenAIResponsesConverter(Converter):
             info = self._register(item, index)
             if info.is_call and call is None:
                 quirk = (
-                    "responses_completed_only"
+                    QuirkId.RESPONSES_COMPLETED_ONLY
                     if where == "response.completed"
-                    else "responses_item_done_only"
+                    else QuirkId.RESPONSES_ITEM_DONE_ONLY
                 )
                 self.quirk(quirk, f"a {info.type} item that only {where} announced")
         info.done = True
@@ -796,7 +797,7 @@ class OpenAIResponsesConverter(Converter):
             values = self._runs.collect(TEXT, "mcp_list_tools", listed)
             return [ChunkResponse(content_metadata={"mcp_list_tools": values})]
         if info.kind == "other":
-            self.quirk("responses_unknown_item", f"an output item of type {info.type!r}")
+            self.quirk(QuirkId.RESPONSES_UNKNOWN_ITEM, f"an output item of type {info.type!r}")
             values = self._runs.collect(TEXT, "items", item)
             return [ChunkResponse(content_metadata={"items": values})]
         out: list[ChunkResponse] = []
@@ -955,7 +956,9 @@ class OpenAIResponsesConverter(Converter):
             return []
         if streamed and not text.startswith(streamed):
             if streamed.startswith(text):
-                self.quirk("responses_text_done_shorter", f"{where} holds less text than streamed")
+                self.quirk(
+                    QuirkId.RESPONSES_TEXT_DONE_SHORTER, f"{where} holds less text than streamed"
+                )
             elif info.stated.get(key) != text:
                 info.stated[key] = text
                 self.error(
@@ -965,7 +968,9 @@ class OpenAIResponsesConverter(Converter):
                 )
             return []
         self.quirk(
-            "responses_text_done_only" if not streamed else "responses_text_suffix_in_done",
+            QuirkId.RESPONSES_TEXT_DONE_ONLY
+            if not streamed
+            else QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE,
             f"{kind} given by {where} but not (all) streamed",
         )
         info.texts[key] = [text]
@@ -988,7 +993,7 @@ class OpenAIResponsesConverter(Converter):
             call = self._orphan_call(obj)
         if call is not tracker.calls[-1] and not call.complete:
             self.quirk(
-                "responses_parallel_interleaved",
+                QuirkId.RESPONSES_PARALLEL_INTERLEAVED,
                 "argument deltas of one call arrive after another call was opened",
             )
         if custom:
@@ -1004,7 +1009,7 @@ class OpenAIResponsesConverter(Converter):
             self._item(item_id, index)  # notes a rotated item id
             return call
         self.quirk(
-            "responses_delta_before_item",
+            QuirkId.RESPONSES_DELTA_BEFORE_ITEM,
             f"argument deltas for item {item_id!r} before its output_item.added",
         )
         call = self._open_call(item_id, index)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..adapter import TextArgumentParser, ToolInvocationAdapter
 from ..model import ChunkResponse, Quirk, SegmentEvent, SegmentType, ToolInvocation
+from ..quirk_ids import QuirkId
 
 SegmentCallback = Callable[[SegmentEvent], None]
 
@@ -90,7 +91,7 @@ class StreamingResponseHandler(ABC):
         """Close the handler's own open structured segments at the end of the stream."""
 
     # -- shared bookkeeping ----------------------------------------------------------------
-    def note_quirk(self, quirk_id: str, detail: str) -> None:
+    def note_quirk(self, quirk_id: QuirkId, detail: str) -> None:
         if all(q.id != quirk_id for q in self.quirks):
             self.quirks.append(Quirk(quirk_id, detail))
 
