@@ -9,8 +9,9 @@ Each entry gives the quirk a severity, a one-line explanation and its reference:
 
 The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
 and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``).
-``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``) and a test
-keeps the two equal, and keeps every id the code can report in the table. Sans-IO, no imports.
+``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``), and so is
+``core/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a quirk (so
+that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
 """
 
 from __future__ import annotations
@@ -646,7 +647,34 @@ def catalogue_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md
+def quirk_ids_source() -> str:
+    """The text of ``core/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order."""
+    lines = [
+        '"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,',
+        "so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue",
+        "does not know.",
+        "",
+        "Generated from the catalogue, :mod:`streamtool.core.quirks` (``python -m",
+        "streamtool.core.quirks --ids > core/quirk_ids.py``); a test keeps the two equal. A",
+        "module of its own, so that the code that reports quirks does not load the catalogue's",
+        "texts. A member is its id: it compares, hashes and serializes as the string.",
+        '"""',
+        "",
+        "from enum import StrEnum",
+        "",
+        "",
+        "class QuirkId(StrEnum):",
+    ]
+    lines += [f'    {info.id.upper()} = "{info.id}"' for info in CATALOGUE.values()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md and quirk_ids.py
     import sys
 
-    sys.stdout.write(catalogue_markdown())
+    if sys.argv[1:] == ["--ids"]:
+        sys.stdout.write(quirk_ids_source())
+    elif sys.argv[1:]:
+        sys.exit("usage: python -m streamtool.core.quirks [--ids]")
+    else:
+        sys.stdout.write(catalogue_markdown())

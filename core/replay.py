@@ -360,9 +360,8 @@ class ReplayEngine:
             elif handler.quirks:
                 # right after the chunk that raised it, not at the end of the read: where the
                 # reads were cut (or batched) must not move it past later errors and quirks
-                for q in handler.quirks:
+                for q in handler.take_quirks():
                     self._quirk(q, out)
-                handler.quirks.clear()
 
     def _events(self, events: list[SegmentEvent], out: list[Item]) -> None:
         """Append events in order; after each END, its error (if any) and new invocations."""
@@ -396,7 +395,7 @@ class ReplayEngine:
                         self._cited.append((ev.segment_id, cited))
                     if metadata.get("refusal") is True:
                         self._refusal = True
-                invocations = self.handler._invocations
+                invocations = self.handler.invocations
                 n = self._n_invocations
                 if n < len(invocations) and invocations[n].id == ev.segment_id:
                     out.append(invocations[n])
@@ -404,9 +403,8 @@ class ReplayEngine:
             if segments is not None:
                 segments.add(ev)
         if self.handler.quirks:
-            for q in self.handler.quirks:
+            for q in self.handler.take_quirks():
                 self._quirk(q, out)
-            self.handler.quirks.clear()
 
     def _quirk(self, quirk: Quirk, out: list[Item]) -> None:
         if quirk.id not in self._quirk_ids:
@@ -430,7 +428,7 @@ class ReplayEngine:
 
     def finish_class(self) -> str:
         """The normalized finish class (:mod:`streamtool.core.finish`) of the replay so far."""
-        client_calls = any(not inv.server_side for inv in self.handler._invocations)
+        client_calls = any(not inv.server_side for inv in self.handler.invocations)
         refusal = self._refusal and self.finish_reason is not None and not client_calls
         return finish_class(
             self.finish_reason,

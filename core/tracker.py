@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .model import ToolCallDelta
+from .quirk_ids import QuirkId
 from .textbuf import SEAL, TextBuffer
 
 
@@ -88,7 +89,7 @@ class TrackedCall:
         self._text.seal()
 
 
-NoteFn = Callable[[str, str], None]
+NoteFn = Callable[[QuirkId, str], None]
 
 
 class ToolCallTracker:
@@ -151,19 +152,23 @@ class ToolCallTracker:
         """
         if call.complete:
             if arguments:
-                self._note("args_after_complete", f"arguments for closed call {call.call_id}")
+                self._note(QuirkId.ARGS_AFTER_COMPLETE, f"arguments for closed call {call.call_id}")
             return None
         if call_id:
             if call.call_id is None or (call.synthetic_id and not call.announced):
                 call.call_id = call_id
                 call.synthetic_id = False
             elif call_id != call.call_id and not call.synthetic_id:
-                self._note("tool_id_changed", f"call {call.call_id} later said id {call_id!r}")
+                self._note(
+                    QuirkId.TOOL_ID_CHANGED, f"call {call.call_id} later said id {call_id!r}"
+                )
         if name:
             if call.name is None:
                 call.name = name
             elif name != call.name:
-                self._note("tool_name_changed", f"call {call.call_id}: {call.name!r} then {name!r}")
+                self._note(
+                    QuirkId.TOOL_NAME_CHANGED, f"call {call.call_id}: {call.name!r} then {name!r}"
+                )
         if arguments:
             call.fragments += 1
         if metadata:
@@ -278,7 +283,9 @@ class ToolCallTracker:
             base, n = call.call_id, 2
             while f"{base}#{n}" in self._ids:
                 n += 1
-            self._note("tool_id_reused", f"id {base!r} used by two calls; second is {base}#{n}")
+            self._note(
+                QuirkId.TOOL_ID_REUSED, f"id {base!r} used by two calls; second is {base}#{n}"
+            )
             call.call_id = f"{base}#{n}"
         self._ids.add(call.call_id)
 
@@ -314,7 +321,7 @@ class ToolCallTracker:
             held, call.held = call.held, None
             if frag.lstrip().startswith("{"):
                 self._note(
-                    "oai_args_placeholder_then_full",
+                    QuirkId.OAI_ARGS_PLACEHOLDER_THEN_FULL,
                     f"call {call.call_id}: placeholder {held!r} replaced by the full arguments",
                 )
                 return self._merge_arguments(call, frag)
@@ -332,13 +339,13 @@ class ToolCallTracker:
             if buf.lstrip()[:1] in ("{", "[") and frag.startswith(buf):
                 if len(frag) == len(buf):
                     self._note(
-                        "oai_args_delta_plus_summary",
+                        QuirkId.OAI_ARGS_DELTA_PLUS_SUMMARY,
                         f"call {call.call_id}: the complete arguments were sent again; dropped",
                     )
                     return ""
                 call.cumulative = True
                 self._note(
-                    "oai_args_cumulative",
+                    QuirkId.OAI_ARGS_CUMULATIVE,
                     f"call {call.call_id}: every fragment repeats the arguments so far",
                 )
                 suffix = frag[len(buf) :]

@@ -83,6 +83,18 @@ def test_passthrough_text_and_reasoning_only():
     assert [e.segment_type for e in out if e.event_type is E.START] == [SegmentType.TEXT]
     assert h.get_all_invocations() == []
     assert [q.id for q in h.quirks] == ["tool_calls_ignored_by_parser"]
+    # the quirks are handed over once: the handler lets go of them
+    assert [q.id for q in h.take_quirks()] == ["tool_calls_ignored_by_parser"]
+    assert h.quirks == [] and h.take_quirks() == []
+
+
+def test_invocations_is_a_view_and_get_all_invocations_a_copy():
+    h = make_handler("api_tool_call")
+    view = h.invocations
+    h.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, "call_x", "f", "{}", is_complete=True)]))
+    assert [inv.id for inv in view] == ["call_x"]  # it follows the handler
+    copy = h.get_all_invocations()
+    assert copy == list(view) and copy is not view
 
 
 def test_segment_id_prefix_and_callback():

@@ -37,9 +37,9 @@ from typing import Any
 
 from ..citations import from_anthropic
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
@@ -75,14 +75,16 @@ class AnthropicConverter(Converter):
         self._model: str | None = None
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
-        return self.on_object(obj, event)
+    events = {
+        "content_block_delta": "_block_delta",
+        "content_block_start": "_block_start",
+        "content_block_stop": "_block_stop",
+        "message_start": "_message_start",
+        "message_delta": "_message_delta",
+        "message_stop": "_message_stop",
+        "error": "_error_event",
+    }
+    ignored_events = frozenset({"ping"})
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """A ``content_block_delta`` of an input fragment for an open tool block, or of text or
@@ -115,59 +117,42 @@ class AnthropicConverter(Converter):
         return run, text
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        if type(obj) is dict:
-            if obj.get("type") == "content_block_delta":
-                # the hot path, inline: an input fragment for an open tool block
-                delta = obj.get("delta")
-                if type(delta) is dict and delta.get("type") == "input_json_delta":
-                    fragment = delta.get("partial_json")
-                    index = obj.get("index")
-                    call = self.tracker.find(index) if type(index) is int else None
-                    if call is not None and type(fragment) is str and fragment:
-                        added = self.tracker.append_exact(call, fragment)
-                        return [ChunkResponse(tool_calls=[added])] if added is not None else []
-                return self._block_delta(obj)
-            return self._payload(obj, event)
-        return self.each_payload(obj, lambda payload: self._payload(payload, event))
-
-    def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        kind = obj.get("type")
-        if not isinstance(kind, str) or not kind:
-            kind = event.event
-        if kind == "content_block_delta":
+        if type(obj) is dict and obj.get("type") == "content_block_delta":
+            # the hot path, inline: an input fragment for an open tool block
+            delta = obj.get("delta")
+            if type(delta) is dict and delta.get("type") == "input_json_delta":
+                fragment = delta.get("partial_json")
+                index = obj.get("index")
+                call = self.tracker.find(index) if type(index) is int else None
+                if call is not None and type(fragment) is str and fragment:
+                    added = self.tracker.append_exact(call, fragment)
+                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
             return self._block_delta(obj)
-        if kind == "content_block_start":
-            return self._block_start(obj)
-        if kind == "content_block_stop":
-            return self._block_stop(obj)
-        if kind == "ping":
-            return []
-        if kind == "message_start":
-            return self._message_start(obj)
-        if kind == "message_delta":
-            return self._message_delta(obj)
-        if kind == "message_stop":
-            self.stopped = True
-            chunk = ChunkResponse(is_complete=True)
-            deltas = self.tracker.complete_all()
-            if deltas:
-                chunk.tool_calls = deltas
-            return [chunk]
-        if kind == "error":
-            self.failed = True
-            err = obj.get("error")
-            if isinstance(err, dict):
-                message = f"{err.get('type', 'error')}: {err.get('message', '')}"
-            else:
-                message = str(err if err is not None else obj)
-            self.error("provider_error", f"error event in the stream: {message}", err)
-            return []
-        self.unknown_event(str(kind))  # counted, listed once in the unknown_event quirk
+        return super().on_object(obj, event)
+
+    def _message_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        self.stopped = True
+        chunk = ChunkResponse(is_complete=True)
+        deltas = self.tracker.complete_all()
+        if deltas:
+            chunk.tool_calls = deltas
+        return [chunk]
+
+    def _error_event(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        self.failed = True
+        err = obj.get("error")
+        if isinstance(err, dict):
+            message = f"{err.get('type', 'error')}: {err.get('message', '')}"
+        else:
+            message = str(err if err is not None else obj)
+        self.error("provider_error", f"error event in the stream: {message}", err)
         return []
 
     def _message_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         if self.started:
-            self.quirk("anthropic_second_message_start", "a second message_start in one stream")
+            self.quirk(
+                QuirkId.ANTHROPIC_SECOND_MESSAGE_START, "a second message_start in one stream"
+            )
         self.started = True
         message = obj.get("message")
         if not isinstance(message, dict):
@@ -193,7 +178,7 @@ class AnthropicConverter(Converter):
                 if self.finish_reason is None:
                     self.finish_reason = chunk.finish_reason = reason
                 elif reason != self.finish_reason:
-                    self.quirk("finish_double", f"a second stop_reason {reason!r}")
+                    self.quirk(QuirkId.FINISH_DOUBLE, f"a second stop_reason {reason!r}")
         usage = normalize_usage(obj.get("usage"))
         if usage:
             chunk.usage = usage
@@ -212,7 +197,7 @@ class AnthropicConverter(Converter):
         """Blocks delivered whole inside ``message_start`` (no content_block events follow for
         them): each is started and stopped at once, under its own key."""
         self.quirk(
-            "anthropic_content_in_message_start",
+            QuirkId.ANTHROPIC_CONTENT_IN_MESSAGE_START,
             f"{len(content)} content block(s) delivered whole in message_start.message.content",
         )
         out: list[ChunkResponse] = []
@@ -229,7 +214,9 @@ class AnthropicConverter(Converter):
         block_type = str(block.get("type"))
         info = _Block(block_type)
         if index in self._blocks:
-            self.quirk("anthropic_block_index_reused", f"content block index {index} started twice")
+            self.quirk(
+                QuirkId.ANTHROPIC_BLOCK_INDEX_REUSED, f"content block index {index} started twice"
+            )
         self._blocks[index] = info
         if block_type == "text":
             chunk = ChunkResponse()
@@ -261,7 +248,7 @@ class AnthropicConverter(Converter):
             return self._tool_start(index, info, block)
         if isinstance(block.get("tool_use_id"), str):
             return self._tool_result(block)
-        self.quirk("anthropic_unknown_block", f"a content block of type {block_type!r}")
+        self.quirk(QuirkId.ANTHROPIC_UNKNOWN_BLOCK, f"a content block of type {block_type!r}")
         values = self._runs.collect(TEXT, "blocks", block)
         return [ChunkResponse(content_metadata={"blocks": values})]
 
@@ -296,7 +283,7 @@ class AnthropicConverter(Converter):
                 delta.metadata = {"result": block}
                 return [ChunkResponse(tool_calls=[delta])]
         self.quirk(
-            "anthropic_orphan_tool_result",
+            QuirkId.ANTHROPIC_ORPHAN_TOOL_RESULT,
             f"a {block.get('type')} block for tool use {block['tool_use_id']!r}, "
             "which is unknown or already closed",
         )
@@ -314,7 +301,7 @@ class AnthropicConverter(Converter):
             call = self.tracker.find(index) if type(index) is int else None
             if call is None:
                 self.quirk(
-                    "anthropic_orphan_input_json",
+                    QuirkId.ANTHROPIC_ORPHAN_INPUT_JSON,
                     f"input_json_delta for block {index!r}, which is not a tool block",
                 )
                 return []
@@ -342,14 +329,14 @@ class AnthropicConverter(Converter):
             info = self._blocks.get(index) if type(index) is int else None
             if info is not None and info.type != "thinking":
                 self.quirk(
-                    "anthropic_signature_on_other_block",
+                    QuirkId.ANTHROPIC_SIGNATURE_ON_OTHER_BLOCK,
                     f"a signature_delta on a {info.type} block",
                 )
             meta = self._runs.one_or_many(REASONING, "signature", signature)
             return [ChunkResponse(reasoning_metadata=meta)]
         if kind == "citations_delta":
             return [ChunkResponse(content_metadata=self._citation(delta.get("citation")))]
-        self.quirk("anthropic_unknown_delta", f"a content_block_delta of type {kind!r}")
+        self.quirk(QuirkId.ANTHROPIC_UNKNOWN_DELTA, f"a content_block_delta of type {kind!r}")
         return []
 
     def _citation(self, citation: Any) -> dict[str, Any]:
@@ -364,7 +351,8 @@ class AnthropicConverter(Converter):
         index = obj.get("index")
         if type(index) is not int or index not in self._blocks:
             self.quirk(
-                "anthropic_orphan_block_stop", f"content_block_stop for unknown block {index!r}"
+                QuirkId.ANTHROPIC_ORPHAN_BLOCK_STOP,
+                f"content_block_stop for unknown block {index!r}",
             )
             return []
         return self._stop_block(index)
@@ -395,7 +383,7 @@ class AnthropicConverter(Converter):
             return None
         if info.tool_input != {} and not quiet:
             self.quirk(
-                "anthropic_tool_input_in_start",
+                QuirkId.ANTHROPIC_TOOL_INPUT_IN_START,
                 "tool input given whole in content_block_start, without input_json_delta",
             )
         text = json.dumps(info.tool_input, ensure_ascii=False)

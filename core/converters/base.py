@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
@@ -13,19 +14,43 @@ from ..wire.fastjson import loads
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
 from .prose_runs import REASONING, TEXT
 
+# an entry of a converter's event table: the name of the method that handles the event type,
+# or a tuple of that name and the arguments the method takes after the payload
+EventEntry = str | tuple[Any, ...]
+_Handler = tuple[Callable[..., list[ChunkResponse]], tuple[Any, ...]]
+
 
 class Converter:
     """Base class: one instance per stream, ``feed(item) -> list[ChunkResponse]``, ``finish()``.
 
-    Subclasses implement :meth:`on_event` (and may override :meth:`on_comment` and
-    :meth:`on_finish`). Quirks and errors noted while handling an item are attached to the
-    chunks that item produced (or to an extra empty chunk), so that sinks see them in order.
-    Each quirk id is reported once per stream.
+    Subclasses whose events are JSON objects named by a type declare :attr:`events`, the table
+    of event type -> handler method (and :attr:`ignored_events`): the base parses each event,
+    splits several payloads of one event and dispatches each by its ``type`` (or the SSE event
+    name) through the table, built once per class. Others override :meth:`on_payload` (one
+    JSON object), :meth:`on_object` (the parsed data) or :meth:`on_event` itself; any may
+    override :meth:`on_comment` and :meth:`on_finish`. Quirks and errors noted while handling an
+    item are attached to the chunks that item produced (or to an extra empty chunk), so that
+    sinks see them in order. Each quirk id is reported once per stream.
     """
 
     name = "base"
     # the converter reads a tool call's argument text after the call is complete
     keeps_completed_arguments = False
+    # event type -> its handler: a method name, or (method name, arguments after the payload);
+    # the method is called as ``method(payload, *arguments)`` and returns the event's chunks
+    events: ClassVar[Mapping[str, EventEntry]] = {}
+    # event types that carry nothing the converter needs (no chunk, not unknown either)
+    ignored_events: ClassVar[frozenset[str]] = frozenset()
+    # the table of events and ignored_events, resolved: built by __init_subclass__
+    _handlers: ClassVar[dict[str, _Handler]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[str, _Handler] = dict.fromkeys(cls.ignored_events, (_ignore, ()))
+        for kind, entry in cls.events.items():
+            name, *args = (entry,) if isinstance(entry, str) else entry
+            handlers[kind] = (getattr(cls, name), tuple(args))
+        cls._handlers = handlers
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
@@ -44,7 +69,7 @@ class Converter:
         self.http_error = isinstance(status, int) and status >= 400
 
     # -- notes -----------------------------------------------------------------------------
-    def quirk(self, quirk_id: str, detail: str = "") -> None:
+    def quirk(self, quirk_id: QuirkId, detail: str = "") -> None:
         if quirk_id not in self._seen_quirks:
             self._seen_quirks.add(quirk_id)
             self._quirks.append(Quirk(quirk_id, detail))
@@ -60,7 +85,7 @@ class Converter:
                 f"{kind!r} ({n} event{'s' if n > 1 else ''})"
                 for kind, n in self.unknown_events.items()
             )
-            self.quirk("unknown_event", f"event types this converter does not know: {listed}")
+            self.quirk(QuirkId.UNKNOWN_EVENT, f"event types this converter does not know: {listed}")
 
     def error(self, kind: str, message: str, detail: Any = None) -> None:
         self._errors.append(StreamError(kind, message, detail))
@@ -167,16 +192,48 @@ class Converter:
         """
         return None
 
-    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        """:meth:`on_event` of an event whose data parsed as ``obj`` (converters with a
-        :meth:`hot_event` hook implement it, and their ``on_event`` calls it)."""
-        raise NotImplementedError
+    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
+        """An event: its data parsed as JSON (:meth:`not_json` says what else it is), then
+        :meth:`on_object`."""
+        try:
+            obj = loads(event.data)
+        except ValueError as exc:
+            obj = self.not_json(event, exc)
+            if obj is None:
+                return []
+        return self.on_object(obj, event)
 
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        """An event whose data parsed as ``obj`` (:meth:`feed_many` calls it for the events its
+        :meth:`hot_event` hook does not take): each JSON object in it to :meth:`on_payload`."""
+        if type(obj) is dict:
+            return self.on_payload(obj, event)
+        return self.each_payload(obj, lambda payload: self.on_payload(payload, event))
+
+    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        """One JSON object of an event, dispatched by its ``type`` (else the SSE event name)
+        through the class's event table; a type the table lacks goes to :meth:`other_event`."""
+        kind = obj.get("type")
+        if type(kind) is not str or not kind:
+            kind = event.event
+            if kind is None:
+                return self.other_event(None, obj)
+        handler = self._handlers.get(kind)
+        if handler is None:
+            return self.other_event(kind, obj)
+        method, args = handler
+        return method(self, obj, *args)
+
+    def other_event(self, kind: str | None, obj: dict[str, Any]) -> list[ChunkResponse]:
+        """An event type that is not in the table (``None``: the event has no type and no name):
+        counted, and listed once in the ``unknown_event`` quirk."""
+        self.unknown_event(str(kind))
+        return []
 
     def on_comment(self, comment: SSEComment) -> list[ChunkResponse]:
-        self.quirk("sse_comment_keepalive", f"SSE comment lines such as {comment.text[:40]!r}")
+        self.quirk(
+            QuirkId.SSE_COMMENT_KEEPALIVE, f"SSE comment lines such as {comment.text[:40]!r}"
+        )
         return []
 
     def on_finish(self) -> list[ChunkResponse]:
@@ -210,7 +267,7 @@ class Converter:
         """
         data = event.data
         if not data.strip():
-            self.quirk("sse_empty_event_after_comment", "an event with empty data")
+            self.quirk(QuirkId.SSE_EMPTY_EVENT_AFTER_COMMENT, "an event with empty data")
             return None
         if self.on_unparsed(event):
             return None
@@ -260,12 +317,17 @@ class Converter:
                     break
             else:
                 self.quirk(
-                    "sse_single_newline_separator",
+                    QuirkId.SSE_SINGLE_NEWLINE_SEPARATOR,
                     "several JSON payloads in one event (events separated by a single LF)",
                 )
                 return MultiPayload(parts)
         self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
         return None
+
+
+def _ignore(converter: Converter, obj: dict[str, Any]) -> list[ChunkResponse]:
+    """The handler of an ignored event type."""
+    return []
 
 
 def _run_chunk(key: Any, texts: list[str]) -> ChunkResponse:

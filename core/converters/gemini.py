@@ -30,18 +30,25 @@ from typing import Any
 
 from ..citations import from_gemini_grounding
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
 _CODE = ("gemini", "code-execution")  # tracker key: the code execution awaiting its result
+# finish reasons that are errors: their quirk, and what they mean
 _ERROR_FINISHES = {
-    "MALFORMED_FUNCTION_CALL": "the model produced a malformed function call",
-    "UNEXPECTED_TOOL_CALL": "the model called a tool that was not offered",
+    "MALFORMED_FUNCTION_CALL": (
+        QuirkId.GEMINI_MALFORMED_FUNCTION_CALL,
+        "the model produced a malformed function call",
+    ),
+    "UNEXPECTED_TOOL_CALL": (
+        QuirkId.GEMINI_UNEXPECTED_TOOL_CALL,
+        "the model called a tool that was not offered",
+    ),
 }
 
 
@@ -58,20 +65,15 @@ class GeminiConverter(Converter):
         self._model: str | None = None
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
+    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        """Every event is a response object (no event types to dispatch on)."""
         if type(obj) is dict:
-            return self._payload(obj)
+            return self.on_payload(obj, event)
         if isinstance(obj, list):  # a JSON array inside one SSE event (or a MultiPayload)
             out: list[ChunkResponse] = []
             for payload in obj:
                 if isinstance(payload, dict):
-                    out.extend(self._payload(payload))
+                    out.extend(self.on_payload(payload, event))
             return out
         self.error("bad_payload", "event data is not a JSON object", obj)
         return []
@@ -82,7 +84,7 @@ class GeminiConverter(Converter):
             return True
         return False
 
-    def _payload(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
         out: list[ChunkResponse] = []
         head = ChunkResponse()
@@ -99,7 +101,7 @@ class GeminiConverter(Converter):
         feedback = obj.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             reason = str(feedback["blockReason"])
-            self.quirk("gemini_block_reason", f"promptFeedback.blockReason {reason}")
+            self.quirk(QuirkId.GEMINI_BLOCK_REASON, f"promptFeedback.blockReason {reason}")
             self.error("prompt_blocked", f"the prompt was blocked: {reason}", feedback)
             if self.finish_reason is None:
                 self.finish_reason = head.finish_reason = reason
@@ -112,7 +114,9 @@ class GeminiConverter(Converter):
                 if not isinstance(candidate, dict):
                     continue
                 if candidate.get("index", 0) not in (0, None):
-                    self.quirk("n_candidates", "several candidates: only candidate 0 is replayed")
+                    self.quirk(
+                        QuirkId.N_CANDIDATES, "several candidates: only candidate 0 is replayed"
+                    )
                     continue
                 self._candidate(candidate, out)
         return out
@@ -166,7 +170,7 @@ class GeminiConverter(Converter):
             if signature:
                 if not text:
                     self.quirk(
-                        "gemini_signature_in_empty_text_part",
+                        QuirkId.GEMINI_SIGNATURE_IN_EMPTY_TEXT_PART,
                         "a thoughtSignature on an empty text part",
                     )
                 chunk.content_metadata = self._runs.one_or_many(
@@ -193,7 +197,7 @@ class GeminiConverter(Converter):
             meta = self._runs.one_or_many(REASONING, "thought_signature", signature)
             out.append(ChunkResponse(reasoning_metadata=meta))
             return
-        self.quirk("gemini_unknown_part", f"a part with keys {sorted(part)}")
+        self.quirk(QuirkId.GEMINI_UNKNOWN_PART, f"a part with keys {sorted(part)}")
         values = self._runs.collect(TEXT, "parts", part)
         out.append(ChunkResponse(content_metadata={"parts": values}))
 
@@ -214,23 +218,29 @@ class GeminiConverter(Converter):
                     self._close_streamed(streamed, out)
                 return out
             # a new call while the streamed one was never closed by an empty functionCall
-            self.quirk("gemini_streamed_call_not_closed", f"call {streamed.call_id} was not closed")
+            self.quirk(
+                QuirkId.GEMINI_STREAMED_CALL_NOT_CLOSED, f"call {streamed.call_id} was not closed"
+            )
             self._close_streamed(streamed, out)
         if name is None and call_id is None and not fc.get("args"):
             if partial:
                 self.error("bad_payload", "partialArgs without an open streamed call", fc)
             else:
-                self.quirk("gemini_empty_function_call", "an empty functionCall with no open call")
+                self.quirk(
+                    QuirkId.GEMINI_EMPTY_FUNCTION_CALL, "an empty functionCall with no open call"
+                )
             return out
         if call_id is None:
             self.quirk(
-                "gemini_no_call_id", "functionCall without an id: a deterministic one is used"
+                QuirkId.GEMINI_NO_CALL_ID, "functionCall without an id: a deterministic one is used"
             )
         metadata = {"thought_signature": signature} if signature else None
         call = tracker.open()
         self._runs.enter(TOOL)
         if will_continue:
-            self.quirk("gemini_partial_args", "function call arguments streamed as partialArgs")
+            self.quirk(
+                QuirkId.GEMINI_PARTIAL_ARGS, "function call arguments streamed as partialArgs"
+            )
             tracker.alias(_STREAMED, call)
             self._writer = PartialArgsWriter()
             first = tracker.update(
@@ -239,7 +249,9 @@ class GeminiConverter(Converter):
             if first is not None:
                 out.append(first)
             if fc.get("args"):
-                self.quirk("gemini_args_and_partial_args", "a streamed call also gave whole args")
+                self.quirk(
+                    QuirkId.GEMINI_ARGS_AND_PARTIAL_ARGS, "a streamed call also gave whole args"
+                )
             self._partial_args(call, partial, out)
             return out
         args = fc.get("args")
@@ -323,7 +335,9 @@ class GeminiConverter(Converter):
             if done is not None:
                 done.metadata = {"result": result}
                 return ChunkResponse(tool_calls=[done])
-        self.quirk("gemini_orphan_code_result", "a codeExecutionResult without executableCode")
+        self.quirk(
+            QuirkId.GEMINI_ORPHAN_CODE_RESULT, "a codeExecutionResult without executableCode"
+        )
         values = self._runs.collect(TEXT, "code_execution_results", result)
         return ChunkResponse(content_metadata={"code_execution_results": values})
 
@@ -332,14 +346,16 @@ class GeminiConverter(Converter):
         chunk = ChunkResponse()
         if self.finish_reason is not None:
             if reason != self.finish_reason:
-                self.quirk("finish_double", f"a second finishReason {reason!r}")
+                self.quirk(QuirkId.FINISH_DOUBLE, f"a second finishReason {reason!r}")
             return chunk
         self.finish_reason = chunk.finish_reason = reason
         chunk.is_complete = True
-        if reason in _ERROR_FINISHES:
-            self.quirk(f"gemini_{reason.lower()}", f"finishReason {reason}")
+        error_finish = _ERROR_FINISHES.get(reason)
+        if error_finish is not None:
+            quirk_id, meaning = error_finish
+            self.quirk(quirk_id, f"finishReason {reason}")
             message = candidate.get("finishMessage")
-            detail = message if isinstance(message, str) and message else _ERROR_FINISHES[reason]
+            detail = message if isinstance(message, str) and message else meaning
             self.error(reason.lower(), f"{reason}: {detail}")
         tracker = self.tracker
         streamed = tracker.find(_STREAMED)
@@ -352,7 +368,8 @@ class GeminiConverter(Converter):
         elif tracker.calls:
             if reason == "STOP":
                 self.quirk(
-                    "finish_stop_with_tools", 'finishReason "STOP" although tool calls were made'
+                    QuirkId.FINISH_STOP_WITH_TOOLS,
+                    'finishReason "STOP" although tool calls were made',
                 )
             deltas = tracker.complete_all()
             if deltas:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..records import Header
 from ..wire import fastjson
 from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
@@ -32,7 +33,11 @@ from ..wire.kimi_tokens import parse_call_id as parse_call_id
 from .openai_chat import OpenAIChatConverter
 from .prose_runs import TEXT
 
-_WHERE = {"content": "delta.content", "reasoning": "the reasoning text"}
+# the text a Kimi tool-call section was found in: its quirk, and where that text is
+_FOUND = {
+    "content": (QuirkId.KIMI_TOKENS_IN_CONTENT, "delta.content"),
+    "reasoning": (QuirkId.KIMI_TOKENS_IN_REASONING, "the reasoning text"),
+}
 
 
 class KimiK2Converter(OpenAIChatConverter):
@@ -111,7 +116,7 @@ class KimiK2Converter(OpenAIChatConverter):
         last.is_complete = chunk.is_complete
         if chunk.finish_reason == "stop" and self.tracker.calls:
             self.quirk(
-                "finish_stop_with_tools", 'finish_reason "stop" although tool calls were made'
+                QuirkId.FINISH_STOP_WITH_TOOLS, 'finish_reason "stop" although tool calls were made'
             )
         return out
 
@@ -169,16 +174,14 @@ class KimiK2Converter(OpenAIChatConverter):
         return out
 
     def _found(self, stream: str) -> None:
-        self.quirk(
-            f"kimi_tokens_in_{stream}",
-            f"Kimi K2 tool-call tokens in {_WHERE[stream]}, read as tool calls",
-        )
+        quirk_id, where = _FOUND[stream]
+        self.quirk(quirk_id, f"Kimi K2 tool-call tokens in {where}, read as tool calls")
 
     def _note(self, note: Note) -> None:
         if note.error:
             self.error(note.kind, note.message, note.detail)
         else:
-            self.quirk(note.kind, note.message)
+            self.quirk(QuirkId(note.kind), note.message)
 
     def _call(self, call: Call) -> list[ToolCallDelta] | Text:
         """A scanned call as tracker deltas, or its text given back when it names no tool.
@@ -190,14 +193,14 @@ class KimiK2Converter(OpenAIChatConverter):
         name, form = parse_call_id(call_id)
         if form == "underscore":
             self.quirk(
-                "kimi_native_ids",
+                QuirkId.KIMI_NATIVE_IDS,
                 f"call id {call_id!r} in the functions_NAME_IDX form (kept verbatim)",
             )
         elif form == "counter":
             name = infer_tool(self.tools, arguments)
             if name is not None:
                 self.quirk(
-                    "kimi_bare_counter_id",
+                    QuirkId.KIMI_BARE_COUNTER_ID,
                     f"call id {call_id!r} names no tool; {name!r} inferred from the tools offered",
                 )
         if name is None:
@@ -211,7 +214,7 @@ class KimiK2Converter(OpenAIChatConverter):
         decoded = decode_double_encoded(arguments)
         if decoded is not None:
             self.quirk(
-                "kimi_args_double_encoded",
+                QuirkId.KIMI_ARGS_DOUBLE_ENCODED,
                 f"call {call_id}: arguments sent as a JSON string holding JSON; decoded",
             )
             arguments = decoded

@@ -15,12 +15,20 @@ from typing import Any
 
 from ..citations import from_openai_annotation, from_search_results
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
 from ..wire.kimi_tokens import MarkerSniffer
 from ..wire.sse import SSEEvent
 from .base import Converter, MultiPayload
 from .prose_runs import TEXT
+
+# the field of the delta that carries the reasoning -> its quirk
+_REASONING_FIELDS = {
+    "reasoning_content": QuirkId.REASONING_FIELD_REASONING_CONTENT,
+    "reasoning": QuirkId.REASONING_FIELD_REASONING,
+    "reasoning_details": QuirkId.REASONING_FIELD_REASONING_DETAILS,
+}
 
 
 class OpenAIChatConverter(Converter):
@@ -49,15 +57,15 @@ class OpenAIChatConverter(Converter):
             self.done = True
             return [ChunkResponse(is_complete=True)]
         if not data.strip():
-            self.quirk("sse_empty_event_after_comment", "an event with empty data")
+            self.quirk(QuirkId.SSE_EMPTY_EVENT_AFTER_COMMENT, "an event with empty data")
             return []
         if self.done:
-            self.quirk("data_after_done", "events after data: [DONE]")
+            self.quirk(QuirkId.DATA_AFTER_DONE, "events after data: [DONE]")
         return self._loaded(self.load_json(event))
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if self.done:
-            self.quirk("data_after_done", "events after data: [DONE]")
+            self.quirk(QuirkId.DATA_AFTER_DONE, "events after data: [DONE]")
         return self._loaded(obj)
 
     def _loaded(self, obj: Any) -> list[ChunkResponse]:
@@ -152,7 +160,7 @@ class OpenAIChatConverter(Converter):
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
         """The text of a hot chunk (the text of the stream has begun)."""
         if self._kimi is not None and self._kimi[0].feed(content):
-            self._kimi_quirk("content", "delta.content")
+            self._kimi_quirk(QuirkId.KIMI_TOKENS_IN_CONTENT, "delta.content")
             return [ChunkResponse(content=content)]
         return TEXT, content
 
@@ -194,12 +202,16 @@ class OpenAIChatConverter(Converter):
         choices = obj.get("choices")
         if not choices:
             if usage:
-                self.quirk("usage_only_chunk", "usage arrives in a chunk whose choices are empty")
+                self.quirk(
+                    QuirkId.USAGE_ONLY_CHUNK, "usage arrives in a chunk whose choices are empty"
+                )
                 if "choices" not in obj:
-                    self.quirk("usage_chunk_no_choices_key", "a usage chunk without 'choices'")
+                    self.quirk(
+                        QuirkId.USAGE_CHUNK_NO_CHOICES_KEY, "a usage chunk without 'choices'"
+                    )
             elif self.payloads == 1 and isinstance(choices, list):
                 self.quirk(
-                    "azure_empty_first_chunk",
+                    QuirkId.AZURE_EMPTY_FIRST_CHUNK,
                     "first chunk has empty choices"
                     + (" (prompt_filter_results)" if "prompt_filter_results" in obj else ""),
                 )
@@ -213,7 +225,7 @@ class OpenAIChatConverter(Converter):
             if not isinstance(choice, dict):
                 continue
             if choice.get("index", 0) not in (0, None):
-                self.quirk("n_choices", "several choices: only choice 0 is replayed")
+                self.quirk(QuirkId.N_CHOICES, "several choices: only choice 0 is replayed")
                 continue
             delta = choice.get("delta")
             if delta is None:
@@ -235,12 +247,12 @@ class OpenAIChatConverter(Converter):
                 self._content_started = True
                 if content.lstrip().startswith("<think>"):
                     self.quirk(
-                        "think_tags_in_content", "reasoning as <think>...</think> in content"
+                        QuirkId.THINK_TAGS_IN_CONTENT, "reasoning as <think>...</think> in content"
                     )
         elif isinstance(content, list):
             self._content_array(content, chunk)
         if self._kimi is not None and chunk.content and self._kimi[0].feed(chunk.content):
-            self._kimi_quirk("content", "delta.content")
+            self._kimi_quirk(QuirkId.KIMI_TOKENS_IN_CONTENT, "delta.content")
 
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_details" in delta:
             self._reasoning(delta, chunk)
@@ -272,7 +284,7 @@ class OpenAIChatConverter(Converter):
         elif delta.get("function_call"):
             fc = delta["function_call"]
             if isinstance(fc, dict):
-                self.quirk("legacy_function_call", "deprecated delta.function_call")
+                self.quirk(QuirkId.LEGACY_FUNCTION_CALL, "deprecated delta.function_call")
                 self._tool_call({"index": 0, "function": fc}, out)
 
     def _reasoning(self, delta: dict[str, Any], chunk: ChunkResponse) -> None:
@@ -286,19 +298,19 @@ class OpenAIChatConverter(Converter):
             chunk.reasoning = (chunk.reasoning or "") + reasoning
             if field != self._reasoning_field:
                 self._reasoning_field = field
-                self.quirk(f"reasoning_field_{field}", f"reasoning arrives in delta.{field}")
+                self.quirk(_REASONING_FIELDS[field], f"reasoning arrives in delta.{field}")
             if self._kimi is not None and self._kimi[1].feed(reasoning):
-                self._kimi_quirk("reasoning", f"delta.{field}")
+                self._kimi_quirk(QuirkId.KIMI_TOKENS_IN_REASONING, f"delta.{field}")
 
-    def _kimi_quirk(self, stream: str, where: str) -> None:
+    def _kimi_quirk(self, quirk_id: QuirkId, where: str) -> None:
         self.quirk(
-            f"kimi_tokens_in_{stream}",
+            quirk_id,
             f"Kimi K2 tool-call tokens (<|tool_call...|>) in {where}, read here as plain text; "
             "replay with --converter kimi-k2 to turn them into tool calls",
         )
 
     def _content_array(self, parts: list[Any], chunk: ChunkResponse) -> None:
-        self.quirk("mistral_content_array", "delta.content is an array of typed chunks")
+        self.quirk(QuirkId.MISTRAL_CONTENT_ARRAY, "delta.content is an array of typed chunks")
         for part in parts:
             if isinstance(part, str):
                 chunk.content += part
@@ -336,16 +348,16 @@ class OpenAIChatConverter(Converter):
             index = fn["index"]  # Ollama puts it inside "function"
         if type(index) is not int:
             index = None
-            self.quirk("oai_tool_index_missing", "tool_calls entries without 'index'")
+            self.quirk(QuirkId.OAI_TOOL_INDEX_MISSING, "tool_calls entries without 'index'")
         raw_id = tc.get("id")
         call_id = raw_id if isinstance(raw_id, str) and raw_id else None
         if raw_id == "":
-            self.quirk("oai_empty_id", 'tool call id sent as ""')
+            self.quirk(QuirkId.OAI_EMPTY_ID, 'tool call id sent as ""')
         name = fn.get("name")
         name = name if isinstance(name, str) and name else None
         args = fn.get("arguments")
         if args is not None and not isinstance(args, str):
-            self.quirk("oai_args_object", "arguments sent as a JSON value, not a string")
+            self.quirk(QuirkId.OAI_ARGS_OBJECT, "arguments sent as a JSON value, not a string")
             args = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
         extra = tc.get("extra_content")
         metadata = {"extra_content": extra} if extra else None
@@ -355,9 +367,13 @@ class OpenAIChatConverter(Converter):
             return
         if call.announced:
             if call_id is not None and call_id == call.call_id:
-                self.quirk("oai_id_every_chunk", "the tool call id is repeated on later chunks")
+                self.quirk(
+                    QuirkId.OAI_ID_EVERY_CHUNK, "the tool call id is repeated on later chunks"
+                )
             if name is not None and name == call.name:
-                self.quirk("oai_name_every_chunk", "the tool name is repeated on later chunks")
+                self.quirk(
+                    QuirkId.OAI_NAME_EVERY_CHUNK, "the tool name is repeated on later chunks"
+                )
         self._last = call
         delta = self.tracker.update(
             call, call_id=call_id, name=name, arguments=args or None, metadata=metadata
@@ -384,7 +400,7 @@ class OpenAIChatConverter(Converter):
                         call = prev  # an index-only first delta; the id came later
                     elif prev.call_id != call_id:
                         self.quirk(
-                            "oai_parallel_same_index",
+                            QuirkId.OAI_PARALLEL_SAME_INDEX,
                             f"calls with different ids share index {index}",
                         )
                         delta = tracker.complete(prev)  # same index, new id: the old call is done
@@ -401,7 +417,8 @@ class OpenAIChatConverter(Converter):
             if call is not None and call.complete:
                 if not name and not args:
                     self.quirk(
-                        "oai_trailing_empty_tool_stub", "an empty tool-call stub after the call"
+                        QuirkId.OAI_TRAILING_EMPTY_TOOL_STUB,
+                        "an empty tool-call stub after the call",
                     )
                     return None
                 call = None
@@ -424,10 +441,10 @@ class OpenAIChatConverter(Converter):
     # -- finish ----------------------------------------------------------------------------
     def _finish(self, reason: Any, chunk: ChunkResponse, out: list[ToolCallDelta]) -> None:
         if reason == "":
-            self.quirk("finish_empty_string", 'finish_reason "" on an intermediate chunk')
+            self.quirk(QuirkId.FINISH_EMPTY_STRING, 'finish_reason "" on an intermediate chunk')
             return
         if self.finish_reason is not None:
-            self.quirk("finish_double", f"a second finish_reason {reason!r}")
+            self.quirk(QuirkId.FINISH_DOUBLE, f"a second finish_reason {reason!r}")
             return
         self.finish_reason = chunk.finish_reason = str(reason)
         chunk.is_complete = True
@@ -435,7 +452,7 @@ class OpenAIChatConverter(Converter):
             self.error("provider_error", "finish_reason 'error'")
         if self.tracker.calls and reason == "stop":
             self.quirk(
-                "finish_stop_with_tools", 'finish_reason "stop" although tool calls were made'
+                QuirkId.FINISH_STOP_WITH_TOOLS, 'finish_reason "stop" although tool calls were made'
             )
         out.extend(self.tracker.complete_all())
 
@@ -446,11 +463,11 @@ class OpenAIChatConverter(Converter):
             deltas.extend(self.tracker.complete_all())
         if not self.done:
             if self.finish_reason is not None:
-                self.quirk("eof_no_done", "the stream ended without data: [DONE]")
+                self.quirk(QuirkId.EOF_NO_DONE, "the stream ended without data: [DONE]")
             elif self.payloads and not self.failed:  # an error ends a stream, not a cut
                 self.truncated("a finish_reason or [DONE]", "may be cut off")
         elif self.finish_reason is None and self.payloads:
-            self.quirk("done_no_finish_reason", "[DONE] arrived without a finish_reason")
+            self.quirk(QuirkId.DONE_NO_FINISH_REASON, "[DONE] arrived without a finish_reason")
         if deltas:
             chunk.tool_calls = deltas
         return [chunk] if deltas else []

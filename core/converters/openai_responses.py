@@ -37,11 +37,11 @@ from typing import Any
 
 from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
+from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import TrackedCall
 from ..usage import normalize_usage
 from ..wire import fastjson
-from ..wire.fastjson import loads as _loads
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
@@ -94,19 +94,15 @@ _OUTPUT_ITEMS = frozenset(
         "tool_search_output",
     }
 )
-_ARGUMENT_DELTAS = frozenset(
-    {
-        "response.function_call_arguments.delta",
-        "response.mcp_call_arguments.delta",
-        "response.custom_tool_call_input.delta",
-    }
+_ARGUMENT_DONES = (
+    "response.function_call_arguments.done",
+    "response.mcp_call_arguments.done",
+    "response.custom_tool_call_input.done",
 )
-_ARGUMENT_DONES = frozenset(
-    {
-        "response.function_call_arguments.done",
-        "response.mcp_call_arguments.done",
-        "response.custom_tool_call_input.done",
-    }
+_SHELL_COMMANDS = (
+    "response.shell_call_command.added",
+    "response.shell_call_command.delta",
+    "response.shell_call_command.done",
 )
 # documented events that carry nothing beyond what the items and the deltas already say
 _IGNORED = frozenset(
@@ -260,22 +256,45 @@ class OpenAIResponsesConverter(Converter):
         self._client_tools = names
 
     # -- events ----------------------------------------------------------------------------
-    def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
-        try:
-            obj = _loads(event.data)
-        except ValueError as exc:
-            obj = self.not_json(event, exc)
-            if obj is None:
-                return []
-        return self.on_object(obj, event)
+    events = {
+        "response.function_call_arguments.delta": "_argument_delta",
+        "response.mcp_call_arguments.delta": "_argument_delta",
+        "response.custom_tool_call_input.delta": ("_argument_delta", True),
+        "response.output_text.delta": ("_text_delta", TEXT, "text"),
+        "response.reasoning_summary_text.delta": ("_text_delta", REASONING, "summary"),
+        "response.reasoning_text.delta": ("_text_delta", REASONING, "content"),
+        "response.output_item.added": "_item_added",
+        "response.output_item.done": "_item_done",
+        **{kind: ("_argument_done", kind) for kind in _ARGUMENT_DONES},
+        "response.output_text.done": ("_text_done", TEXT, "text", "text"),
+        "response.reasoning_summary_text.done": ("_text_done", REASONING, "summary", "text"),
+        "response.reasoning_text.done": ("_text_done", REASONING, "content", "text"),
+        "response.refusal.delta": "_refusal_delta",
+        "response.output_text.annotation.added": "_annotation",
+        "response.code_interpreter_call_code.delta": "_input_delta",
+        "response.apply_patch_call_operation_diff.delta": "_input_delta",
+        **{kind: ("_shell_command", kind) for kind in _SHELL_COMMANDS},
+        "response.image_generation_call.partial_image": "_partial_image",
+        "response.created": "_lifecycle",
+        "response.in_progress": "_lifecycle",
+        "response.queued": "_lifecycle",
+        "response.completed": ("_completed", "completed"),
+        "response.incomplete": ("_completed", "incomplete"),
+        "response.failed": ("_completed", "failed"),
+        "response.cancelled": ("_completed", "cancelled"),
+        "error": "_error_event",
+    }
+    ignored_events = _IGNORED
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """An argument delta for the call opened last, or a text, summary or reasoning delta of
-        a known item, in sequence (what :meth:`_payload` does with them, without a chunk each)."""
+        a known item, in sequence (what :meth:`on_payload` does with them, without a chunk each)."""
         if type(obj) is not dict:
             return None
         kind = obj.get("type")
         if kind == "response.function_call_arguments.delta":
+            # what _argument_delta does with a fragment for the call opened last (nothing to
+            # note), the fragment taken by the tracker for the run's one chunk
             fragment = obj.get("delta")
             item_id = obj.get("item_id")
             if type(fragment) is not str or not fragment or type(item_id) is not str:
@@ -326,31 +345,16 @@ class OpenAIResponsesConverter(Converter):
         return True
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        if type(obj) is dict:
-            if obj.get("type") == "response.function_call_arguments.delta":
-                # the hot path, inline: an argument fragment for the call opened last
-                fragment = obj.get("delta")
-                item_id = obj.get("item_id")
-                call = self.tracker.find(item_id) if type(item_id) is str else None
-                seq = obj.get("sequence_number")
-                if (
-                    call is not None
-                    and call is self.tracker.calls[-1]
-                    and type(fragment) is str
-                    and fragment
-                    and (
-                        seq is None
-                        or (type(seq) is int and (self._seq is None or seq == self._seq + 1))
-                    )
-                ):
-                    self.payloads += 1
-                    if seq is not None:
-                        self._seq = seq
-                    # what _argument_delta would do (no quirk applies to this delta)
-                    added = self.tracker.append_exact(call, fragment)
-                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
-            return self._payload(obj, event)
-        return self.each_payload(obj, lambda payload: self._payload(payload, event))
+        if (
+            type(obj) is dict
+            and obj.get("type") == "response.function_call_arguments.delta"
+            and self._in_sequence(obj)
+        ):
+            # the hot path: on_payload's bookkeeping (in sequence: nothing to note), without
+            # the dispatch
+            self.payloads += 1
+            return self._argument_delta(obj)
+        return super().on_object(obj, event)
 
     def on_unparsed(self, event: SSEEvent) -> bool:
         if event.data.strip() == "[DONE]":
@@ -358,81 +362,22 @@ class OpenAIResponsesConverter(Converter):
             return True
         return False
 
-    def _payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
-        kind = obj.get("type")
-        if not isinstance(kind, str) or not kind:
-            kind = event.event or ""
         seq = obj.get("sequence_number")
         if type(seq) is int:
             if self._seq is not None and seq != self._seq + 1:
                 self.quirk(
-                    "responses_sequence_gap",
+                    QuirkId.RESPONSES_SEQUENCE_GAP,
                     f"sequence_number {seq} after {self._seq}",
                 )
             self._seq = seq
-        if kind == "response.function_call_arguments.delta":  # the hot path
-            return self._argument_delta(obj, False)
-        if kind in _ARGUMENT_DELTAS:
-            return self._argument_delta(obj, kind == "response.custom_tool_call_input.delta")
-        if kind == "response.output_text.delta":
-            return self._text_delta(obj, TEXT, "text")
-        if kind == "response.reasoning_summary_text.delta":
-            return self._text_delta(obj, REASONING, "summary")
-        if kind == "response.reasoning_text.delta":
-            return self._text_delta(obj, REASONING, "content")
-        if kind == "response.output_item.added":
-            return self._item_added(obj)
-        if kind == "response.output_item.done":
-            return self._item_done(obj)
-        if kind in _ARGUMENT_DONES:
-            return self._argument_done(obj, kind)
-        if kind == "response.output_text.done":
-            return self._text_done(obj, TEXT, "text", "text")
-        if kind == "response.reasoning_summary_text.done":
-            return self._text_done(obj, REASONING, "summary", "text")
-        if kind == "response.reasoning_text.done":
-            return self._text_done(obj, REASONING, "content", "text")
-        if kind == "response.refusal.delta":
-            delta = obj.get("delta")
-            if isinstance(delta, str) and delta:
-                info = self._item(obj.get("item_id"), obj.get("output_index"))
-                if info is not None:
-                    key = ("refusal", _part_index(obj, "content"))
-                    info.texts.setdefault(key, []).append(delta)
-                self._runs.enter(TEXT)
-                return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
-            return []
-        if kind == "response.output_text.annotation.added":
-            annotation = obj.get("annotation")
-            meta = {"annotations": self._runs.collect(TEXT, "annotations", annotation)}
-            citation = from_openai_annotation(annotation)
-            if citation is not None:
-                meta["citations"] = self._runs.collect(TEXT, "citations", citation)
-            return [ChunkResponse(content_metadata=meta)]
-        if kind in (
-            "response.code_interpreter_call_code.delta",
-            "response.apply_patch_call_operation_diff.delta",
-        ):
-            return self._input_delta(obj)
+        return super().on_payload(obj, event)
+
+    def other_event(self, kind: str | None, obj: dict[str, Any]) -> list[ChunkResponse]:
+        kind = kind or ""
         if kind.startswith("response.shell_call_command."):
-            return self._shell_command(obj, kind)
-        if kind == "response.image_generation_call.partial_image":
-            return self._partial_image(obj)
-        if kind in ("response.created", "response.in_progress", "response.queued"):
-            return self._lifecycle(obj)
-        if kind == "response.completed":
-            return self._completed(obj, "completed")
-        if kind == "response.incomplete":
-            return self._completed(obj, "incomplete")
-        if kind == "response.failed":
-            return self._completed(obj, "failed")
-        if kind == "response.cancelled":
-            return self._completed(obj, "cancelled")
-        if kind == "error":
-            return self._error_event(obj)
-        if kind in _IGNORED:
-            return []
+            return self._shell_command(obj, kind)  # unknown only when its command is streaming
         self.unknown_event(kind)
         return []
 
@@ -449,7 +394,7 @@ class OpenAIResponsesConverter(Converter):
 
     def _completed(self, obj: dict[str, Any], status: str) -> list[ChunkResponse]:
         if self.terminal is not None:
-            self.quirk("finish_double", f"response.{status} after response.{self.terminal}")
+            self.quirk(QuirkId.FINISH_DOUBLE, f"response.{status} after response.{self.terminal}")
             return []
         self.terminal = status
         chunk = ChunkResponse(is_complete=True)
@@ -516,7 +461,7 @@ class OpenAIResponsesConverter(Converter):
             info = self._by_index.get(index)
             if info is not None and type(item_id) is str and item_id and info.id != item_id:
                 self.quirk(
-                    "responses_item_id_rotation",
+                    QuirkId.RESPONSES_ITEM_ID_ROTATION,
                     f"output item {index} ({info.type}) came as item_id {item_id!r} "
                     f"after {info.id!r}",
                 )
@@ -654,7 +599,7 @@ class OpenAIResponsesConverter(Converter):
             if isinstance(args, str):
                 return args or None
             if args is not None:
-                self.quirk("oai_args_object", "arguments sent as a JSON value, not a string")
+                self.quirk(QuirkId.OAI_ARGS_OBJECT, "arguments sent as a JSON value, not a string")
                 return json.dumps(args, ensure_ascii=False)
             return None
         if info.kind == "approval":
@@ -700,12 +645,12 @@ class OpenAIResponsesConverter(Converter):
             pass
         elif streamed:
             self.quirk(
-                "responses_args_suffix_in_done",
+                QuirkId.RESPONSES_ARGS_SUFFIX_IN_DONE,
                 f"call {call.call_id}: {where} holds more arguments than were streamed",
             )
         else:
             self.quirk(
-                "responses_args_done_only",
+                QuirkId.RESPONSES_ARGS_DONE_ONLY,
                 f"call {call.call_id}: arguments given only by {where}, without deltas",
             )
         delta = self.tracker.append_exact(call, final[len(have) :])
@@ -811,7 +756,7 @@ class OpenAIResponsesConverter(Converter):
         call_id = item.get("call_id")
         if isinstance(call_id, str) and call_id and call.call_id and call_id != call.call_id:
             self.quirk(
-                "responses_call_id_changed",
+                QuirkId.RESPONSES_CALL_ID_CHANGED,
                 f"item {item.get('id')} said call_id {call.call_id!r}, later {call_id!r}",
             )
 
@@ -829,9 +774,9 @@ class OpenAIResponsesConverter(Converter):
             info = self._register(item, index)
             if info.is_call and call is None:
                 quirk = (
-                    "responses_completed_only"
+                    QuirkId.RESPONSES_COMPLETED_ONLY
                     if where == "response.completed"
-                    else "responses_item_done_only"
+                    else QuirkId.RESPONSES_ITEM_DONE_ONLY
                 )
                 self.quirk(quirk, f"a {info.type} item that only {where} announced")
         info.done = True
@@ -852,7 +797,7 @@ class OpenAIResponsesConverter(Converter):
             values = self._runs.collect(TEXT, "mcp_list_tools", listed)
             return [ChunkResponse(content_metadata={"mcp_list_tools": values})]
         if info.kind == "other":
-            self.quirk("responses_unknown_item", f"an output item of type {info.type!r}")
+            self.quirk(QuirkId.RESPONSES_UNKNOWN_ITEM, f"an output item of type {info.type!r}")
             values = self._runs.collect(TEXT, "items", item)
             return [ChunkResponse(content_metadata={"items": values})]
         out: list[ChunkResponse] = []
@@ -964,6 +909,25 @@ class OpenAIResponsesConverter(Converter):
             self._runs.enter(REASONING)
         return [ChunkResponse(reasoning=delta)]
 
+    def _refusal_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        delta = obj.get("delta")
+        if not isinstance(delta, str) or not delta:
+            return []
+        info = self._item(obj.get("item_id"), obj.get("output_index"))
+        if info is not None:
+            key = ("refusal", _part_index(obj, "content"))
+            info.texts.setdefault(key, []).append(delta)
+        self._runs.enter(TEXT)
+        return [ChunkResponse(content=delta, content_metadata={"refusal": True})]
+
+    def _annotation(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        annotation = obj.get("annotation")
+        meta = {"annotations": self._runs.collect(TEXT, "annotations", annotation)}
+        citation = from_openai_annotation(annotation)
+        if citation is not None:
+            meta["citations"] = self._runs.collect(TEXT, "citations", citation)
+        return [ChunkResponse(content_metadata=meta)]
+
     def _text_done(
         self, obj: dict[str, Any], kind: str, part: str, field: str
     ) -> list[ChunkResponse]:
@@ -992,7 +956,9 @@ class OpenAIResponsesConverter(Converter):
             return []
         if streamed and not text.startswith(streamed):
             if streamed.startswith(text):
-                self.quirk("responses_text_done_shorter", f"{where} holds less text than streamed")
+                self.quirk(
+                    QuirkId.RESPONSES_TEXT_DONE_SHORTER, f"{where} holds less text than streamed"
+                )
             elif info.stated.get(key) != text:
                 info.stated[key] = text
                 self.error(
@@ -1002,7 +968,9 @@ class OpenAIResponsesConverter(Converter):
                 )
             return []
         self.quirk(
-            "responses_text_done_only" if not streamed else "responses_text_suffix_in_done",
+            QuirkId.RESPONSES_TEXT_DONE_ONLY
+            if not streamed
+            else QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE,
             f"{kind} given by {where} but not (all) streamed",
         )
         info.texts[key] = [text]
@@ -1012,17 +980,20 @@ class OpenAIResponsesConverter(Converter):
         return [ChunkResponse(reasoning=text[len(streamed) :])]
 
     # -- arguments -------------------------------------------------------------------------
-    def _argument_delta(self, obj: dict[str, Any], custom: bool) -> list[ChunkResponse]:
+    def _argument_delta(self, obj: dict[str, Any], custom: bool = False) -> list[ChunkResponse]:
+        """An argument fragment (of a custom tool's input: JSON-escaped) for the call its
+        ``item_id`` names, else its ``output_index`` (a delta before its item opens the call)."""
         delta = obj.get("delta")
         if type(delta) is not str or not delta:
             return []
         tracker = self.tracker
-        call = tracker.find(_str(obj.get("item_id")))
+        item_id = obj.get("item_id")
+        call = tracker.find(item_id) if type(item_id) is str else None
         if call is None:
             call = self._orphan_call(obj)
         if call is not tracker.calls[-1] and not call.complete:
             self.quirk(
-                "responses_parallel_interleaved",
+                QuirkId.RESPONSES_PARALLEL_INTERLEAVED,
                 "argument deltas of one call arrive after another call was opened",
             )
         if custom:
@@ -1038,7 +1009,7 @@ class OpenAIResponsesConverter(Converter):
             self._item(item_id, index)  # notes a rotated item id
             return call
         self.quirk(
-            "responses_delta_before_item",
+            QuirkId.RESPONSES_DELTA_BEFORE_ITEM,
             f"argument deltas for item {item_id!r} before its output_item.added",
         )
         call = self._open_call(item_id, index)

@@ -36,6 +36,7 @@ from ..model import (
     SegmentType,
     ToolCallDelta,
 )
+from ..quirk_ids import QuirkId
 from ..textbuf import TextBuffer
 from ..wire import fastjson
 from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
@@ -321,7 +322,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 if stripper.finished:
                     # the field again (a duplicate key): json.loads keeps the last value
                     self.note_quirk(
-                        "tool_args_duplicate_key",
+                        QuirkId.TOOL_ARGS_DUPLICATE_KEY,
                         f"call {state.segment_id}: the {field!r} argument appears twice",
                     )
                     stripper = state.stripper = MarkerStripper(*MARKERS[state.kind])

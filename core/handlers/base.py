@@ -11,11 +11,12 @@ the same for every handler. The events are returned as they come; a handler keep
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..adapter import TextArgumentParser, ToolInvocationAdapter
 from ..model import ChunkResponse, Quirk, SegmentEvent, SegmentType, ToolInvocation
+from ..quirk_ids import QuirkId
 
 SegmentCallback = Callable[[SegmentEvent], None]
 
@@ -57,6 +58,12 @@ class StreamingResponseHandler(ABC):
     def get_all_invocations(self) -> list[ToolInvocation]:
         return list(self._invocations)
 
+    @property
+    def invocations(self) -> Sequence[ToolInvocation]:
+        """The invocations so far, in order, without a copy (read, do not keep: the handler goes
+        on appending to it); :meth:`get_all_invocations` is a list of one's own."""
+        return self._invocations
+
     def get_all_events(self) -> list[SegmentEvent]:
         """Every event so far: only for a handler made with ``keep_events=True`` (a long stream's
         events outweigh everything else it produces; ``feed()`` returns them as they come)."""
@@ -84,9 +91,17 @@ class StreamingResponseHandler(ABC):
         """Close the handler's own open structured segments at the end of the stream."""
 
     # -- shared bookkeeping ----------------------------------------------------------------
-    def note_quirk(self, quirk_id: str, detail: str) -> None:
+    def note_quirk(self, quirk_id: QuirkId, detail: str) -> None:
         if all(q.id != quirk_id for q in self.quirks):
             self.quirks.append(Quirk(quirk_id, detail))
+
+    def take_quirks(self) -> list[Quirk]:
+        """The quirks noted since the last call, handed over: the handler lets go of them."""
+        quirks = self.quirks
+        if not quirks:
+            return []
+        self.quirks = []
+        return quirks
 
     def _new_id(self) -> str:
         self._counter += 1

@@ -15,6 +15,7 @@ from ..adapter import TextArgumentParser
 from ..model import ChunkResponse, SegmentEvent, SegmentEventType
 from ..parsers import make_text_parser
 from ..parsers.xml_args import parse_xml_arguments
+from ..quirk_ids import QuirkId
 from .base import SegmentCallback, StreamingResponseHandler
 
 
@@ -61,7 +62,7 @@ class ParsingStreamingResponseHandler(StreamingResponseHandler):
             names = sorted({d.name for d in chunk.tool_calls if d.name})
             detail = f" ({', '.join(names)})" if names else ""
             self.note_quirk(
-                "tool_calls_ignored_by_parser",
+                QuirkId.TOOL_CALLS_IGNORED_BY_PARSER,
                 f"the stream carries API tool_calls{detail}, which the {self.name} parser does "
                 "not read (it reads tool calls written in the text); replay with "
                 "--parser api_tool_call to see them",

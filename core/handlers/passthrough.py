@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import ChunkResponse, SegmentEvent
+from ..quirk_ids import QuirkId
 from .base import StreamingResponseHandler
 
 
@@ -20,7 +21,7 @@ class PassThroughStreamingResponseHandler(StreamingResponseHandler):
             self._images(chunk, out)
         if chunk.tool_calls:
             self.note_quirk(
-                "tool_calls_ignored_by_parser",
+                QuirkId.TOOL_CALLS_IGNORED_BY_PARSER,
                 "the stream carries API tool_calls, which the passthrough parser does not read",
             )
         return out

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..quirk_ids import QuirkId
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..replay import ReplayEngine
 
@@ -29,23 +31,23 @@ FAILED_STREAM_KINDS = frozenset({"provider_error", "truncated", "prompt_blocked"
 # which part of a client's answer each quirk can spoil (by id, then by the id's prefix);
 # "any" quirks can make a naive client crash or misread anything
 _QUIRK_FIELDS: dict[str, tuple[str, ...]] = {
-    "finish_stop_with_tools": ("finish_reason",),
-    "finish_double": ("finish_reason",),
-    "finish_empty_string": ("finish_reason",),
-    "done_no_finish_reason": ("finish_reason", "error"),
-    "eof_no_done": ("error",),
-    "kimi_tokens_in_content": ("text", "tool_calls"),
-    "kimi_tokens_in_reasoning": ("tool_calls",),
-    "think_tags_in_content": ("text",),
-    "mistral_content_array": ("text",),
-    "responses_text_done_only": ("text",),
-    "responses_text_suffix_in_done": ("text",),
-    "responses_text_done_shorter": ("text",),
-    "usage_only_chunk": ("crash",),
-    "usage_chunk_no_choices_key": ("crash",),
-    "azure_empty_first_chunk": ("crash",),
-    "n_choices": ("text", "tool_calls"),
-    "legacy_function_call": ("tool_calls",),
+    QuirkId.FINISH_STOP_WITH_TOOLS: ("finish_reason",),
+    QuirkId.FINISH_DOUBLE: ("finish_reason",),
+    QuirkId.FINISH_EMPTY_STRING: ("finish_reason",),
+    QuirkId.DONE_NO_FINISH_REASON: ("finish_reason", "error"),
+    QuirkId.EOF_NO_DONE: ("error",),
+    QuirkId.KIMI_TOKENS_IN_CONTENT: ("text", "tool_calls"),
+    QuirkId.KIMI_TOKENS_IN_REASONING: ("tool_calls",),
+    QuirkId.THINK_TAGS_IN_CONTENT: ("text",),
+    QuirkId.MISTRAL_CONTENT_ARRAY: ("text",),
+    QuirkId.RESPONSES_TEXT_DONE_ONLY: ("text",),
+    QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE: ("text",),
+    QuirkId.RESPONSES_TEXT_DONE_SHORTER: ("text",),
+    QuirkId.USAGE_ONLY_CHUNK: ("crash",),
+    QuirkId.USAGE_CHUNK_NO_CHOICES_KEY: ("crash",),
+    QuirkId.AZURE_EMPTY_FIRST_CHUNK: ("crash",),
+    QuirkId.N_CHOICES: ("text", "tool_calls"),
+    QuirkId.LEGACY_FUNCTION_CALL: ("tool_calls",),
 }
 _PREFIX_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oai_", ("tool_calls", "crash")),

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..quirk_ids import QuirkId
 from . import fastjson
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -79,7 +80,7 @@ class Call:
 class Note:
     """A repair (``error=False``: a quirk) or a problem (``error=True``) met while scanning."""
 
-    kind: str
+    kind: str  # a repair's QuirkId, a problem's error kind
     message: str
     detail: Any = None
     error: bool = False
@@ -191,7 +192,7 @@ class KimiTokenScanner:
         if self._mode == _SECTION and self._section_calls and not "".join(self._raw).strip():
             out.append(
                 Note(
-                    "kimi_section_end_missing",
+                    QuirkId.KIMI_SECTION_END_MISSING,
                     "the stream ended inside a Kimi tool-call section after its last call "
                     "(no <|tool_calls_section_end|>)",
                 )
@@ -259,12 +260,12 @@ class KimiTokenScanner:
             if marker in (SECTION_BEGIN, SECTION_BEGIN_SINGULAR):
                 if marker == SECTION_BEGIN_SINGULAR:
                     note = "sections opened by <|tool_call_section_begin|> (singular)"
-                    out.append(Note("kimi_singular_section_marker", note))
+                    out.append(Note(QuirkId.KIMI_SINGULAR_SECTION_MARKER, note))
                 self._open_section(marker, implicit=False)
             elif marker == CALL_BEGIN:
                 out.append(
                     Note(
-                        "kimi_call_without_section",
+                        QuirkId.KIMI_CALL_WITHOUT_SECTION,
                         "<|tool_call_begin|> outside a <|tool_calls_section_begin|> section",
                     )
                 )
@@ -308,7 +309,10 @@ class KimiTokenScanner:
                 self._after_call()
         elif marker in (SECTION_END, SECTION_END_SINGULAR, CALL_BEGIN):
             out.append(
-                Note("kimi_call_end_missing", "a Kimi tool call closed without <|tool_call_end|>")
+                Note(
+                    QuirkId.KIMI_CALL_END_MISSING,
+                    "a Kimi tool call closed without <|tool_call_end|>",
+                )
             )
             self._emit_call(out)
             if marker == CALL_BEGIN:
