@@ -87,8 +87,9 @@ def demo(
         chosen = get_sample(sample)
     except UnknownSample as exc:
         fail(str(exc))
-    from streamtool.core.net.playback import Playback, parse_speed
+    from streamtool.core.net.playback import Playback
     from streamtool.core.recording.recorder import check_output
+    from streamtool.core.speed import parse_speed
 
     try:
         playback = Playback(speed=parse_speed(speed), max_gap=2.0)

@@ -120,9 +120,10 @@ def serve(
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.library import Library
     from streamtool.core.net.listen import run_server
-    from streamtool.core.net.playback import Playback, parse_speed
+    from streamtool.core.net.playback import Playback
     from streamtool.core.net.server import create_app
     from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
+    from streamtool.core.speed import parse_speed
 
     if not 0 <= port <= 65535:
         fail(f"--port must be a number from 0 to 65535 (0: any free port), not {port}")

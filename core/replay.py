@@ -19,13 +19,13 @@ from typing import Any
 
 from .coalesce import join_argument_runs
 from .converters import (
-    Converter,
     converter_names,
     detect_from_event,
     detect_from_header,
     is_converter,
     make_converter,
 )
+from .converters.base import Converter
 from .finish import finish_class
 from .handlers import make_handler
 from .model import (

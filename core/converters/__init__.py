@@ -7,15 +7,17 @@ Converters are plugins: registered by name in the ``streamtool.converters`` entr
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
-from ..apis import api_for_path, api_for_provider, converter_named
-from ..records import Header
 from ..registry import Registry
-from ..wire import fastjson
-from ..wire.sse import SSEEvent
-from .base import Converter
+
+if TYPE_CHECKING:
+    from ..records import Header
+    from ..wire.sse import SSEEvent
+    from .base import Converter
+
+# Importing this module imports no converter, nor the table of wire APIs: ``--help`` reads only
+# the built-in names below.
 
 # the built-in converters, as registered in pyproject.toml's "streamtool.converters" group
 BUILTIN_CONVERTERS: dict[str, str] = {
@@ -58,6 +60,8 @@ def make_converter(name: str) -> Converter:
     except KeyError:
         check_converter_name(name)
         raise
+    from .base import Converter
+
     converter = cls()
     if not isinstance(converter, Converter):
         raise UnknownConverter(
@@ -84,6 +88,10 @@ def detect_from_header(header: Header) -> str | None:
 
 
 def _detect_from_header(header: Header) -> str | None:
+    from urllib.parse import urlsplit
+
+    from ..apis import api_for_path, api_for_provider, converter_named
+
     if header.api:
         name = converter_named(str(header.api))
         if name:
@@ -120,6 +128,8 @@ def detect_from_event(event: SSEEvent) -> str | None:
     data = event.data.strip()
     if data == "[DONE]":
         return None
+    from ..wire import fastjson
+
     try:
         obj: Any = fastjson.loads(data)
     except ValueError:

@@ -8,10 +8,12 @@ built-ins below in streamtool's own ``pyproject.toml``), each imported only when
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..registry import Registry
-from .base import StreamingResponseHandler
+
+if TYPE_CHECKING:
+    from .base import StreamingResponseHandler
 
 # the built-in handlers, as registered in pyproject.toml's "streamtool.handlers" group
 BUILTIN_PARSERS: dict[str, str] = {
@@ -48,6 +50,8 @@ def check_parser_name(name: str) -> None:
 
 def make_handler(name: str, **options: Any) -> StreamingResponseHandler:
     check_parser_name(name)
+    from .base import StreamingResponseHandler
+
     cls = PARSERS.load(name)
     handler = cls(**options)
     if not isinstance(handler, StreamingResponseHandler):

@@ -8,7 +8,6 @@ mid-stream, dropping the connection after N bytes. The server only sleeps and se
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Iterable, Iterator
@@ -64,21 +63,6 @@ class Cut:
     """Drop the connection now (after ``sent`` bytes)."""
 
     sent: int
-
-
-def parse_speed(value: str) -> float | None:
-    """``--speed`` (serve and replay): ``max`` -> ``None`` (no waiting); ``1``, ``2.5``, ``10x``
-    -> a factor > 0."""
-    text = value.strip().lower()
-    if text in ("max", "inf", "infinity"):
-        return None
-    try:
-        speed = float(text.removesuffix("x"))
-    except ValueError:
-        speed = math.nan
-    if not speed > 0:  # also false for nan
-        raise ValueError(f"--speed must be a number > 0 or 'max', not {value!r}")
-    return None if math.isinf(speed) else speed
 
 
 def _timed(

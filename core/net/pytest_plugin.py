@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "stream_tape(name=None, *, path=None): the tape the stream_tape fixture serves "
         "(default: tapes/<test module>/<test name>/ beside the test file).",
     )
-    from .playback import parse_speed
+    from ..speed import parse_speed
 
     try:
         parse_speed(config.getoption("--stream-tape-speed"))
@@ -212,8 +212,9 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
     from ..records import RecordingError
+    from ..speed import parse_speed
     from .library import NoMatch
-    from .playback import Playback, parse_speed
+    from .playback import Playback
     from .proxy import OFFICIAL, Upstreams
     from .server import create_app
     from .tape import MissRecorder, TapeLibrary, load_tape
