@@ -37,12 +37,22 @@ HeaderTimeout = Annotated[
 
 def listen(host: str, port: int) -> tuple[Any, str]:
     """The listening socket on ``host:port`` (port 0: any free one) and its origin URL; a
-    socket that cannot be opened is a one-line error (exit 2)."""
+    socket that cannot be opened is a one-line error (exit 2). An address that is not loopback
+    is one warning line: keys and recordings pass through whoever can reach it."""
+    import sys
+
+    from streamtool.core.net.hostcheck import is_loopback
     from streamtool.core.net.listen import bind
 
     try:
         sock = bind(host, port)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    if not is_loopback(host):
+        sys.stderr.write(
+            f"streamtool: warning: listening on {host}, not a loopback address: anyone who can "
+            "reach it can send requests with the keys that pass through it and read what it "
+            "serves or records\n"
+        )
     shown = f"[{host}]" if ":" in host else host
     return sock, f"http://{shown}:{sock.getsockname()[1]}"

@@ -11,6 +11,8 @@ bare ASGI callable; uvicorn runs it.
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +33,7 @@ from .forward import (
     recorder_for,
     request_body,
 )
+from .hostcheck import host_refusal, is_loopback, refuse
 
 if TYPE_CHECKING:
     import ssl
@@ -123,8 +126,65 @@ class Upstreams:
         return self.default or OFFICIAL[r.provider]
 
     def url(self, r: Route, raw_path: str, query: str) -> str:
-        """The upstream URL: the origin (and any path it has) plus the request's path."""
-        return self.origin(r) + raw_path + (f"?{query}" if query else "")
+        """The upstream URL: the origin (and any path it has) plus the request's path
+        (origin-form: see :func:`target_path`) and query."""
+        origin = self.origin(r)
+        url = origin + raw_path + (f"?{query}" if query else "")
+        if urlsplit(url).netloc != urlsplit(origin).netloc:  # what target_path rules out
+            raise BadTarget(f"the request target {raw_path[:80]!r} leaves the upstream")
+        return url
+
+
+# -- the request target ----------------------------------------------------------------------------
+class BadTarget(ValueError):
+    """A request target that is not a path on this proxy (answered 400)."""
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def target_path(raw: str, server: Any, host: str | None = None) -> str:
+    """The path of a request target (before its ``?``), the only part sent on upstream.
+
+    Origin-form (``/v1/chat/completions``) is taken as it is. Absolute-form
+    (``http://127.0.0.1:8788/v1/...``, RFC 9112 3.2.2) gives its path when its authority is this
+    proxy's own (``server``, the address the connection reached, as ``(host, port)``; ``host``,
+    the request's ``Host`` header, names it too). Anything else is :class:`BadTarget`: another
+    authority, user information, authority-form (``host:port``), a target that does not start
+    with ``/`` (``@host/...``, ``:port/...``), a network-path ``//host/...``, a backslash or a
+    fragment.
+    """
+    if _SCHEME.match(raw):
+        parts = urlsplit(raw)
+        if parts.scheme.lower() not in ("http", "https") or not _own_authority(
+            parts.netloc, parts.scheme.lower(), server, host
+        ):
+            raise BadTarget(
+                f"the request target names {parts.netloc[:80]!r}, not this proxy: "
+                "send the path only (the proxy picks the upstream)"
+            )
+        raw = parts.path or "/"
+    if not raw.startswith("/") or raw.startswith("//") or "\\" in raw or "#" in raw:
+        raise BadTarget(f"the request target {raw[:80]!r} is not a path starting with a single /")
+    return raw
+
+
+def _own_authority(netloc: str, scheme: str, server: Any, host: str | None) -> bool:
+    if not server or "@" in netloc or not netloc:
+        return False
+    parts = urlsplit("//" + netloc)
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        return False
+    name = (parts.hostname or "").rstrip(".")
+    own_host, own_port = str(server[0]).lower(), int(server[1])
+    if port != own_port:
+        return False
+    if is_loopback(own_host):
+        return is_loopback(name)
+    named = urlsplit("//" + host).hostname if host else None
+    return name in (own_host, named)
 
 
 # -- the capture folder (a tape: recordings named in order and their index) --------------------
@@ -157,6 +217,7 @@ class ProxyConfig:
     transform: Callable[[Any], StreamTransform] | None = None  # request body -> transform
     observer: Observer | None = None
     verify: bool | ssl.SSLContext = True  # check the upstream's TLS certificate
+    log: Callable[[str], None] | None = None  # one line per refused request (default: stderr)
 
 
 class ProxyApp:
@@ -180,12 +241,44 @@ class ProxyApp:
             return
         if scope["type"] != "http":
             return
+        checked = await self._checked(scope, send)
+        if checked is None:
+            return
+        scope = checked
         from starlette.requests import Request
 
         request = Request(scope, receive)
         body = await request.body()
         response = self.handle(request, body)
         await response(scope, receive, send)
+
+    async def _checked(self, scope: Any, send: Any) -> Any:
+        """``scope`` with its target as a plain path, or ``None`` once the request is refused:
+        421 for a ``Host`` that is not loopback (:mod:`.hostcheck`), 400 for a target that is
+        not a path (:func:`target_path`)."""
+        why = host_refusal(scope)
+        status = 421
+        raw = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
+        if why is None:
+            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
+            try:
+                path = target_path(raw, scope.get("server"), host)
+            except BadTarget as exc:
+                why, status = str(exc), 400
+        if why is not None:
+            self.log(f"{scope.get('method', '?')} {raw[:80]!r} -> {status}: {why}")
+            await refuse(send, status, why)
+            return None
+        if path == raw:
+            return scope
+        return {**scope, "raw_path": path.encode("latin-1"), "path": unquote(path)}
+
+    def log(self, line: str) -> None:
+        if self.config.log is not None:
+            self.config.log(line)
+            return
+        sys.stderr.write(f"streamtool: {line}\n")
+        sys.stderr.flush()
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:

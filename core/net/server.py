@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from ..apis import API_TABLE, error_body, served_api
 from ..wire import fastjson
+from .hostcheck import loopback_only
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
 from .playback import Cut, Playback, schedule
@@ -66,7 +67,8 @@ def create_app(
     ``log`` gets one line per request: the recording served, or the error status and why.
     ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
     (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
-    ``max_body`` bytes is answered 413 without being read whole.
+    ``max_body`` bytes is answered 413 without being read whole. A request that reached a
+    loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`).
     """
     import anyio
     from starlette.applications import Starlette
@@ -201,12 +203,8 @@ def create_app(
         return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    return Starlette(
-        routes=[
-            Route("/", index, methods=["GET"]),
-            Route("/{path:path}", answer, methods=methods),
-        ]
-    )
+    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=methods)]
+    return loopback_only(Starlette(routes=routes), log)
 
 
 def serving(
