@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..model import SegmentEvent, SegmentEventType
 from ..records import Chunk, End, Header
 from ..replay import ReplayEngine
 from .emit_openai import OpenAISSEEmitter
@@ -58,6 +59,9 @@ class KimiTransform:
         self.emitter: OpenAISSEEmitter | None = None
         self._held = bytearray()  # upstream bytes not sent yet (pass-through mode)
         self._items: list[Any] = []  # the engine's items for the events held back
+        # the segments open at the end of what was passed on: the emitter must know them to
+        # write their text when rewriting starts in the middle of one
+        self._open: dict[str, SegmentEvent] = {}
         self._ident = bytearray()  # the start of the stream, for the completion id and model
 
     def _kimi_seen(self) -> bool:
@@ -80,7 +84,20 @@ class KimiTransform:
         )
         self.rewriting = True
         self._ident.clear()
+        self.emitter.feed(self._open.values())  # segment starts write nothing
+        self._open.clear()
         return self.emitter
+
+    def _passed_on(self) -> None:
+        """The held items' events went to the client as they came: keep only which segments
+        they left open."""
+        for item in self._items:
+            if isinstance(item, SegmentEvent):
+                if item.event_type is SegmentEventType.START:
+                    self._open[item.segment_id] = item
+                elif item.event_type is SegmentEventType.END:
+                    self._open.pop(item.segment_id, None)
+        self._items.clear()
 
     def feed(self, data: bytes) -> bytes:
         """One upstream read in; the bytes to send to the client now out."""
@@ -107,7 +124,7 @@ class KimiTransform:
             return b""
         out_bytes = bytes(self._held[:cut])
         del self._held[:cut]
-        self._items.clear()  # they all came from the complete events just passed on
+        self._passed_on()  # the items all came from the complete events just passed on
         return out_bytes
 
     def finish(self) -> bytes:
