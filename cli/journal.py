@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.core.net.forward import Exchange
+from streamtool.core.recording.secrets import redact_keys
 from streamtool.core.records import Chunk, End, Header
 
 REFRESH_SECONDS = 0.25
@@ -106,7 +107,7 @@ def row_cells(row: Row) -> list[str]:
     return [
         time.strftime("%H:%M:%S", time.localtime(ex.started_at)),
         API_LABELS.get(ex.api or "", ex.api or "-"),
-        ex.model or "-",
+        redact_keys(ex.model or "-"),
         status,
         state,
         _secs(ex.ttft),
@@ -116,7 +117,7 @@ def row_cells(row: Row) -> list[str]:
         str(errors),
         str(quirks),
         Path(ex.file).name if ex.file else "-",
-        "; ".join(problems),
+        redact_keys("; ".join(problems)),
     ]
 
 

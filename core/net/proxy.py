@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..apis import API_TABLE, api_for_path, find_api, official_origins
+from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
 from .forward import (
@@ -32,6 +33,7 @@ from .forward import (
     StreamTransform,
     recorder_for,
     request_body,
+    request_secrets,
 )
 from .hostcheck import host_refusal, is_loopback, refuse
 
@@ -303,14 +305,21 @@ class ProxyApp:
         query = scope.get("query_string", b"").decode("latin-1")
         r = route(request.method, request.url.path, request.headers, parsed)
         url = self.config.upstreams.url(r, path, query)
+        # the model and path name the file, the index entry and the journal's row: a credential
+        # the request carries (a model set to the key) reaches none of them
+        scrub = SecretScrubber(request_secrets(request.headers.items(), url))
+        model = None if r.model is None else redact_keys(scrub.text(r.model))
         ex = Exchange(
-            method=request.method, path=request.url.path, provider=r.provider, model=r.model
+            method=request.method,
+            path=redact_keys(scrub.text(request.url.path)),
+            provider=r.provider,
+            model=model,
         )
         if not r.generating:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
-        ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", r.model)
+        ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", model)
         ex.file = str(file)
         recorder = None
         try:

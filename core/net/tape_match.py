@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..recording.secrets import redact_keys
 from ..wire import fastjson
 
 # top-level request fields that change nothing about the conversation a recording answers
@@ -154,7 +155,7 @@ def _join(path: str, step: str) -> str:
 def _show(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = redact_keys(json.dumps(value, ensure_ascii=False, sort_keys=True))
     return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
 
 
@@ -194,7 +195,8 @@ class Difference:
             n, m = len(self.ours), len(self.theirs)
             return f"{self.path or 'body'} has {n} item{'s' * (n != 1)} vs {m}"
         if isinstance(self.ours, str) and isinstance(self.theirs, str):
-            a, b = _show_strings(self.ours, self.theirs)
+            # a key in the body is masked before any window of it is shown (logs keep them)
+            a, b = _show_strings(redact_keys(self.ours), redact_keys(self.theirs))
         else:
             a, b = _show(self.ours), _show(self.theirs)
         return f"{self.path or 'body'} differs: {a} vs {b}"
@@ -318,7 +320,7 @@ class Matcher:
 
     def miss(self, endpoint: str, body: Any, shown_endpoint: str | None = None) -> Miss:
         """Why nothing matched: the closest exchange and the first difference."""
-        where = shown_endpoint or endpoint.split("@")[0]
+        where = redact_keys(shown_endpoint or endpoint.split("@")[0])
         candidates = list(self.with_bodies(endpoint))
         if body is None:
             return Miss(f"no recorded exchange matches a request without a JSON body on {where}")

@@ -5,7 +5,9 @@ Three things are removed before anything is written:
 - credentials the client sent: secret request headers (any name that speaks of a key, token,
   secret, auth, password, credential or cookie), secret query parameters (``key=``,
   ``api-key=``, ``token=``, ``access_token=``...) and ``user:password@`` in URLs; their values
-  are also scrubbed from everything else the recording keeps (a server that echoes them);
+  are also scrubbed from everything else the recording keeps (a server that echoes them),
+  and so are the parts a server may echo alone: each cookie's value, the decoded user and
+  password of Basic authentication;
 - key-shaped strings (``sk-...``, ``sk-ant-...``, ``sk-proj-...``, ``AIza...``, ``xai-...``,
   ``gsk_...``) anywhere in a response, which the client never sent;
 - both across network reads: :class:`StreamScrubber` holds back the tail of a read that could be
@@ -14,6 +16,7 @@ Three things are removed before anything is written:
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -158,14 +161,45 @@ def _raw_query(query: str) -> list[tuple[str, str]]:
 
 
 def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The values of headers that carry credentials (and the token of ``Bearer <token>``)."""
+    """The values of headers that carry credentials: the whole value, the token of
+    ``Bearer <token>``, the decoded user, password and ``user:password`` of ``Basic``, and each
+    ``name=value`` of a ``Cookie`` and its value (a server may echo any one of them alone)."""
     out: list[str] = []
     for name, value in headers:
-        if is_secret_header(name) and isinstance(value, str):
-            out.append(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                out.append(token.strip())
+        if not (is_secret_header(name) and isinstance(value, str)):
+            continue
+        out.append(value)
+        scheme, _, token = value.strip().partition(" ")
+        token = token.strip()
+        if token and scheme.lower() in ("bearer", "basic", "token"):
+            out.append(token)
+        if token and scheme.lower() == "basic":
+            out += basic_credentials(token)
+        if "cookie" in name.lower():
+            out += cookie_values(value)
+    return [v for v in dict.fromkeys(out) if v]
+
+
+def basic_credentials(token: str) -> list[str]:
+    """``user:password``, the user and the password of a Basic token (none when it is not
+    base64)."""
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return []
+    user, _, password = decoded.partition(":")
+    return [decoded, user, password]
+
+
+def cookie_values(header: str) -> list[str]:
+    """Each ``name=value`` of a ``Cookie`` header and each value (quotes removed too)."""
+    out: list[str] = []
+    for pair in header.split(";"):
+        pair = pair.strip()
+        _, eq, value = pair.partition("=")
+        if not eq:
+            continue
+        out += [pair, value, value.strip('"')]
     return out
 
 
