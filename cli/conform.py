@@ -76,6 +76,24 @@ def conform(
     call are reported as not applicable. Exit codes: 0 all passed, 1 a run failed, 2 unusable
     input.
     """
+    try:
+        _run(command, recordings, count, seed, api, timeout, jobs, fmt)
+    except KeyboardInterrupt:
+        # Runner.run has killed the running clients and stopped the server by now
+        sys.stderr.write("streamtool: conform interrupted; its clients and server are stopped\n")
+        raise typer.Exit(130) from None
+
+
+def _run(
+    command: list[str],
+    recordings: list[Path] | None,
+    count: int,
+    seed: int,
+    api: list[str] | None,
+    timeout: float,
+    jobs: int,
+    fmt: Format,
+) -> None:
     from streamtool.core.net.conform import Runner, bundled_recordings, chunkings, load_cases
 
     if not command:

@@ -84,6 +84,24 @@ def demo(
     """Serve a sample on 127.0.0.1, record it over real HTTP while the live tree draws it, and
     print the commands to try next. Offline; no key needed."""
     try:
+        _demo(sample, output, speed, no_color)
+    except KeyboardInterrupt:
+        _interrupted(None)
+
+
+def _interrupted(output: Path | None) -> None:
+    """Ctrl-C: one line (naming what was kept) and exit 130."""
+    kept = (
+        f"; the recording so far is in {output}" if output is not None and output.exists() else ""
+    )
+    import sys
+
+    sys.stderr.write(f"streamtool: demo interrupted{kept}\n")
+    raise typer.Exit(130)
+
+
+def _demo(sample: str, output: Path | None, speed: str, no_color: bool) -> None:
+    try:
         chosen = get_sample(sample)
     except UnknownSample as exc:
         fail(str(exc))
@@ -124,6 +142,8 @@ def demo(
                 prepared, output, on_start=live.on_start, on_chunk=live.on_chunk
             )
         live.finish(result)
+    if result.reason == "interrupted":
+        _interrupted(output)
     if result.status is None:
         fail(f"the demo server did not answer: {result.error or result.reason}", code=1)
     say.step(f"3/3 {_check_same(chosen.path, output)}")

@@ -119,7 +119,7 @@ def _mutate_recording(rng: random.Random, lines: list[str]) -> tuple[str, str]:
     """A mutated copy of a recording's lines, and the kind of mutation."""
     lines = list(lines)
     kind = rng.choice(
-        ["payload", "payload", "payload", "record", "line", "bytes", "cut", "order", "chunk"]
+        ["payload", "payload", "payload", "record", "line", "bytes", "cut", "order", "chunk", "b64"]
     )
     body = [i for i in range(1, len(lines))]
     if kind == "payload" and body:
@@ -164,7 +164,21 @@ def _mutate_recording(rng: random.Random, lines: list[str]) -> tuple[str, str]:
             rec.pop("text")
             rec["b64"] = base64.b64encode(data).decode()
             lines[i] = json.dumps(rec)
+    elif kind == "b64" and body:
+        # a chunk's b64 with a character other than ASCII in it (base64 itself says ValueError)
+        i = rng.choice(body)
+        rec = json.loads(lines[i])
+        if not isinstance(rec.get("text"), str):
+            kind = "b64-not-a-text-chunk"
+        else:
+            encoded = base64.b64encode(rec.pop("text").encode()).decode()
+            at = rng.randrange(len(encoded) + 1)
+            rec["b64"] = encoded[:at] + rng.choice(NON_ASCII) + encoded[at:]
+            lines[i] = json.dumps(rec, ensure_ascii=rng.random() < 0.5)
     return "\n".join(lines) + "\n", kind
+
+
+NON_ASCII = ["é", "\u00a0", "\u2014", "\U0001f600", "\u0100", "ÿ"]
 
 
 def _raw_body(lines: list[str]) -> bytes:
@@ -210,12 +224,13 @@ def _check_result(result, name: str, kind: str, what: str) -> int:
     return code
 
 
-def _fuzz(shard: int, tmp_path: Path) -> Counter:
+def _fuzz(shard: int, tmp_path: Path) -> tuple[Counter, Counter]:
     rng = random.Random(SEED * 31 + shard)
     runner = CliRunner()
     converters = ["auto", *converter_names()]
     parsers = parser_names()
     outcomes: Counter = Counter()
+    b64_codes: Counter = Counter()  # exit codes of the inputs given a non-ASCII b64
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
         for n in range(PER_SHARD):
@@ -256,21 +271,25 @@ def _fuzz(shard: int, tmp_path: Path) -> Counter:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             code = _check_result(result, name, kind, what)
             outcomes[(args[0], code)] += 1
+            if kind == "b64":
+                b64_codes[code] += 1
             for p in tmp_path.iterdir():
                 p.unlink()
     finally:
         signal.signal(signal.SIGALRM, old)
-    return outcomes
+    return outcomes, b64_codes
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_fuzz_every_reader(shard, tmp_path):
-    outcomes = _fuzz(shard, tmp_path)
+    outcomes, b64_codes = _fuzz(shard, tmp_path)
     total = sum(outcomes.values())
     assert total == PER_SHARD
     # the mutations reach both sides: inputs that still work, and inputs refused as unusable
     assert sum(v for (_, code), v in outcomes.items() if code == 0) > PER_SHARD // 10
     assert sum(v for (_, code), v in outcomes.items() if code == 2) > PER_SHARD // 20
+    # a chunk whose b64 holds a character other than ASCII is unusable input: exit 2, one line
+    assert b64_codes and set(b64_codes) <= {2}, b64_codes
     print(f"fuzz shard {shard} (seed {SEED}): {dict(sorted(outcomes.items()))}")
 
 

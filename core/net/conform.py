@@ -238,16 +238,37 @@ class Runner:
         self._counter = 0
         self._lock = threading.Lock()
         self._foreign: dict[str | None, str] = {}  # API -> the call that showed it does not apply
+        self._running: set[subprocess.Popen[bytes]] = set()  # client processes now running
+        self._stopping = threading.Event()
 
     def run(self) -> list[Result]:
+        """Every result, in order. Interrupted (``KeyboardInterrupt``), the running clients are
+        killed and the server stopped before the interrupt goes on."""
         with ServerThread(self._dispatch) as server:
             self._origin = server.url
-            if self.jobs == 1:
-                groups = [self._run_case(case) for case in self.cases]
-            else:
-                with ThreadPoolExecutor(self.jobs) as pool:
-                    groups = list(pool.map(self._run_case, self.cases))
+            try:
+                if self.jobs == 1:
+                    groups = [self._run_case(case) for case in self.cases]
+                else:
+                    with ThreadPoolExecutor(self.jobs) as pool:
+                        try:
+                            groups = list(pool.map(self._run_case, self.cases))
+                        except BaseException:
+                            self.stop()  # before the pool waits for its threads
+                            pool.shutdown(wait=True, cancel_futures=True)
+                            raise
+            except BaseException:
+                self.stop()
+                raise
         return [r for group in groups for r in group]
+
+    def stop(self) -> None:
+        """Run no more clients and kill those running (from any thread)."""
+        self._stopping.set()
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            proc.kill()
 
     def _key(self) -> str:
         with self._lock:
@@ -263,6 +284,8 @@ class Runner:
     def _run_case(self, case: Case) -> list[Result]:
         results: list[Result] = []
         for i, plan in enumerate(self.plans):
+            if self._stopping.is_set():
+                break
             known = self._foreign.get(case.api)
             if known is not None:
                 note = f"the client calls {known}, which does not serve {case.api} recordings"
@@ -300,21 +323,32 @@ class Runner:
         return Result(case, plan.name, status, verdict, requests=calls)
 
     def _spawn(self, env: dict[str, str]) -> ClientRun:
-        try:
-            proc = subprocess.run(
+        with self._lock:
+            if self._stopping.is_set():
+                return ClientRun(None, "", "stopped before it ran")
+            proc = subprocess.Popen(
                 self.command,
                 env=env,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
-        except subprocess.TimeoutExpired as exc:
-            return ClientRun(
-                None, _text(exc.stdout), _text(exc.stderr), timed_out=True, timeout=self.timeout
-            )
-        return ClientRun(proc.returncode, _text(proc.stdout), _text(proc.stderr))
+            self._running.add(proc)
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            return ClientRun(None, _text(out), _text(err), timed_out=True, timeout=self.timeout)
+        except BaseException:  # interrupted while it ran: it does not outlive the check
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        return ClientRun(proc.returncode, _text(out), _text(err))
 
 
 def _text(data: bytes | str | None) -> str:

@@ -123,8 +123,9 @@ def create_app(
                 if isinstance(step, Cut):
                     return True
                 delay = self.start + step.at - anyio.current_time()
-                if delay > 0:
-                    await anyio.sleep(delay)
+                # sleep, or at least let the loop run: a client that left is noticed (and the
+                # writes stop) instead of each write failing on its own
+                await anyio.sleep(max(delay, 0))
                 await send({"type": "http.response.body", "body": step.data, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return False
