@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -89,9 +90,19 @@ def report(
 
 
 def _check_target(path: Path, force: bool) -> None:
-    if path.is_dir():
+    """A report replaces only a regular file (or makes a new one): a folder, a device, a FIFO
+    or a socket is refused, --force or not (it would be replaced, or written without end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        fail(f"{path}: cannot write the report there ({exc.strerror or exc})")
+    if stat.S_ISDIR(mode):
         fail(f"{path}: is a folder; name the HTML file to write with -o")
-    if path.exists() and not force:
+    if not stat.S_ISREG(mode):
+        fail(f"{path}: is not a regular file (a device, FIFO or socket); use -o - for stdout")
+    if not force:
         try:
             head = path.read_text(encoding="utf-8", errors="replace")[:2000]
         except OSError:

@@ -84,7 +84,8 @@ def test_everything_from_the_recording_is_escaped_and_nothing_is_fetched():
     html = hostile_report()
     assert "<script>window.pwned" not in html
     assert "<img src=x" not in html
-    assert html.count("<script") == 2  # the player's data and the player's code
+    # the player's data, the raw reads' data and the page's code
+    assert html.count("<script") == 3
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
     assert "default-src 'none'" in html  # the page may not load anything
     assert "secret-folder" not in html and "x.sse" in html  # the file's name only

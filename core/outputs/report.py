@@ -20,6 +20,17 @@ from ..model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
 from .inspect import Inspector
 
 SVG_W, SVG_H, PAD = 960, 180, 30
+# What the page embeds at most, so that a recording of any size opens in a browser at once: the
+# timeline draws one bar per read up to MAX_BARS reads, beyond that one bar per run of reads;
+# the raw reads list the first MAX_RAW_READS (drawn when opened, RAW_PAGE at a time); the player
+# holds the stream's content up to MAX_PLAYER_CHARS characters, the tree MAX_TREE_CHARS. The page
+# says where it stops and which command shows the rest.
+MAX_BARS = 1500
+MAX_STALLS = 300
+MAX_RAW_READS = 2000
+RAW_PAGE = 200
+MAX_PLAYER_CHARS = 2_000_000
+MAX_TREE_CHARS = 1_000_000
 
 
 def _segments(inspector: Inspector) -> list[dict[str, Any]]:
@@ -57,13 +68,28 @@ def _segments(inspector: Inspector) -> list[dict[str, Any]]:
 
 
 def _player_data(inspector: Inspector) -> dict[str, Any]:
-    """Per read: its time and the segment events it produced, for the in-page player."""
+    """Per read: its time and the segment events it produced, for the in-page player; up to
+    ``MAX_PLAYER_CHARS`` characters of content (``total``: the stream's reads, ``reads`` may
+    hold fewer)."""
     reads: list[dict[str, Any]] = [
         {"i": r.index, "t": r.t, "bytes": r.bytes, "ev": []} for r in inspector.reads
     ]
+    total = len(reads)
     tail: list[Any] = []
+    chars = 0
+    stop: int | None = None  # the first read the page does not embed
     for where, item in inspector.items or []:
+        if where is not None and stop is not None and where >= stop:
+            continue
+        if where is None and stop is not None:
+            continue  # the end of the stream is not reached in the page
         target = reads[where]["ev"] if where is not None else tail
+        if isinstance(item, SegmentEvent) and item.event_type is SegmentEventType.CONTENT:
+            chars += len(item.delta or "")
+            if chars > MAX_PLAYER_CHARS and where is not None:
+                stop = where
+                reads[where]["ev"] = []
+                continue
         if isinstance(item, SegmentEvent):
             if item.event_type is SegmentEventType.START:
                 meta = item.metadata or {}
@@ -80,7 +106,15 @@ def _player_data(inspector: Inspector) -> dict[str, Any]:
                 target.append(["q", getattr(item, "id", "")])
             elif kind == "StreamError":
                 target.append(["x", getattr(item, "kind", ""), getattr(item, "message", "")])
-    return {"reads": reads, "tail": tail}
+    if stop is not None:
+        del reads[stop:]
+        tail = []
+    return {"reads": reads, "tail": tail, "total": total, "per_bar": _per_bar(total)}
+
+
+def _per_bar(reads: int) -> int:
+    """How many reads one timeline bar stands for."""
+    return max(1, -(-reads // MAX_BARS))
 
 
 def _json_script(data: Any) -> str:
@@ -95,7 +129,13 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
     end = result["timing"]["duration_s"] if timed else None
     span = max([end or 0.0, *[r.t or 0.0 for r in reads]]) if timed else float(len(reads) or 1)
     span = span or 1.0
-    top = max((r.bytes for r in reads), default=1) or 1
+    per = _per_bar(len(reads))
+    # one bar per read, or per run of ``per`` reads (bytes summed) in a long recording
+    bars = [
+        (i, min(i + per, len(reads)), sum(r.bytes for r in reads[i : i + per]))
+        for i in range(0, len(reads), per)
+    ]
+    top = max((b for _, _, b in bars), default=1) or 1
     inner_w, inner_h = SVG_W - 2 * PAD, SVG_H - 2 * PAD
 
     def x_of(i: int) -> float:
@@ -109,28 +149,34 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
         f'<line x1="{PAD}" y1="{SVG_H - PAD}" x2="{SVG_W - PAD}" y2="{SVG_H - PAD}" class="axis"/>',
     ]
     stall = inspector.stall
-    for i, r in enumerate(reads):
-        if r.gap is not None and r.gap > stall and timed:
-            x0 = PAD if i == 0 else x_of(i - 1)
-            x1 = x_of(i)
-            parts.append(
-                f'<rect class="stall" x="{x0:.1f}" y="{PAD}" width="{max(1.0, x1 - x0):.1f}" '
-                f'height="{inner_h}"><title>stall: {r.gap:.2f} s before read {i}</title></rect>'
-            )
-    bar_w = max(2.0, min(12.0, inner_w / max(1, len(reads)) * 0.8))
-    for i, r in enumerate(reads):
-        h = max(1.0, inner_h * r.bytes / top)
-        x = x_of(i) - bar_w / 2
-        tip = (
-            f"read {i}"
-            + (f" at {r.t:.3f} s" if r.t is not None else "")
-            + f", {r.bytes} bytes, {r.events} events: {r.describe(inspector.call_names)}"
-            + (f" [cuts: {', '.join(r.cuts)}]" if r.cuts else "")
-            + "\n"
-            + r.preview
-        )
+    stalls = [i for i, r in enumerate(reads) if timed and r.gap is not None and r.gap > stall]
+    for i in stalls[:MAX_STALLS]:
+        gap = reads[i].gap or 0.0
+        x0 = PAD if i == 0 else x_of(i - 1)
+        x1 = x_of(i)
         parts.append(
-            f'<rect class="read" data-read="{i}" x="{x:.1f}" y="{SVG_H - PAD - h:.1f}" '
+            f'<rect class="stall" x="{x0:.1f}" y="{PAD}" width="{max(1.0, x1 - x0):.1f}" '
+            f'height="{inner_h}"><title>stall: {gap:.2f} s before read {i}</title></rect>'
+        )
+    bar_w = max(2.0, min(12.0, inner_w / max(1, len(bars)) * 0.8))
+    for first, last, size in bars:
+        r = reads[first]
+        h = max(1.0, inner_h * size / top)
+        x = x_of(first) - bar_w / 2
+        if last - first == 1:
+            tip = (
+                f"read {first}"
+                + (f" at {r.t:.3f} s" if r.t is not None else "")
+                + f", {r.bytes} bytes, {r.events} events: {r.describe(inspector.call_names)}"
+                + (f" [cuts: {', '.join(r.cuts)}]" if r.cuts else "")
+                + "\n"
+                + r.preview
+            )
+        else:
+            tip = f"reads {first} to {last - 1}" + (f" from {r.t:.3f} s" if r.t is not None else "")
+            tip += f", {size:,} bytes"
+        parts.append(
+            f'<rect class="read" data-read="{first}" x="{x:.1f}" y="{SVG_H - PAD - h:.1f}" '
             f'width="{bar_w:.1f}" height="{h:.1f}"><title>{escape(tip)}</title></rect>'
         )
     label_end = f"{span:.2f} s" if timed else f"read {len(reads) - 1}"
@@ -150,8 +196,22 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _timeline_note(inspector: Inspector) -> str:
+    reads = len(inspector.reads)
+    per = _per_bar(reads)
+    notes = []
+    if per > 1:
+        notes.append(f"{reads:,} reads: each bar stands for {per:,} reads in a row.")
+    stall = inspector.stall
+    stalls = sum(1 for r in inspector.reads if r.gap is not None and r.gap > stall)
+    if stalls > MAX_STALLS:
+        notes.append(f"The first {MAX_STALLS} of {stalls:,} stalls are marked.")
+    return f'<p class="dim" id="timeline-note">{escape(" ".join(notes))}</p>' if notes else ""
+
+
 def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
     out: list[str] = ['<ul class="tree">']
+    budget = MAX_TREE_CHARS
     for seg in _segments(inspector):
         kind = seg["type"]
         meta = seg["metadata"]
@@ -169,7 +229,16 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
         inv = seg.get("invocation")
         if kind == "tool_call" and inv is not None and inv.get("arguments") is not None:
             body = json.dumps(inv["arguments"], indent=2, ensure_ascii=False)
-        out.append(f'<li class="seg seg-{escape(kind)}">{head}<pre>{escape(body)}</pre></li>')
+        shown = body[: max(0, budget)]
+        budget -= len(shown)
+        cut = ""
+        if len(shown) < len(body):
+            cut = (
+                f'<p class="dim capped">… {len(body) - len(shown):,} more characters not shown: '
+                f"the page holds at most {MAX_TREE_CHARS:,} characters of the tree "
+                "(streamtool replay FILE --format json gives them all)</p>"
+            )
+        out.append(f'<li class="seg seg-{escape(kind)}">{head}<pre>{escape(shown)}</pre>{cut}</li>')
     out.append("</ul>")
     if result["quirks"]:
         out.append('<h3>Quirks</h3><ul class="quirks">')
@@ -236,18 +305,38 @@ def _facts_html(result: dict[str, Any]) -> str:
     return f'<table class="facts">{cells}</table>'
 
 
+def _raw_data(inspector: Inspector) -> list[list[Any]]:
+    """The first ``MAX_RAW_READS`` reads for the page to draw when the list is opened."""
+    rows: list[list[Any]] = []
+    for r in inspector.reads[:MAX_RAW_READS]:
+        more = r.bytes > len(r.preview.encode("utf-8"))
+        rows.append([r.index, r.t, r.bytes, ", ".join(r.cuts), r.preview, more])
+    return rows
+
+
 def _raw_html(inspector: Inspector) -> str:
-    out = [f'<details id="raw"><summary>Raw reads ({len(inspector.reads)})</summary><ol start="0">']
-    for r in inspector.reads:
-        when = "" if r.t is None else f"{r.t:.3f} s, "
-        cuts = f", cuts: {', '.join(r.cuts)}" if r.cuts else ""
-        more = "" if r.bytes <= len(r.preview.encode("utf-8")) else " …"
-        out.append(
-            f'<li id="read-{r.index}"><span class="dim">{escape(when)}{r.bytes} bytes{cuts}'
-            f"</span><pre>{escape(r.preview)}{more}</pre></li>"
+    n = len(inspector.reads)
+    note = ""
+    if n > MAX_RAW_READS:
+        note = (
+            f'<p class="dim capped">The page holds the first {MAX_RAW_READS:,} of {n:,} reads '
+            "(streamtool inspect FILE shows them all).</p>"
         )
-    out.append("</ol></details>")
-    return "".join(out)
+    return (
+        f'<details id="raw"><summary>Raw reads ({n:,})</summary>{note}<ol start="0" id="raw-list">'
+        f'</ol><button id="raw-more" type="button" hidden>more reads</button></details>'
+    )
+
+
+def _player_note(player: dict[str, Any]) -> str:
+    held, total = len(player["reads"]), player["total"]
+    if held == total:
+        return ""
+    return (
+        f'<p class="dim capped" id="player-note">The player stops at read {held:,} of '
+        f"{total:,}: the page holds at most {MAX_PLAYER_CHARS:,} characters of the stream "
+        "(streamtool replay FILE plays it all).</p>"
+    )
 
 
 def _s(value: float | None, digits: int = 2) -> str:
@@ -263,15 +352,19 @@ def build_report(inspector: Inspector) -> str:
     name = str(result["source"]).replace("\\", "/").rsplit("/", 1)[-1]
     result["source"] = name
     title = f"streamtool report: {name}"
-    data = _json_script(_player_data(inspector))
+    player = _player_data(inspector)
+    data = _json_script(player)
     return _PAGE.format(
         title=escape(title),
         source=escape(str(result["source"])),
         css=_CSS,
         facts=_facts_html(result),
-        timeline=_svg_timeline(inspector, result),
+        timeline=_svg_timeline(inspector, result) + _timeline_note(inspector),
+        player_note=_player_note(player),
         tree=_tree_html(inspector, result),
         raw=_raw_html(inspector),
+        raw_data=_json_script(_raw_data(inspector)),
+        raw_page=RAW_PAGE,
         data=data,
         js=_JS,
     )
@@ -307,7 +400,8 @@ _JS = r"""
   var speedSel = document.getElementById("speed");
   var svg = document.getElementById("timeline-svg");
   var bars = svg ? svg.querySelectorAll("rect.read") : [];
-  var next = 0, timer = null, segs = {};
+  var perBar = data.per_bar || 1;
+  var next = 0, timer = null, segs = {}, lit = -1;
   function seg(id, kind, label) {
     var box = document.createElement("div");
     box.className = "pseg";
@@ -339,10 +433,15 @@ _JS = r"""
   function show() {
     status.textContent = "read " + next + " / " + reads.length +
       (next > 0 && reads[next - 1].t !== null ? " at " + reads[next - 1].t.toFixed(3) + " s" : "");
-    for (var i = 0; i < bars.length; i++) { bars[i].classList.toggle("on", i === next - 1); }
+    var on = next > 0 ? Math.floor((next - 1) / perBar) : -1;
+    if (lit !== on) {
+      if (lit >= 0 && bars[lit]) { bars[lit].classList.remove("on"); }
+      if (on >= 0 && bars[on]) { bars[on].classList.add("on"); }
+      lit = on;
+    }
     var head = document.getElementById("playhead");
-    if (head && next > 0 && bars[next - 1]) {
-      var b = bars[next - 1];
+    if (head && on >= 0 && bars[on]) {
+      var b = bars[on];
       var x = parseFloat(b.getAttribute("x")) + parseFloat(b.getAttribute("width")) / 2;
       head.setAttribute("x1", x); head.setAttribute("x2", x);
     }
@@ -382,6 +481,35 @@ _JS = r"""
   document.getElementById("step").addEventListener("click", function () { stop(); step(); });
   document.getElementById("reset").addEventListener("click", reset);
   show();
+  // the raw reads are drawn when the list is opened, a page at a time
+  var rawBox = document.getElementById("raw");
+  var rawList = document.getElementById("raw-list");
+  var rawMore = document.getElementById("raw-more");
+  var rawScript = document.getElementById("raw-data");
+  var rawRows = null, rawNext = 0, rawPage = parseInt(rawScript.getAttribute("data-page"), 10);
+  function drawRaw() {
+    if (rawRows === null) { rawRows = JSON.parse(rawScript.textContent); }
+    var stop = Math.min(rawRows.length, rawNext + rawPage);
+    var frag = document.createDocumentFragment();
+    for (; rawNext < stop; rawNext++) {
+      var row = rawRows[rawNext];
+      var li = document.createElement("li");
+      li.id = "read-" + row[0];
+      var meta = document.createElement("span");
+      meta.className = "dim";
+      meta.textContent = (row[1] === null ? "" : row[1].toFixed(3) + " s, ") + row[2] +
+        " bytes" + (row[3] ? ", cuts: " + row[3] : "");
+      var pre = document.createElement("pre");
+      pre.textContent = row[4] + (row[5] ? " \u2026" : "");
+      li.appendChild(meta); li.appendChild(pre); frag.appendChild(li);
+    }
+    rawList.appendChild(frag);
+    rawMore.hidden = rawNext >= rawRows.length;
+  }
+  rawBox.addEventListener("toggle", function () {
+    if (rawBox.open && rawNext === 0) { drawRaw(); }
+  });
+  rawMore.addEventListener("click", drawRaw);
 })();
 """
 
@@ -401,10 +529,11 @@ stalls. Hover a bar to see the read.</p>{timeline}</section>
 </button><button id="reset" type="button">reset</button><label>speed <select id="speed">
 <option value="0.5">0.5x</option><option value="1" selected>1x</option><option value="2">2x</option>
 <option value="10">10x</option><option value="Infinity">max</option></select></label>
-<span id="pstatus" class="dim"></span></div><div id="out"></div></section>
+<span id="pstatus" class="dim"></span></div>{player_note}<div id="out"></div></section>
 <section id="tree"><h2>Final tree</h2>{tree}</section>
 <section><h2>Reads</h2>{raw}</section>
 <script type="application/json" id="player-data">{data}</script>
+<script type="application/json" id="raw-data" data-page="{raw_page}">{raw_data}</script>
 <script>{js}</script>
 </body></html>
 """
