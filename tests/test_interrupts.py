@@ -48,8 +48,8 @@ CLIENT = textwrap.dedent(
 
 
 def big_recording(path: Path) -> Path:
-    """About 1 MB of text in 400 events."""
-    reads = [(0.001 * i, chat_chunk("word " * 500, i)) for i in range(400)]
+    """About 600 KB of text in 240 events."""
+    reads = [(0.001 * i, chat_chunk("word " * 500, i)) for i in range(240)]
     reads.append((0.5, "data: [DONE]\n\n"))
     return write_recording(path, reads)
 
