@@ -7,8 +7,8 @@ the parts of that chunk — text in long pieces (a few dozen tokens each), thoug
 ``responseId`` on every chunk and ``finishReason`` on the last. Gemini ends a turn with tool
 calls on ``STOP`` (replaying that reports its catalogued quirk, ``finish_stop_with_tools``) and
 has no refusal ending: a refusal is text that ends on ``STOP``. A call whose argument text is
-not JSON (cut off by an error) cannot be said and is left out (never sent as ``{}``). An in-band error is an
-``error`` object, which ends the stream.
+not JSON (cut off by an error) cannot be said and is left out (never sent as ``{}``). An
+in-band error is an ``error`` object, which ends the stream.
 """
 
 from __future__ import annotations
