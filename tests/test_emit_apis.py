@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.drive.translate import recording_of, reply_from_file, wire_api
 from streamtool.core.outputs.emit import EMITTERS, emitter, module
+from streamtool.core.outputs.emit.pieces import groups, tokens
 from streamtool.core.recording.writer import RecordingWriter
 
 from .conftest import RECORDINGS
@@ -167,3 +170,11 @@ def test_chunked_as_the_provider_chunks():
     assert len(heads) > 3  # arguments in small pieces
     gemini = emitter("gemini")(reply).body
     assert gemini.count("data: ") < len(texts)  # Gemini sends long pieces
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.integers(min_value=1, max_value=30))
+def test_token_pieces_join_to_the_text(text, n):
+    assert "".join(tokens(text)) == text
+    assert "".join(groups(text, n)) == text
+    assert all(len(t) <= 8 for t in tokens(text))
