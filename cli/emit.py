@@ -22,8 +22,7 @@ class Emit(StrEnum):
 
 
 class EmitSink:
-    """Gathers the replay's meaning, then writes it as the API's stream (or its HTTP error
-    body, for a recording of an HTTP error)."""
+    """Gathers the replay's meaning, then writes it as the API's stream."""
 
     def __init__(self, api: str = "openai-chat", out: IO[bytes] | None = None) -> None:
         self.api = api
@@ -34,7 +33,11 @@ class EmitSink:
         self.builder.feed(t, items)
 
     def close(self, engine: ReplayEngine) -> None:
-        emitted = emitter(self.api)(self.builder.build(engine))
+        reply = self.builder.build(engine)
+        # stdout carries no HTTP status: an HTTP error is written in the stream, where each API
+        # reports an error that comes after its headers
+        reply.status = 200
+        emitted = emitter(self.api)(reply)
         self.out.write(emitted.body.encode("utf-8"))
         self.out.flush()
         carried = ("provider_error", "truncated", "segment")  # segment: the call carries it

@@ -31,8 +31,7 @@ from streamtool.core.records import Header
 from .conftest import RECORDINGS
 from .kimi_streams import text_stream
 
-# the recordings of a stream (an HTTP error is emitted as the API's error body: test_emit_apis)
-ALL_RECORDINGS = sorted(p for p in RECORDINGS.glob("*.jsonl") if "-http-" not in p.name)
+ALL_RECORDINGS = sorted(RECORDINGS.glob("*.jsonl"))
 KIMI_RECORDINGS = sorted(RECORDINGS.glob("*kimi-k2*.jsonl"))
 
 
