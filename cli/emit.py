@@ -1,4 +1,5 @@
-"""``replay --emit``: the replayed stream re-encoded for other clients, written to stdout."""
+"""``replay --emit API``: the replayed stream's meaning written as another wire API's stream,
+to stdout (``openai-sse`` is the older name of ``openai-chat``)."""
 
 from __future__ import annotations
 
@@ -6,45 +7,38 @@ import sys
 from enum import StrEnum
 from typing import IO
 
-from streamtool.core.outputs.emit_openai import OpenAISSEEmitter, stream_identity
+from streamtool.core.outputs.emit import ReplyBuilder, emitter
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import warn
 
 
 class Emit(StrEnum):
+    openai_chat = "openai-chat"
+    openai_responses = "openai-responses"
+    anthropic = "anthropic"
+    gemini = "gemini"
     openai_sse = "openai-sse"
 
 
-class OpenAISSESink:
-    """``--emit openai-sse``: an OpenAI chat-completions SSE stream, written as the replay goes."""
+class EmitSink:
+    """Gathers the replay's meaning, then writes it as the API's stream."""
 
-    def __init__(self, out: IO[bytes] | None = None) -> None:
+    def __init__(self, api: str = "openai-chat", out: IO[bytes] | None = None) -> None:
+        self.api = api
         self.out = out if out is not None else sys.stdout.buffer
-        self.emitter: OpenAISSEEmitter | None = None
-
-    def _emitter(self, engine: ReplayEngine) -> OpenAISSEEmitter:
-        if self.emitter is None:
-            completion_id, created = stream_identity(engine.header)
-            self.emitter = OpenAISSEEmitter(completion_id=completion_id, created=created)
-        if engine.model:
-            self.emitter.model = engine.model
-        return self.emitter
+        self.builder = ReplyBuilder()
 
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
-        text = self._emitter(engine).feed(items)
-        if text:
-            self.out.write(text.encode("utf-8"))
-            self.out.flush()
+        self.builder.feed(t, items)
 
     def close(self, engine: ReplayEngine) -> None:
-        emitter = self._emitter(engine)
-        text = emitter.finish(
-            finish_reason=engine.finish_reason,
-            usage=engine.usage,
-            finish_class=engine.finish_class(),
-        )
-        self.out.write(text.encode("utf-8"))
+        reply = self.builder.build(engine)
+        # stdout carries no HTTP status: an HTTP error is written in the stream, where each API
+        # reports an error that comes after its headers
+        reply.status = 200
+        emitted = emitter(self.api)(reply)
+        self.out.write(emitted.body.encode("utf-8"))
         self.out.flush()
         carried = ("provider_error", "truncated", "segment")  # segment: the call carries it
         n = sum(1 for e in engine.errors if e.kind not in carried)
@@ -55,5 +49,12 @@ class OpenAISSESink:
             )
 
 
-def make_emit_sink(emit: Emit) -> OpenAISSESink:
-    return OpenAISSESink()
+class OpenAISSESink(EmitSink):
+    """``--emit openai-sse`` (the older name of ``--emit openai-chat``)."""
+
+    def __init__(self, out: IO[bytes] | None = None) -> None:
+        super().__init__("openai-chat", out)
+
+
+def make_emit_sink(emit: Emit) -> EmitSink:
+    return EmitSink(emit.value)

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "converters": ("plugins", "List the converters and parsers installed, and where from."),
+    "tape": ("tape", "Build a tape of real recordings from a script of turns (tape build)."),
     "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),
 }
 

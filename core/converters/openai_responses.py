@@ -376,6 +376,8 @@ class OpenAIResponsesConverter(Converter):
 
     def other_event(self, kind: str | None, obj: dict[str, Any]) -> list[ChunkResponse]:
         kind = kind or ""
+        if not kind and isinstance(obj.get("error"), dict):
+            return self._error_event(obj)  # an HTTP error's body: {"error": {...}}
         if kind.startswith("response.shell_call_command."):
             return self._shell_command(obj, kind)  # unknown only when its command is streaming
         self.unknown_event(kind)

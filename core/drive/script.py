@@ -1,0 +1,408 @@
+"""Tapes written by hand: a script of turns (YAML or JSON), each a reply and how it streams,
+built into real recordings through the emitters.
+
+::
+
+    api: anthropic                    # the API the tape speaks (tape build --api overrides)
+    model: claude-sonnet-4-6
+    turns:
+      - match: {contains: weather}    # optional: contains / equals / matches (a regex)
+        reply:
+          text: Let me look that up.
+          tool_calls: [{name: get_weather, arguments: {city: Lisbon}}]
+        stream: {tokens_per_s: 40, ttft: 0.3}   # or {like: some-recording.jsonl}, or whole
+      - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 50, output_tokens: 9}}
+
+A reply holds ``text``, ``reasoning``, ``refusal``, ``tool_calls`` (``name``, ``arguments``, an
+optional ``id``), ``error`` (``message``, optional ``type`` and ``status``: a status of 400 or more
+makes the reply that HTTP error), ``finish`` (a finish class: ``stop``, ``tool_calls``,
+``length``, ``content_filter``, ``refusal``; by default ``tool_calls`` when there are calls, else
+``stop``) and ``usage``. ``stream`` says how it streams: ``like`` borrows a real recording's
+delta sizes and gaps, ``tokens_per_s`` and ``ttft`` pace it evenly, ``whole`` sends every part
+in one piece; by default 50 tokens/s after 0.25 s.
+
+A script that is not valid raises :class:`ScriptError`: the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..outputs.emit import EMITTERS, Part, Reply, api_id, emitter
+from ..outputs.emit.pieces import tokens
+from ..outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL
+from ..recording.tape_index import IndexEntry, Tape
+from ..recording.writer import RecordingWriter
+from ..records import RecordingError
+from .translate import recording_of, reply_from_file
+
+FINISHES = ("stop", "tool_calls", "length", "content_filter", "refusal")
+MATCH_KINDS = ("contains", "equals", "matches")
+REPLY_KEYS = ("text", "reasoning", "refusal", "tool_calls", "error", "finish", "usage")
+DEFAULT_RATE = 50.0  # tokens per second
+DEFAULT_TTFT = 0.25
+
+
+class ScriptError(RecordingError):
+    """A script that cannot be used: its file, line and field."""
+
+    def __init__(self, path: str, line: int | None, where: str, message: str) -> None:
+        super().__init__(path, line, f"{where}: {message}" if where else message)
+
+
+@dataclass(slots=True)
+class Turn:
+    reply: Reply
+    match: tuple[str, str] | None = None  # (contains | equals | matches, pattern)
+    line: int = 0
+
+
+@dataclass(slots=True)
+class Script:
+    path: str
+    api: str | None = None
+    model: str = ""
+    turns: list[Turn] = field(default_factory=list)
+
+
+# -- reading ---------------------------------------------------------------------------------
+class _Node:
+    """A value of the script with the line it is on (1-based)."""
+
+    __slots__ = ("line", "value")
+
+    def __init__(self, value: Any, line: int) -> None:
+        self.value = value
+        self.line = line
+
+
+def _convert(node: Any) -> _Node:
+    import yaml
+
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        return _Node({str(k.value): _convert(v) for k, v in node.value}, line)
+    if isinstance(node, yaml.SequenceNode):
+        return _Node([_convert(v) for v in node.value], line)
+    value = yaml.safe_load(yaml.serialize(node))
+    return _Node(value, line)
+
+
+def _plain(node: _Node) -> Any:
+    value = node.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read and check a script (YAML, or JSON, which YAML reads too)."""
+    import yaml
+
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScriptError(name, None, "", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise ScriptError(name, None, "", "is not UTF-8 text") from None
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise ScriptError(
+            name, line, "", f"not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
+        ) from None
+    if root is None:
+        raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
+    return _script(name, _convert(root))
+
+
+def _want(name: str, node: _Node, where: str, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(node.value, kind) or isinstance(node.value, bool) and kind is not bool:
+        raise ScriptError(name, node.line, where, f"must be {what}")
+    return node.value
+
+
+def _script(name: str, root: _Node) -> Script:
+    top = _want(name, root, "script", dict, "a mapping with turns:")
+    for key in top:
+        if key not in ("api", "model", "turns"):
+            raise ScriptError(name, top[key].line, key, "unknown field (api, model, turns)")
+    script = Script(name)
+    if "api" in top:
+        api = _want(name, top["api"], "api", str, "an API name")
+        if api_id(api) is None:
+            raise ScriptError(
+                name, top["api"].line, "api", f"unknown API {api!r} ({', '.join(EMITTERS)})"
+            )
+        script.api = api_id(api)
+    if "model" in top:
+        script.model = _want(name, top["model"], "model", str, "a model name")
+    if "turns" not in top:
+        raise ScriptError(name, root.line, "turns", "missing (a list of turns)")
+    turns = _want(name, top["turns"], "turns", list, "a list of turns")
+    if not turns:
+        raise ScriptError(name, top["turns"].line, "turns", "is empty")
+    base = Path(name).parent
+    for i, node in enumerate(turns):
+        script.turns.append(_turn(name, node, f"turns[{i}]", base, script, i))
+    return script
+
+
+def _turn(name: str, node: _Node, where: str, base: Path, script: Script, n: int) -> Turn:
+    turn = _want(name, node, where, dict, "a mapping with reply:")
+    for key in turn:
+        if key not in ("match", "reply", "stream"):
+            raise ScriptError(
+                name, turn[key].line, f"{where}.{key}", "unknown field (match, reply, stream)"
+            )
+    if "reply" not in turn:
+        raise ScriptError(name, node.line, f"{where}.reply", "missing")
+    match = None
+    if "match" in turn:
+        m = _want(name, turn["match"], f"{where}.match", dict, "contains:, equals: or matches:")
+        if len(m) != 1 or next(iter(m)) not in MATCH_KINDS:
+            raise ScriptError(
+                name, turn["match"].line, f"{where}.match", "one of contains:, equals:, matches:"
+            )
+        kind, pattern_node = next(iter(m.items()))
+        pattern = _want(name, pattern_node, f"{where}.match.{kind}", str, "a string")
+        if kind == "matches":
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ScriptError(
+                    name,
+                    pattern_node.line,
+                    f"{where}.match.matches",
+                    f"not a regular expression ({exc})",
+                ) from None
+        match = (kind, pattern)
+    reply = _reply(name, turn["reply"], f"{where}.reply", script, n)
+    _pace(name, turn.get("stream"), f"{where}.stream", base, reply)
+    return Turn(reply, match, node.line)
+
+
+def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
+    spec = _want(name, node, where, dict, "a mapping (text, tool_calls, ...)")
+    for key in spec:
+        if key not in REPLY_KEYS:
+            raise ScriptError(
+                name, spec[key].line, f"{where}.{key}", f"unknown field ({', '.join(REPLY_KEYS)})"
+            )
+    reply = Reply(model=script.model, seed=f"{name}:{n}")
+    if "reasoning" in spec:
+        reply.parts.append(
+            Part(REASONING, _want(name, spec["reasoning"], f"{where}.reasoning", str, "a string"))
+        )
+    if "text" in spec:
+        reply.parts.append(Part(TEXT, _want(name, spec["text"], f"{where}.text", str, "a string")))
+    if "refusal" in spec:
+        reply.parts.append(
+            Part(REFUSAL, _want(name, spec["refusal"], f"{where}.refusal", str, "a string"))
+        )
+    if "tool_calls" in spec:
+        calls = _want(name, spec["tool_calls"], f"{where}.tool_calls", list, "a list of calls")
+        for i, call_node in enumerate(calls):
+            at = f"{where}.tool_calls[{i}]"
+            call = _want(name, call_node, at, dict, "a mapping with name: and arguments:")
+            for key in call:
+                if key not in ("name", "arguments", "id"):
+                    raise ScriptError(
+                        name, call[key].line, f"{at}.{key}", "unknown field (name, arguments, id)"
+                    )
+            if "name" not in call:
+                raise ScriptError(name, call_node.line, f"{at}.name", "missing")
+            call_name = _want(name, call["name"], f"{at}.name", str, "a string")
+            args = _plain(call["arguments"]) if "arguments" in call else {}
+            if not isinstance(args, dict):
+                raise ScriptError(
+                    name, call["arguments"].line, f"{at}.arguments", "must be a mapping"
+                )
+            call_id = _want(name, call["id"], f"{at}.id", str, "a string") if "id" in call else None
+            reply.parts.append(
+                Part(
+                    TOOL_CALL,
+                    json.dumps(args, ensure_ascii=False),
+                    call_id=call_id or reply.ident("call_", i, 24),
+                    name=call_name,
+                )
+            )
+    if "error" in spec:
+        err = _want(name, spec["error"], f"{where}.error", dict, "a mapping with message:")
+        if "message" not in err:
+            raise ScriptError(name, spec["error"].line, f"{where}.error.message", "missing")
+        obj = {"message": _want(name, err["message"], f"{where}.error.message", str, "a string")}
+        if "type" in err:
+            obj["type"] = _want(name, err["type"], f"{where}.error.type", str, "a string")
+        if "status" in err:
+            status = _want(name, err["status"], f"{where}.error.status", int, "an HTTP status")
+            if not 400 <= status <= 599:
+                raise ScriptError(
+                    name, err["status"].line, f"{where}.error.status", "must be 400..599"
+                )
+            reply.status = status
+        reply.parts.append(Part(ERROR, error=obj))
+        reply.finish_class = "error"
+    if "finish" in spec:
+        finish = _want(name, spec["finish"], f"{where}.finish", str, "a finish class")
+        if finish not in FINISHES:
+            raise ScriptError(
+                name, spec["finish"].line, f"{where}.finish", f"one of {', '.join(FINISHES)}"
+            )
+        reply.finish_class = finish
+    elif "error" not in spec:
+        reply.finish_class = "tool_calls" if reply.client_calls() else "stop"
+    if "usage" in spec:
+        usage = _want(name, spec["usage"], f"{where}.usage", dict, "a mapping of token counts")
+        reply.usage = {}
+        for key, value in usage.items():
+            reply.usage[key] = _want(name, value, f"{where}.usage.{key}", int, "a token count")
+    if not reply.parts and reply.finish_class != "length":
+        raise ScriptError(
+            name, node.line, where, "says nothing (text, reasoning, tool_calls or error)"
+        )
+    return reply
+
+
+def _pace(name: str, node: _Node | None, where: str, base: Path, reply: Reply) -> None:
+    """Cut the reply's parts and give them times: like a recording, at a rate, or whole."""
+    rate, ttft = DEFAULT_RATE, DEFAULT_TTFT
+    steps: list[tuple[int, float]] | None = None  # (delta size, gap after the one before)
+    whole = False
+    if node is not None:
+        if node.value == "whole":
+            whole = True
+        else:
+            spec = _want(
+                name, node, where, dict, "whole, {like: FILE} or {tokens_per_s: N, ttft: S}"
+            )
+            for key in spec:
+                if key not in ("like", "tokens_per_s", "ttft"):
+                    raise ScriptError(
+                        name,
+                        spec[key].line,
+                        f"{where}.{key}",
+                        "unknown field (like, tokens_per_s, ttft)",
+                    )
+            if "like" in spec:
+                like = _want(name, spec["like"], f"{where}.like", str, "a recording's path")
+                path = Path(like) if Path(like).is_absolute() else base / like
+                try:
+                    source, engine = reply_from_file(path)
+                except (RecordingError, OSError, ValueError) as exc:
+                    raise ScriptError(name, spec["like"].line, f"{where}.like", str(exc)) from None
+                ttft = (engine.ttft or source.t_first) if source.marks else source.t_first
+                steps = []
+                last_offset, last_t = 0, ttft
+                for offset, t in source.marks:
+                    steps.append((offset - last_offset, max(t - last_t, 0.0)))
+                    last_offset, last_t = offset, t
+                if not steps:
+                    raise ScriptError(
+                        name,
+                        spec["like"].line,
+                        f"{where}.like",
+                        "the recording streams nothing to borrow",
+                    )
+            if "tokens_per_s" in spec:
+                rate = float(
+                    _want(
+                        name,
+                        spec["tokens_per_s"],
+                        f"{where}.tokens_per_s",
+                        (int, float),
+                        "a number",
+                    )
+                )
+                if rate <= 0:
+                    raise ScriptError(
+                        name,
+                        spec["tokens_per_s"].line,
+                        f"{where}.tokens_per_s",
+                        "must be more than 0",
+                    )
+            if "ttft" in spec:
+                ttft = float(_want(name, spec["ttft"], f"{where}.ttft", (int, float), "seconds"))
+                if ttft < 0:
+                    raise ScriptError(name, spec["ttft"].line, f"{where}.ttft", "must be 0 or more")
+    reply.t_first = 0.0 if steps is None else min(ttft, 0.05)
+    t = ttft
+    offset = 0
+    step = 0
+    for part in reply.parts:
+        if not part.text:
+            continue
+        if whole:
+            part.pieces = [part.text]
+            offset += len(part.text)
+            reply.marks.append((offset, t))
+            continue
+        if steps is not None:  # the recording's delta sizes and gaps, over and over
+            pieces = []
+            rest = part.text
+            while rest:
+                size, gap = steps[step % len(steps)]
+                step += 1
+                piece, rest = rest[: max(size, 1)], rest[max(size, 1) :]
+                pieces.append(piece)
+                t += gap if step > 1 else 0.0
+                offset += len(piece)
+                reply.marks.append((offset, t))
+            part.pieces = pieces
+            continue
+        for token in tokens(part.text):
+            offset += len(token)
+            reply.marks.append((offset, t))
+            t += 1.0 / rate
+    reply.t_end = (reply.marks[-1][1] if reply.marks else ttft) + 0.01
+
+
+# -- building ----------------------------------------------------------------------------------
+def build_tape(
+    script: Script, folder: str | os.PathLike[str], api: str | None = None
+) -> list[Path]:
+    """Write every turn as a real recording of ``api`` (the script's when not given) into the
+    tape ``folder``, in order, with its index entries; returns the recordings written."""
+    target = api_id(api) if api else script.api
+    if target is None:
+        raise ScriptError(script.path, None, "api", "the script names no API: pass --api")
+    tape = Tape(folder)
+    written: list[Path] = []
+    for turn in script.turns:
+        emitted = emitter(target)(turn.reply)
+        header, chunks, end = recording_of(emitted, target, model=script.model)
+        if turn.match is not None:
+            header.extra["match"] = {turn.match[0]: turn.match[1]}
+        seq, path = tape.allocate(header.api, script.model or None)
+        with RecordingWriter(path, header) as writer:
+            for chunk in chunks:
+                data = chunk.data if isinstance(chunk.data, bytes) else chunk.data.encode("utf-8")
+                writer.write_read(chunk.t or 0.0, data)
+            writer.close(end.t, end.reason)
+        tape.append(
+            IndexEntry(
+                seq=seq,
+                file=path.name,
+                api=header.api,
+                provider=header.provider,
+                path=urlsplit(header.url or "").path or None,
+                model=script.model or None,
+                status=emitted.status,
+                end=end.reason,
+                duration_s=end.t,
+                chunks=len(chunks),
+            )
+        )
+        written.append(path)
+    return written

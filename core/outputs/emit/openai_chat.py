@@ -1,0 +1,99 @@
+"""A reply as an OpenAI Chat Completions stream (``chat.completion.chunk`` events). Sans-IO.
+
+As OpenAI streams: a first chunk with the assistant role, text (``content``) one token per
+chunk, a refusal as ``refusal`` deltas, each tool call opened by a chunk with its ``index``,
+``id``, ``type`` and ``name`` (and empty arguments) followed by its arguments a token or so per
+chunk, a closing chunk with the finish reason, then ``data: [DONE]``. Usage rides on the
+closing chunk (the way most servers send it; a separate usage chunk with empty ``choices`` is a
+catalogued quirk). Reasoning, which OpenAI's own API does not stream, is sent as
+``reasoning_content`` (DeepSeek, vLLM): replaying it reports that one field's quirk. An error
+the provider reported in the stream is sent as an ``error`` object where it happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...finish import OPENAI_CHAT_REASONS
+from .base import Emitted, Out, data_event, error_response
+from .pieces import cut
+from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply
+
+INHERENT_QUIRKS = {"reasoning_field_reasoning_content"}  # only when the reply has reasoning
+_FIELDS = {TEXT: "content", REFUSAL: "refusal", REASONING: "reasoning_content"}
+
+
+def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
+    """Normalized usage (core/usage.py keys) as an OpenAI chat-completions usage object."""
+    out: dict[str, Any] = {}
+    if "input_tokens" in usage:
+        out["prompt_tokens"] = usage["input_tokens"]
+    if "output_tokens" in usage:
+        out["completion_tokens"] = usage["output_tokens"]
+    if "total_tokens" in usage:
+        out["total_tokens"] = usage["total_tokens"]
+    elif "input_tokens" in usage and "output_tokens" in usage:
+        out["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    if "cached_input_tokens" in usage:
+        out["prompt_tokens_details"] = {"cached_tokens": usage["cached_input_tokens"]}
+    if "reasoning_tokens" in usage:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
+    return out
+
+
+def call_id(reply: Reply, part_id: str | None, n: int) -> str:
+    """The call's own id (OpenAI-compatible servers use ids of every shape), else a new one."""
+    if part_id:
+        return part_id
+    return reply.ident("call_", f"{n}:{part_id}")
+
+
+def emit(reply: Reply) -> Emitted:
+    if reply.status >= 400:
+        return error_response(reply, "openai")
+    out = Out(reply)
+    completion_id = reply.seed if reply.seed.startswith("chatcmpl-") else reply.ident("chatcmpl-")
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
+        obj: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": reply.created,
+            "model": reply.model,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if usage is not None:
+            obj["usage"] = usage
+        return data_event(obj)
+
+    out.opening(chunk({"role": "assistant", "content": "", "refusal": None}))
+    calls = 0
+    for part in reply.parts:
+        if part.kind in _FIELDS:
+            field = _FIELDS[part.kind]
+            for piece in cut(part.text, 1, part.pieces):
+                out.send(chunk({field: piece}), advance=len(piece))
+        elif part.kind == TOOL_CALL:
+            head = {
+                "index": calls,
+                "id": call_id(reply, part.call_id, calls),
+                "type": "function",
+                "function": {"name": part.name, "arguments": ""},
+            }
+            out.send(chunk({"tool_calls": [head]}))
+            for piece in cut(part.text, 1, part.pieces):
+                more = {"index": calls, "function": {"arguments": piece}}
+                out.send(chunk({"tool_calls": [more]}), advance=len(piece))
+            calls += 1
+        elif part.kind == ERROR and part.error:
+            body = {k: part.error[k] for k in ("message", "type", "code") if k in part.error}
+            out.send(data_event({"error": body}))
+    if reply.truncated:
+        return out.done(complete=False)
+    reason = OPENAI_CHAT_REASONS.get(reply.finish_class)
+    usage = openai_usage(reply.usage) if reply.usage else None
+    if reason is not None:
+        out.closing(chunk({}, reason, usage or None))
+    out.closing("data: [DONE]\n\n")
+    return out.done()

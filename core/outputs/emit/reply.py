@@ -1,0 +1,234 @@
+"""What a response means, whatever wire API carried it: the input of every emitter. Sans-IO.
+
+A :class:`Reply` is the ordered parts of one response (text, reasoning, a refusal, tool calls
+with their whole argument text, in-band errors), its finish class, usage and model, and when
+each part's characters arrived (``marks``): an emitter cuts the parts the way its provider
+chunks and reads the time of every event it writes off the :class:`Clock`, so the original's
+timing is scaled onto the new events.
+
+A reply comes from a replay (:class:`ReplyBuilder`, fed the engine's items) or from a script of
+turns (``streamtool.core.net.script``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
+
+TEXT = "text"
+REASONING = "reasoning"
+REFUSAL = "refusal"
+TOOL_CALL = "tool_call"
+ERROR = "error"
+
+_TOOL_SEGMENTS = (
+    SegmentType.TOOL_CALL,
+    SegmentType.WRITE_FILE,
+    SegmentType.PATCH_FILE,
+    SegmentType.RUN_BASH,
+)
+
+
+@dataclass(slots=True)
+class Part:
+    """One part of a reply, in the order the response gave it.
+
+    ``text`` is the text of a text, reasoning or refusal part, or the whole argument text (JSON)
+    of a tool call. ``pieces``, when set, is how the part must be cut (a script that borrows a
+    real recording's chunk sizes, or asks for the part whole); else the emitter cuts it the way
+    its provider does. ``error`` is an error part's object (``message``, ``type``, ``code``).
+    """
+
+    kind: str
+    text: str = ""
+    call_id: str | None = None
+    name: str | None = None
+    error: dict[str, Any] | None = None
+    pieces: list[str] | None = None
+
+
+@dataclass(slots=True)
+class Reply:
+    parts: list[Part] = field(default_factory=list)
+    finish_class: str = "stop"  # a class of core/finish.py
+    usage: dict[str, int] | None = None  # normalized keys (core/usage.py)
+    model: str = ""
+    truncated: bool = False  # the stream was cut off: no finish, no closing events
+    status: int = 200  # an HTTP error status: the reply is one error body, not a stream
+    seed: str = ""  # what the deterministic ids are derived from
+    created: int = 0  # Unix seconds, for the fields that carry a creation time
+    # timing: (meaning offset, seconds) marks, the time of the first byte and of the end
+    marks: list[tuple[int, float]] = field(default_factory=list)
+    t_first: float = 0.0
+    t_end: float = 0.0
+
+    @property
+    def meaning_chars(self) -> int:
+        return sum(len(p.text) for p in self.parts)
+
+    def client_calls(self) -> list[Part]:
+        return [p for p in self.parts if p.kind == TOOL_CALL]
+
+    def error_message(self) -> str:
+        for part in self.parts:
+            if part.kind == ERROR and part.error:
+                return str(part.error.get("message") or "error")
+        return "error"
+
+    def ident(self, prefix: str, salt: str | int = "", length: int = 24) -> str:
+        """A deterministic id: ``prefix`` and a hash of the reply's seed and ``salt``."""
+        digest = hashlib.sha256(f"{self.seed}\x00{prefix}\x00{salt}".encode()).hexdigest()
+        return prefix + digest[:length]
+
+
+class Clock:
+    """The time of an event from how much of the reply's meaning has been written by then.
+
+    The reply's marks say when each offset of its meaning (every part's characters, in order)
+    arrived in the original; an event that completes offset ``n`` is given the time the
+    original reached ``n``, interpolated between marks. Opening events come at ``t_first``,
+    closing ones at ``t_end``.
+    """
+
+    def __init__(self, reply: Reply) -> None:
+        marks = sorted(reply.marks)
+        self.offsets = [m[0] for m in marks]
+        self.times = [m[1] for m in marks]
+        self.t_first = reply.t_first
+        self.t_end = max(reply.t_end, self.times[-1] if self.times else reply.t_first)
+
+    def at(self, offset: int) -> float:
+        offsets, times = self.offsets, self.times
+        if not offsets:
+            return self.t_first
+        i = bisect_left(offsets, offset)
+        if i >= len(offsets):
+            return times[-1]
+        if offsets[i] == offset or i == 0:
+            if i == 0 and offset < offsets[0] and offsets[0] > 0:
+                span = times[0] - self.t_first
+                return self.t_first + span * offset / offsets[0]
+            return times[i]
+        o0, o1 = offsets[i - 1], offsets[i]
+        t0, t1 = times[i - 1], times[i]
+        return t0 + (t1 - t0) * (offset - o0) / (o1 - o0)
+
+
+def arguments_text(invocation: ToolInvocation) -> str:
+    """A call's argument text as JSON: the parsed arguments, else the raw text as received."""
+    if invocation.arguments is not None:
+        return json.dumps(invocation.arguments, ensure_ascii=False)
+    return invocation.raw_arguments or ""
+
+
+class ReplyBuilder:
+    """Engine items in (``feed(t, items)``), a :class:`Reply` out (``build(engine)``).
+
+    Text, reasoning and refusal segments become parts (their deltas marked with the time of
+    the read that brought them); a client tool call becomes a part where its segment started,
+    filled in when its invocation is whole (calls the provider ran itself are not the client's
+    and are left out); a provider error becomes an error part; a cut-off stream stays cut off.
+    """
+
+    def __init__(self) -> None:
+        self.reply = Reply()
+        self._offset = 0
+        self._open: dict[str, Part] = {}  # segment id -> its part
+        self._calls: dict[str, Part] = {}  # tool segment id -> its (not yet filled) part
+        self._last_t: float | None = None
+
+    def feed(self, t: float | None, items: list[Any]) -> None:
+        if t is not None:
+            self._last_t = t
+        now = self._last_t if self._last_t is not None else 0.0
+        parts = self.reply.parts
+        for item in items:
+            if isinstance(item, SegmentEvent):
+                kind = item.event_type
+                if kind is SegmentEventType.CONTENT:
+                    part = self._open.get(item.segment_id)
+                    if part is not None and item.delta and part.kind != TOOL_CALL:
+                        part.text += item.delta
+                        self._offset += len(item.delta)
+                        self.reply.marks.append((self._offset, now))
+                elif kind is SegmentEventType.START:
+                    seg = item.segment_type
+                    if seg is SegmentType.TEXT:
+                        refusal = bool(item.metadata and item.metadata.get("refusal") is True)
+                        part = Part(REFUSAL if refusal else TEXT)
+                    elif seg is SegmentType.REASONING:
+                        part = Part(REASONING)
+                    elif seg in _TOOL_SEGMENTS:
+                        part = Part(TOOL_CALL)
+                        self._calls[item.segment_id] = part
+                    else:
+                        continue
+                    self._open[item.segment_id] = part
+                    parts.append(part)
+                else:
+                    part = self._open.pop(item.segment_id, None)
+                    if (
+                        part is not None
+                        and part.kind == TEXT
+                        and item.metadata
+                        and item.metadata.get("refusal") is True
+                    ):
+                        part.kind = REFUSAL
+            elif isinstance(item, ToolInvocation):
+                part = self._calls.pop(item.id, None)
+                if part is None:
+                    continue
+                if item.server_side:
+                    parts.remove(part)
+                    continue
+                part.call_id = item.id
+                part.name = item.name
+                part.text = arguments_text(item)
+                self._offset += len(part.text)
+                self.reply.marks.append((self._offset, now))
+            elif isinstance(item, StreamError):
+                if item.kind == "provider_error":
+                    parts.append(Part(ERROR, error=_error_object(item)))
+                elif item.kind == "truncated":
+                    self.reply.truncated = True
+
+    def build(self, engine: Any) -> Reply:
+        """The reply, completed from the finished engine (finish, usage, model, times)."""
+        from ..emit_openai import stream_identity
+
+        reply = self.reply
+        # calls whose invocation never came (a stream cut mid-call) are not sent
+        unfilled = {id(p) for p in self._calls.values()}
+        reply.parts = [p for p in reply.parts if id(p) not in unfilled]
+        reply.finish_class = engine.finish_class()
+        reply.usage = dict(engine.usage) if engine.usage else None
+        reply.model = engine.model or engine.header.model or ""
+        status = engine.header.response.get("status")
+        if isinstance(status, int) and status >= 400:
+            reply.status = status
+        seed, created = stream_identity(engine.header)
+        reply.seed = seed
+        reply.created = created
+        reply.t_first = engine.first_t or 0.0
+        reply.t_end = engine.last_t or reply.t_first
+        if reply.truncated:
+            reply.finish_class = "unknown"
+        return reply
+
+
+def _error_object(error: StreamError) -> dict[str, Any]:
+    detail = error.detail
+    out: dict[str, Any] = {"message": error.message}
+    if isinstance(detail, dict):
+        inner = detail.get("error") if isinstance(detail.get("error"), dict) else detail
+        if isinstance(inner.get("message"), str):
+            out["message"] = inner["message"]
+        for key in ("type", "code", "status"):
+            if isinstance(inner.get(key), (str, int)):
+                out[key] = inner[key]
+    return out
