@@ -275,7 +275,7 @@ def uvicorn_config(
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
     config = uvicorn.Config(
-        app,
+        **guarded(limits, app),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",
@@ -283,7 +283,6 @@ def uvicorn_config(
         date_header=False,
         timeout_graceful_shutdown=3,
         timeout_keep_alive=75,
-        **guarded(limits),
     )
     quiet_cut_logging()
     return config
