@@ -11,6 +11,7 @@ bare ASGI callable; uvicorn runs it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..apis import API_TABLE, api_for_path, find_api, official_origins
+from ..apis import API_TABLE, api_for_path, error_body, find_api, official_origins
+from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
+from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
     Forwarder,
@@ -41,6 +44,7 @@ DEFAULT_OUT = "streamtool-captures"
 OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
 PROVIDER_NAMES = frozenset(OFFICIAL)
 _STYLES = {a.provider: a.error_style for a in API_TABLE}
+_log = logging.getLogger("uvicorn.error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +161,9 @@ class ProxyConfig:
     transform: Callable[[Any], StreamTransform] | None = None  # request body -> transform
     observer: Observer | None = None
     verify: bool | ssl.SSLContext = True  # check the upstream's TLS certificate
+    max_body: int = MAX_BODY  # request bodies larger are answered 413
+    body_timeout: float = BODY_TIMEOUT  # seconds a request body may take: 408 after
+    max_recording_bytes: int = MAX_RECORDING_BYTES  # a recording's limit: cut at it
 
 
 class ProxyApp:
@@ -169,7 +176,10 @@ class ProxyApp:
             raise RecordingError(str(self.tape.folder), None, "is not a folder")
         self.recorded = 0
         self.forwarder = Forwarder(
-            timeout=config.timeout, connect_timeout=config.connect_timeout, verify=config.verify
+            timeout=config.timeout,
+            connect_timeout=config.connect_timeout,
+            verify=config.verify,
+            max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
         self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
@@ -183,8 +193,21 @@ class ProxyApp:
         from starlette.requests import Request
 
         request = Request(scope, receive)
-        body = await request.body()
-        response = self.handle(request, body)
+        config = self.config
+        try:
+            body = await read_body(request, max_body=config.max_body, timeout=config.body_timeout)
+        except BodyRefused as exc:
+            what = f"{request.method} {request.url.path}"
+            if exc.status is None:
+                _log.warning("%s: %s", what, exc.message)
+                return
+            _log.warning("%s -> %s: %s", what, exc.status, exc.message)
+            style = route(request.method, request.url.path, request.headers, None).style
+            body = error_body(style, exc.status, f"streamtool proxy: {exc.message}")
+            await refusal(exc.status, body)(scope, receive, send)
+            return
+        # a large body is parsed and scrubbed for its recording in a worker thread
+        response = await off_loop(len(body), self.handle, request, body)
         await response(scope, receive, send)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
