@@ -39,6 +39,7 @@ from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from ..records import Chunk
 from ..wire import fastjson
+from .bodies import OFF_LOOP
 from .listen import CutConnection
 from .requests import credential_values
 
@@ -542,7 +543,10 @@ class _ForwardedResponse:
         ex.status = response.status_code
         raw_headers = response.headers.raw
         text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
-        self._rec("start", response.status_code, text_headers)
+        if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
+            await asyncio.to_thread(self._rec, "start", response.status_code, text_headers)
+        else:
+            self._rec("start", response.status_code, text_headers)
         self._notify("head")
         transform = self.transform
         content_type = response.headers.get("content-type", "")

@@ -233,6 +233,7 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             self.address: tuple[str, int] | None = None
             self.head_timer: asyncio.TimerHandle | None = None
             self.head_bytes = 0  # bytes received while waiting for a head
+            self.admitted = False  # uvicorn's protocol has the connection (not refused)
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             assert isinstance(transport, asyncio.Transport)
@@ -246,10 +247,13 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             if isinstance(peer, tuple) and len(peer) >= 2:
                 self.address = (str(peer[0]), int(peer[1]))
                 by_address[self.address] = self
+            self.admitted = True
             self.http.connection_made(transport)
             self.start_head_timer()
 
         def data_received(self, data: bytes) -> None:
+            if not self.admitted:
+                return  # refused: closing
             if self in guard.waiting:
                 self.head_bytes += len(data)
                 if self.head_timer is None:
@@ -258,20 +262,23 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             self.http.data_received(data)
 
         def eof_received(self) -> bool | None:
-            return self.http.eof_received()
+            return self.http.eof_received() if self.admitted else None
 
         def connection_lost(self, exc: Exception | None) -> None:
             guard.forget(self)
             self.stop_head_timer()
             if self.address is not None and by_address.get(self.address) is self:
                 del by_address[self.address]
-            self.http.connection_lost(exc)
+            if self.admitted:
+                self.http.connection_lost(exc)
 
         def pause_writing(self) -> None:
-            self.http.pause_writing()
+            if self.admitted:
+                self.http.pause_writing()
 
         def resume_writing(self) -> None:
-            self.http.resume_writing()
+            if self.admitted:
+                self.http.resume_writing()
 
         # the guard's side
         def head_done(self) -> None:
