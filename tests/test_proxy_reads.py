@@ -3,8 +3,13 @@ TLS verification, and request bodies the JSON decoder cannot walk."""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
+import socket
 import ssl
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +24,7 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.recording.recorder import classify
 
 from .proxy_helpers import ScriptedUpstream, Upstream, chunked
-from .serve_helpers import read_all
+from .serve_helpers import STREAMTOOL, read_all, start_listening
 from .test_proxy import captured, raw_post, wait_for_index
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -202,3 +207,210 @@ def test_a_look_alike_class_name_is_not_a_client_error() -> None:
         pass
 
     assert classify(ReadTimeout("x"), 3) == ("error", "ReadTimeout after 3 bytes: x")
+
+
+# -- upstream limits: a real proxy process, its peak memory read from /proc ----------------------
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def proxy_process(upstream: str, out: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    command = [*STREAMTOOL, "proxy", "--upstream", upstream, "--out", str(out), "--view", "none"]
+    proc, _, origin = start_listening([*command, *extra, "--port", "0"])
+    return proc, origin
+
+
+def stream_through(origin: str, seconds: float = 20.0) -> tuple[int, int, str | None]:
+    """(status, body bytes received, the error that ended the stream or None)."""
+    got = 0
+    with (
+        httpx.Client(timeout=seconds) as client,
+        client.stream("POST", origin + "/v1/chat/completions", json=BODY) as resp,
+    ):
+        try:
+            for data in resp.iter_raw():
+                got += len(data)
+        except httpx.HTTPError as exc:
+            return resp.status_code, got, type(exc).__name__
+    return resp.status_code, got, None
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_gzip_bomb_ends_the_recording_with_limit_and_memory_stays_flat(tmp_path: Path) -> None:
+    decoded = b"data: " + b"0" * (100 * 1024 * 1024) + b"\n\n"  # 100 MB from ~100 KB
+    gz = gzip.compress(decoded, compresslevel=9, mtime=0)
+    del decoded
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+        b"content-length: %d\r\n\r\n" % len(gz)
+    )
+    out = tmp_path / "caps"
+    out.mkdir()
+    with ScriptedUpstream([(0.0, head + gz)]) as up:
+        proc, origin = proxy_process(up.url, out)
+        try:
+            status, got, _ = stream_through(origin)
+            wait_for_index(out, 1)
+            peak = peak_rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=20)
+    assert status == 200
+    assert got < len(gz)  # the client's stream was cut where the recording stopped
+    [f] = captured(out)
+    _, chunks, end = read_all(f)
+    assert end.reason == "limit" and "times its size" in end.error
+    assert sum(map(len, chunks)) < 16 * 1024 * 1024  # stopped at the ratio, not at 100 MB
+    assert peak < 100, f"the proxy's peak RSS was {peak:.0f} MB"
+    assert "Traceback" not in err, err
+
+
+def endless_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    piece = event(1) * 1000  # ~60 KB of events a write
+
+    async def endless(request: Any) -> Any:
+        await request.body()
+
+        async def gen() -> Any:
+            while True:
+                yield piece
+
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", endless, methods=["POST"])])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
+    out = tmp_path / "caps"
+    out.mkdir()
+    with ServerThread(endless_app()) as up:
+        proc, origin = proxy_process(up.url, out, "--max-recording-bytes", "20MB")
+        try:
+            status, got, error = stream_through(origin)
+            wait_for_index(out, 1)
+            peak = peak_rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=20)
+    assert status == 200 and error == "RemoteProtocolError"  # a cut, not a clean end
+    [f] = captured(out)
+    _, chunks, end = read_all(f)
+    recorded = sum(map(len, chunks))
+    assert end.reason == "limit" and f"limit of {20 * 1024 * 1024} bytes" in end.error
+    assert 19 * 1024 * 1024 < recorded <= 20 * 1024 * 1024
+    assert recorded <= got <= recorded + 2 * 1024 * 1024  # the client got no more than that
+    assert f.stat().st_size < 30 * 1024 * 1024
+    assert peak < 100, f"the proxy's peak RSS was {peak:.0f} MB"
+    assert "Traceback" not in err, err
+
+
+# -- the environment's proxy and CA settings, as httpx documents them ----------------------------
+class ConnectProxy:
+    """A forward proxy on 127.0.0.1 that tunnels ``CONNECT host:port`` (only to 127.0.0.1) and
+    counts the tunnels it opened: ``with ConnectProxy() as fp: fp.url, fp.tunnels``."""
+
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []
+
+    def __enter__(self) -> ConnectProxy:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+
+    def _tunnel(self, conn: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = conn.recv(4096)
+            if not data:
+                conn.close()
+                return
+            head += data
+        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
+        host, _, port = target.rpartition(":")
+        if method != "CONNECT" or host != "127.0.0.1":
+            conn.sendall(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+            conn.close()
+            return
+        self.tunnels.append(target)
+        upstream = socket.create_connection((host, int(port)))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pipe(a: socket.socket, b: socket.socket) -> None:
+            with contextlib.suppress(OSError):
+                while data := a.recv(65536):
+                    b.sendall(data)
+            with contextlib.suppress(OSError):
+                b.shutdown(socket.SHUT_WR)
+
+        threading.Thread(target=pipe, args=(upstream, conn), daemon=True).start()
+        pipe(conn, upstream)
+
+
+def test_https_proxy_no_proxy_and_ssl_cert_file_are_honoured(
+    tmp_path: Path, ca: trustme.CA
+) -> None:
+    writes = [(0.0, HEAD + chunked(event(5), b"data: [DONE]\n\n") + b"0\r\n\r\n")]
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+
+    def env(https_proxy: str, no_proxy: str = "", **more: str) -> dict[str, str]:
+        # both spellings: the lowercase one, even empty, wins where both are set
+        names = {
+            "https_proxy": https_proxy,
+            "no_proxy": no_proxy,
+            "http_proxy": "",
+            "all_proxy": "",
+        }
+        return {**names, **{k.upper(): v for k, v in names.items()}, "SSL_CERT_DIR": "", **more}
+
+    with ScriptedUpstream(writes, tls=tls_server(ca, "127.0.0.1")) as up, ConnectProxy() as fp:
+        results = []
+        for n, settings in enumerate(
+            [
+                env(fp.url, SSL_CERT_FILE=str(bundle)),  # tunnelled, the CA trusted
+                env(fp.url, "127.0.0.1", SSL_CERT_FILE=str(bundle)),  # not tunnelled
+                env(fp.url, SSL_CERT_FILE=""),  # the CA not trusted: refused
+            ]
+        ):
+            out = tmp_path / f"caps{n}"
+            out.mkdir()
+            command = [*STREAMTOOL, "proxy", "--upstream", up.url, "--out", str(out)]
+            proc, _, origin = start_listening(
+                [*command, "--view", "none", "--port", "0"], env=settings
+            )
+            try:
+                before = len(fp.tunnels)
+                r = httpx.post(origin + "/v1/chat/completions", json=BODY, timeout=10)
+                results.append((r.status_code, r.content, len(fp.tunnels) - before))
+            finally:
+                proc.terminate()
+                proc.communicate(timeout=20)
+    port = up.url.rsplit(":", 1)[1]
+    body = event(5) + b"data: [DONE]\n\n"
+    assert results[0] == (200, body, 1) and fp.tunnels[0] == f"127.0.0.1:{port}"
+    assert results[1] == (200, body, 0)  # NO_PROXY: straight to the upstream
+    status, text, tunnels = results[2]
+    assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in text and tunnels == 1
