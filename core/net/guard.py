@@ -261,8 +261,9 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
                     self.start_head_timer()
             self.http.data_received(data)
 
-        def eof_received(self) -> bool | None:
-            return self.http.eof_received() if self.admitted else None
+        def eof_received(self) -> None:
+            if self.admitted:
+                self.http.eof_received()
 
         def connection_lost(self, exc: Exception | None) -> None:
             guard.forget(self)
