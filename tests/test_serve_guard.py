@@ -24,10 +24,11 @@ from typer.testing import CliRunner
 from streamtool.cli import proxy as proxy_cli
 from streamtool.cli import serve as serve_cli
 from streamtool.cli.main import app
+from streamtool.core.net import bodies
 from streamtool.core.net import guard as guard_module
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import serving
+from streamtool.core.net.server import parse_size, serving
 
 from .serve_helpers import body_of, recording, start_listening
 
@@ -354,8 +355,10 @@ def test_the_commands_defaults_are_the_servers() -> None:
     import inspect
 
     for command in (serve_cli.serve, proxy_cli.proxy):
-        default = inspect.signature(command).parameters["header_timeout"].default
-        assert default == guard_module.HEADER_TIMEOUT, command.__name__
+        parameters = inspect.signature(command).parameters
+        assert parameters["header_timeout"].default == guard_module.HEADER_TIMEOUT
+        assert parameters["body_timeout"].default == bodies.BODY_TIMEOUT, command.__name__
+        assert parse_size(parameters["max_body"].default) == bodies.MAX_BODY, command.__name__
 
 
 # -- proxy ---------------------------------------------------------------------------------------
