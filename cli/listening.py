@@ -1,6 +1,6 @@
-"""What ``serve`` and ``proxy`` share about listening: the connection-guard options
-(``--max-connections``, ``--header-timeout``), typed once so both commands say the same thing,
-and opening the listening socket."""
+"""What ``serve`` and ``proxy`` share about listening: the connection-guard and body options
+(``--max-connections``, ``--header-timeout``, ``--body-timeout``, ``--max-body``), typed once so
+both commands say the same thing, and opening the listening socket."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import typer
 
 from .errors import fail
 
-# the default of --header-timeout (streamtool.core.net.guard.HEADER_TIMEOUT, which this module
-# does not import: the server stack loads only when the command runs)
+# the defaults of --header-timeout and --body-timeout (streamtool.core.net.guard.HEADER_TIMEOUT,
+# streamtool.core.net.bodies.BODY_TIMEOUT, which this module does not import: the server stack
+# loads only when the command runs; a test keeps them equal)
 HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 30.0
 
 AT_THE_LIMIT = (
     "At the limit a new one closes the oldest still sending its request head, or is answered "
@@ -32,6 +34,20 @@ HeaderTimeout = Annotated[
         help="Seconds a request head may take to arrive before the connection is closed "
         "(inf: no limit).",
     ),
+]
+
+
+BodyTimeout = Annotated[
+    float,
+    typer.Option(
+        "--body-timeout",
+        help="Seconds a request body may take to arrive after its head; 408 after (inf: no limit).",
+    ),
+]
+
+MaxBody = Annotated[
+    str,
+    typer.Option("--max-body", help="Largest request body accepted (413 beyond)."),
 ]
 
 

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from .errors import fail, user_errors
-from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
+from .listening import (
+    BODY_TIMEOUT,
+    HEADER_TIMEOUT,
+    BodyTimeout,
+    HeaderTimeout,
+    MaxBody,
+    listen,
+    max_connections_option,
+)
 from .main import app
 
 VIEWS = ("journal", "tree", "none")
@@ -63,12 +71,23 @@ def proxy(
         ),
     ] = None,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT,
+    body_timeout: BodyTimeout = BODY_TIMEOUT,
+    max_body: MaxBody = "10MB",
+    max_recording_bytes: Annotated[
+        str,
+        typer.Option(
+            "--max-recording-bytes",
+            help="Largest recording (decoded body bytes): a stream that would grow past it "
+            "ends there, its recording with reason limit, the agent's connection cut.",
+        ),
+    ] = "1GB",
 ) -> None:
     """Forward an agent's requests to its provider and record every generating exchange.
 
     Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
     """
+    from streamtool.core.net.bodies import body_timeout as check_body_timeout
     from streamtool.core.net.guard import ConnectionLimits, connection_limit
     from streamtool.core.net.guard import header_timeout as check_header_timeout
     from streamtool.core.net.proxy import (
@@ -78,6 +97,7 @@ def proxy(
         parse_upstreams,
         run_proxy,
     )
+    from streamtool.core.net.server import parse_size
 
     if view is None:
         view = "journal" if sys.stderr.isatty() else "none"
@@ -92,6 +112,9 @@ def proxy(
             connection_limit(max_connections, FDS_PER_CONNECTION),
             check_header_timeout(header_timeout),
         )
+        body_time = check_body_timeout(body_timeout)
+        body_limit = parse_size(max_body)
+        recording_limit = parse_size(max_recording_bytes, "--max-recording-bytes")
     except ValueError as exc:
         fail(str(exc))
     try:
@@ -112,6 +135,9 @@ def proxy(
         timeout=timeout,
         transform=factory,
         observer=live.observer if live is not None else None,
+        max_body=body_limit,
+        body_timeout=body_time,
+        max_recording_bytes=recording_limit,
     )
     with user_errors():
         proxy_app = ProxyApp(config)

@@ -15,7 +15,15 @@ import typer
 from streamtool.core.apis import api_for_converter
 
 from .errors import fail, user_errors
-from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
+from .listening import (
+    BODY_TIMEOUT,
+    HEADER_TIMEOUT,
+    BodyTimeout,
+    HeaderTimeout,
+    MaxBody,
+    listen,
+    max_connections_option,
+)
 from .main import app
 
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
@@ -97,10 +105,7 @@ def serve(
         typer.Option("--upstream", help="With --record-missing: where missing requests go."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
-    max_body: Annotated[
-        str,
-        typer.Option("--max-body", help="Largest request body accepted (413 beyond)."),
-    ] = "10MB",
+    max_body: MaxBody = "10MB",
     max_connections: Annotated[
         int | None,
         max_connections_option(
@@ -108,6 +113,7 @@ def serve(
         ),
     ] = None,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT,
+    body_timeout: BodyTimeout = BODY_TIMEOUT,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -169,12 +175,14 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
+    from streamtool.core.net.bodies import body_timeout as check_body_timeout
     from streamtool.core.net.guard import ConnectionLimits, connection_limit
     from streamtool.core.net.guard import header_timeout as check_header_timeout
     from streamtool.core.net.server import parse_size
 
     try:
         body_limit = parse_size(max_body)
+        body_time = check_body_timeout(body_timeout)
         # a request forwarded by --record-missing also holds its upstream connection and a file
         limits = ConnectionLimits(
             connection_limit(max_connections, 3 if record_missing else 1),
@@ -206,7 +214,14 @@ def serve(
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
-        create_app(library, playback, None if quiet else _log, on_miss, max_body=body_limit),
+        create_app(
+            library,
+            playback,
+            None if quiet else _log,
+            on_miss,
+            max_body=body_limit,
+            body_timeout=body_time,
+        ),
         sock,
         log_level="warning" if quiet else "info",
         access_log=False,

@@ -17,7 +17,7 @@ from .wire import fastjson
 
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1
-END_REASONS = ("complete", "interrupted", "error", "timeout")
+END_REASONS = ("complete", "interrupted", "error", "timeout", "limit")
 
 
 class RecordingError(Exception):

@@ -7,10 +7,12 @@ raw sockets and the clients httpx, on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,9 +24,11 @@ from typer.testing import CliRunner
 from streamtool.cli import proxy as proxy_cli
 from streamtool.cli import serve as serve_cli
 from streamtool.cli.main import app
+from streamtool.core.net import bodies
 from streamtool.core.net import guard as guard_module
+from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.playback import Playback
-from streamtool.core.net.server import serving
+from streamtool.core.net.server import parse_size, serving
 
 from .serve_helpers import body_of, recording, start_listening
 
@@ -351,8 +355,10 @@ def test_the_commands_defaults_are_the_servers() -> None:
     import inspect
 
     for command in (serve_cli.serve, proxy_cli.proxy):
-        default = inspect.signature(command).parameters["header_timeout"].default
-        assert default == guard_module.HEADER_TIMEOUT, command.__name__
+        parameters = inspect.signature(command).parameters
+        assert parameters["header_timeout"].default == guard_module.HEADER_TIMEOUT
+        assert parameters["body_timeout"].default == bodies.BODY_TIMEOUT, command.__name__
+        assert parse_size(parameters["max_body"].default) == bodies.MAX_BODY, command.__name__
 
 
 # -- proxy ---------------------------------------------------------------------------------------
@@ -392,3 +398,141 @@ def test_the_proxy_is_guarded_too(tmp_path: Path) -> None:
             err = stop(proc)
     assert "Too many open files" not in err and "Traceback" not in err, err
     assert "(--max-connections 64)" in err
+
+
+# -- request bodies ------------------------------------------------------------------------------
+def slow_body(origin: str, count: int) -> list[socket.socket]:
+    """``count`` connections with a complete request head whose body then comes one byte at a
+    time, every 2 s (the first byte at once)."""
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(REQUEST_BODY)
+    )
+    socks = []
+    for _ in range(count):
+        sock = connect(origin)
+        sock.sendall(head + REQUEST_BODY[:1])
+        socks.append(sock)
+    return socks
+
+
+def drip(socks: list[socket.socket], stop: float) -> None:
+    """One more body byte on every connection still open, every 2 s, until ``stop``."""
+    sent = 1
+    while time.monotonic() + 2 < stop:
+        time.sleep(2)
+        # not to connections already answered: a byte sent after the server closed one would
+        # be answered with a reset, which drops the answer unread
+        waiting = [s for s in socks if s not in select.select(socks, [], [], 0)[0]]
+        for sock in waiting:
+            with contextlib.suppress(OSError):
+                sock.sendall(REQUEST_BODY[sent : sent + 1])
+        sent += 1
+
+
+def served_within(origin: str, seconds: float) -> int:
+    """Normal requests sent one after another for ``seconds``: how many got their stream."""
+    served = 0
+    deadline = time.monotonic() + seconds
+    with httpx.Client(timeout=10) as client:
+        while time.monotonic() < deadline:
+            try:
+                r = client.post(origin + "/v1/chat/completions", content=REQUEST_BODY)
+            except httpx.TransportError:
+                continue
+            if r.status_code == 200 and r.content == body_of(REC):
+                served += 1
+            time.sleep(0.1)
+    return served
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_slow_bodies_time_out_and_normal_requests_are_served(command: str, tmp_path: Path) -> None:
+    """Clients that send a head and then a body byte every 2 s, as many as --max-connections:
+    each is answered 408 after --body-timeout and closed, and normal requests get through."""
+    limit = 30
+    guard = ["--max-connections", str(limit), "--body-timeout", "1"]
+    with serving([REC], Playback(speed=None)) as upstream:
+        if command == "serve":
+            args = ["serve", str(REC), "--speed", "max", *guard]
+        else:
+            out = tmp_path / "caps"
+            args = ["proxy", "--upstream", upstream.url, "--out", str(out), "--view", "none"]
+            args += guard
+        proc, origin = start(args, nofile=1024)
+        flood: list[socket.socket] = []
+        try:
+            flood = slow_body(origin, limit)
+            time.sleep(0.3)  # every head taken: the connections are busy with their requests
+            dripping = threading.Thread(target=drip, args=(flood, time.monotonic() + 5))
+            dripping.start()
+            served = served_within(origin, 4)
+            dripping.join()
+            answers = [read_to_end(sock, timeout=5) for sock in flood]
+        finally:
+            for sock in flood:
+                sock.close()
+            err = stop(proc)
+    assert served >= 5, err
+    # each slow client is answered 408 and closed; one whose head the server had not taken yet
+    # when the first normal request came may have been closed to make room for it instead
+    timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408 ")]
+    assert len(timed_out) >= limit - 2, [a[:30] for a in answers]
+    assert all(a == b"" for a in answers if a not in timed_out)
+    assert all(b"--body-timeout" in a and b"connection: close" in a for a in timed_out)
+    assert "Traceback" not in err and "--body-timeout" in err, err
+
+
+def test_a_client_leaving_mid_body_is_one_line_no_traceback(tmp_path: Path) -> None:
+    with serving([REC], Playback(speed=None)) as upstream:
+        out = tmp_path / "caps"
+        proc, origin = start(
+            ["proxy", "--upstream", upstream.url, "--out", str(out), "--view", "none"]
+        )
+        try:
+            for _ in range(3):
+                sock = connect(origin)
+                sock.sendall(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"content-length: 1000\r\n\r\n" + REQUEST_BODY[:10]
+                )
+                time.sleep(0.2)
+                sock.close()
+            time.sleep(0.5)
+            # the proxy goes on serving
+            status, body = raw_stream(origin + "/v1/chat/completions")
+            assert status == 200 and body == body_of(REC)
+        finally:
+            err = stop(proc)
+    assert "Traceback" not in err and "ClientDisconnect" not in err, err
+    lines = [line for line in err.splitlines() if "went away while sending its body" in line]
+    assert len(lines) == 3, err
+
+
+def test_the_proxy_answers_a_body_over_max_body_413_without_forwarding(tmp_path: Path) -> None:
+    from .proxy_helpers import Upstream
+
+    upstream = Upstream()
+    out = tmp_path / "caps"
+    with ServerThread(upstream.app) as up:
+        proc, origin = start(
+            ["proxy", "--upstream", up.url, "--out", str(out), "--view", "none"]
+            + ["--max-body", "1K"]
+        )
+        try:
+            big = b'{"model": "m", "stream": true, "pad": "' + b"x" * 2000 + b'"}'
+            with httpx.Client(timeout=10) as client:
+                r = client.post(origin + "/v1/chat/completions", content=big)
+                small = client.post(origin + "/v1/chat/completions", content=REQUEST_BODY)
+                # no Content-Length: counted as it comes
+                chunked = client.post(
+                    origin + "/v1/chat/completions", content=iter([big[:600], big[600:]])
+                )
+        finally:
+            err = stop(proc)
+    assert r.status_code == 413 and "--max-body" in r.json()["error"]["message"]
+    assert chunked.status_code == 413
+    assert small.status_code == 200
+    assert len(upstream.seen) == 1  # only the small one went upstream
+    assert not [p for p in out.glob("*.jsonl") if p.read_bytes() and "x" * 100 in p.read_text()]
+    assert "Traceback" not in err and err.count("-> 413") == 2, err

@@ -13,16 +13,17 @@ Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``):
 
 :meth:`Forwarder.forward` returns an ASGI response that does everything when the server runs it:
 it sends the request upstream (headers and body as they came, hop-by-hop headers dropped), then
-writes every upstream read (one socket ``recv``: see :mod:`.upstream`) to the client as it
-arrives, and feeds the same read first to the
+writes what the upstream sent to the client as it arrives (all the body bytes that came since
+the writer's last wake-up, as one write: see :class:`_Reads`), and feeds the same bytes first to
+the
 :class:`~streamtool.core.recording.recorder.ResponseRecorder` (which flushes it to disk and
 scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
 is a response like any other, a dropped upstream connection or a read stalled past the timeout
 drops the client's connection after the bytes that did arrive, and a client that goes away
 cancels the upstream request. The recording's end record says which.
 
-The upstream client (:mod:`.upstream`, asyncio and h11) and anyio are imported inside the
-functions that use them.
+The upstream client is httpx (its pool, TLS, timeouts and proxy settings); httpx and anyio are
+imported inside the functions that use them.
 """
 
 from __future__ import annotations
@@ -30,20 +31,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..apis import error_body
-from ..recording.recorder import ResponseRecorder, classify
+from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from ..records import Chunk
 from ..wire import fastjson
+from .bodies import OFF_LOOP
 from .listen import CutConnection
 from .requests import credential_values
 
 if TYPE_CHECKING:
     import ssl
 
-    from .upstream import Response, UpstreamClient
+    import httpx
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded. ``host`` and
 # ``content-length`` of the request are recomputed by the client for the upstream connection.
@@ -197,14 +200,29 @@ def recorder_for(
     )
 
 
+# RFC 9110 section 9.2.2: the methods a proxy may send again when a connection failed under
+# them; a POST may have been acted on (a generation paid for) and is answered with the error
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+READ_AHEAD = 1024 * 1024  # bytes read from the upstream that may wait for a slow client
+
+
+class _RefuseCookies(DefaultCookiePolicy):
+    """A proxy keeps no cookies: each client's go through in its own headers."""
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+
 class Forwarder:
-    """Sends requests upstream over one shared pool of HTTP/1.1 keep-alive connections
-    (:class:`~streamtool.core.net.upstream.UpstreamClient`).
+    """Sends requests upstream with one shared ``httpx.AsyncClient`` (its connection pool, TLS
+    and timeouts; ``HTTPS_PROXY``, ``NO_PROXY`` and ``SSL_CERT_FILE`` are honoured as httpx
+    documents them).
 
     ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
     opening a connection; ``verify``: check the upstream's TLS certificate (``True``), not
-    (``False``), or an ``ssl.SSLContext`` to use. Create it once per server and
-    ``await aclose()`` at shutdown.
+    (``False``), or an ``ssl.SSLContext`` to use; ``max_recording_bytes``: a recording that
+    would grow past it ends with reason ``limit`` and the client's connection is cut. Create it
+    once per server and ``await aclose()`` at shutdown.
     """
 
     def __init__(
@@ -214,25 +232,31 @@ class Forwarder:
         connect_timeout: float = 30.0,
         max_connections: int = 1000,
         verify: bool | ssl.SSLContext = True,
+        max_recording_bytes: int | None = None,
     ) -> None:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
         self.verify = verify
-        self._client: UpstreamClient | None = None
+        self.max_recording_bytes = max_recording_bytes
+        self._client: httpx.AsyncClient | None = None
 
     @property
-    def client(self) -> UpstreamClient:
+    def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            from .upstream import UpstreamClient
+            import httpx
 
-            self._client = UpstreamClient(
-                timeout=self.timeout,
-                connect_timeout=self.connect_timeout,
-                max_connections=self.max_connections,
-                max_idle=min(self.max_connections, 200),
-                keepalive_expiry=60.0,
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
+                limits=httpx.Limits(
+                    max_connections=self.max_connections,
+                    max_keepalive_connections=min(self.max_connections, 200),
+                    keepalive_expiry=60.0,
+                ),
                 verify=self.verify,
+                trust_env=True,
+                follow_redirects=False,
+                cookies=CookieJar(_RefuseCookies()),
             )
         return self._client
 
@@ -240,6 +264,27 @@ class Forwarder:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    async def send(
+        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> httpx.Response:
+        """Send a request upstream; return once the response head arrived (its body unread).
+
+        Only the given headers go, with ``Host`` and ``Content-Length`` (httpx adds no headers
+        of its own to a request built this way). An idempotent request whose connection broke
+        before any response is sent once more, on a new connection.
+        """
+        import httpx
+
+        client = self.client
+        for attempt in (1, 2):
+            request = httpx.Request(method, url, headers=headers, content=body)
+            try:
+                return await client.send(request, stream=True)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if attempt == 2 or method.upper() not in IDEMPOTENT:
+                    raise
+        raise AssertionError("unreachable")
 
     def forward(
         self,
@@ -264,6 +309,8 @@ class Forwarder:
         ex = exchange or Exchange(method=request.method, path=request.url.path)
         if recorder is not None and ex.file is None:
             ex.file = recorder.path
+        if recorder is not None and self.max_recording_bytes is not None:
+            recorder.max_bytes = self.max_recording_bytes
         headers = forwarded_headers(request.headers.raw)
         if transform is not None:
             headers = [(k, v) for k, v in headers if k.lower() != b"accept-encoding"]
@@ -281,6 +328,60 @@ class Forwarder:
             error_style=error_style,
             on_end=on_end,
         )
+
+
+class _Reads:
+    """The upstream's body as it arrives, gathered between two wake-ups of the writer.
+
+    httpx yields one piece per HTTP chunk (thousands of small server-sent events in one socket
+    read); a reader task :meth:`put`s them here and the writer :meth:`take`s all that arrived
+    since its last turn as one ``bytes``: one record and one client write per wake-up, which
+    against a paced upstream is one per event as it came. At most :data:`READ_AHEAD` bytes wait.
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._ended = False
+        self._error: BaseException | None = None
+        self._ready = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def pump(self, response: httpx.Response) -> None:
+        """The reader task: the whole body into the box (or the error that stopped it)."""
+        try:
+            async for piece in response.aiter_raw():
+                self._pieces.append(piece)
+                self._size += len(piece)
+                self._ready.set()
+                if self._size >= READ_AHEAD:
+                    self._room.clear()
+                    await self._room.wait()
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._ended = True
+            self._ready.set()
+
+    async def take(self) -> bytes:
+        """Everything that arrived since the last call; ``b""`` at the end; the upstream's
+        error once what came before it was taken."""
+        while not self._pieces:
+            if self._ended:
+                if self._error is not None:
+                    raise self._error
+                return b""
+            self._ready.clear()
+            await self._ready.wait()
+        pieces = self._pieces
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self._pieces = []
+        self._size = 0
+        self._room.set()
+        return data
 
 
 class _ForwardedResponse:
@@ -324,6 +425,8 @@ class _ForwardedResponse:
             return None
         try:
             return getattr(rec, method)(*args)
+        except RecordingLimit:
+            raise
         except Exception as exc:  # a recording that cannot be written: keep forwarding
             self.ex.record_error = str(exc)
             self.recorder = None
@@ -394,18 +497,18 @@ class _ForwardedResponse:
             raise CutConnection(str(cut))
 
     async def _run(self, send: Any) -> BaseException | None:
-        from .upstream import UpstreamError
+        import anyio
+        import httpx
 
         ex = self.ex
-        client = self.forwarder.client
         ex.t0 = time.monotonic()
         self._notify("started")
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
         try:
-            response = await client.request(self.method, self.url, self.headers, self.body)
-        except (UpstreamError, OSError) as exc:
-            timeout = isinstance(exc, TimeoutError)
+            response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
             message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
@@ -427,33 +530,44 @@ class _ForwardedResponse:
         try:
             return await self._stream(response, send)
         finally:
-            response.close()
+            with anyio.CancelScope(shield=True):  # also when the client went away
+                await response.aclose()
 
-    async def _stream(self, response: Response, send: Any) -> BaseException | None:
-        from .upstream import UpstreamError
+    async def _stream(self, response: httpx.Response, send: Any) -> BaseException | None:
+        import asyncio
+
+        import anyio
+        import httpx
 
         ex = self.ex
-        ex.status = response.status
-        self._rec("start", response.status, response.text_headers())
+        ex.status = response.status_code
+        raw_headers = response.headers.raw
+        text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
+        if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
+            await asyncio.to_thread(self._rec, "start", response.status_code, text_headers)
+        else:
+            self._rec("start", response.status_code, text_headers)
         self._notify("head")
         transform = self.transform
-        content_type = (response.header(b"content-type") or b"").decode("latin-1")
+        content_type = response.headers.get("content-type", "")
         if transform is not None and not (
-            response.status < 300 and "text/event-stream" in content_type
+            response.status_code < 300 and "text/event-stream" in content_type
         ):
             transform = None  # errors and non-streamed bodies reach the client untouched
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status,
-                "headers": response_headers(response.headers, keep_length=transform is None),
+                "status": response.status_code,
+                "headers": response_headers(raw_headers, keep_length=transform is None),
             }
         )
         self._started = True
-        read = response.read
+        reads = _Reads()
+        reader = asyncio.create_task(reads.pump(response))
+        take = reads.take
         try:
-            # one item per socket read that brought body bytes, however many HTTP chunks
-            while data := await read():
+            # one item per wake-up: all the body bytes that arrived since the last one
+            while data := await take():
                 if ex.ttft is None:
                     ex.ttft = time.monotonic() - ex.t0
                 # on disk first (flushed), then to the client: a kill -9 in between never
@@ -466,10 +580,19 @@ class _ForwardedResponse:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
                 if chunk is not None:
                     self._notify("read", chunk)
-        except UpstreamError as exc:
+        except httpx.HTTPError as exc:
             # a transformed stream is not closed properly either: the client sees the break
             self._finish(None, None, exc)
             return exc  # the client's connection is dropped as the upstream's was
+        except RecordingLimit as exc:
+            # the recording has its end record (reason "limit"); the client's stream is cut
+            self._finish(None)
+            return exc
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([reader])
         tail = transform.finish() if transform is not None else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         self._finish(None)

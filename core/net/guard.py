@@ -2,9 +2,9 @@
 
 :class:`ConnectionLimits` (``--max-connections``, ``--header-timeout``) says how many connections a
 server keeps open and how long a request head may take; :func:`connection_limit` derives the
-default from the open-file limit; :func:`guarded` makes the uvicorn HTTP protocol that enforces
-them, with :class:`ConnectionGuard` keeping the count. uvicorn and h11 are imported only inside
-:func:`guarded`.
+default from the open-file limit; :func:`guarded` gives the uvicorn settings that enforce them
+(uvicorn's h11 protocol wrapped, through its public configuration), with
+:class:`ConnectionGuard` keeping the count. uvicorn is imported only inside :func:`guarded`.
 """
 
 from __future__ import annotations
@@ -197,108 +197,145 @@ _REFUSED = _plain_response(
 _TIMED_OUT = _plain_response("408 Request Timeout", "the request head took too long to arrive")
 
 
-def guarded(limits: ConnectionLimits) -> dict[str, Any]:
-    """``uvicorn.Config`` settings that hold a server to ``limits``: ``Config(app, **guarded(l))``.
+def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
+    """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
+    ``Config(**guarded(limits, app), ...)``.
 
-    The HTTP protocol is uvicorn's h11 one, plus:
+    uvicorn's h11 protocol does the HTTP; it is wrapped, through uvicorn's public ``http``
+    setting (a protocol class) and an ASGI middleware, never reaching into uvicorn's own state:
 
     - a header timeout: a connection whose request head is not complete ``header_timeout``
-      seconds after it opened, or after the head's first byte on a kept-alive connection (the
-      idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with a 408 when part
-      of a head came;
+      seconds after it opened, or after the first byte that followed a response on a kept-alive
+      connection (the idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with
+      a 408 when bytes of a head came. A head is complete when uvicorn hands the request to the
+      app (the middleware sees it, and finds the connection by the client's address);
     - a connection limit, ``max_connections``: at the limit, a new connection closes the oldest
       one still without a complete request head to take its place; if every connection is busy
       with a request, the new one is answered 503 and closed at once.
 
-    The asyncio event loop is used (the listening socket of :func:`.listen.bind` paces its accepts
-    there), and no WebSockets.
+    The asyncio event loop is used (the listening socket of :func:`.listen.bind` paces its
+    accepts there), and no WebSockets.
     """
     import asyncio
 
-    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     guard = ConnectionGuard(limits)
     timeout = limits.header_timeout
+    by_address: dict[tuple[str, int], GuardedProtocol] = {}
 
-    class GuardedH11Protocol(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
+    class GuardedProtocol(asyncio.Protocol):
+        """uvicorn's h11 protocol, with the connection counted and its request heads timed."""
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+        def __init__(self, **settings: Any) -> None:
+            self.http = H11Protocol(**settings)
+            self.transport: asyncio.Transport | None = None
+            self.address: tuple[str, int] | None = None
+            self.head_timer: asyncio.TimerHandle | None = None
+            self.head_bytes = 0  # bytes received while waiting for a head
+            self.admitted = False  # uvicorn's protocol has the connection (not refused)
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
             if not guard.admit(self):
                 guard.note("refused")
-                self.transport.write(_REFUSED)
-                self.transport.close()
+                transport.write(_REFUSED)
+                transport.close()
                 return
-            self._start_head_timer()
+            peer = transport.get_extra_info("peername")
+            if isinstance(peer, tuple) and len(peer) >= 2:
+                self.address = (str(peer[0]), int(peer[1]))
+                by_address[self.address] = self
+            self.admitted = True
+            self.http.connection_made(transport)
+            self.start_head_timer()
 
         def data_received(self, data: bytes) -> None:
-            if self._head_timer is None and self in guard.waiting:
-                # a kept-alive connection: the head's clock starts with its first byte
-                self._start_head_timer()
-            super().data_received(data)
+            if not self.admitted:
+                return  # refused: closing
+            if self in guard.waiting:
+                self.head_bytes += len(data)
+                if self.head_timer is None:
+                    # a kept-alive connection: the head's clock starts with its first byte
+                    self.start_head_timer()
+            self.http.data_received(data)
 
-        def handle_events(self) -> None:
-            cycle = self.cycle
-            super().handle_events()
-            if self.cycle is not cycle:
-                self._head_done()
-            elif (
-                self.cycle is not None
-                and self.cycle.response_complete
-                and self.conn.our_state is h11.IDLE
-                and self.conn.their_state is h11.IDLE
-                and self not in guard.waiting
-            ):
-                # the rest of a body answered early has arrived: waiting for the next request
-                self._waiting()
-
-        def on_response_complete(self) -> None:
-            if not self.transport.is_closing() and self.conn.their_state is h11.DONE:
-                self._waiting()
-            super().on_response_complete()  # may go on with a request already received
+        def eof_received(self) -> None:
+            if self.admitted:
+                self.http.eof_received()
 
         def connection_lost(self, exc: Exception | None) -> None:
             guard.forget(self)
-            self._stop_head_timer()
-            super().connection_lost(exc)
+            self.stop_head_timer()
+            if self.address is not None and by_address.get(self.address) is self:
+                del by_address[self.address]
+            if self.admitted:
+                self.http.connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            if self.admitted:
+                self.http.pause_writing()
+
+        def resume_writing(self) -> None:
+            if self.admitted:
+                self.http.resume_writing()
+
+        # the guard's side
+        def head_done(self) -> None:
+            guard.busy(self)
+            self.stop_head_timer()
+
+        def answered(self) -> None:
+            """The app is done with a request: waiting for the next head from now on."""
+            if self.transport is None or self.transport.is_closing():
+                return
+            guard.wait(self)
+            self.stop_head_timer()
+            self.head_bytes = 0
 
         def evict(self) -> None:
             """Closed to make room for a new connection."""
-            self._stop_head_timer()
+            self.stop_head_timer()
+            assert self.transport is not None
             if self.transport.get_write_buffer_size():
                 self.transport.abort()  # what a kept-alive client has not read is not waited for
             else:
                 self.transport.close()
 
-        def _waiting(self) -> None:
-            guard.wait(self)
-            self._stop_head_timer()
-            if self.conn.trailing_data[0]:  # part of the next head is here already
-                self._start_head_timer()
-
-        def _head_done(self) -> None:
-            guard.busy(self)
-            self._stop_head_timer()
-
-        def _start_head_timer(self) -> None:
+        def start_head_timer(self) -> None:
             if timeout != float("inf"):
-                self._head_timer = self.loop.call_later(timeout, self._head_timed_out)
+                loop = asyncio.get_running_loop()
+                self.head_timer = loop.call_later(timeout, self.head_timed_out)
 
-        def _stop_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
+        def stop_head_timer(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
 
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self.transport.is_closing() or self not in guard.waiting:
+        def head_timed_out(self) -> None:
+            self.head_timer = None
+            transport = self.transport
+            if transport is None or transport.is_closing() or self not in guard.waiting:
                 return
             guard.forget(self)
             guard.note("timed out")
-            if self.conn.trailing_data[0]:
-                self.transport.write(_TIMED_OUT)
-            self.transport.close()
+            if self.head_bytes:
+                transport.write(_TIMED_OUT)
+            transport.close()
 
-    return {"http": GuardedH11Protocol, "ws": "none", "loop": "asyncio"}
+    async def guarded_app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        client = scope.get("client")
+        conn = by_address.get((str(client[0]), int(client[1]))) if client else None
+        if conn is not None:
+            conn.head_done()
+        try:
+            await app(scope, receive, send)
+        finally:
+            if conn is not None:
+                conn.answered()
+
+    return {"app": guarded_app, "http": GuardedProtocol, "ws": "none", "loop": "asyncio"}

@@ -85,12 +85,11 @@ def _config(
     import uvicorn
 
     config = uvicorn.Config(
-        app,
+        **guarded(limits or ConnectionLimits(connection_limit()), app),
         log_level=log_level,
         access_log=access_log,
         lifespan="off",
         timeout_graceful_shutdown=2,
-        **guarded(limits or ConnectionLimits(connection_limit())),
     )
     quiet_cut_logging()
     return config

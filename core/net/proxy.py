@@ -11,6 +11,7 @@ bare ASGI callable; uvicorn runs it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import sys
 import threading
@@ -22,10 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..apis import API_TABLE, api_for_path, find_api, official_origins
+from ..apis import API_TABLE, api_for_path, error_body, find_api, official_origins
+from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
+from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
     Forwarder,
@@ -46,6 +49,7 @@ DEFAULT_OUT = "streamtool-captures"
 OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
 PROVIDER_NAMES = frozenset(OFFICIAL)
 _STYLES = {a.provider: a.error_style for a in API_TABLE}
+_log = logging.getLogger("uvicorn.error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +224,9 @@ class ProxyConfig:
     observer: Observer | None = None
     verify: bool | ssl.SSLContext = True  # check the upstream's TLS certificate
     log: Callable[[str], None] | None = None  # one line per refused request (default: stderr)
+    max_body: int = MAX_BODY  # request bodies larger are answered 413
+    body_timeout: float = BODY_TIMEOUT  # seconds a request body may take: 408 after
+    max_recording_bytes: int = MAX_RECORDING_BYTES  # a recording's limit: cut at it
 
 
 class ProxyApp:
@@ -232,7 +239,10 @@ class ProxyApp:
             raise RecordingError(str(self.tape.folder), None, "is not a folder")
         self.recorded = 0
         self.forwarder = Forwarder(
-            timeout=config.timeout, connect_timeout=config.connect_timeout, verify=config.verify
+            timeout=config.timeout,
+            connect_timeout=config.connect_timeout,
+            verify=config.verify,
+            max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
         self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
@@ -250,8 +260,21 @@ class ProxyApp:
         from starlette.requests import Request
 
         request = Request(scope, receive)
-        body = await request.body()
-        response = self.handle(request, body)
+        config = self.config
+        try:
+            body = await read_body(request, max_body=config.max_body, timeout=config.body_timeout)
+        except BodyRefused as exc:
+            what = f"{request.method} {request.url.path}"
+            if exc.status is None:
+                _log.warning("%s: %s", what, exc.message)
+                return
+            _log.warning("%s -> %s: %s", what, exc.status, exc.message)
+            style = route(request.method, request.url.path, request.headers, None).style
+            body = error_body(style, exc.status, f"streamtool proxy: {exc.message}")
+            await refusal(exc.status, body)(scope, receive, send)
+            return
+        # a large body is parsed and scrubbed for its recording in a worker thread
+        response = await off_loop(len(body), self.handle, request, body)
         await response(scope, receive, send)
 
     async def _checked(self, scope: Any, send: Any) -> Any:
@@ -377,7 +400,7 @@ def uvicorn_config(
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
     config = uvicorn.Config(
-        app,
+        **guarded(limits, app),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",
@@ -385,7 +408,6 @@ def uvicorn_config(
         date_header=False,
         timeout_graceful_shutdown=3,
         timeout_keep_alive=75,
-        **guarded(limits),
     )
     quiet_cut_logging()
     return config

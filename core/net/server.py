@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from ..apis import API_TABLE, error_body, served_api
 from ..wire import fastjson
+from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .hostcheck import loopback_only
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
@@ -35,10 +36,11 @@ def style_for(path: str) -> str:
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
-MAX_BODY = 10 * 1024 * 1024  # the default request body limit (--max-body): 413 beyond
+def _parse(raw: bytes) -> Any:
+    return fastjson.loads(raw) if raw.strip() else None
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, option: str = "--max-body") -> int:
     """``10MB``, ``512K``, ``1048576``: a size in bytes (``ValueError`` with a sentence)."""
     value = text.strip().upper().removesuffix("B")
     scale = 1
@@ -49,9 +51,9 @@ def parse_size(text: str) -> int:
     try:
         size = int(float(value) * scale)
     except ValueError:
-        raise ValueError(f"--max-body {text!r}: a size such as 10MB, 512K or 1048576") from None
+        raise ValueError(f"{option} {text!r}: a size such as 10MB, 512K or 1048576") from None
     if size <= 0:
-        raise ValueError(f"--max-body {text!r}: must be more than 0 bytes")
+        raise ValueError(f"{option} {text!r}: must be more than 0 bytes")
     return size
 
 
@@ -61,18 +63,20 @@ def create_app(
     log: Callable[[str], None] | None = None,
     on_miss: Callable[[Any, bytes, Incoming, str], Any] | None = None,
     max_body: int = MAX_BODY,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
     ``log`` gets one line per request: the recording served, or the error status and why.
     ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
     (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
-    ``max_body`` bytes is answered 413 without being read whole. A request that reached a
+    ``max_body`` bytes is answered 413 without being read whole, one that has not arrived
+    ``body_timeout`` seconds after its head 408 (:mod:`.bodies`). A request that reached a
     loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`).
     """
     import anyio
     from starlette.applications import Starlette
-    from starlette.requests import ClientDisconnect, Request
+    from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
@@ -149,25 +153,18 @@ def create_app(
                 f"streamtool serve answers {known}; not {request.method} {path}",
             )
         style = api.error_style
-        too_big = f"the request body is larger than {max_body} bytes (--max-body)"
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_body:
-            return error(request, style, 413, too_big)
-        pieces: list[bytes] = []
-        size = 0
         try:
-            async for piece in request.stream():
-                size += len(piece)
-                if size > max_body:
-                    return error(request, style, 413, too_big)
-                pieces.append(piece)
-        except ClientDisconnect:
+            raw = await read_body(request, max_body=max_body, timeout=body_timeout)
+        except BodyRefused as exc:
+            if exc.status is None:
+                if log is not None:
+                    log(f"{request.method} {path}: {exc.message}")
+                return Response(status_code=400)  # nobody is there to read it
             if log is not None:
-                log(f"{request.method} {path}: the client went away while sending its body")
-            return Response(status_code=400)  # nobody is there to read it
-        raw = b"".join(pieces)
+                log(f"{request.method} {path} -> {exc.status}: {exc.message}")
+            return refusal(exc.status, error_body(style, exc.status, exc.message))
         try:
-            body: Any = fastjson.loads(raw) if raw.strip() else None
+            body: Any = await off_loop(len(raw), _parse, raw)
         except (ValueError, UnicodeDecodeError):
             return error(request, style, 400, "the request body is not JSON")
         gemini_model = api.path_model(unquote(path))
@@ -186,7 +183,8 @@ def create_app(
         except NoMatch as exc:
             if on_miss is None:
                 return error(request, style, exc.status, exc.message)
-            return on_miss(request, raw, incoming, style)
+            # recording a large request (parsing, scrubbing) is done off the event loop
+            return await off_loop(len(raw), on_miss, request, raw, incoming, style)
         except SelectionError as exc:
             return error(request, style, exc.status, exc.message)
         if (

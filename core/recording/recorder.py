@@ -5,22 +5,23 @@ with every network read, ``close`` or ``fail``) and writes the recording as it g
 :class:`~streamtool.core.recording.reader.RecordingWriter`: one flushed chunk record per read, so a
 crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
 It is used by ``streamtool record`` (httpx), by the SDK capture transports (httpx2) and by the
-forwarding edge of the proxy and of tapes (its own client, :mod:`streamtool.core.net.upstream`).
+forwarding edge of the proxy and of tapes (httpx, :mod:`streamtool.core.net.forward`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..records import Chunk, Header, RecordingError
-from ..wire.http_body import BodyDecoder, provider_error_message
+from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
 from .secrets import (
     SecretScrubber,
     find_secret,
@@ -32,6 +33,7 @@ from .secrets import (
 from .writer import RecordingWriter
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
+MAX_RECORDING_BYTES = 1024**3  # the default of --max-recording-bytes (decoded body bytes)
 
 
 def check_output(path: str | os.PathLike[str], force: bool) -> None:
@@ -57,30 +59,45 @@ class RecordResult:
     write_failed: bool = False  # the file could not be written (``error`` says why)
 
 
-def classify(exc: BaseException, received: int) -> tuple[str, str]:
-    """The end reason and message for an exception that stopped a stream.
+def _client_error_kind(exc: BaseException) -> str | None:
+    """``timeout``, ``connect`` or ``dropped`` for an HTTP client's own exception types, told
+    apart with ``isinstance``: httpx's (``streamtool record``, the proxy and tapes) and httpx2's
+    (the SDK capture transports). The recording layer imports neither: an exception of one can
+    only exist once its module is imported, so the modules already imported are asked."""
+    for name in ("httpx", "httpx2"):
+        client = sys.modules.get(name)
+        if client is None:
+            continue
+        if isinstance(exc, client.TimeoutException):
+            return "timeout"
+        if isinstance(exc, client.ConnectError):
+            return "connect"
+        if isinstance(exc, client.NetworkError | client.ProtocolError):
+            return "dropped"
+    return None
 
-    The exceptions are told apart by class name (the recording layer imports no HTTP client)
-    and by the built-in they derive from: httpx's, httpx2's and those of the proxy's own
-    client (:mod:`streamtool.core.net.http11`: ``ConnectError``, ``ReadTimeout``,
-    ``RemoteProtocolError``... named as httpx names them, and a ``TimeoutError`` or a
-    ``ConnectionError``) give the same words.
-    """
-    names = {cls.__name__ for cls in type(exc).__mro__}
+
+def classify(exc: BaseException, received: int) -> tuple[str, str]:
+    """The end reason and message for an exception that stopped a stream: by the HTTP client's
+    exception types (httpx, httpx2), else by the built-in an exception derives from."""
+    kind = _client_error_kind(exc)
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", f"interrupted by the user after {received} bytes"
-    if "TimeoutException" in names or isinstance(exc, TimeoutError):
+    if kind == "timeout" or isinstance(exc, TimeoutError):
         return "timeout", f"{type(exc).__name__} after {received} bytes: {detail}"
-    if "ConnectError" in names:
+    if kind == "connect":
         return "error", f"could not connect: {detail}"
-    if names & {"RemoteProtocolError", "ReadError", "NetworkError", "ProtocolError"} or isinstance(
-        exc, ConnectionError
-    ):
+    if kind == "dropped" or isinstance(exc, ConnectionError):
         return "error", f"connection dropped after {received} bytes: {detail}"
     if isinstance(exc, GeneratorExit):
         return "interrupted", f"the client closed the stream after {received} bytes"
     return "error", f"{type(exc).__name__} after {received} bytes: {detail}"
+
+
+class RecordingLimit(Exception):
+    """The response went past a limit (``--max-recording-bytes``, or a compressed body that
+    decodes to too much): the recording has ended with reason ``limit``; stop reading."""
 
 
 class ResponseRecorder:
@@ -96,12 +113,15 @@ class ResponseRecorder:
         secrets: Iterable[str] = (),
         force: bool = False,
         t0: float | None = None,
+        max_bytes: int | None = MAX_RECORDING_BYTES,
     ) -> None:
         self.path = str(path)
         self.request = request
         self.provider = provider
         self.api = api
         self.force = force
+        # body bytes (decoded) the recording may hold: past them it ends with reason "limit"
+        self.max_bytes = max_bytes
         # the caller's values, and whatever credential the request itself carries
         self.scrubber = SecretScrubber((*secrets, *request_secrets(request)))
         self.stream = self.scrubber.stream()
@@ -145,7 +165,7 @@ class ResponseRecorder:
             merged[key] = f"{merged[key]}, {value}" if key in merged else value
             if key == "content-encoding":
                 encoding = value
-        self.decoder = BodyDecoder(encoding)
+        self.decoder = BodyDecoder(encoding, max_output=self.max_bytes)
         response: dict[str, Any] = {"status": status, "headers": merged}
         if self.decoder.decoded:
             response["decoded"] = self.decoder.encoding
@@ -163,9 +183,25 @@ class ResponseRecorder:
             self._broken(exc)
 
     def feed(self, data: bytes) -> Chunk | None:
-        """One network read, as received. Returns the chunk written (``None`` if empty)."""
+        """One network read, as received. Returns the chunk written (``None`` if empty).
+
+        Raises :class:`RecordingLimit`, the recording ended with reason ``limit``, when the
+        read would take the recording past :attr:`max_bytes` or its compressed body decodes to
+        more than the decoder allows; nothing of that read is written."""
         t = self.now()
-        return self._write(t, self.stream.feed(self.decoder.feed(data)))
+        try:
+            decoded = self.decoder.feed(data)
+        except DecodeLimit as exc:
+            self._over_limit(str(exc))
+        if self.max_bytes is not None and self.bytes + len(decoded) > self.max_bytes:
+            self._over_limit(f"the recording reached its limit of {self.max_bytes} bytes")
+        return self._write(t, self.stream.feed(decoded))
+
+    def _over_limit(self, why: str) -> NoReturn:
+        if self.reason is None:
+            self._write(self.now(), self.stream.finish())
+            self._end("limit", f"{why}; the stream was cut after {self.bytes} bytes")
+        raise RecordingLimit(self.error or why)
 
     def _write(self, t: float, data: bytes) -> Chunk | None:
         if not data or self.write_error is not None:
@@ -203,7 +239,12 @@ class ResponseRecorder:
         """The body ended. HTTP error statuses end with reason ``error`` and their message."""
         if self.reason is not None:
             return None
-        tail = self.stream.feed(self.decoder.flush()) + self.stream.finish()
+        try:
+            flushed = self.decoder.flush()
+        except DecodeLimit as exc:
+            flushed = b""
+            reason, error = "limit", f"{exc}; the stream was cut after {self.bytes} bytes"
+        tail = self.stream.feed(flushed) + self.stream.finish()
         chunk = self._write(self.now(), tail)
         if reason is None:
             if self.status is not None and self.status >= 400:

@@ -19,16 +19,34 @@ from .sse import SSEDecoder, SSEEvent, decode_all
 DECODABLE = ("gzip", "x-gzip", "deflate")
 
 
+MAX_RATIO = 100  # decoded bytes per compressed byte, once past RATIO_FLOOR decoded
+RATIO_FLOOR = 1024 * 1024
+_STEP = 256 * 1024  # decoded bytes made at a time, so that a bomb never lands in memory whole
+
+
+class DecodeLimit(ValueError):
+    """A compressed body decodes to more than the decoder allows (a decompression bomb)."""
+
+
 class BodyDecoder:
     """Incremental ``gzip``/``deflate`` decoding; anything else passes through unchanged.
 
     ``decoded`` says whether bytes are being transformed (the recording notes it), ``encoding``
-    is the header value as sent.
+    is the header value as sent. Decoding is bounded: past :data:`RATIO_FLOOR` decoded bytes, a
+    body that decodes to more than ``max_ratio`` times its compressed size, or to more than
+    ``max_output`` bytes in all, raises :class:`DecodeLimit` (no more than a step of
+    :data:`_STEP` bytes past the bound is ever held).
     """
 
-    def __init__(self, encoding: str | None) -> None:
+    def __init__(
+        self, encoding: str | None, *, max_ratio: float = MAX_RATIO, max_output: int | None = None
+    ) -> None:
         self.encoding = (encoding or "").strip().lower()
         self.decoded = self.encoding in DECODABLE
+        self.max_ratio = max_ratio
+        self.max_output = max_output
+        self.consumed = 0  # compressed bytes taken
+        self.produced = 0  # decoded bytes given out
         self._z: Any = None
         self._head = b""  # deflate: the first bytes, until the zlib header can be checked
         if self.encoding in ("gzip", "x-gzip"):
@@ -46,7 +64,34 @@ class BodyDecoder:
             wrapped = cmf & 0x0F == 8 and (cmf * 256 + flg) % 31 == 0
             # "deflate" is meant to be zlib-wrapped, but servers also send it raw
             self._z = zlib.decompressobj() if wrapped else zlib.decompressobj(-zlib.MAX_WBITS)
-        return bytes(self._z.decompress(data))
+        self.consumed += len(data)
+        return self._decode(data)
+
+    def _decode(self, data: bytes) -> bytes:
+        z = self._z
+        out: list[bytes] = []
+        while True:
+            piece = z.decompress(data, _STEP)
+            self.produced += len(piece)
+            self._check()
+            if piece:
+                out.append(piece)
+            data = z.unconsumed_tail
+            if not data:
+                break
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _check(self) -> None:
+        produced = self.produced
+        if self.max_output is not None and produced > self.max_output:
+            raise DecodeLimit(
+                f"the {self.encoding} body decodes to more than {self.max_output} bytes"
+            )
+        if produced > RATIO_FLOOR and produced > self.max_ratio * self.consumed:
+            raise DecodeLimit(
+                f"the {self.encoding} body decodes to more than {self.max_ratio:g} times "
+                f"its size ({self.consumed} bytes to {produced} so far)"
+            )
 
     def flush(self) -> bytes:
         if self._z is None:
@@ -54,7 +99,11 @@ class BodyDecoder:
                 head, self._head = self._head, b""
                 return head
             return b""
-        return bytes(self._z.flush())
+        tail = self._decode(self._z.unconsumed_tail) if self._z.unconsumed_tail else b""
+        rest = bytes(self._z.flush(_STEP))
+        self.produced += len(rest)
+        self._check()
+        return tail + rest
 
 
 TERMINAL_EVENTS = frozenset(
