@@ -106,6 +106,11 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def contents(tape: Path) -> dict[str, bytes]:
+    """A tape's recordings and index (its hidden lock and notes aside)."""
+    return {p.name: p.read_bytes() for p in tape.iterdir() if not p.name.startswith(".")}
+
+
 def run_pytest(project: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
     notes = project / "notes.jsonl"
     notes.unlink(missing_ok=True)
@@ -145,19 +150,20 @@ def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
             project, "--stream-tape-mode=once", f"--stream-tape-upstream={upstream.url}"
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        # the first test recorded both turns; the second found the tape and replayed it
+        # the first test recorded both turns; the second found them in the tape (which this
+        # run created, so it could have added to it) and replayed them
         assert len(upstream.served) == 2
     first, shared = notes
-    assert first["recording"] is True and shared["recording"] is False  # the tape now exists
+    assert first["recording"] is True and shared["recording"] is True
     assert first["folder"] == str(tape) and shared["recorded"] == []
     assert shared["exchanges"] == [p.stem for p in sorted(tape.glob("0*.jsonl"))]
     assert first["openai"] == first["base_url"] + "/v1"
-    written = sorted(p.name for p in tape.iterdir())
+    written = sorted(p.name for p in tape.iterdir() if not p.name.startswith("."))
     assert written[-1] == "index.jsonl" and len(written) == 3
     for path in tape.iterdir():
         assert FAKE_KEY not in path.read_text(encoding="utf-8")
-    assert not any(p.name.startswith(".") for p in tape.parent.iterdir())
-    recorded = {p.name: p.read_bytes() for p in tape.iterdir()}
+    assert not any(p.name.startswith(".") for p in tape.parent.iterdir())  # no staging left
+    recorded = contents(tape)
 
     # the upstream is gone: replay only
     proc, notes = run_pytest(project)
@@ -171,7 +177,7 @@ def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
     assert {n["worker"] for n in notes} == {"gw0", "gw1"}
     urls = {n["worker"]: n["base_url"] for n in notes}
     assert urls["gw0"] != urls["gw1"]
-    assert {p.name: p.read_bytes() for p in tape.iterdir()} == recorded
+    assert contents(tape) == recorded
 
     # a changed prompt matches nothing: the test fails with the tape's message
     source = project / "test_agent.py"
@@ -180,7 +186,7 @@ def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
     assert proc.returncode == 1
     assert "stream_tape: a request matched no recorded exchange" in proc.stdout
     assert "messages[0].content" in proc.stdout
-    assert {p.name: p.read_bytes() for p in tape.iterdir()} == recorded
+    assert contents(tape) == recorded
 
     # mode new: the exchanges of the changed prompt are recorded and added; the others stay
     lyon = tmp_path / "upstream-lyon"
@@ -193,7 +199,7 @@ def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert len(upstream.served) == 2
-    now = {p.name: p.read_bytes() for p in tape.iterdir()}
+    now = contents(tape)
     assert len(now) == 5 and all(
         now[name] == data for name, data in recorded.items() if name != "index.jsonl"
     )
