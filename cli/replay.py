@@ -153,6 +153,8 @@ def replay(
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
     file = _input(file, sample)
+    if file.is_dir():
+        fail(_folder_message(file))
     if emit is not None and fmt is not None:
         fail("--emit and --format cannot be used together: --emit replaces the --format output")
     parser_name = parser or default_parser()
@@ -259,6 +261,28 @@ def strict_problem(engine: ReplayEngine) -> str | None:
         n = len(engine.errors)
         return f"the stream has {n} error{'s' if n != 1 else ''}"
     return None
+
+
+def _folder_message(folder: Path) -> str:
+    """``replay`` takes one recording: for a tape, say how to replay its exchanges in order."""
+    from streamtool.core.recording.tape_index import tape_files
+    from streamtool.core.records import RecordingError
+
+    try:
+        files = tape_files(folder).all
+    except RecordingError as exc:
+        return str(exc)
+    if not files:
+        return f"{folder}: is a folder without recordings; replay takes one recording"
+    n = len(files)
+    order = ", ".join(str(f) for f in files[:10])
+    if n > 10:
+        order += f", ... ({n} in all, in the order of {folder / 'index.jsonl'})"
+    return (
+        f"{folder}: is a tape of {n} exchange{'s' if n != 1 else ''}, not a recording; replay "
+        f"takes one recording: replay its exchanges one at a time, in this order: {order} "
+        f"(or serve the tape to a client: streamtool serve {folder})"
+    )
 
 
 def _input(file: Path | None, sample: str | None) -> Path:

@@ -1,7 +1,9 @@
 """``streamtool serve PATH...``: play recordings back over real HTTP to real clients.
 
-A folder holding a tape index (or any folder with ``--tape``) is served as a tape: each request
-gets the recorded exchange whose request matches it, in recorded order.
+One folder is served as a tape: each request gets the recorded exchange whose request matches
+it, in recorded order (index order, else file-name order). A tape with an index (or any folder
+with ``--tape``) answers nothing else; a plain folder of recordings falls back to the recording
+for the request's model. A folder of tapes is refused with the tapes it holds.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def serve(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), or folders of them."
+            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), or one folder: a tape."
         ),
     ],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -81,7 +83,8 @@ def serve(
         bool,
         typer.Option(
             "--tape",
-            help="Serve the folder as a tape (request matching) even without an index.jsonl.",
+            help="A folder without an index.jsonl answers only by request matching, as a tape "
+            "with an index does (no fallback to the recording for the model).",
         ),
     ] = False,
     match_ignore: Annotated[
@@ -117,18 +120,31 @@ def serve(
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
-    A request gets the recording named by its X-Streamtool-Recording header, else the one for
-    its model, else the only one for that endpoint. A tape (a folder with an index.jsonl, or
-    --tape) answers each request with the recorded exchange whose request body matches, in
-    recorded order; a request that matches nothing gets a 404 naming the closest exchange,
-    or with --record-missing is forwarded to --upstream and added to the tape.
+    Files: a request gets the recording named by its X-Streamtool-Recording header, else the
+    one for its model, else the only one for that endpoint.
+
+    One folder is a tape: each request gets the next recorded exchange whose request body
+    matches (recorded order: the index.jsonl's, else file names; a retried turn gets the
+    retry's recording). With an index.jsonl, --tape or --record-missing, a request that
+    matches nothing gets a 404 naming the closest exchange (with --record-missing it is
+    forwarded to --upstream and added to the tape); a plain folder of recordings falls back to
+    the rules for files. Unfinished exchanges (no end record, or not in the index) and files
+    that are not the tape's own (symbolic links) are never served. A folder that holds only
+    tapes is refused with their names: serve one of them.
     """
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.library import Library
     from streamtool.core.net.listen import run_server
     from streamtool.core.net.playback import Playback
     from streamtool.core.net.server import create_app
-    from streamtool.core.net.tape import MissRecorder, TapeLibrary, is_tape, load_tape
+    from streamtool.core.net.tape import (
+        MissRecorder,
+        TapeLibrary,
+        holds_recordings,
+        is_tape,
+        load_tape,
+        tapes_under,
+    )
     from streamtool.core.speed import parse_speed
 
     if not 0 <= port <= 65535:
@@ -144,24 +160,34 @@ def serve(
             parse_upstreams([upstream])  # checked before a tape folder is made
         except ValueError as exc:
             fail(str(exc))
-    as_tape = tape or record_missing or (len(paths) == 1 and is_tape(paths[0]))
-    if (as_tape or match_ignore) and (
+    strict = tape or record_missing or (len(paths) == 1 and is_tape(paths[0]))
+    if (strict or match_ignore) and (
         len(paths) != 1 or (paths[0].exists() and not paths[0].is_dir())
     ):
         fail("--tape, --record-missing and --match-ignore take one tape folder")
+    folder = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+    if folder is not None and not strict and not holds_recordings(folder):
+        inside = tapes_under(folder)
+        if inside:
+            fail(_folder_of_tapes(folder, inside))
+    as_tape = strict or folder is not None
     library: Library
     on_miss = None
     with user_errors():
         if as_tape:
             try:
-                library = load_tape(paths[0], match_ignore or (), create=record_missing)
+                library = load_tape(
+                    paths[0], match_ignore or (), create=record_missing, fallback=not strict
+                )
                 if record_missing:
                     assert isinstance(library, TapeLibrary) and upstream
                     on_miss = MissRecorder(library, upstream, log=None if quiet else _log)
             except ValueError as exc:
                 fail(str(exc))
             if not library.recordings and not record_missing:
-                fail(f"{paths[0]}: the tape holds no recordings (.jsonl, .sse, .txt)")
+                assert isinstance(library, TapeLibrary)
+                why = "".join(f"; {name}: {reason}" for name, reason in library.skipped[:3])
+                fail(f"{paths[0]}: the tape holds no recordings it can serve{why}")
         else:
             library = Library.from_paths(paths)
     try:
@@ -196,6 +222,8 @@ def serve(
     what = f"{n} recording{'s' if n != 1 else ''}"
     if as_tape:
         what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
+        if not strict:
+            what = f"{paths[0]} as a tape ({n} recording{'s' if n != 1 else ''})"
     err.write(f"streamtool: serving {what} on {origin}\n")
     for rec in library.recordings:
         api = api_for_converter(rec.api)
@@ -206,11 +234,15 @@ def serve(
             flags.append(f"HTTP {rec.status}")
         extra = f" [{', '.join(flags)}]" if flags else ""
         err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
+    for name, reason in getattr(library, "skipped", []):
+        err.write(f"  {name}: not served: {reason}\n")
     if as_tape:
         err.write("  each request gets the next recorded exchange whose request matches\n")
+        if not strict:
+            err.write("  else the recording for its model (--tape: a 404 instead)\n")
     if on_miss is not None:
         err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
-    elif n > 1:
+    elif n > 1 and not as_tape:
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
@@ -226,6 +258,17 @@ def serve(
         log_level="warning" if quiet else "info",
         access_log=False,
         limits=limits,
+    )
+
+
+def _folder_of_tapes(folder: Path, tapes: list[Path]) -> str:
+    """What to say about a folder that holds no recordings of its own, only tapes."""
+    shown = ", ".join(str(t) for t in tapes[:5]) + (", ..." if len(tapes) > 5 else "")
+    n = len(tapes)
+    return (
+        f"{folder}: holds no recordings of its own but {n}{'+' if n >= 50 else ''} "
+        f"tape{'s' if n != 1 else ''} ({shown}); serve one tape at a time: "
+        f"streamtool serve {tapes[0]}"
     )
 
 

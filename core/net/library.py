@@ -101,13 +101,34 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
                 if f.is_file() and f.suffix.lower() in suffixes and f.name != INDEX_NAME
             )
             if not found:
-                raise RecordingError(str(p), None, "holds no recordings (.jsonl, .sse, .txt)")
+                raise RecordingError(str(p), None, _nothing_in(p))
             out.extend(found)
         elif p.exists():
             out.append(p)
         else:
             raise RecordingError(str(p), None, "no such file or folder")
     return out
+
+
+def _nothing_in(folder: Path) -> str:
+    """Why a folder gives no recordings, and, when it holds tapes, which to give instead."""
+    inside: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if Path(dirpath) != folder and any(
+            not f.startswith(".") and Path(f).suffix.lower() in (".jsonl", ".sse", ".txt")
+            for f in filenames
+        ):
+            inside.append(Path(dirpath))
+            if len(inside) > 5:
+                break
+    if not inside:
+        return "holds no recordings (.jsonl, .sse, .txt)"
+    shown = ", ".join(str(t) for t in inside[:5]) + (", ..." if len(inside) > 5 else "")
+    return (
+        f"holds no recordings of its own, only folders of them (tapes: {shown}); "
+        f"give one of those, e.g. {inside[0]}"
+    )
 
 
 def _sniff(chunks: list[tuple[float | None, bytes]]) -> tuple[str | None, str | None]:

@@ -376,6 +376,8 @@ class ProxyApp:
             self.recorded += 1
             # the index is fsynced: off the event loop, in order, by one thread
             self._index_writer.submit(self.tape.append, IndexEntry(**index_entry(ex)))
+        elif ex.file is not None:
+            self.tape.release(ex.file)  # nothing was recorded: its number is free again
 
 
 # -- running it ------------------------------------------------------------------------------------

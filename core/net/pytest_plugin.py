@@ -15,8 +15,14 @@ matching, :mod:`.tape`), so code that builds its own SDK client is captured with
 - ``all``: every exchange is recorded again.
 
 Recording goes to the provider's own host or to ``--stream-tape-upstream`` through the forwarding
-edge the proxy uses (secrets scrubbed before anything is written). A recording test works on a
-copy of its tape, which takes the tape's place only when the test passes. Replayed bodies are
+edge the proxy uses (secrets scrubbed before anything is written). A recording test records into
+a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
+exchanges are moved into the tape under the tape's file lock, each with the tape's next sequence
+number, so that any number of tests and xdist workers can record into one shared tape at once;
+when it fails, they are thrown away and the tape is left as it was. In ``all`` mode a test's
+exchanges replace, on success, the tape's exchanges for the same requests (a tape of its own:
+the whole tape). In ``once`` mode a tape counts as recorded by the run that created it: the
+other tests of that run (on any worker) that share it record into it too. Replayed bodies are
 sent byte for byte at ``--stream-tape-speed`` and, with ``--stream-tape-rechunk=SEED``, cut at
 pseudo-random points. The tape of a test is ``tapes/<test module>/<test name>/`` beside the test
 file; ``@pytest.mark.stream_tape("name")`` names it (``tapes/<test module>/name/``, shared by
@@ -28,7 +34,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,10 @@ BASE_URL_VARS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_UR
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 _CALL_REPORT = pytest.StashKey[Any]()
 _TAPE = pytest.StashKey["StreamTape"]()
+_RUN = pytest.StashKey[str]()
+# a hidden file in a tape recorded in ``once`` mode: the run that created it (xdist's test run
+# id, shared by its workers), so that the run's other tests record into it too
+RUN_NOTE = ".recorded-by-run"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,6 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     from ..speed import parse_speed
 
+    config.stash[_RUN] = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
     try:
         parse_speed(config.getoption("--stream-tape-speed"))
     except ValueError as exc:
@@ -131,6 +143,7 @@ class StreamTape:
         self.base_url = base_url
         self.misses: list[str] = []
         self._library: Any = None
+        self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 
     @property
     def openai_base_url(self) -> str:
@@ -146,13 +159,18 @@ class StreamTape:
 
     @property
     def exchanges(self) -> list[str]:
-        """The recordings served so far (replayed or recorded), in order."""
-        return list(self._library.served) if self._library is not None else []
+        """The recordings served so far (replayed or recorded), in order: complete as soon as
+        the client's call has returned."""
+        if self._library is None:
+            return []
+        return [self._renamed.get(n, n) for n in self._library.served]
 
     @property
     def recorded(self) -> list[str]:
         """The recordings this test added to its tape, in order."""
-        return list(self._library.recorded) if self._library is not None else []
+        if self._library is None:
+            return []
+        return [self._renamed.get(n, n) for n in self._library.recorded]
 
     def __repr__(self) -> str:
         how = "recording" if self.recording else "replaying"
@@ -176,8 +194,18 @@ def _tape_folder(request: pytest.FixtureRequest) -> Path:
 
 
 def _has_tape(folder: Path) -> bool:
-    """A tape exists once its folder does (a test that sent no request has an empty tape)."""
-    return folder.is_dir()
+    """A tape exists once it has an index or recordings (a test that sent no request left an
+    empty index)."""
+    from .tape import holds_recordings, is_tape
+
+    return is_tape(folder) or holds_recordings(folder)
+
+
+def _recorded_by(folder: Path, run: str) -> bool:
+    try:
+        return (folder / RUN_NOTE).read_text(encoding="utf-8").strip() == run
+    except OSError:
+        return False
 
 
 class _Switch:
@@ -211,19 +239,23 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
+    from ..recording.tape_index import highest_seq
     from ..records import RecordingError
     from ..speed import parse_speed
     from .library import NoMatch
     from .playback import Playback
     from .proxy import OFFICIAL, Upstreams
     from .server import create_app
-    from .tape import MissRecorder, TapeLibrary, load_tape
+    from .tape import MissRecorder, TapeLibrary, discard_staging, load_tape, merge_into
 
     config = request.config
     mode: str = config.getoption("--stream-tape-mode")
+    run: str = config.stash[_RUN]
     folder = _tape_folder(request)
     exists = _has_tape(folder)
-    record = mode in ("new", "all") or (mode == "once" and not exists)
+    record = mode in ("new", "all") or (
+        mode == "once" and (not exists or _recorded_by(folder, run))
+    )
     if not record and not exists:
         pytest.fail(
             f"stream_tape: no tape at {folder}; record it with --stream-tape-mode=once",
@@ -231,17 +263,6 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         )
     server, switch = request.getfixturevalue("_stream_tape_server")
     tape = StreamTape(folder, mode, record, server.url)
-    served_from = folder
-    staging: Path | None = None
-    if record:
-        # a copy of the tape (new) or an empty one (once, all): in place only if the test passes
-        staging = folder.with_name(f".{folder.name}.recording")
-        shutil.rmtree(staging, ignore_errors=True)
-        if mode == "new" and exists:
-            shutil.copytree(folder, staging)
-        else:
-            staging.mkdir(parents=True)
-        served_from = staging
 
     class _Noting(TapeLibrary):
         def choose(self, incoming: Any) -> Any:
@@ -252,16 +273,31 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
                     tape.misses.append(exc.message)
                 raise
 
+    # served: the tape, except in mode all (everything recorded again) and for a new tape
     try:
-        loaded = load_tape(served_from)
+        loaded = load_tape(folder) if exists and mode != "all" else None
     except (RecordingError, ValueError) as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
-    library = _Noting(loaded.recordings, served_from, loaded.rules)
+    staging: Path | None = None
+    if record:
+        # this test's own staging tape, beside the tape: merged into it if the test passes
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.recording-", dir=folder.parent))
+        except OSError as exc:
+            pytest.fail(f"stream_tape: cannot record next to {folder}: {exc}", pytrace=False)
+    library = _Noting(
+        loaded.recordings if loaded is not None else [],
+        staging or folder,
+        loaded.rules if loaded is not None else None,
+    )
     tape._library = library
     on_miss = None
     if record:
         upstream = config.getoption("--stream-tape-upstream")
-        on_miss = MissRecorder(library, upstream or OFFICIAL["openai"])
+        # numbered after the tape's exchanges: the names usually stay the same once merged
+        after = highest_seq(folder) if exists else 0
+        on_miss = MissRecorder(library, upstream or OFFICIAL["openai"], after=after)
         if not upstream:
             on_miss.upstreams = Upstreams()  # each API's own host
 
@@ -279,15 +315,23 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         switch.app = None
     if staging is None:
         return
-    _settle(staging)
-    report = request.node.stash.get(_CALL_REPORT, None)
-    if report is None or not report.passed:
-        shutil.rmtree(staging, ignore_errors=True)
-        request.node.add_report_section(
-            "teardown", "stream_tape", f"the test failed: {folder} was left as it was"
-        )
-        return
-    _install(staging, folder)
+    try:
+        _settle(staging)
+        report = request.node.stash.get(_CALL_REPORT, None)
+        if report is None or not report.passed:
+            request.node.add_report_section(
+                "teardown", "stream_tape", f"the test failed: {folder} was left as it was"
+            )
+            return
+        marker = request.node.get_closest_marker("stream_tape")
+        drop = "none" if mode != "all" else ("same" if marker is not None else "all")
+        note = (RUN_NOTE, run) if mode == "once" else None
+        try:
+            tape._renamed = merge_into(folder, staging, drop=drop, note=note)
+        except RecordingError as exc:
+            pytest.fail(f"stream_tape: {exc}", pytrace=False)
+    finally:
+        discard_staging(staging)
 
 
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:
@@ -315,32 +359,14 @@ def _restore(saved: dict[str, str | None]) -> None:
 
 
 def _settle(staging: Path, timeout: float = 5.0) -> None:
-    """Wait until every exchange the test started is finished on disk: its recording indexed,
-    or (a failed one) removed. A client can have read the last byte a moment before the server
-    closes the recording."""
+    """Wait until every exchange the test started has ended on disk (indexed, or removed when
+    it failed): a client can have read the last byte a moment before the server closes the
+    recording."""
     import time
 
-    from ..recording.tape_index import read_index
-    from ..records import RecordingError
+    from ..recording.tape_index import Tape
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        files = {p.name for p in staging.glob("*.jsonl") if p.name != "index.jsonl"}
-        try:
-            indexed = {e.file for e in read_index(staging)}
-        except (RecordingError, ValueError):  # a line being written: look again
-            indexed = set()
-        if files <= indexed:
-            return
+    writing = Tape(staging, create=False)
+    while writing.in_flight() and time.monotonic() < deadline:
         time.sleep(0.01)
-
-
-def _install(staging: Path, folder: Path) -> None:
-    """Put the recorded tape in place of ``folder``; the old one is removed only after."""
-    old = folder.with_name(f".{folder.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    if folder.exists():
-        folder.rename(old)
-    staging.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)

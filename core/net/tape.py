@@ -6,9 +6,15 @@ request gets, in this order:
 1. the recording named by the ``X-Streamtool-Recording`` header, when the tape holds it;
 2. the next recorded exchange whose request matches (:mod:`.tape_match`);
 3. among recordings that hold no request body (raw ``.sse`` files), the old rules: the one
-   for the request's model, else the only one for the endpoint;
+   for the request's model, else the only one for the endpoint; a plain folder of recordings
+   (no index, not asked to be strict) uses the old rules among all its recordings;
 4. else a miss: HTTP 404 in the provider's error shape, naming the closest exchange and the
    first difference.
+
+Only finished exchanges are ever served: a recording without its end record (a writer was
+killed mid-stream) is left out, and so, in a tape with an index, is a recording the index does
+not list (its writer never got to the end of the exchange). ``TapeLibrary.skipped`` says which,
+and why. A tape serves only its own regular files (:func:`~..recording.tape_index.tape_files`).
 
 :func:`serving_tape` runs it on 127.0.0.1 in a background thread, for tests and the pytest
 plugin.
@@ -16,14 +22,30 @@ plugin.
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..apis import served_api
-from ..recording.tape_index import INDEX_NAME, IndexEntry, Tape, list_exchanges
+from ..recording.tape_index import (
+    EXCHANGE_SUFFIXES,
+    INDEX_NAME,
+    IndexEntry,
+    Tape,
+    append_entries,
+    highest_seq,
+    is_own_file,
+    read_index,
+    renumbered,
+    rewrite_index,
+    tape_files,
+    tape_lock,
+)
 from ..records import RecordingError, os_error_text
 from .library import (
     Incoming,
@@ -36,7 +58,9 @@ from .library import (
 from .listen import ServerThread
 from .playback import Playback
 from .server import create_app
-from .tape_match import Exchange, Matcher, MatchRules, endpoint_key
+from .tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
+
+_log = logging.getLogger("streamtool.serve")
 
 
 def _exchange(rec: Recording) -> Exchange:
@@ -51,29 +75,61 @@ def _exchange(rec: Recording) -> Exchange:
 
 
 class TapeLibrary(Library):
-    """A tape's recordings, answered by request matching (see the module's docstring)."""
+    """A tape's recordings, answered by request matching (see the module's docstring).
+
+    ``fallback``: a request no recording matches gets the old rules (the recording for its
+    model, else the only one for the endpoint) among all recordings, instead of a miss: a
+    plain folder of recordings, served as a tape.
+    """
 
     def __init__(
         self,
         recordings: Sequence[Recording],
         folder: str | os.PathLike[str] | None = None,
         rules: MatchRules | None = None,
+        *,
+        fallback: bool = False,
     ) -> None:
         super().__init__(recordings)
         self.folder = Path(folder) if folder is not None else None
         self.rules = rules or MatchRules()
+        self.fallback = fallback
         self.matcher = Matcher([_exchange(r) for r in self.recordings], self.rules)
         self.served: list[str] = []  # the recordings served, in order
         self.recorded: list[str] = []  # the recordings made on a miss, in order
+        self.skipped: list[tuple[str, str]] = []  # (file name, why) left out at load
         self._lock = threading.Lock()
 
     @classmethod
     def from_folder(
-        cls, folder: str | os.PathLike[str], rules: MatchRules | None = None
+        cls,
+        folder: str | os.PathLike[str],
+        rules: MatchRules | None = None,
+        *,
+        fallback: bool = False,
     ) -> TapeLibrary:
-        """The tape in ``folder`` (an empty folder is an empty tape)."""
-        files = list_exchanges(folder)
-        return cls([load_recording(p) for p in files], folder, rules)
+        """The tape in ``folder`` (an empty folder is an empty tape); unfinished exchanges and
+        files that are not the tape's own are left out (``skipped``)."""
+        recordings, skipped = load_exchanges(folder)
+        library = cls(recordings, folder, rules, fallback=fallback)
+        library.skipped = skipped
+        return library
+
+    def started(self, name: str) -> None:
+        """An exchange recorded on a miss is being answered: it counts as served (and
+        recorded) from now, so the client's call has it when it returns."""
+        with self._lock:
+            self.served.append(name)
+            self.recorded.append(name)
+
+    def forget(self, name: str) -> None:
+        """An exchange recorded on a miss was not kept (it failed): no longer listed."""
+        with self._lock:
+            for names in (self.served, self.recorded):
+                if name in names:
+                    names.reverse()
+                    names.remove(name)
+                    names.reverse()
 
     def add(self, rec: Recording, *, served: bool = False) -> None:
         """A recording made on a miss joins the tape: later requests match it. ``served``: the
@@ -85,9 +141,6 @@ class TapeLibrary(Library):
             ex = _exchange(rec)
             ex.served = int(served)
             self.matcher.add(ex)
-            if served:
-                self.served.append(rec.name)
-                self.recorded.append(rec.name)
 
     def request_key(self, request: Incoming) -> str:
         return endpoint_key(request.endpoint, request.gemini_model)
@@ -106,6 +159,8 @@ class TapeLibrary(Library):
         found = self.matcher.match(self.request_key(request), request.body)
         if found is not None:
             return self.by_name[found.name]
+        if self.fallback and not request.name:
+            return Library(self.recordings).select(request.apis, request.model, None)
         bodiless = [r for r in self.recordings if r.request_body is None or r.endpoint is None]
         if bodiless and not request.name:
             # recordings that cannot be matched by body: the old rules, among them only
@@ -123,17 +178,78 @@ class TapeLibrary(Library):
         return miss.message
 
 
+def load_exchanges(
+    folder: str | os.PathLike[str],
+) -> tuple[list[Recording], list[tuple[str, str]]]:
+    """The finished exchanges of a tape, in order, and the files left out with the reason:
+    refused files (not the tape's own), unreadable ones, recordings without their end record
+    and, in a tape with an index, recordings with a request that the index does not list."""
+    files = tape_files(folder)
+    skipped = list(files.refused)
+    out: list[Recording] = []
+    listed = {p.name for p in files.listed}
+    for path in files.all:
+        if not is_own_file(folder, path):  # replaced by a link since the folder was read
+            skipped.append((path.name, "not one of the tape's own regular files"))
+            _log.warning("%s: not served: not one of the tape's own regular files", path)
+            continue
+        try:
+            rec = load_recording(path)
+        except RecordingError as exc:
+            skipped.append((path.name, f"cannot be read: {exc.message}"))
+            _log.warning("%s: not served: %s", path, exc.message)
+            continue
+        if rec.ended == "cut off":
+            skipped.append((path.name, "cut off (no end record): an unfinished exchange"))
+        elif files.indexed and path.name not in listed and rec.request_body is not None:
+            skipped.append((path.name, "not in the index: an exchange that never finished"))
+        else:
+            out.append(rec)
+    return out, skipped
+
+
 def is_tape(path: str | os.PathLike[str]) -> bool:
     """A folder holding a tape index."""
     return (Path(path) / INDEX_NAME).is_file()
 
 
+def holds_recordings(path: str | os.PathLike[str]) -> bool:
+    """A folder with recording files of its own (not only in sub-folders)."""
+    try:
+        return any(
+            f.name.lower().endswith(EXCHANGE_SUFFIXES) and not f.name.startswith(".")
+            for f in Path(path).iterdir()
+            if f.name != INDEX_NAME
+        )
+    except OSError:
+        return False
+
+
+def tapes_under(path: str | os.PathLike[str], limit: int = 50) -> list[Path]:
+    """The folders under ``path`` (itself excluded) that are tapes or hold recordings, in name
+    order (hidden folders skipped); at most ``limit``."""
+    found: list[Path] = []
+    for dirpath, dirnames, _ in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(dirpath)
+        if here != Path(path) and (is_tape(here) or holds_recordings(here)):
+            found.append(here)
+            if len(found) >= limit:
+                break
+    return found
+
+
 def load_tape(
-    folder: str | os.PathLike[str], match_ignore: Sequence[str] = (), *, create: bool = False
+    folder: str | os.PathLike[str],
+    match_ignore: Sequence[str] = (),
+    *,
+    create: bool = False,
+    fallback: bool = False,
 ) -> TapeLibrary:
     """A tape folder, ready to serve. ``match_ignore`` adds fields (dotted paths) that matching
-    ignores; ``create`` makes a missing folder (an empty tape, to be filled on misses). Raises
-    :class:`RecordingError` for unusable input, ``ValueError`` for a bad path."""
+    ignores; ``create`` makes a missing folder (an empty tape, to be filled on misses);
+    ``fallback``: see :class:`TapeLibrary`. Raises :class:`RecordingError` for unusable
+    input, ``ValueError`` for a bad path."""
     root = Path(folder)
     if create and not root.exists():
         try:
@@ -144,7 +260,7 @@ def load_tape(
         raise RecordingError(
             str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"
         )
-    return TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore))
+    return TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore), fallback=fallback)
 
 
 class MissRecorder:
@@ -160,6 +276,7 @@ class MissRecorder:
         *,
         timeout: float = 600.0,
         log: Callable[[str], None] | None = None,
+        after: int = 0,
     ) -> None:
         from .proxy import parse_upstreams
 
@@ -167,7 +284,7 @@ class MissRecorder:
             raise ValueError("record on miss needs a tape folder")
         self.library = library
         self.upstreams = parse_upstreams([upstream])  # ValueError for a bad URL
-        self.tape = Tape(library.folder)
+        self.tape = Tape(library.folder, after=after)
         self.timeout = timeout
         self.log = log
         self._forwarder: Any = None
@@ -208,6 +325,8 @@ class MissRecorder:
         except RecordingError as exc:
             ex.record_error = exc.message
             recorder = None
+        if recorder is not None:
+            self.library.started(file.stem)
         if self.log is not None:
             what = f"recording {file.name}" if recorder else f"not recorded ({ex.record_error})"
             self.log(f"{request.method} {request.url.path} -> no match: forwarded, {what}")
@@ -229,18 +348,104 @@ class MissRecorder:
 
         path = Path(ex.file)
         if ex.record_error is not None or not path.exists():
+            self.library.forget(path.stem)
+            self.tape.release(path)
             return
         ok = ex.end == "complete" and ex.status is not None and ex.status < 400
         if not ok:
             path.unlink(missing_ok=True)
+            self.tape.release(path)
+            self.library.forget(path.stem)
             if self.log is not None:
                 why = f"HTTP {ex.status}" if ex.status and ex.status >= 400 else ex.end
                 self.log(f"not kept on the tape: {path.name} ({why}: {ex.error})")
             return
+        # answered from now on: in the library before the index names it (any later request
+        # of this server matches it; a reader of the tape finds it once it is indexed)
+        self.library.add(load_recording(path), served=True)
         self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
         if self.log is not None:
             self.log(f"recorded {path.name} ({ex.status}, complete)")
-        self.library.add(load_recording(path), served=True)
+
+
+def _request_key(path: Path, rules: MatchRules) -> tuple[str, str] | None:
+    """What matching compares for the recording at ``path`` (None: it holds no request)."""
+    try:
+        ex = _exchange(load_recording(path))
+    except RecordingError:
+        return None
+    if ex.body is None:
+        return None
+    return ex.endpoint, canonical(rules.normalize(ex.body))
+
+
+def merge_into(
+    folder: str | os.PathLike[str],
+    staging: str | os.PathLike[str],
+    *,
+    drop: str = "none",
+    note: tuple[str, str] | None = None,
+) -> dict[str, str]:
+    """Move the finished exchanges recorded in the tape ``staging`` into the tape ``folder``,
+    in their order, under the tape's lock: each gets the tape's next sequence number (its file
+    renamed to match) and its index entry. Other writers may be adding to the tape meanwhile.
+
+    ``drop``: ``"none"`` adds them; ``"same"`` first drops the tape's exchanges whose request
+    one of them records again; ``"all"`` drops every recording the tape held (its index's and
+    the others' ``.jsonl``). ``note``: ``(name, text)`` of a hidden file written into the tape
+    in the same step. Returns ``{staged name: name in the tape}`` (file stems).
+    """
+    root = Path(folder)
+    entries = read_index(staging)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RecordingError(str(root), None, os_error_text(exc)) from None
+    renamed: dict[str, str] = {}
+    with tape_lock(root):
+        old = read_index(root)
+        gone: set[str] = set()
+        if drop == "all":
+            files = tape_files(root)
+            gone = {e.file for e in old}
+            gone |= {p.name for p in files.unlisted if p.suffix.lower() == ".jsonl"}
+        elif drop == "same":
+            rules = MatchRules()
+            keys = {_request_key(Path(staging) / e.file, rules) for e in entries} - {None}
+            gone = {e.file for e in old if _request_key(root / e.file, rules) in keys}
+        seq = max(highest_seq(root), max((e.seq for e in old), default=0))
+        added: list[IndexEntry] = []
+        for entry in entries:
+            source = Path(staging) / entry.file
+            if not source.is_file():
+                continue
+            seq += 1
+            while (root / renumbered(entry.file, seq)).exists():
+                seq += 1
+            name = renumbered(entry.file, seq)
+            try:
+                os.rename(source, root / name)
+            except OSError as exc:
+                raise RecordingError(str(root / name), None, os_error_text(exc)) from None
+            renamed[Path(entry.file).stem] = Path(name).stem
+            added.append(replace(entry, seq=seq, file=name))
+        if gone:
+            # the index without them first: it never names a file that is gone
+            rewrite_index(root, [e for e in old if e.file not in gone] + added)
+            for name in gone:
+                (root / name).unlink(missing_ok=True)
+        else:
+            append_entries(root, added, locked=True)
+        if note is not None:
+            try:
+                (root / note[0]).write_text(note[1], encoding="utf-8")
+            except OSError as exc:
+                raise RecordingError(str(root / note[0]), None, os_error_text(exc)) from None
+    return renamed
+
+
+def discard_staging(staging: str | os.PathLike[str]) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 class TapeServer(ServerThread):

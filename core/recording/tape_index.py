@@ -13,10 +13,14 @@ run at the same time in one process.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import stat
 import threading
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +28,14 @@ from ..records import RecordingError, os_error_text
 from ..wire import fastjson
 
 INDEX_NAME = "index.jsonl"
+LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
+RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
+LOCK_TIMEOUT = 60.0  # seconds a writer waits for the lock before it gives up with an error
 # the files a tape serves (golden files and the index itself are not exchanges)
 EXCHANGE_SUFFIXES = (".jsonl", ".sse", ".txt")
-_SEQ_PREFIX = re.compile(r"^(\d+)-")
+# a recording's or a reservation's sequence number
+_SEQ_PREFIX = re.compile(r"^\.?(\d+)-")
+_log = logging.getLogger("streamtool.tape")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 
 
@@ -118,51 +127,160 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
     return entries
 
 
-def append_entry(folder: str | os.PathLike[str], entry: IndexEntry) -> None:
-    """Append one entry to ``folder/index.jsonl`` and flush it to disk.
+@contextmanager
+def tape_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the tape's file lock (``folder/.lock``): one writer at a time, across threads and
+    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`."""
+    from filelock import FileLock, Timeout
 
-    A previous writer that crashed mid-line left a cut line behind: it is dropped first (it
-    names no complete exchange), so the new entry starts on its own line.
-    """
-    index = Path(folder) / INDEX_NAME
-    line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n"
+    path = Path(folder) / LOCK_NAME
     try:
-        with open(index, "ab+") as fh:
-            size = fh.tell()
-            if size > 0:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    fh.seek(0)
-                    whole = fh.read()  # an index holds small lines: this is rare and cheap
-                    fh.truncate(whole.rfind(b"\n") + 1)
-            fh.seek(0, os.SEEK_END)
-            fh.write(line.encode("utf-8"))
-            fh.flush()
+        with FileLock(str(path), timeout=LOCK_TIMEOUT):
+            yield
+    except Timeout:
+        raise RecordingError(
+            str(path), None, f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
+        ) from None
+
+
+def _whole_entry(raw: bytes) -> bool:
+    """``raw`` (a line without its newline) is an index entry, not a fragment of one."""
+    try:
+        obj = fastjson.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and isinstance(obj.get("seq"), int) and "file" in obj
+
+
+def _append_line(fh: Any, line: bytes) -> None:
+    """Append ``line`` (ending in a newline) to the index open in ``fh`` (``ab+``), as a line of
+    its own. A last line without its newline is kept when it is a whole entry (it gets its
+    newline); a fragment a crashed writer left is dropped: it names no exchange."""
+    size = fh.seek(0, os.SEEK_END)
+    prefix = b""
+    if size > 0:
+        fh.seek(size - 1)
+        if fh.read(1) != b"\n":
+            fh.seek(0)
+            whole = fh.read()  # an index holds small lines: this is rare and cheap
+            start = whole.rfind(b"\n") + 1
+            if _whole_entry(whole[start:]):
+                prefix = b"\n"
+            else:
+                fh.truncate(start)
+    fh.write(prefix + line)  # one write of whole lines (the file is opened for appending)
+    fh.flush()
+
+
+def append_entries(
+    folder: str | os.PathLike[str], entries: list[IndexEntry], *, locked: bool = False
+) -> None:
+    """Append entries to ``folder/index.jsonl`` under the tape's lock (``locked``: the caller
+    holds it already), then flush them to disk. An empty list makes an empty index."""
+    index = Path(folder) / INDEX_NAME
+    data = b"".join(
+        (json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        for e in entries
+    )
+    try:
+        with nullcontext() if locked else tape_lock(folder):
+            fh = open(index, "ab+")  # noqa: SIM115 (closed below, after the lock is let go)
+            try:
+                if data:
+                    _append_line(fh, data)
+            except BaseException:
+                fh.close()
+                raise
+        # the data is in the file: the fsync need not hold up the other writers
+        with fh:
             os.fsync(fh.fileno())
     except OSError as exc:
         raise RecordingError(str(index), None, os_error_text(exc)) from None
 
 
-def _recordings_in(folder: Path) -> list[Path]:
+def append_entry(folder: str | os.PathLike[str], entry: IndexEntry) -> None:
+    """Append one entry to ``folder/index.jsonl`` (whole line, under the tape's lock) and flush
+    it to disk. A last line without its newline is kept when it is an entry; a cut fragment of
+    one (a crashed writer's) is dropped."""
+    append_entries(folder, [entry])
+
+
+def rewrite_index(folder: str | os.PathLike[str], entries: list[IndexEntry]) -> None:
+    """Replace ``folder/index.jsonl`` by ``entries`` at once (a reader sees the old index or
+    the new one, never a mix). The caller holds the tape's lock."""
+    index = Path(folder) / INDEX_NAME
+    temp = Path(folder) / f".{INDEX_NAME}.new"
+    data = "".join(
+        json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n" for e in entries
+    )
     try:
-        found = [
-            f
-            for f in folder.iterdir()
-            if f.name != INDEX_NAME
-            and f.suffix.lower() in EXCHANGE_SUFFIXES
-            and not f.name.startswith(".")
-            and f.is_file()
-        ]
+        with open(temp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, index)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise RecordingError(str(index), None, os_error_text(exc)) from None
+
+
+@dataclass(slots=True)
+class TapeFiles:
+    """What a tape folder holds: its recordings in order and the files it refuses."""
+
+    indexed: bool  # the folder has an index
+    listed: list[Path] = field(default_factory=list)  # named by the index, in its order
+    unlisted: list[Path] = field(default_factory=list)  # the others, by file name
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (file name, why)
+
+    @property
+    def all(self) -> list[Path]:
+        return self.listed + self.unlisted
+
+
+def _scan(folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The folder's own regular recording files by name, and the recording-named entries that
+    are not regular files (symbolic links, folders, FIFOs...), refused."""
+    found: list[Path] = []
+    refused: list[tuple[str, str]] = []
+    try:
+        with os.scandir(folder) as it:
+            for f in it:
+                name = f.name
+                if (
+                    name == INDEX_NAME
+                    or name.startswith(".")
+                    or not name.lower().endswith(EXCHANGE_SUFFIXES)
+                ):
+                    continue
+                if f.is_symlink():
+                    refused.append((name, "a symbolic link: a tape serves only its own files"))
+                elif f.is_file(follow_symlinks=False):
+                    found.append(folder / name)
+                elif not f.is_dir(follow_symlinks=False):
+                    refused.append((name, "not a regular file"))
     except OSError as exc:
         raise RecordingError(str(folder), None, os_error_text(exc)) from None
-    return sorted(found, key=lambda f: f.name)
+    return sorted(found, key=lambda f: f.name), sorted(refused)
 
 
-def list_exchanges(folder: str | os.PathLike[str]) -> list[Path]:
-    """A tape's recordings in order: the index's, then any others by file name.
+def is_own_file(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """``path`` is a regular file directly inside ``folder`` (not a link, not elsewhere)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    return os.path.realpath(os.path.dirname(os.path.abspath(path))) == os.path.realpath(folder)
 
-    An index entry naming a file the tape does not hold is a :class:`RecordingError`; a file
-    the index names twice is listed once.
+
+def tape_files(folder: str | os.PathLike[str]) -> TapeFiles:
+    """A tape's recordings: the index's in its order, then the others by file name.
+
+    A file that is not one of the tape's own regular files is refused (one log line each) and
+    left out. An index entry naming a file the tape does not hold at all is a
+    :class:`RecordingError`; a file the index names twice is listed once.
     """
     root = Path(folder)
     if not root.is_dir():
@@ -170,12 +288,15 @@ def list_exchanges(folder: str | os.PathLike[str]) -> list[Path]:
             str(root), None, "no such folder" if not root.exists() else "is not a folder"
         )
     entries = read_index(root)
-    on_disk = _recordings_in(root)
+    on_disk, refused = _scan(root)
+    for name, why in refused:
+        _log.warning("%s: not served: %s", root / name, why)
+    refused_names = {name for name, _ in refused}
     by_name = {f.name: f for f in on_disk}
-    ordered: list[Path] = []
+    out = TapeFiles(indexed=(root / INDEX_NAME).is_file(), refused=refused)
     seen: set[str] = set()
     for entry in entries:
-        if entry.file in seen:
+        if entry.file in seen or entry.file in refused_names:
             continue
         found = by_name.get(entry.file)
         if found is None:
@@ -185,19 +306,57 @@ def list_exchanges(folder: str | os.PathLike[str]) -> list[Path]:
                 f"names {entry.file!r} (seq {entry.seq}), which the tape does not hold",
             )
         seen.add(entry.file)
-        ordered.append(found)
-    ordered.extend(f for f in on_disk if f.name not in seen)
-    return ordered
+        out.listed.append(found)
+    out.unlisted = [f for f in on_disk if f.name not in seen]
+    return out
+
+
+def list_exchanges(folder: str | os.PathLike[str]) -> list[Path]:
+    """A tape's recordings in order: the index's, then any others by file name (see
+    :func:`tape_files`)."""
+    return tape_files(folder).all
+
+
+def highest_seq(folder: str | os.PathLike[str]) -> int:
+    """The highest sequence number the folder's files and reservations hold (0 for none)."""
+    highest = 0
+    try:
+        with os.scandir(folder) as it:
+            for f in it:
+                m = _SEQ_PREFIX.match(f.name)
+                if m:
+                    highest = max(highest, int(m.group(1)))
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise RecordingError(str(folder), None, os_error_text(exc)) from None
+    return highest
+
+
+def reservation(path: str | os.PathLike[str]) -> Path:
+    """The hidden file that holds the sequence number of the recording ``path``."""
+    p = Path(path)
+    return p.with_name(f".{p.name}{RESERVED_SUFFIX}")
+
+
+def renumbered(name: str, seq: int) -> str:
+    """``renumbered("0003-openai-chat-gpt-4o.jsonl", 12)`` -> ``0012-openai-chat-gpt-4o.jsonl``."""
+    m = _SEQ_PREFIX.match(name)
+    rest = name[m.end() :] if m and not name.startswith(".") else name
+    return f"{seq:04d}-{rest}"
 
 
 class Tape:
     """A tape folder being written to: allocates file names and appends index entries.
 
-    One instance per folder and process; :meth:`allocate` and :meth:`append` may be called
-    from several threads at once.
+    Any number of instances, in any number of threads and processes, may write to one folder:
+    names and index lines are handed out under the tape's file lock. ``after``: the first
+    sequence number is above it (a staging folder continuing a tape's numbering).
     """
 
-    def __init__(self, folder: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(
+        self, folder: str | os.PathLike[str], *, create: bool = True, after: int = 0
+    ) -> None:
         self.folder = Path(folder)
         if create:
             try:
@@ -206,36 +365,61 @@ class Tape:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
-        # two locks: a name is allocated (on the server's event loop) while another thread
-        # appends to the index, whose fsync takes milliseconds
-        self._lock = threading.Lock()  # the next sequence number
-        self._index_lock = threading.Lock()  # the index file
-        self._next = self._first_free_seq()
+        self._lock = threading.Lock()
+        # the index may name numbers whose files are gone: never hand them out again
+        self._last = max(after, max((e.seq for e in read_index(self.folder)), default=0))
 
-    def _first_free_seq(self) -> int:
-        highest = 0
-        for entry in read_index(self.folder):
-            highest = max(highest, entry.seq)
-        for f in _recordings_in(self.folder):
-            m = _SEQ_PREFIX.match(f.name)
-            if m:
-                highest = max(highest, int(m.group(1)))
-        return highest + 1
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        with tape_lock(self.folder):
+            yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
-        """The next sequence number and the path of a recording that does not exist yet."""
-        with self._lock:
+        """The next sequence number and the path of a recording that does not exist yet.
+
+        The number is held by a hidden reservation file until :meth:`append` or
+        :meth:`release`: no other writer, in this process or another, gets it.
+        """
+        with self._lock, self.lock():
+            seq = max(self._last, highest_seq(self.folder))
             while True:
-                seq = self._next
-                self._next += 1
+                seq += 1
                 path = self.folder / exchange_name(seq, api, model)
-                if not path.exists():
-                    return seq, path
+                try:
+                    fd = os.open(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                except FileExistsError:
+                    continue
+                except OSError as exc:
+                    raise RecordingError(str(path), None, os_error_text(exc)) from None
+                os.close(fd)
+                if path.exists():  # a file placed by hand under that name
+                    os.unlink(reservation(path))
+                    continue
+                self._last = seq
+                return seq, path
+
+    def release(self, file: str | os.PathLike[str]) -> None:
+        """The exchange recorded in ``file`` (a name or path in the tape) has ended: its
+        sequence number needs no reservation any more."""
+        with suppress(OSError):
+            os.unlink(reservation(self.folder / Path(file).name))
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
-        with self._index_lock:
-            append_entry(self.folder, entry)
+        append_entry(self.folder, entry)
+        self.release(entry.file)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
+
+    def in_flight(self) -> list[str]:
+        """The recordings allocated and not yet released (their exchanges still running)."""
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        return sorted(
+            n[1 : -len(RESERVED_SUFFIX)]
+            for n in names
+            if n.startswith(".") and n.endswith(RESERVED_SUFFIX)
+        )
