@@ -65,7 +65,7 @@ _KEY_SHAPES = (
     ("xAI key", "xai-", "A-Za-z0-9", 20, True),
     ("Groq key", "gsk_", "A-Za-z0-9", 20, True),
 )
-_BOUNDARY = "(?<![A-Za-z0-9_])"
+_WORD = "A-Za-z0-9_"
 
 
 def with_article(kind: str) -> str:
@@ -74,7 +74,12 @@ def with_article(kind: str) -> str:
 
 
 def _shape_re(lit: str, cls: str, n: int, bounded: bool) -> str:
-    return f"{_BOUNDARY if bounded else ''}{re.escape(lit)}[{cls}]{{{n},}}"
+    # The literal comes first and the word boundary is checked behind it: a pattern that starts
+    # with a literal is searched for by that literal, one that starts with a look-behind is
+    # tried at every position (35x slower on a 10 MB request body).
+    escaped = re.escape(lit)
+    boundary = f"(?<![{_WORD}]{escaped})" if bounded else ""
+    return f"{escaped}{boundary}[{cls}]{{{n},}}"
 
 
 _KEY_PATTERNS = tuple((shape[0], re.compile(_shape_re(*shape[1:]))) for shape in _KEY_SHAPES)
