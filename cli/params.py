@@ -190,7 +190,7 @@ def _runtime_of(param: Any) -> _PlainRuntime | None:
     runtime = param.plain_runtime
     if runtime is _UNSET:
         runtime = param.plain_runtime = _runtime(param)
-    return runtime  # type: ignore[no-any-return]
+    return runtime
 
 
 def _label(param: Any) -> str | None:
