@@ -12,12 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
-from typer.core import _click as _typer_click
+from typer.core import CompletionItem, TyperGroup
 
 from .params import plain_help_option, plain_params
-
-UsageError = _typer_click.exceptions.UsageError
 
 # command name -> (module under streamtool.cli, one-line help shown by ``streamtool --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -60,17 +57,17 @@ class LazyGroup(TyperGroup):
         return command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        try:
-            return super().resolve_command(ctx, args)
-        except UsageError as exc:
+        name = args[0] if args else ""
+        unknown = name not in COMMANDS and name not in self.commands
+        if unknown and name[:1].isalnum() and not ctx.resilient_parsing:
             # suggest from every command, not only the ones imported so far
             from difflib import get_close_matches
 
-            matches = get_close_matches(args[0], list(self.list_commands(ctx))) if args else []
-            if matches and "Did you mean" not in exc.message:
+            matches = get_close_matches(name, self.list_commands(ctx))
+            if matches:
                 suggestions = ", ".join(repr(m) for m in matches)
-                exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
-            raise
+                ctx.fail(f"No such command {name!r}. Did you mean {suggestions}?")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []
@@ -86,8 +83,6 @@ class LazyGroup(TyperGroup):
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         # command names come from the registry: completing one imports no command module
-        from typer._click.shell_completion import CompletionItem
-
         items = [
             CompletionItem(name, help=help)
             for name, (_, help) in COMMANDS.items()

@@ -7,6 +7,10 @@ gives them a converter of their own: no pydantic on the way, and a bad value is 
 sentence ("'x' is not a whole number."). Help shows no Python types: ``TEXT``, ``INTEGER``,
 ``NUMBER``, ``PATH``, choices as ``[a|b|c]``, arguments by name (``FILE``, ``PATHS...``).
 A parameter of any other kind keeps typer's own handling.
+
+This goes through public methods of typer's parameter classes (``get_runtime_param``,
+``display_type``, ``get_usage_pieces``), none of their private names. typer's documented
+``parser=`` would not do: it wraps the parser in a pydantic adapter, which is what costs.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Any, cast, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -178,6 +182,17 @@ def _runtime(param: Any) -> _PlainRuntime | None:
     return None if convert is None else _PlainRuntime(convert, many)
 
 
+_UNSET: Any = object()
+
+
+def _runtime_of(param: Any) -> _PlainRuntime | None:
+    """The parameter's plain converter (None: typer's own), made when first asked for."""
+    runtime = param.plain_runtime
+    if runtime is _UNSET:
+        runtime = param.plain_runtime = _runtime(param)
+    return runtime
+
+
 def _label(param: Any) -> str | None:
     """``[a|b]`` for choices, else ``TEXT``/``INTEGER``/``NUMBER``/``PATH``; None: typer's."""
     annotation = param.type_descriptor.annotation
@@ -189,20 +204,20 @@ def _label(param: Any) -> str | None:
 
 
 class PlainOption(TyperOption):
+    plain_runtime: _PlainRuntime | None = _UNSET
+
     def get_runtime_param(self) -> Any:
-        if self._runtime_param is None:
-            self._runtime_param = cast(Any, _runtime(self)) or super().get_runtime_param()
-        return self._runtime_param
+        return _runtime_of(self) or super().get_runtime_param()
 
     def display_type(self, ctx: Any) -> str:
         return _label(self) or super().display_type(ctx)
 
 
 class PlainArgument(TyperArgument):
+    plain_runtime: _PlainRuntime | None = _UNSET
+
     def get_runtime_param(self) -> Any:
-        if self._runtime_param is None:
-            self._runtime_param = cast(Any, _runtime(self)) or super().get_runtime_param()
-        return self._runtime_param
+        return _runtime_of(self) or super().get_runtime_param()
 
     @property
     def display_name_raw(self) -> str:
@@ -218,11 +233,11 @@ class PlainArgument(TyperArgument):
     def display_type_rich(self, ctx: Any) -> str | None:
         return self.display_type(ctx) or None
 
-    def _usage_display_name(self) -> str:
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
         name = self.display_name_raw
         if self.nargs != 1:
             name += "..."
-        return name if self.required else f"[{name}]"
+        return [name if self.required else f"[{name}]"]
 
 
 def plain_help_option(option: Any) -> Any:

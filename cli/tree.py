@@ -100,7 +100,7 @@ class TreeSink:
         options: ViewOptions | None = None,
         refresh_per_second: float = MAX_REFRESH_PER_SECOND,
     ) -> None:
-        from .tree_view import ViewOptions
+        from .tree_view import ViewOptions, styled
 
         self.console = console if console is not None else make_console()
         if live is None:
@@ -109,6 +109,11 @@ class TreeSink:
         self.options = options or ViewOptions()
         self.refresh_interval = 1.0 / min(refresh_per_second, MAX_REFRESH_PER_SECOND)
         self.state = TreeState()
+        if styled(self.console):
+            # the lexer of a file's language is made while the stream plays, not by a frame
+            from .lexers import prepare
+
+            self.state.on_path = prepare
         self.frames = 0  # live frames drawn
         self._engine: Any = None
         self._lock = threading.Lock()

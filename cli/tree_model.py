@@ -10,6 +10,7 @@ All work per item is O(1) amortized: content is kept as a list of deltas, joined
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from streamtool.core.model import (
@@ -229,6 +230,8 @@ class TreeState:
         self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
         self.interrupted = False
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
+        # told the path of every file whose code the tree will show, when it is learnt
+        self.on_path: Callable[[str], None] | None = None
 
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
@@ -248,18 +251,22 @@ class TreeState:
                             self.generated_chars += n
                         if item.metadata:  # learnt mid-stream: a file call's path
                             seg.meta.update(item.metadata)
+                            self._learnt(seg)
                 elif kind is SegmentEventType.START:
                     seg = Segment(
                         item.segment_id, item.segment_type or SegmentType.TEXT, item.metadata
                     )
                     segments[item.segment_id] = seg
                     self.nodes.append(seg)
+                    if item.metadata:
+                        self._learnt(seg)
                 else:
                     seg = segments.get(item.segment_id)
                     if seg is not None:
                         seg.closed = True
                         if item.metadata:
                             seg.meta.update(item.metadata)
+                            self._learnt(seg)
             elif type(item) is ToolInvocation:
                 self.invocations.append(item)
                 seg = segments.get(item.id)
@@ -279,6 +286,13 @@ class TreeState:
             elif type(item) is Quirk:
                 self.quirks += 1
                 self.nodes.append(Note("quirk", item.id, item.detail))
+
+    def _learnt(self, seg: Segment) -> None:
+        """``seg``'s metadata changed: tell ``on_path`` a file's path seen for the first time."""
+        if self.on_path is not None and seg.kind is SegmentType.WRITE_FILE:
+            path = seg.meta.get("path")
+            if path:
+                self.on_path(str(path))
 
 
 # -- cutting long content ------------------------------------------------------------------------

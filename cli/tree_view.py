@@ -24,8 +24,8 @@ from rich.tree import Tree
 
 from streamtool.core.model import SegmentType
 
-from .code_view import code_segments, measure_code
-from .lexers import lexer_for, lexer_for_path
+from . import lexers
+from .lexers import lexer_for_path
 from .tree_model import Cut, Keep, Note, Part, Segment, Stats, TreeState, clip
 
 __all__ = ["ViewOptions", "lexer_for_path", "render_live", "render_static"]
@@ -409,12 +409,11 @@ def _fits(text: str, width: int) -> bool:
 
 
 class Code:
-    """Code with line numbers, highlighted for its language, as rich's ``Syntax`` draws it.
+    """Code with line numbers, highlighted for its language, drawn by rich's ``Syntax``.
 
-    Long lines wrap, drawn by ``Syntax`` itself. Code whose lines all fit is drawn from the
-    lexer's tokens by :func:`.code_view.code_segments`: the same segments, without rich's
-    text machinery (and without importing ``rich.syntax``). Highlighting is done only where it
-    shows: on a console that draws no styles (a pipe) the code is not lexed.
+    Only this code is lexed (in a live frame, the lines on the screen), with the language's lexer
+    made once (:mod:`.lexers`). Where no style shows (a pipe) it is drawn with the plain text
+    lexer: the language's lexer is not even made.
     """
 
     def __init__(self, code: str, language: str, start_line: int = 1) -> None:
@@ -424,15 +423,15 @@ class Code:
 
     def lexer(self, console: Console) -> Any:
         """The lexer for this code on ``console`` (plain text where no style shows)."""
-        styled = console.color_system is not None or console.record
-        return lexer_for(self.language if styled else "text", self.code)
+        return lexers.lexer(self.language if styled(console) else "text")
 
     def fits(self, width: int) -> bool:
         """Every line fits at ``width`` columns, beside the line numbers."""
         return _fits(self.code.expandtabs(CODE_TAB_SIZE), self.code_width(width))
 
     def syntax(self, console: Console, width: int) -> Any:
-        """The ``Syntax`` that draws this code at ``width`` columns on ``console``."""
+        """The ``Syntax`` that draws this code at ``width`` columns on ``console``: lines that
+        do not fit wrap (when all fit, it is told so and need not try)."""
         from rich.syntax import Syntax
 
         return Syntax(
@@ -452,16 +451,18 @@ class Code:
         return width - (len(str(last)) + 2) - 1
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self.fits(options.max_width):
-            yield from code_segments(self.code, self.lexer(console), self.start_line, CODE_TAB_SIZE)
-        else:
-            yield from self.syntax(console, options.max_width).__rich_console__(console, options)
+        yield self.syntax(console, options.max_width)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return measure_code(self.code, self.start_line)
+        return Measurement.get(console, options, self.syntax(console, options.max_width))
 
 
-CODE_TAB_SIZE = 4
+def styled(console: Console) -> bool:
+    """``console`` shows styles (a terminal with colours, or a console recording for export)."""
+    return console.color_system is not None or console.record
+
+
+CODE_TAB_SIZE = lexers.TAB_SIZE
 
 
 def _diff(text: str) -> Text:

@@ -1,14 +1,13 @@
-"""What keeps the tree cheap to draw draws exactly what rich and pygments would have drawn.
+"""What keeps the tree cheap to draw draws exactly what rich would have drawn.
 
-The ASCII copies of pygments' lexers give pygments' tokens on ASCII text; ``Code`` draws what
-rich's ``Syntax`` draws with word wrapping (which it turns off for code whose lines all fit);
-``Body`` draws what ``Text`` draws; a live display that stops draws no frame only to erase it.
+``Code`` draws what rich's ``Syntax`` draws with word wrapping (which it turns off for code whose
+lines all fit); ``Body`` draws what ``Text`` draws; a live display that stops draws no frame only
+to erase it.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import subprocess
 import sys
 import time
@@ -18,122 +17,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pygments import unistring
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
 from streamtool.cli import tree_view
-from streamtool.cli.lexers import _LEXERS, ascii_part, full_lexer, lexer_for
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.cli.tree_view import Body, Code
 from streamtool.core.drive.replay_file import replay_file
 
 from .conftest import RECORDINGS
-
-ASCII = [chr(i) for i in range(128)]
-LANGUAGES = sorted(set(_LEXERS.values()))
-
-
-# -- lexers ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("flags", [0, re.MULTILINE | re.DOTALL, re.VERBOSE])
-def test_the_ascii_part_of_every_unicode_class_matches_the_same_ascii(flags: int) -> None:
-    texts = {getattr(unistring, n) for n in [*unistring.cats, "xid_start", "xid_continue"]}
-    for text in texts:
-        whole = re.compile(f"[{text}]", flags)
-        part = re.compile(f"[{ascii_part(text)}]", flags)
-        matched = [c for c in ASCII if whole.match(c)]
-        assert matched == [c for c in ASCII if part.match(c)], text[:20]
-
-
-@pytest.mark.parametrize(
-    ("text", "part"),
-    [
-        ("A-Z_a-z\u00aa\u00b5", "A-Z_a-z"),
-        ("!-#~-\u00a1\u00a7", "!-#~-\\x7f"),  # a range running past ASCII is cut at DEL
-        ("a\\-\u00e9", "a\\-"),  # an escaped hyphen is no range
-        ("\\\\-\u00e9", "\\\\-\\x7f"),  # an escaped backslash, then a range
-        ("\u00c0-\u00d6", "\\u0100"),  # no ASCII member: a character no ASCII text has
-        ("0-9", "0-9"),
-    ],
-)
-def test_ascii_part_of_hand_made_classes(text: str, part: str) -> None:
-    assert ascii_part(text) == part
-
-
-CODE_PIECES = [
-    "def", "class", "async", "await", "lambda", "import", "from", "return", "print", "self",
-    "x", "_y1", "Name", "fn", "let", "const", "=>", "interface", "SELECT", "{", "}", "(", ")",
-    "[", "]", ":", ";", ",", ".", "=", "+", "-", "*", "/", "%", "<", ">", "@", "#", "//", "/*",
-    "*/", '"', "'", '"""', "`", "${", "\\", "0x1F", "1e-3", "1_000", "42", "3.14", "True",
-    "None", "null", " ", "  ", "    ", "\t", "\n", "\n", "\n", "f'", "r'", "b'", "<div>", "$x",
-    "as", "assert", "is", "isinstance", "len", "list", "Exception", "ValueError", "__init__",
-    "__name__", "__all__", "abs", "all", "any", "__import__", "yield", "from", "elif", "else",
-    "match", "case", "type", "int", "str", "impl", "pub", "mut", "var", "function", "typeof",
-    "static", "void", "unsigned", "color", "margin", "px", "!important", "WHERE", "end", "do",
-]  # fmt: skip
-ascii_code = st.lists(st.sampled_from(CODE_PIECES), max_size=60).map("".join) | st.text(
-    alphabet=st.characters(min_codepoint=9, max_codepoint=126), max_size=80
-)
-
-
-@pytest.mark.parametrize("name", LANGUAGES)
-@given(text=ascii_code)
-@settings(max_examples=40, deadline=None)
-def test_ascii_lexer_gives_pygments_tokens_on_ascii_text(name: str, text: str) -> None:
-    assert list(lexer_for(name, text).get_tokens(text)) == list(full_lexer(name).get_tokens(text))
-
-
-def regex_lexer_class(name: str) -> type | None:
-    from pygments.lexers import find_lexer_class_by_name
-
-    cls = find_lexer_class_by_name(name)
-    return cls if hasattr(cls, "get_tokendefs") else None
-
-
-# json and text have hand-written lexers (no word lists to rewrite)
-REGEX_LANGUAGES = [name for name in LANGUAGES if regex_lexer_class(name) is not None]
-
-
-def test_most_languages_have_regex_lexers() -> None:
-    assert len(REGEX_LANGUAGES) >= len(LANGUAGES) - 2
-
-
-@pytest.mark.parametrize("name", REGEX_LANGUAGES)
-def test_plain_word_lists_match_what_pygments_word_patterns_match(name: str) -> None:
-    from pygments.lexer import words
-
-    from streamtool.cli.lexer_rules import plain_words
-
-    cls = regex_lexer_class(name)
-    assert cls is not None
-    lists = [
-        rule[0]
-        for rules in cls.get_tokendefs().values()
-        for rule in rules
-        if type(rule) is tuple and isinstance(rule[0], words)
-    ]
-    for listed in lists:
-        ours, theirs = re.compile(plain_words(listed)), re.compile(listed.get())
-        tried = list(listed.words)
-        texts = [w + tail for w in tried for tail in ("", " ", "x", "_", "(", ".", "1")]
-        texts += [a + b for a in tried[:40] for b in tried[:40]]
-        texts += [w[:-1] for w in tried]
-        for text in texts:
-            a, b = ours.match(text), theirs.match(text)
-            assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups())), text
-
-
-def test_ascii_python_lexer_has_no_unicode_class_and_other_text_gets_pygments_own() -> None:
-    lexer = lexer_for("python", "def f(x):\n    return x\n")
-    patterns = [
-        rule.source
-        for rules in map(type(lexer)._rules.rules, type(lexer)._rules.defs)
-        for rule in rules
-        if isinstance(rule.source, str)
-    ]
-    assert patterns and all(p.isascii() for p in patterns)
-    assert type(lexer_for("python", "café = 1\n")) is type(full_lexer("python"))
 
 
 # -- drawing ---------------------------------------------------------------------------------------
@@ -169,7 +62,7 @@ code_lines = lines_of([*"abc xyz=():_", "\t", "日", "def ", "# é", "    "], 40
 def test_code_draws_what_rich_syntax_draws(code: str, width: int, start: int, color: bool) -> None:
     syntax = Syntax(
         code,
-        full_lexer("python"),  # off a terminal Code lexes nothing: it must not show
+        "python",  # off a terminal Code lexes nothing: it must not show
         theme="ansi_dark",
         line_numbers=True,
         start_line=start,
