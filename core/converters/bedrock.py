@@ -12,8 +12,8 @@ frame is an event named by its ``:event-type`` header with a JSON payload, or an
   ``reasoningContent`` (``text``; ``signature`` and ``redactedContent`` kept in the reasoning
   segment's metadata), ``citation`` (kept in the text segment's ``raw_citations``);
 - ``contentBlockStop`` closes a tool use; ``messageStop`` gives the ``stopReason``;
-- ``metadata`` (after ``messageStop``) gives ``usage`` and ``metrics`` (``latencyMs``, kept in
-  the text segment's metadata);
+- ``metadata`` (after ``messageStop``) gives ``usage`` (its ``metrics``, the latency Bedrock
+  measured, are not part of the answer: not shown);
 - exception frames mid-stream (``throttlingException``, ``modelStreamErrorException``,
   ``validationException``, ``internalServerException``, ``serviceUnavailableException``) are
   ``provider_error`` entries.
@@ -117,7 +117,8 @@ class ConverseEvents:
             return self.stop(obj)
         if kind == "messageStart":
             self.started = True
-            return []
+            model = self.c.path_model
+            return [ChunkResponse(model=model)] if model else []
         if kind == "messageStop":
             return self.message_stop(obj)
         if kind == "metadata":
@@ -264,10 +265,17 @@ class ConverseEvents:
             self.c.quirk(
                 QuirkId.BEDROCK_METADATA_BEFORE_STOP, "a metadata event before messageStop"
             )
-        metrics = obj.get("metrics")
-        if isinstance(metrics, dict) and metrics:
-            chunk.content_metadata = {"metrics": metrics}
         return [chunk]
+
+
+def _path_model(header: Header) -> str | None:
+    """The model a Bedrock request names in its path (``/model/{id}/converse-stream``)."""
+    from urllib.parse import unquote, urlsplit
+
+    from ..apis import model_in_path
+
+    url = header.url
+    return model_in_path(unquote(urlsplit(url).path)) if url else None
 
 
 class BedrockConverseConverter(Converter):
@@ -277,6 +285,10 @@ class BedrockConverseConverter(Converter):
         super().__init__()
         self.converse = ConverseEvents(self)
         self.failed = False
+
+    def use_header(self, header: Header) -> None:
+        super().use_header(header)
+        self.path_model = _path_model(header)
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         kind = event.event
@@ -324,6 +336,7 @@ class BedrockInvokeConverter(Converter):
     def use_header(self, header: Header) -> None:
         super().use_header(header)
         self.header = header
+        self.path_model = _path_model(header)
 
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         kind = event.event or ""
