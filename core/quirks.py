@@ -8,7 +8,8 @@ Each entry gives the quirk a severity, a one-line explanation and its reference:
 - ``info``: a legitimate variation worth knowing about when reading a stream.
 
 The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
-and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``).
+and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``);
+for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
 ``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``), and so is
 ``core/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a quirk (so
 that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
@@ -564,7 +565,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "Bedrock's ConverseStream sends no `contentBlockStart` for text and reasoning blocks: "
         "their first `contentBlockDelta` opens them; clients that key blocks on the start event "
         "drop the text",
-        "botocore's bedrock-runtime service model (ContentBlockStart has only toolUse, "
+        "SDK: botocore's bedrock-runtime service model (ContentBlockStart has only toolUse, "
         "toolResult and image members)",
     ),
     (
@@ -573,54 +574,54 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "every Bedrock event carries a `p` member of padding (random letters, so that an "
         "event's size does not tell its content); strict decoders that reject unknown members "
         "fail on it",
-        "Bedrock ConverseStream and InvokeModelWithResponseStream responses",
+        "SDK: Bedrock ConverseStream and InvokeModelWithResponseStream responses",
     ),
     (
         "bedrock_orphan_tool_input",
         "warn",
         "a `toolUse` input piece for a content block that no `contentBlockStart` opened as a "
         "tool use; it is ignored",
-        "botocore's bedrock-runtime service model (ToolUseBlockDelta)",
+        "SDK: botocore's bedrock-runtime service model (ToolUseBlockDelta)",
     ),
     (
         "bedrock_unknown_delta",
         "warn",
         "a `contentBlockDelta` with none of the members this converter reads (text, toolUse, "
         "reasoningContent, citation)",
-        "botocore's bedrock-runtime service model (ContentBlockDelta)",
+        "SDK: botocore's bedrock-runtime service model (ContentBlockDelta)",
     ),
     (
         "bedrock_metadata_before_stop",
         "info",
         "the `metadata` event (usage, metrics) came before `messageStop`; Bedrock sends it last",
-        "botocore's bedrock-runtime service model (ConverseStreamOutput)",
+        "SDK: botocore's bedrock-runtime service model (ConverseStreamOutput)",
     ),
     (
         "bedrock_invoke_unknown_model_events",
         "warn",
         "InvokeModelWithResponseStream chunks hold events of a model API no converter reads; "
         "nothing in them is shown (use ConverseStream, or a converter for that model)",
-        "botocore's bedrock-runtime service model (PayloadPart)",
+        "SDK: botocore's bedrock-runtime service model (PayloadPart)",
     ),
     (
         "cohere_error_in_message_end",
         "warn",
         "Cohere reported a failure in `message-end` (`delta.error`, finish reason `ERROR`) "
         "after a 200 status; clients that read only the finish reason lose the message",
-        "cohere-ai/cohere-python (ChatMessageEndEventDelta.error)",
+        "SDK: cohere-ai/cohere-python (ChatMessageEndEventDelta.error)",
     ),
     (
         "cohere_orphan_tool_call_delta",
         "warn",
         "a `tool-call-delta` for an index no `tool-call-start` opened; it is ignored",
-        "cohere-ai/cohere-python (ToolCallDeltaV2ChatStreamResponse)",
+        "SDK: cohere-ai/cohere-python (ToolCallDeltaV2ChatStreamResponse)",
     ),
     (
         "completions_extra_choices",
         "warn",
         "a legacy `text_completion` stream interleaves several choices (`n` > 1); only choice "
         "0 is read as the answer, the others are kept in the text segment's metadata",
-        "openai/openai-python (Completion.choices)",
+        "SDK: openai/openai-python (Completion.choices)",
     ),
     # -- Tool calls in any API (the shared tracker and the handlers) --------------------------
     (

@@ -835,7 +835,10 @@ def completions() -> None:
     events = [completion_event(c) for c in chunks] + [completion_event("[DONE]")]
     body = {
         "model": model,
-        "prompt": "<|im_start|>user\nWhat's the weather in Paris and in Tokyo?<|im_end|>\n<|im_start|>assistant\n",
+        "prompt": (
+            "<|im_start|>user\nWhat's the weather in Paris and in Tokyo?<|im_end|>\n"
+            "<|im_start|>assistant\n"
+        ),
         "max_tokens": 512,
         "stream": True,
     }

@@ -50,7 +50,7 @@ def test_a_row_is_complete(api: WireApi) -> None:
         assert api_for_converter(converter) is api
         assert converter_named(converter) == converter
     assert converter_named(api.name) == api.converter
-    assert api.error_style in ("openai", "anthropic", "gemini")
+    assert api.error_style in ("openai", "anthropic", "gemini", "bedrock", "cohere")
     assert urlsplit(api.base_url).scheme == "https" and api.path.startswith("/")
     assert api.official_path.endswith(api.route)
 

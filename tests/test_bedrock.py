@@ -23,7 +23,6 @@ from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.eventstream import (
     EventStreamDecoder,
     encode_event,
-    encode_exception,
     encode_message,
 )
 from streamtool.core.wire.framing import open_decoder, sniff
@@ -100,9 +99,11 @@ def test_bundled_bedrock_bodies_are_read_alike_by_botocore(key: str) -> None:
     theirs = []
     for m in buffer:
         kind = m.headers[":message-type"]
-        name = m.headers[":event-type"] if kind == "event" else "exception:" + m.headers[
-            ":exception-type"
-        ]
+        name = (
+            m.headers[":event-type"]
+            if kind == "event"
+            else "exception:" + m.headers[":exception-type"]
+        )
         theirs.append((name, m.payload.decode()))
     ours = EventStreamDecoder()
     events = ours.feed(body) + ours.finish()
@@ -138,7 +139,9 @@ def test_any_cut_of_the_frames_gives_the_same_replay(cut_points: list[int]) -> N
 
 def test_bad_message_crc_is_an_error_and_the_next_frame_is_read() -> None:
     good = encode_event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"a"}}')
-    bad = bytearray(encode_event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"b"}}'))
+    bad = bytearray(
+        encode_event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"b"}}')
+    )
     bad[-6] ^= 0xFF  # a payload byte: the message CRC no longer matches
     decoder = EventStreamDecoder()
     events = decoder.feed(bytes(bad) + good)
@@ -256,7 +259,8 @@ def test_invoke_reads_nova_events() -> None:
     ]
     body = b"".join(
         encode_event(
-            "chunk", json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode()}).encode()
+            "chunk",
+            json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode()}).encode(),
         )
         for e in events
     )
@@ -389,7 +393,9 @@ def test_serve_answers_bedrock_routes_by_model_in_path() -> None:
     with serving(paths, Playback(speed=None)) as server:
         import httpx
 
-        for path, route in zip(paths, ["converse-stream", "invoke-with-response-stream"], strict=True):
+        for path, route in zip(
+            paths, ["converse-stream", "invoke-with-response-stream"], strict=True
+        ):
             quoted = MODEL.replace(":", "%3A")
             response = httpx.post(f"{server.url}/model/{quoted}/{route}", json={}, timeout=10)
             assert response.status_code == 200
@@ -409,9 +415,7 @@ def test_diff_bedrock_and_anthropic_of_the_same_answer_mean_the_same() -> None:
         result = runner.invoke(app, ["diff", anthropic, str(rec(key)), "--format", "json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.output)["same_meaning"] is True
-    other = runner.invoke(
-        app, ["diff", anthropic, str(rec("converse-text")), "--format", "json"]
-    )
+    other = runner.invoke(app, ["diff", anthropic, str(rec("converse-text")), "--format", "json"])
     assert other.exit_code == 1
     assert json.loads(other.output)["same_meaning"] is False
 

@@ -6,8 +6,9 @@ frame is an event named by its ``:event-type`` header with a JSON payload, or an
 
 ``bedrock-converse`` (``ConverseStream``, ``/model/{id}/converse-stream``):
 
-- ``messageStart`` (role); ``contentBlockStart`` names a tool use (``toolUseId``, ``name``) at a
-  ``contentBlockIndex``; text blocks have no start event (quirk ``bedrock_text_block_without_start``);
+- ``messageStart`` (role); ``contentBlockStart`` names a tool use (``toolUseId``, ``name``) at
+  a ``contentBlockIndex``; text blocks have no start event (quirk
+  ``bedrock_text_block_without_start``);
 - ``contentBlockDelta``: ``text``, ``toolUse.input`` (argument pieces, appended as they are),
   ``reasoningContent`` (``text``; ``signature`` and ``redactedContent`` kept in the reasoning
   segment's metadata), ``citation`` (kept in the text segment's ``raw_citations``);
