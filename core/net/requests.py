@@ -359,7 +359,7 @@ def format_tool_choice(api: str, choice: str) -> Any:
     if api == "bedrock-converse":
         if choice == "none":
             raise RequestError("Bedrock Converse has no tool_choice none: leave --tools out")
-        kinds = {"auto": {"auto": {}}, "required": {"any": {}}}
+        kinds: dict[str, Any] = {"auto": {"auto": {}}, "required": {"any": {}}}
         return kinds.get(choice, {"tool": {"name": choice}})
     if api == "bedrock-invoke":
         return format_tool_choice("anthropic", choice)
