@@ -167,7 +167,7 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
         if isinstance(b64, str):
             try:
                 return Chunk(t, base64.b64decode(b64, validate=True))
-            except binascii.Error:
+            except (binascii.Error, ValueError):  # a non-ASCII character is a ValueError
                 raise RecordingError(path, line, "chunk 'b64' is not valid base64") from None
         raise RecordingError(path, line, "chunk record needs a 'text' or 'b64' string")
     if kind == "end":

@@ -359,8 +359,8 @@ def format_tool_choice(api: str, choice: str) -> Any:
     if api == "bedrock-converse":
         if choice == "none":
             raise RequestError("Bedrock Converse has no tool_choice none: leave --tools out")
-        kinds: dict[str, Any] = {"auto": {"auto": {}}, "required": {"any": {}}}
-        return kinds.get(choice, {"tool": {"name": choice}})
+        shapes: dict[str, Any] = {"auto": {"auto": {}}, "required": {"any": {}}}
+        return shapes.get(choice, {"tool": {"name": choice}})
     if api == "bedrock-invoke":
         return format_tool_choice("anthropic", choice)
     if api == "gemini":

@@ -273,7 +273,8 @@ class EventStreamDecoder:
     def finish(self) -> list[SSEItem]:
         self.recent = []
         if self._broken:
-            if self.skipped:
+            if self.errors and self.errors[-1].kind in ("frame_crc", "frame_length"):
+                # the error is not taken yet: it says how much was left undecoded
                 self.errors[-1] = self.errors[-1]._replace(
                     message=self.errors[-1].message + f" ({self.skipped:,} bytes)"
                 )
