@@ -331,9 +331,13 @@ def reads_table(reads: list[dict[str, Any]], result: dict[str, Any]) -> Any:
         ("cuts", "left"),
     ):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    framed = any(r.get("frames") for r in reads)
+    if framed:  # a binary framing (AWS event-stream): each read's frames
+        table.add_column("frames", justify="left", overflow="fold")
     stall = result["timing"]["stall_threshold_s"]
     for r in reads:
         produced = _produced(r, names)
+        extra = [Text(" ".join(r["frames"]), style="cyan")] if framed else []
         gap = "" if r["gap"] is None else f"{r['gap']:.3f}"
         cuts = ", ".join(CUT_LABEL[c] for c in r["cuts"])
         table.add_row(
@@ -344,6 +348,7 @@ def reads_table(reads: list[dict[str, Any]], result: dict[str, Any]) -> Any:
             str(r["events"]),
             Text(produced),
             Text(cuts, style="yellow"),
+            *extra,
         )
     return table
 

@@ -121,6 +121,21 @@ API_TABLE: tuple[WireApi, ...] = (
         key_env=("ANTHROPIC_API_KEY",),
         hosted_routes=("/anthropic/*:streamRawPredict",),  # Claude on Vertex AI
     ),
+    # after openai-chat: "/chat/completions" also ends with "/completions"
+    WireApi(
+        id="openai-completions",
+        name="completions",
+        label="completions",
+        route="/completions",
+        converters=("openai-completions",),
+        error_style="openai",
+        provider="openai",
+        base_url="https://api.openai.com/v1",
+        path="/completions",
+        key_env=("OPENAI_API_KEY",),
+        compatible=True,
+        aliases=("legacy-completions", "text_completion"),
+    ),
     WireApi(
         id="gemini",
         name="gemini",
@@ -137,6 +152,52 @@ API_TABLE: tuple[WireApi, ...] = (
         stream_in_path=True,
         provider_aliases=("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
         aliases=("generatecontent",),
+    ),
+    WireApi(
+        id="bedrock-converse",
+        name="converse-stream",
+        label="ConverseStream",
+        route="/converse-stream",
+        converters=("bedrock-converse",),
+        error_style="bedrock",
+        provider="bedrock",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        path="/model/{model}/converse-stream",
+        key_env=("AWS_BEARER_TOKEN_BEDROCK",),
+        more_routes=("/converse",),
+        model_in_path=r"/model/([^/]+)/converse-stream$",
+        stream_in_path=True,
+        provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
+        aliases=("bedrock", "converse", "conversestream"),
+    ),
+    WireApi(
+        id="bedrock-invoke",
+        name="invoke-with-response-stream",
+        label="InvokeModelWithResponseStream",
+        route="/invoke-with-response-stream",
+        converters=("bedrock-invoke",),
+        error_style="bedrock",
+        provider="bedrock",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        path="/model/{model}/invoke-with-response-stream",
+        key_env=("AWS_BEARER_TOKEN_BEDROCK",),
+        model_in_path=r"/model/([^/]+)/invoke-with-response-stream$",
+        stream_in_path=True,
+        provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
+        aliases=("invokemodelwithresponsestream", "bedrock-invoke-model"),
+    ),
+    WireApi(
+        id="cohere",
+        name="v2.chat",
+        label="v2/chat",
+        route="/v2/chat",
+        converters=("cohere",),
+        error_style="cohere",
+        provider="cohere",
+        base_url="https://api.cohere.com",
+        path="/v2/chat",
+        key_env=("CO_API_KEY", "COHERE_API_KEY"),
+        aliases=("cohere-v2", "cohere-chat"),
     ),
 )
 
@@ -250,6 +311,19 @@ def error_body(style: str, status: int, message: str) -> bytes:
     obj: dict[str, Any]
     if style == "anthropic":
         obj = {"type": "error", "error": {"type": kind, "message": message}}
+    elif style == "bedrock":
+        # botocore reads the error code from "__type" when no x-amzn-ErrorType header is sent
+        types = {
+            400: "ValidationException",
+            404: "ResourceNotFoundException",
+            405: "ValidationException",
+            409: "ConflictException",
+            413: "ValidationException",
+            429: "ThrottlingException",
+        }
+        obj = {"__type": types.get(status, "InternalServerException"), "message": message}
+    elif style == "cohere":
+        obj = {"message": message}
     elif style == "gemini":
         statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "NOT_FOUND", 409: "ABORTED"}
         obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}

@@ -50,6 +50,7 @@ REASONS: dict[str, str] = {
     "tool_calls": "tool_calls",
     "tool_use": "tool_calls",
     "function_call": "tool_calls",
+    "tool_call": "tool_calls",  # Cohere TOOL_CALL
     # limits
     "length": "length",
     "max_tokens": "length",
@@ -68,6 +69,8 @@ REASONS: dict[str, str] = {
     "image_safety": "content_filter",
     "image_prohibited_content": "content_filter",
     "image_recitation": "content_filter",
+    "guardrail_intervened": "content_filter",  # Bedrock
+    "content_filtered": "content_filter",  # Bedrock
     # refusals
     "refusal": "refusal",
     # failures

@@ -8,7 +8,8 @@ Each entry gives the quirk a severity, a one-line explanation and its reference:
 - ``info``: a legitimate variation worth knowing about when reading a stream.
 
 The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
-and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``).
+and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``);
+for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
 ``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``), and so is
 ``core/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a quirk (so
 that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
@@ -556,6 +557,71 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "warn",
         "the stream ended inside a Kimi tool-call section (no `<|tool_calls_section_end|>`)",
         "Q-KM-1; ikawrakow/ik_llama.cpp#942",
+    ),
+    # -- I. Amazon Bedrock, Cohere, legacy Completions ----------------------------------------
+    (
+        "bedrock_text_block_without_start",
+        "info",
+        "Bedrock's ConverseStream sends no `contentBlockStart` for text and reasoning blocks: "
+        "their first `contentBlockDelta` opens them; clients that key blocks on the start event "
+        "drop the text",
+        "SDK: botocore's bedrock-runtime service model (ContentBlockStart has only toolUse, "
+        "toolResult and image members)",
+    ),
+    (
+        "bedrock_padding_field",
+        "info",
+        "every Bedrock event carries a `p` member of padding (random letters, so that an "
+        "event's size does not tell its content); strict decoders that reject unknown members "
+        "fail on it",
+        "SDK: Bedrock ConverseStream and InvokeModelWithResponseStream responses",
+    ),
+    (
+        "bedrock_orphan_tool_input",
+        "warn",
+        "a `toolUse` input piece for a content block that no `contentBlockStart` opened as a "
+        "tool use; it is ignored",
+        "SDK: botocore's bedrock-runtime service model (ToolUseBlockDelta)",
+    ),
+    (
+        "bedrock_unknown_delta",
+        "warn",
+        "a `contentBlockDelta` with none of the members this converter reads (text, toolUse, "
+        "reasoningContent, citation)",
+        "SDK: botocore's bedrock-runtime service model (ContentBlockDelta)",
+    ),
+    (
+        "bedrock_metadata_before_stop",
+        "info",
+        "the `metadata` event (usage, metrics) came before `messageStop`; Bedrock sends it last",
+        "SDK: botocore's bedrock-runtime service model (ConverseStreamOutput)",
+    ),
+    (
+        "bedrock_invoke_unknown_model_events",
+        "warn",
+        "InvokeModelWithResponseStream chunks hold events of a model API no converter reads; "
+        "nothing in them is shown (use ConverseStream, or a converter for that model)",
+        "SDK: botocore's bedrock-runtime service model (PayloadPart)",
+    ),
+    (
+        "cohere_error_in_message_end",
+        "warn",
+        "Cohere reported a failure in `message-end` (`delta.error`, finish reason `ERROR`) "
+        "after a 200 status; clients that read only the finish reason lose the message",
+        "SDK: cohere-ai/cohere-python (ChatMessageEndEventDelta.error)",
+    ),
+    (
+        "cohere_orphan_tool_call_delta",
+        "warn",
+        "a `tool-call-delta` for an index no `tool-call-start` opened; it is ignored",
+        "SDK: cohere-ai/cohere-python (ToolCallDeltaV2ChatStreamResponse)",
+    ),
+    (
+        "completions_extra_choices",
+        "warn",
+        "a legacy `text_completion` stream interleaves several choices (`n` > 1); only choice "
+        "0 is read as the answer, the others are kept in the text segment's metadata",
+        "SDK: openai/openai-python (Completion.choices)",
     ),
     # -- Tool calls in any API (the shared tracker and the handlers) --------------------------
     (

@@ -85,6 +85,7 @@ class ReplayEngine:
             if detected is not None:
                 self._use_converter(detected, detected_by="header")
         self.decoder: Any = None
+        self._framing: Any = None  # the decoder's take_errors, when it has one
         self._binary = False  # bytes that are not text were seen while detecting the API
         self._pending: list[SSEItem] = []
         # statistics and stream-level results
@@ -146,6 +147,8 @@ class ReplayEngine:
         self.now = t
         if self.decoder is None:
             self.decoder = open_decoder(data)
+            # a decoder that reports framing errors (AWS event-stream): their taker
+            self._framing = getattr(self.decoder, "take_errors", None)
         if self.converter is None and not self._binary and isinstance(data, bytes):
             # while the API is unknown: is this text at all? (said when no event is found)
             try:
@@ -155,6 +158,8 @@ class ReplayEngine:
             self._binary = self._binary or b"\x00" in data
         out: list[Item] = []
         self._items(self.decoder.feed(data), out)
+        if self._framing is not None:
+            self._framing_errors(out)
         return out
 
     def feed_chunks(self, chunks: Iterable[Chunk], batch_chars: int = BATCH_CHARS) -> None:
@@ -238,6 +243,8 @@ class ReplayEngine:
         self.now = t
         out: list[Item] = []
         self._items(self.decoder.feed("".join(texts)), out)
+        if self._framing is not None:
+            self._framing_errors(out)
         return out
 
     def finish(self, end: End | None) -> list[Item]:
@@ -249,6 +256,8 @@ class ReplayEngine:
         out: list[Item] = []
         if self.decoder is not None:
             self._items(self.decoder.finish(), out)
+            if self._framing is not None:
+                self._framing_errors(out)
         if self.converter is None:
             self._detect_now(final=True)
             self._drain_pending(out)
@@ -301,6 +310,11 @@ class ReplayEngine:
         if batch:
             # fragments that arrived in the same read reach the handler joined (same text)
             self._chunks(join_argument_runs(batch), out)
+
+    def _framing_errors(self, out: list[Item]) -> None:
+        """The framing errors the decoder met (a binary frame failing its CRC, cut off...)."""
+        for kind, message, offset in self._framing():
+            self._error(StreamError(kind, message, {"offset": offset}), out)
 
     def _detect_now(self, final: bool) -> None:
         for item in self._pending:

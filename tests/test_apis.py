@@ -28,7 +28,13 @@ from streamtool.core.net.requests import APIS, RequestOptions, build_request
 from streamtool.core.records import Header
 
 ROWS = pytest.mark.parametrize("api", API_TABLE, ids=[a.id for a in API_TABLE])
-KEYS = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k"}
+KEYS = {
+    "OPENAI_API_KEY": "k",
+    "ANTHROPIC_API_KEY": "k",
+    "GEMINI_API_KEY": "k",
+    "CO_API_KEY": "k",
+    "AWS_BEARER_TOKEN_BEDROCK": "k",
+}
 
 
 def test_ids_and_names_are_unique() -> None:
@@ -50,7 +56,7 @@ def test_a_row_is_complete(api: WireApi) -> None:
         assert api_for_converter(converter) is api
         assert converter_named(converter) == converter
     assert converter_named(api.name) == api.converter
-    assert api.error_style in ("openai", "anthropic", "gemini")
+    assert api.error_style in ("openai", "anthropic", "gemini", "bedrock", "cohere")
     assert urlsplit(api.base_url).scheme == "https" and api.path.startswith("/")
     assert api.official_path.endswith(api.route)
 

@@ -102,9 +102,9 @@ def test_unknown_names_list_the_valid_ones():
     assert proc.returncode == 2
     assert "unknown parser 'yaml'" in proc.stderr and "api_tool_call" in proc.stderr
     assert "passthrough" in proc.stderr and proc.stderr.count("\n") == 1
-    proc = run("replay", REC, "--converter", "cohere")
+    proc = run("replay", REC, "--converter", "mistral-native")
     assert proc.returncode == 2
-    assert "unknown converter 'cohere'" in proc.stderr and "openai-chat" in proc.stderr
+    assert "unknown converter 'mistral-native'" in proc.stderr and "openai-chat" in proc.stderr
     proc = run("replay", REC, "--parser", "nope", env_extra={"AUTOBYTEUS_STREAM_PARSER": "nope"})
     assert proc.returncode == 2 and "unknown parser 'nope'" in proc.stderr
     proc = run("replay", REC, "--format", "yaml")

@@ -175,8 +175,8 @@ def test_undetectable_stream_is_a_one_line_error(tmp_path: Path, body: str, mess
 
 def test_unknown_converter_name_is_a_one_line_error() -> None:
     path = RECORDINGS / "anthropic-parallel-tool-calls.jsonl"
-    result = cli("replay", str(path), "--converter", "cohere")
+    result = cli("replay", str(path), "--converter", "mistral-native")
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
-    assert "unknown converter 'cohere'" in line
+    assert "unknown converter 'mistral-native'" in line
     assert "openai-responses" in line and "anthropic" in line and "gemini" in line

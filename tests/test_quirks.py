@@ -42,8 +42,11 @@ def test_entries_are_well_formed():
         assert info.severity in SEVERITIES, info
         assert info.explanation and "\n" not in info.explanation, info
         assert not info.explanation.endswith("."), info  # the docs add the full stop
-        assert info.reference.startswith("Q-"), info
-        assert "#" in info.reference, info  # a public issue or pull request
+        # a catalogue section and a public issue or pull request; for an API the catalogue
+        # does not cover yet, where its official SDK defines the shape
+        assert info.reference.startswith(("Q-", "SDK: ")), info
+        if info.reference.startswith("Q-"):
+            assert "#" in info.reference, info
         assert info.anchor == info.id
     # the ids the fidelity work reports are known in advance
     for future in (

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -158,6 +159,12 @@ def test_every_bundled_recording_is_served_byte_exact():
                 "openai-responses": "/v1/responses",
                 "anthropic": "/v1/messages",
                 "gemini": f"/v1beta/models/{rec.model}:streamGenerateContent?alt=sse",
+                "openai-completions": "/v1/completions",
+                "cohere": "/v2/chat",
+                "bedrock-converse": f"/model/{quote(rec.model or '', safe='')}/converse-stream",
+                "bedrock-invoke": (
+                    f"/model/{quote(rec.model or '', safe='')}/invoke-with-response-stream"
+                ),
             }[rec.api or ""]
             source = Source(rec.path)
             list(source.chunks())

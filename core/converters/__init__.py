@@ -26,6 +26,12 @@ BUILTIN_CONVERTERS: dict[str, str] = {
     "anthropic": "streamtool.core.converters.anthropic:AnthropicConverter",
     "gemini": "streamtool.core.converters.gemini:GeminiConverter",
     "kimi-k2": "streamtool.core.converters.kimi_k2:KimiK2Converter",
+    "openai-completions": (
+        "streamtool.core.converters.openai_completions:OpenAICompletionsConverter"
+    ),
+    "bedrock-converse": "streamtool.core.converters.bedrock:BedrockConverseConverter",
+    "bedrock-invoke": "streamtool.core.converters.bedrock:BedrockInvokeConverter",
+    "cohere": "streamtool.core.converters.cohere:CohereConverter",
 }
 CONVERTERS = Registry("streamtool.converters", BUILTIN_CONVERTERS)
 
@@ -118,6 +124,34 @@ _ANTHROPIC_EVENTS = frozenset(
 )
 
 
+# the event types of AWS event-stream frames (Bedrock) and of Cohere's v2 chat stream
+_CONVERSE_EVENTS = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+_COHERE_EVENTS = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+    }
+)
+
+
 def detect_from_event(event: SSEEvent) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell."""
     name = event.event or ""
@@ -125,6 +159,12 @@ def detect_from_event(event: SSEEvent) -> str | None:
         return "anthropic"
     if name.startswith("response."):
         return "openai-responses"
+    if name in _CONVERSE_EVENTS:
+        return "bedrock-converse"
+    if name == "chunk":
+        return "bedrock-invoke"
+    if name in _COHERE_EVENTS:
+        return "cohere"
     data = event.data.strip()
     if data == "[DONE]":
         return None
@@ -146,11 +186,23 @@ def detect_from_event(event: SSEEvent) -> str | None:
             return "openai-responses"
         if kind == "error" and isinstance(obj.get("error"), dict) and "type" in obj["error"]:
             return "anthropic"
+        if kind in _COHERE_EVENTS:
+            return "cohere"
     if "candidates" in obj or "usageMetadata" in obj or "promptFeedback" in obj:
         return "gemini"
     err = obj.get("error")
     if isinstance(err, dict) and isinstance(err.get("status"), str) and "choices" not in obj:
         return "gemini"  # a Google API error ({code, message, status}) as the stream's first word
+    if obj.get("object") == "text_completion" or _legacy_choices(obj.get("choices")):
+        return "openai-completions"
     if "choices" in obj or obj.get("object") == "chat.completion.chunk":
         return "kimi-k2" if is_kimi_model(obj.get("model")) else "openai-chat"
     return None
+
+
+def _legacy_choices(choices: Any) -> bool:
+    """Choices of a legacy completion: ``text`` and no ``delta`` (servers that omit
+    ``object``); chat chunks that also carry ``text`` (Together) have a ``delta``."""
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    return "text" in choices[0] and "delta" not in choices[0] and "message" not in choices[0]

@@ -60,6 +60,7 @@ class Converter:
         self.comments = 0
         self.unknown_events: dict[str, int] = {}  # event types not known, and how many came
         self.http_error = False  # the recorded answer is an HTTP error body, not a stream
+        self.path_model: str | None = None  # the model the request named in its URL path
 
     def use_header(self, header: Header) -> None:
         """The recording's header (the request, its tools), given before the first item.

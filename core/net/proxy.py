@@ -86,6 +86,8 @@ def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Rout
         return Route(provider, None, model if isinstance(model, str) and model else None, style)
     if wire.compatible:
         style = wire.error_style
+    elif provider == "openai":  # an API only its own provider speaks (Bedrock, Cohere)
+        provider, style = wire.provider, wire.error_style
     return Route(provider, wire.name, wire.model_of(unquote(path), body), style)
 
 

@@ -269,7 +269,7 @@ def parse_set_option(value: str) -> tuple[str, Any]:
 
 
 # -- tools and tool choice per API ---------------------------------------------------------------
-def format_tools(api: str, tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
+def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
     if api in ("openai-chat", "openai-compatible"):
         return [
             {
@@ -297,6 +297,33 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
+    if api == "cohere":
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in tools
+        ]
+    if api == "bedrock-converse":
+        return {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": t.name,
+                        "description": t.description,
+                        "inputSchema": {"json": t.parameters},
+                    }
+                }
+                for t in tools
+            ]
+        }
+    if api == "bedrock-invoke":  # Claude's native body
+        return format_tools("anthropic", tools)
     if api == "gemini":
         return [
             {
@@ -324,6 +351,18 @@ def format_tool_choice(api: str, choice: str) -> Any:
         if choice in kinds:
             return {"type": kinds[choice]}
         return {"type": "tool", "name": choice}
+    if api == "cohere":
+        modes = {"auto": None, "required": "REQUIRED", "none": "NONE"}
+        if choice in modes:
+            return modes[choice]
+        raise RequestError("Cohere's tool_choice is auto, required or none; not a tool name")
+    if api == "bedrock-converse":
+        if choice == "none":
+            raise RequestError("Bedrock Converse has no tool_choice none: leave --tools out")
+        shapes: dict[str, Any] = {"auto": {"auto": {}}, "required": {"any": {}}}
+        return shapes.get(choice, {"tool": {"name": choice}})
+    if api == "bedrock-invoke":
+        return format_tool_choice("anthropic", choice)
     if api == "gemini":
         modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
         if choice in modes:
@@ -349,6 +388,14 @@ def _conversation(opts: RequestOptions) -> tuple[str | None, list[dict[str, Any]
 
 
 def _gemini_parts(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"text": content}]
+    if isinstance(content, list):
+        return [{"text": p} if isinstance(p, str) else p for p in content]
+    return [content]
+
+
+def _converse_content(content: Any) -> list[Any]:
     if isinstance(content, str):
         return [{"text": content}]
     if isinstance(content, list):
@@ -383,6 +430,40 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         }
         if system is not None:
             body["system"] = system
+    elif api == "openai-completions":
+        prompt = opts.prompt
+        if opts.messages is not None or system is not None:
+            raise RequestError("legacy completions take one --prompt (no --system, --messages)")
+        body = {"model": opts.model, "prompt": prompt, "stream": True}
+        if stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        if opts.max_tokens is not None:
+            body["max_tokens"] = opts.max_tokens
+    elif api == "cohere":
+        if system is not None:
+            messages = [{"role": "system", "content": system}, *messages]
+        body = {"model": opts.model, "messages": messages, "stream": True}
+        if opts.max_tokens is not None:
+            body["max_tokens"] = opts.max_tokens
+    elif api == "bedrock-converse":
+        body = {
+            "messages": [
+                {"role": m["role"], "content": _converse_content(m.get("content"))}
+                for m in messages
+            ]
+        }
+        if system is not None:
+            body["system"] = [{"text": system}]
+        if opts.max_tokens is not None:
+            body["inferenceConfig"] = {"maxTokens": opts.max_tokens}
+    elif api == "bedrock-invoke":  # Claude's native body (the model is in the path)
+        body = {
+            "anthropic_version": "bedrock-2023-05-31",
+            "max_tokens": opts.max_tokens if opts.max_tokens is not None else 1024,
+            "messages": messages,
+        }
+        if system is not None:
+            body["system"] = system
     elif api == "gemini":
         contents = [
             {
@@ -397,10 +478,17 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         if opts.max_tokens is not None:
             body["generationConfig"] = {"maxOutputTokens": opts.max_tokens}
     if opts.tools:
-        body["tools"] = format_tools(api, opts.tools)
+        if api == "bedrock-converse":
+            body["toolConfig"] = format_tools(api, opts.tools)
+        else:
+            body["tools"] = format_tools(api, opts.tools)
     if opts.tool_choice is not None:
-        key = "toolConfig" if api == "gemini" else "tool_choice"
-        body[key] = format_tool_choice(api, opts.tool_choice)
+        choice = format_tool_choice(api, opts.tool_choice)
+        if api == "bedrock-converse":
+            body.setdefault("toolConfig", {})["toolChoice"] = choice
+        elif choice is not None:
+            key = "toolConfig" if api == "gemini" else "tool_choice"
+            body[key] = choice
     body.update(opts.extra)
     return body
 
@@ -540,7 +628,10 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     key = _api_key(api, preset, opts, env, sent)
     headers: dict[str, str] = {
         "content-type": "application/json",
-        "accept": "text/event-stream",
+        # Bedrock streams in AWS's binary event-stream framing
+        "accept": "application/vnd.amazon.eventstream"
+        if api.wire.stream_in_path and wire != "gemini"
+        else "text/event-stream",
         # the recording keeps the bytes as received: ask for them unencoded
         "accept-encoding": "identity",
     }

@@ -57,6 +57,7 @@ class ReadFact:
     quirks: list[str] = field(default_factory=list)  # quirk ids first met here
     cuts: list[str] = field(default_factory=list)  # "event", "utf8", "crlf"
     preview: str = ""
+    frames: list[str] = field(default_factory=list)  # binary frames decoded here (AWS event-stream)
 
     @property
     def produced(self) -> bool:
@@ -78,6 +79,7 @@ class ReadFact:
             "quirks": list(self.quirks),
             "cuts": list(self.cuts),
             "preview": self.preview,
+            "frames": list(self.frames),
         }
 
     def describe(self, names: dict[str, str] | None = None) -> str:
@@ -172,6 +174,11 @@ class Inspector:
         events, comments = _counts(engine)
         self.reads.append(fact)
         items = engine.feed_chunk(chunk)
+        decoder = engine.decoder
+        recent = getattr(getattr(decoder, "inner", None) or decoder, "recent", None)
+        if recent is not None:  # a binary framing: name the frames, not their bytes
+            fact.frames = list(recent)
+            fact.preview = " ".join(fact.frames)
         events_after, comments_after = _counts(engine)
         fact.events = events_after - events
         fact.comments = comments_after - comments

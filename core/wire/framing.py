@@ -4,9 +4,11 @@ Every decoder has the interface of :class:`~streamtool.core.wire.sse.SSEDecoder`
 (``feed(bytes|str) -> list[SSEItem]``, ``finish()``), so converters see SSE events whatever the
 framing was. The first non-whitespace character of the body (after a BOM) decides: ``[`` is a
 streamed JSON array (Gemini without ``alt=sse``), ``{`` is a sequence of JSON values (NDJSON as
-Ollama's native API sends it, or one pretty-printed JSON body), anything else is SSE. A first
-read that holds only whitespace (or part of a BOM) does not decide yet: the body is buffered
-until a read that does.
+Ollama's native API sends it, or one pretty-printed JSON body), anything else is SSE. A body
+that starts with a NUL byte whose first twelve bytes are an event-stream prelude (its CRC
+matches) is AWS's binary event-stream framing (Bedrock). A first read that holds only whitespace
+(or part of a BOM, or fewer than twelve bytes of a binary body) does not decide yet: the body is
+buffered until a read that does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from .eventstream import PRELUDE, EventStreamDecoder, looks_like_prelude
 from .jsonstream import JSONArrayDecoder, NDJSONDecoder
 from .sse import SSEDecoder, SSEItem
 
@@ -26,11 +29,18 @@ class Decoder(Protocol):
 
 _FIRST = re.compile(rb"[^ \t\r\n]")
 _BOM = b"\xef\xbb\xbf"
+_HEAD = PRELUDE  # bytes of the body's beginning kept while the framing is undecided
 
 
 def sniff(first: bytes | str) -> str | None:
-    """``"json-array"``, ``"ndjson"`` or ``"sse"`` from the start of a body; ``None`` if blank."""
+    """``"json-array"``, ``"ndjson"``, ``"eventstream"`` or ``"sse"`` from the start of a body;
+    ``None`` if blank (or binary and shorter than a prelude)."""
     data = _as_bytes(first)
+    if data[:1] == b"\x00":
+        binary = looks_like_prelude(data[:PRELUDE])
+        if binary is None:
+            return None
+        return "eventstream" if binary else "sse"
     if data.startswith(_BOM):
         return _kind(data, len(_BOM))
     if _BOM.startswith(data):
@@ -55,6 +65,8 @@ def make_decoder(kind: str) -> Decoder:
         return JSONArrayDecoder()
     if kind == "ndjson":
         return NDJSONDecoder()
+    if kind == "eventstream":
+        return EventStreamDecoder()
     return SSEDecoder()
 
 
@@ -65,7 +77,7 @@ class PendingDecoder:
 
     def __init__(self) -> None:
         self._head: list[bytes | str] = []
-        self._start = b""  # the first bytes of the body, while fewer than a BOM's three
+        self._start = b""  # the body's first bytes, while fewer than a prelude's twelve
         self._inner: Decoder | None = None
 
     @property
@@ -80,15 +92,24 @@ class PendingDecoder:
     def mid_event(self) -> bool:
         return bool(getattr(self._inner, "mid_event", False))
 
+    @property
+    def errors(self) -> list[object]:
+        """The framing errors of the decoder it became (see :meth:`take_errors`)."""
+        return list(getattr(self._inner, "errors", ()))
+
+    def take_errors(self) -> list[object]:
+        take = getattr(self._inner, "take_errors", None)
+        return list(take()) if take is not None else []
+
     def feed(self, data: bytes | str) -> list[SSEItem]:
         if self._inner is not None:
             return self._inner.feed(data)
         self._head.append(data)
         raw = _as_bytes(data)
-        if len(self._start) < len(_BOM):
+        if len(self._start) < _HEAD:
             # everything seen so far is in _start: the body's beginning is still undecided
             seen = self._start + raw
-            self._start = seen[: len(_BOM)]
+            self._start = seen[:_HEAD]
             kind = sniff(seen)
         else:
             kind = _kind(raw, 0)  # the body so far is blank: the new read decides
@@ -97,7 +118,10 @@ class PendingDecoder:
         return self._open(kind)
 
     def finish(self) -> list[SSEItem]:
-        out = self._open("sse") if self._inner is None else []
+        out: list[SSEItem] = []
+        if self._inner is None:
+            # a binary start too short to check: the event-stream decoder says it is cut off
+            out = self._open("eventstream" if self._start[:1] == b"\x00" else "sse")
         assert self._inner is not None
         return out + self._inner.finish()
 
