@@ -118,7 +118,9 @@ def _write(output: Path, header: Header, chunks: list[Chunk], end: End | None, f
         try:
             for chunk in chunks:
                 data = chunk.data
-                writer.write_read(chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data)
+                writer.write_read(
+                    chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data
+                )
             if end is not None:
                 writer.close(end.t, end.reason, end.error)
             else:

@@ -64,7 +64,7 @@ def tool_call_faults(
     elif "error" in metadata and not unclosed:
         yield Quirk(QuirkId.MODEL_ARGS_INVALID_JSON, str(metadata["error"]))
     if metadata.get("no_arguments") and not unclosed and converter in _STRING_ARGUMENTS:
-        yield Quirk(QuirkId.MODEL_ARGS_EMPTY, f"call {name!r} has arguments \"\"")
+        yield Quirk(QuirkId.MODEL_ARGS_EMPTY, f'call {name!r} has arguments ""')
     if offered is not None and isinstance(name, str) and name and name not in offered:
         yield Quirk(
             QuirkId.MODEL_TOOL_NOT_OFFERED,

@@ -26,9 +26,9 @@ from .converters import (
     make_converter,
 )
 from .converters.base import Converter
+from .faults import WireWatch, offered_tools, tool_call_faults
 from .finish import finish_class
 from .handlers import make_handler
-from .faults import WireWatch, offered_tools, tool_call_faults
 from .model import (
     ChunkResponse,
     Quirk,

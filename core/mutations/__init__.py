@@ -37,7 +37,7 @@ class Mutation:
     name: str  # module.function
     apis: tuple[str, ...]
     changes: frozenset[str]
-    stage: int  # 0 events, 1 framing, 2 reads: mutations apply in this order
+    stage: int  # 0 events, 1 framing, 2-3 reads: mutations apply in this order
     func: Callable[[Stream], bool]
 
 
@@ -169,6 +169,9 @@ def applicable(original: Original) -> list[QuirkInfo]:
     return [info for info in generatable() if applies(original, info.id)]
 
 
+_ADDITIVE_CUTS = frozenset({"reads_utf8_split", "reads_crlf_split"})  # cuts that compose
+
+
 class NotApplicable(ValueError):
     """A quirk asked for cannot be applied to this recording."""
 
@@ -181,6 +184,10 @@ def apply(original: Original, quirk_ids: Sequence[str]) -> tuple[Header, list[Ch
         if not applies(original, qid):
             raise NotApplicable(qid)
         muts.append((mutation_of(qid), qid))
+    recuts = [qid for mut, qid in muts if mut.stage >= 2]
+    if len(recuts) > 1 and not set(recuts) <= _ADDITIVE_CUTS:
+        # a single read, or one event per read, leaves no room for another cut
+        raise NotApplicable(recuts[1])
     stream = original.stream()
     for mut, qid in sorted(muts, key=lambda m: m[0].stage):
         if not mut.func(stream):

@@ -91,7 +91,10 @@ def unknown_delta(s: Stream) -> bool:
     if not blocks:
         return False
     i, start = blocks[0]
-    delta = {"type": "content_block_delta", "index": start.get("index"),
-             "delta": {"type": "annotation_delta", "annotation": {}}}
+    delta = {
+        "type": "content_block_delta",
+        "index": start.get("index"),
+        "delta": {"type": "annotation_delta", "annotation": {}},
+    }
     s.insert_json(i + 1, delta, like=i, name="content_block_delta")
     return True

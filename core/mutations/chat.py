@@ -480,9 +480,7 @@ def _reasoning_of(delta: dict[str, Any]) -> tuple[str, str] | None:
     for key in _REASONING:
         value = delta.get(key)
         if key == "reasoning_details" and isinstance(value, list):
-            text = "".join(
-                str(d.get("text") or "") for d in value if isinstance(d, dict)
-            )
+            text = "".join(str(d.get("text") or "") for d in value if isinstance(d, dict))
             if text:
                 return key, text
         elif isinstance(value, str) and value:

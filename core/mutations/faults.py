@@ -240,17 +240,6 @@ def tool_not_offered(s: Stream) -> bool:
                     s.set_json(i, obj)
                     return True
         return False
-    for item_id, events in _responses_calls(s):
-        names = [
-            o["item"].get("name") for _, o in events if isinstance(o.get("item"), dict)
-        ]
-        if not names or names[0] not in offered:
-            continue
-        new = other(names[0])
-        for i, o in events:
-            _set_item_args(o, item_id, lambda it: it.__setitem__("name", new))
-            s.set_json(i, o)
-        return True
     return False
 
 
@@ -331,7 +320,9 @@ _ERRORS = {
         "message": "The server had an error while processing your request.",
         "param": None,
     },
-    "gemini": {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}},
+    "gemini": {
+        "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
+    },
 }
 
 

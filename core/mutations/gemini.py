@@ -125,7 +125,7 @@ def json_array(s: Stream) -> bool:
     if not datas:
         return False
     events: list[Event] = []
-    for n, (ev, data) in enumerate(datas):
+    for n, (_ev, data) in enumerate(datas):
         assert data is not None
         raw = (b"[" if n == 0 else b",\r\n") + data.encode("utf-8")
         if n == len(datas) - 1:
@@ -140,7 +140,9 @@ def json_array(s: Stream) -> bool:
     request = s.header.request
     url = request.get("url")
     if isinstance(url, str):
-        request["url"] = url.replace("?alt=sse&", "?").replace("?alt=sse", "").replace("&alt=sse", "")
+        request["url"] = (
+            url.replace("?alt=sse&", "?").replace("?alt=sse", "").replace("&alt=sse", "")
+        )
     headers = s.header.response.get("headers")
     if isinstance(headers, dict):
         for k in list(headers):

@@ -104,8 +104,11 @@ def item_id_rotation(s: Stream) -> bool:
 
 @mutation(RESPONSES)
 def sequence_gap(s: Stream) -> bool:
-    numbered = [(i, o) for i, o in s.data_events() if isinstance(o, dict)
-                and isinstance(o.get("sequence_number"), int)]
+    numbered = [
+        (i, o)
+        for i, o in s.data_events()
+        if isinstance(o, dict) and isinstance(o.get("sequence_number"), int)
+    ]
     if len(numbered) < 3:
         return False
     for i, o in numbered[len(numbered) // 2 :]:

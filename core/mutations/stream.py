@@ -244,7 +244,9 @@ class Stream:
         self.tail_t = cuts[-1][1] if cuts else self.tail_t
 
 
-def parse(chunks: list[tuple[float | None, bytes]], header: Header, api: str, converter: str) -> Stream:
+def parse(
+    chunks: list[tuple[float | None, bytes]], header: Header, api: str, converter: str
+) -> Stream:
     """The events of a recorded SSE body (``chunks``: its reads), boundaries kept."""
     body = b"".join(data for _, data in chunks)
     bounds: list[Cut] = []

@@ -47,7 +47,7 @@ def one_event_each(s: Stream) -> bool:
     return True
 
 
-@mutation(stage=2)
+@mutation(stage=3)
 def utf8_split(s: Stream) -> bool:
     """Up to three multi-byte characters cut in the middle, each across two reads."""
     cuts = s.global_cuts()
