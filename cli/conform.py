@@ -171,13 +171,18 @@ def _print_quirks(results: list[Result]) -> None:
     width = max(len(q) for q in rows)
     out = ["", "Per quirk (recording × chunking runs):"]
     for qid, row in rows.items():
-        verdict = "pass" if not row["failed"] else "FAIL: " + ", ".join(row["differs"])  # type: ignore[arg-type]
+        differs = ", ".join(row["differs"])  # type: ignore[arg-type]
+        verdict = "pass" if not row["failed"] else f"FAIL: {differs}"
+        if not row["passed"] and not row["failed"]:
+            verdict = "fails unmutated too"
         out.append(
             f"  {qid:<{width}}  {row['passed']:>3} passed {row['failed']:>3} failed  {verdict}"
         )
     failed = sum(1 for r in rows.values() if r["failed"])
+    judged = sum(1 for r in rows.values() if r["failed"] or r["passed"])
     out.append(
-        f"{len(rows)} quirks applied: {len(rows) - failed} survived, {failed} broke the client"
+        f"{len(rows)} quirks applied: {judged - failed} survived, {failed} broke the client "
+        "(a run counts only where the client passed the recording unmutated)"
     )
     sys.stdout.write("\n".join(out) + "\n")
 

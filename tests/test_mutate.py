@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamtool.core import mutations as M
-from streamtool.core.mutations.stream import parse
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.mutations import mutate_library, parse_mutate
@@ -355,9 +354,11 @@ def test_conform_mutate_names_per_quirk_pass_or_what_differs() -> None:
         "failed": 0,
         "differs": [],
         "recordings": 1,
+        "unmutated_fails": 0,
     }
     names = {r["recording"] for r in doc["results"]}
     assert names == {
+        "openai-parallel-tool-calls",  # the baseline: the client passes it unmutated
         "openai-parallel-tool-calls +oai_tool_index_missing",
         "openai-parallel-tool-calls +sse_comment_keepalive",
     }

@@ -78,7 +78,9 @@ def quirk_of(case_name: str) -> str | None:
 
 
 def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
-    """Each case once per quirk of ``ids`` that applies to it, in the catalogue's order."""
+    """Each case as it is (the baseline a quirk is judged against), then once per quirk of
+    ``ids`` that applies to it, in the catalogue's order. Recordings no quirk applies to are
+    left out."""
     from .conform import Case
 
     out: list[Case] = []
@@ -87,6 +89,8 @@ def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
         original = _original(case.path)
         if original is None:
             continue
+        if any(info.id in wanted for info in applicable(original)):
+            out.append(case)
         for info in applicable(original):
             if info.id not in wanted:
                 continue
@@ -129,15 +133,24 @@ def mutate_library(library: Library, ids: Sequence[str]) -> dict[str, list[str]]
 
 def by_quirk(results: Sequence[Result]) -> dict[str, dict[str, object]]:
     """Per quirk: the runs that passed and failed, and what differed in the failures
-    (``{"passed": n, "failed": n, "differs": [field, ...], "recordings": n}``)."""
+    (``{"passed": n, "failed": n, "differs": [field, ...], "recordings": n, "unmutated_fails":
+    n}``). A run counts against a quirk only when the client passed the same recording,
+    unmutated, cut the same way; runs whose baseline failed too are counted apart."""
+    baseline = {(r.case.name, r.chunking): r.status for r in results if not quirk_of(r.case.name)}
     out: dict[str, dict[str, object]] = {}
     for r in results:
         qid = quirk_of(r.case.name)
         if qid is None or r.status == "not applicable":
             continue
-        row = out.setdefault(qid, {"passed": 0, "failed": 0, "differs": [], "recordings": set()})
+        row = out.setdefault(
+            qid,
+            {"passed": 0, "failed": 0, "differs": [], "recordings": set(), "unmutated_fails": 0},
+        )
         row["recordings"].add(r.case.name)  # type: ignore[attr-defined]
-        if r.status == "pass":
+        base = baseline.get((r.case.name.rpartition(MARK)[0], r.chunking))
+        if base == "fail":
+            row["unmutated_fails"] += 1  # type: ignore[operator]
+        elif r.status == "pass":
             row["passed"] += 1  # type: ignore[operator]
         else:
             row["failed"] += 1  # type: ignore[operator]
