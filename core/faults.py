@@ -89,7 +89,7 @@ class WireWatch:
     def read(self, data: str | bytes) -> None:
         if not data:
             return
-        if type(data) is bytes:
+        if isinstance(data, bytes):
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -58,7 +58,7 @@ def _calls(s: Stream) -> list[_Call]:
     by_index: dict[Any, _Call] = {}
     for i, obj in _chunks(s):
         for j, tc in enumerate(_entries(obj)):
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            fn: dict[str, Any] = tc["function"] if isinstance(tc.get("function"), dict) else {}
             idx = tc.get("index")
             if tc.get("id"):
                 call = _Call(str(tc["id"]), str(fn.get("name") or ""), idx)

@@ -192,10 +192,10 @@ def args_empty(s: Stream) -> bool:
             return False
         _truncate_chat(s, calls[-1], 0)
         return True
-    calls = _responses_calls(s)
-    if not calls or not _responses_full(calls[-1][1]):
+    items = _responses_calls(s)
+    if not items or not _responses_full(items[-1][1]):
         return False
-    _responses_args(s, calls[-1][0], calls[-1][1], "")
+    _responses_args(s, items[-1][0], items[-1][1], "")
     return True
 
 
@@ -294,17 +294,17 @@ def call_id_duplicate(s: Stream) -> bool:
         start["content_block"]["id"] = tools[0][1]["content_block"].get("id")
         s.set_json(i, start)
         return True
-    calls = _responses_calls(s)
-    if len(calls) < 2:
+    items = _responses_calls(s)
+    if len(items) < 2:
         return False
     first_call_id = None
-    for _, o in calls[0][1]:
+    for _, o in items[0][1]:
         if isinstance(o.get("item"), dict):
             first_call_id = o["item"].get("call_id")
             break
     if not first_call_id:
         return False
-    item_id, events = calls[1]
+    item_id, events = items[1]
     for i, o in events:
         _set_item_args(o, item_id, lambda it: it.__setitem__("call_id", first_call_id))
         s.set_json(i, o)

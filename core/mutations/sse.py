@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import mutation
 from .stream import Stream
 
@@ -20,7 +22,7 @@ def comment_keepalive(s: Stream) -> bool:
     return True
 
 
-_UNKNOWN = {
+_UNKNOWN: dict[str, tuple[str, dict[str, Any]]] = {
     "anthropic": ("message_start", {"type": "message_annotation", "annotation": {}}),
     "openai-responses": ("response.created", {"type": "response.annotation.added"}),
 }
