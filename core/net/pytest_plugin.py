@@ -83,6 +83,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Cut every replayed body into reads at pseudo-random points drawn from SEED.",
     )
+    group.addoption(
+        "--stream-tape-mutate",
+        metavar="ID,ID|all",
+        default=None,
+        help="Apply these catalogue quirks to every replayed stream they apply to.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -108,6 +114,13 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(
                 str(exc).replace("--upstream", "--stream-tape-upstream")
             ) from None
+    if config.getoption("--stream-tape-mutate") is not None:
+        from .mutations import parse_mutate
+
+        try:
+            parse_mutate(config.getoption("--stream-tape-mutate"))
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc).replace("--mutate", "--stream-tape-mutate")) from None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -142,6 +155,9 @@ class StreamTape:
         self.recording = recording
         self.base_url = base_url
         self.misses: list[str] = []
+        self.mutated: dict[
+            str, list[str]
+        ] = {}  # recording -> quirks applied (--stream-tape-mutate)
         self._library: Any = None
         self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 
@@ -291,6 +307,11 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         staging or folder,
         loaded.rules if loaded is not None else None,
     )
+    mutate = config.getoption("--stream-tape-mutate")
+    if mutate is not None:
+        from .mutations import mutate_library, parse_mutate
+
+        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
     tape._library = library
     on_miss = None
     if record:

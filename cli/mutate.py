@@ -1,0 +1,166 @@
+"""``streamtool mutate REC --quirk ID -o OUT``: apply catalogue quirks to a real recording."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .errors import fail, user_errors
+from .main import app
+
+if TYPE_CHECKING:
+    from streamtool.core.mutations import Original
+    from streamtool.core.records import Chunk, End, Header
+
+
+def parse_ids(values: list[str] | None) -> list[str]:
+    """Quirk ids from repeated or comma-separated options; a bad one fails (exit 2) with
+    the closest generatable ids."""
+    from streamtool.core.mutations import suggest
+    from streamtool.core.quirks import CATALOGUE
+
+    ids = [v.strip() for item in values or () for v in item.split(",") if v.strip()]
+    for qid in ids:
+        info = CATALOGUE.get(qid)
+        if info is None or not info.mutation:
+            close = suggest(qid)
+            why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            fail(f"{qid!r} is {why}{hint} (streamtool mutate REC --list shows them)")
+    return ids
+
+
+def load_original(path: Path) -> Original:
+    """A recording read and replayed once (one clear line on unusable input)."""
+    from streamtool.core.mutations import analyse
+    from streamtool.core.recording.reader import Source
+    from streamtool.core.replay import DetectionError
+
+    with user_errors(str(path)):
+        source = Source(path)
+        chunks = list(source.chunks())
+        try:
+            return analyse(source.header, chunks, source.end)
+        except DetectionError as exc:
+            fail(f"{path}: {exc}")
+
+
+@app.command()
+def mutate(
+    recording: Annotated[Path, typer.Argument(help="The recording to start from.")],
+    quirk: Annotated[
+        list[str] | None,
+        typer.Option("--quirk", "-q", help="A quirk id to apply (repeatable, or ID,ID)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where to write the new recording.")
+    ] = None,
+    list_: Annotated[
+        bool, typer.Option("--list", help="List the quirks that can be applied to RECORDING.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite OUTPUT if it exists.")] = False,
+) -> None:
+    """Write a new recording in which each quirk is applied to the real stream at the wire
+    level: the other events, the read boundaries and their times are kept as far as the quirk
+    allows. Replaying the result reports each quirk applied. Exit codes: 0 written, 2 unusable
+    input (a quirk id that is not generatable, or that does not apply to RECORDING)."""
+    from streamtool.core.mutations import NotApplicable, apply
+
+    ids = parse_ids(quirk)
+    if list_:
+        if ids or output is not None:
+            fail("--list takes no --quirk or --output")
+        _print_list(recording, load_original(recording))
+        return
+    if not ids:
+        fail("name a quirk with --quirk ID (streamtool mutate REC --list shows them)")
+    if output is None:
+        fail("give the new recording's path with -o OUT")
+    if output.resolve() == recording.resolve():
+        fail(f"{output}: the output would overwrite the recording it is made from")
+    from streamtool.core.recording.recorder import check_output
+
+    with user_errors(str(output)):
+        check_output(output, force)
+    original = load_original(recording)
+    try:
+        header, chunks, end = apply(original, ids)
+    except NotApplicable as exc:
+        qid = exc.args[0]
+        fail(f"{recording}: quirk {qid} does not apply to it ({_why(original, qid)})")
+    _write(output, header, chunks, end, force)
+    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
+
+
+def _why(original: Original, quirk_id: str) -> str:
+    from streamtool.core.mutations import mutation_of
+
+    if quirk_id in original.reported:
+        return "it shows that quirk already"
+    apis = mutation_of(quirk_id).apis
+    if original.api not in apis:
+        return f"it is {original.api or 'of an unknown API'}; the quirk is {', '.join(apis)}"
+    return "it has nothing the quirk changes"
+
+
+def _write(output: Path, header: Header, chunks: list[Chunk], end: End | None, force: bool) -> None:
+    """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
+    half-written OUTPUT, and two writers never mix their records."""
+    from streamtool.core.recording.writer import RecordingWriter
+
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    with user_errors(str(output)):
+        writer = RecordingWriter(tmp, header, force=True)
+        try:
+            for chunk in chunks:
+                data = chunk.data
+                writer.write_read(
+                    chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data
+                )
+            if end is not None:
+                writer.close(end.t, end.reason, end.error)
+            else:
+                writer.abandon()
+            if force:
+                os.replace(tmp, output)
+            else:
+                try:
+                    os.link(tmp, output)  # fails if OUTPUT appeared meanwhile: nothing is lost
+                except FileExistsError:
+                    fail(f"{output}: exists (use --force to overwrite)")
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def _print_list(path: Path, original: Original) -> None:
+    from streamtool.core.mutations import WIRE_APIS, applies, generatable, mutation_of
+
+    out = sys.stdout
+    api = original.api or "unknown"
+    out.write(f"{path}: {api} (converter {original.converter})\n\n")
+    rows = [i for i in generatable() if original.api in mutation_of(i.id).apis]
+    width = max((len(i.id) for i in rows), default=10)
+    out.write(f"quirks that can be applied ({api}):\n")
+    n = 0
+    for info in rows:
+        if applies(original, info.id):
+            n += 1
+            out.write(
+                f"  {info.id:<{width}}  {info.severity:<5}  {info.kind:<8}  {info.explanation}\n"
+            )
+    if not n:
+        out.write("  (none)\n")
+    skipped = [i for i in rows if not applies(original, i.id)]
+    if skipped:
+        out.write(f"\nnot applicable to this recording ({api}):\n")
+        for info in skipped:
+            out.write(f"  {info.id:<{width}}  {_why(original, info.id)}\n")
+    for other in WIRE_APIS:
+        if other == original.api:
+            continue
+        ids = [i.id for i in generatable() if other in mutation_of(i.id).apis]
+        out.write(f"\nfor {other} recordings: {', '.join(ids)}\n")

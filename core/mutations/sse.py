@@ -1,0 +1,41 @@
+"""Mutations of the SSE layer that every API shares (catalogue section A)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import mutation
+from .stream import Stream
+
+
+@mutation()
+def comment_keepalive(s: Stream) -> bool:
+    """SSE comments between events, as OpenRouter sends while the model works: one before the
+    first event, then one every few events."""
+    if s.framing != "sse" or not s.events:
+        return False
+    eol = s.events[0].eol
+    comment = b": OPENROUTER PROCESSING" + eol + eol
+    for i in range(len(s.events) - 1, -1, -4):
+        s.insert(i, comment)
+    s.insert(0, comment)
+    return True
+
+
+_UNKNOWN: dict[str, tuple[str, dict[str, Any]]] = {
+    "anthropic": ("message_start", {"type": "message_annotation", "annotation": {}}),
+    "openai-responses": ("response.created", {"type": "response.annotation.added"}),
+}
+
+
+@mutation(("anthropic", "openai-responses"))
+def unknown_event(s: Stream) -> bool:
+    """An event of a type newer than the converter (a provider's new feature), right after the
+    stream's first event."""
+    after, obj = _UNKNOWN[s.api]
+    for i, ev in enumerate(s.events):
+        found = ev.json()
+        if isinstance(found, dict) and found.get("type") == after:
+            s.insert_json(i + 1, obj, like=i, name=str(obj["type"]))
+            return True
+    return False

@@ -1,0 +1,168 @@
+"""Quirks on demand wherever a stream is served: ``conform --mutate``, ``serve --mutate`` and
+the pytest plugin's ``--stream-tape-mutate`` (the mutations: :mod:`streamtool.core.mutations`).
+
+:func:`parse_mutate` reads the option (``all`` or ``ID,ID``; a bad id is a ``ValueError`` naming
+the closest generatable ids). :func:`mutated_cases` turns each conformance case into one case per
+applicable quirk, whose expected answer is streamtool's replay of the mutated stream.
+:func:`mutate_library` applies the quirks to every recording a server holds (each recording gets
+those that apply to it) and says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..mutations import Original, analyse, applicable, apply, generatable, replay, suggest
+from ..outputs.conform import expected_from
+from ..quirks import CATALOGUE
+from ..recording.reader import Source
+from ..records import Chunk, End, Header
+from ..replay import DetectionError
+
+if TYPE_CHECKING:
+    from .conform import Case, Result
+    from .library import Library, Recording
+
+ALL = "all"
+MARK = " +"  # a mutated case's name: "<recording> +<quirk id>"
+
+
+def parse_mutate(value: str | Sequence[str] | None) -> list[str] | None:
+    """The quirk ids of a ``--mutate`` option: None when not given, every generatable id for
+    ``all``. Raises ``ValueError`` for an id that is not generatable."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    ids = [v.strip() for item in items for v in item.split(",") if v.strip()]
+    if not ids:
+        return None
+    if ALL in ids:
+        return [info.id for info in generatable()]
+    for qid in ids:
+        info = CATALOGUE.get(qid)
+        if info is None or not info.mutation:
+            close = suggest(qid)
+            why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ValueError(f"--mutate: {qid!r} is {why}{hint}")
+    return list(dict.fromkeys(ids))
+
+
+def _original(path: str) -> Original | None:
+    source = Source(path)
+    try:
+        return analyse(source.header, list(source.chunks()), source.end)
+    except DetectionError:
+        return None
+
+
+def _served(rec: Recording, name: str, header: Header, chunks: list[Chunk]) -> Recording:
+    reads = [(c.t, c.data.encode("utf-8") if isinstance(c.data, str) else c.data) for c in chunks]
+    headers = list(rec.headers)
+    wanted = header.response.get("headers")
+    if isinstance(wanted, dict):
+        types = {k.lower(): v for k, v in wanted.items() if k.lower() == "content-type"}
+        if types:
+            headers = [(k, types.get(k.lower(), v)) for k, v in headers]
+    return dataclasses.replace(
+        rec, name=name, chunks=reads, size=sum(len(d) for _, d in reads), headers=headers
+    )
+
+
+def quirk_of(case_name: str) -> str | None:
+    """The quirk a mutated case carries (None for a recording as it was)."""
+    _, mark, qid = case_name.rpartition(MARK)
+    return qid if mark else None
+
+
+def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
+    """Each case as it is (the baseline a quirk is judged against), then once per quirk of
+    ``ids`` that applies to it, in the catalogue's order. Recordings no quirk applies to are
+    left out."""
+    from .conform import Case
+
+    out: list[Case] = []
+    wanted = set(ids)
+    for case in cases:
+        original = _original(case.path)
+        if original is None:
+            continue
+        if any(info.id in wanted for info in applicable(original)):
+            out.append(case)
+        for info in applicable(original):
+            if info.id not in wanted:
+                continue
+            header, chunks, end = apply(original, [info.id])
+            engine = replay(header, chunks, end)
+            name = f"{case.name}{MARK}{info.id}"
+            served = _served(case.served, name, header, chunks)
+            out.append(Case(name, case.path, served, expected_from(engine)))
+    return out
+
+
+def mutate_library(library: Library, ids: Sequence[str]) -> dict[str, list[str]]:
+    """Apply to every recording of ``library`` the quirks of ``ids`` that apply to it (in
+    place: the server then serves the mutated streams). Returns recording name -> quirks."""
+    applied: dict[str, list[str]] = {}
+    wanted = set(ids)
+    for rec in library.recordings:
+        original = _original(rec.path)
+        if original is None:
+            continue
+        chosen = [info.id for info in applicable(original) if info.id in wanted]
+        # one of each kind of change at a time: mutations of the same events stay separate
+        picked: list[str] = []
+        for qid in chosen:
+            try:
+                apply(original, [*picked, qid])
+            except (ValueError, LookupError, AssertionError):
+                continue  # it does not compose with those picked before
+            picked.append(qid)
+        if not picked:
+            continue
+        header, chunks, _end = apply(original, picked)
+        served = _served(rec, rec.name, header, chunks)
+        rec.chunks = served.chunks
+        rec.size = served.size
+        rec.headers = served.headers
+        applied[rec.name] = picked
+    return applied
+
+
+def by_quirk(results: Sequence[Result]) -> dict[str, dict[str, object]]:
+    """Per quirk: the runs that passed and failed, and what differed in the failures
+    (``{"passed": n, "failed": n, "differs": [field, ...], "recordings": n, "unmutated_fails":
+    n}``). A run counts against a quirk only when the client passed the same recording,
+    unmutated, cut the same way; runs whose baseline failed too are counted apart."""
+    baseline = {(r.case.name, r.chunking): r.status for r in results if not quirk_of(r.case.name)}
+    out: dict[str, dict[str, object]] = {}
+    for r in results:
+        qid = quirk_of(r.case.name)
+        if qid is None or r.status == "not applicable":
+            continue
+        row = out.setdefault(
+            qid,
+            {"passed": 0, "failed": 0, "differs": [], "recordings": set(), "unmutated_fails": 0},
+        )
+        row["recordings"].add(r.case.name)  # type: ignore[attr-defined]
+        base = baseline.get((r.case.name.rpartition(MARK)[0], r.chunking))
+        if base == "fail":
+            row["unmutated_fails"] += 1  # type: ignore[operator]
+        elif r.status == "pass":
+            row["passed"] += 1  # type: ignore[operator]
+        else:
+            row["failed"] += 1  # type: ignore[operator]
+            fields = row["differs"]
+            assert isinstance(fields, list) and r.verdict is not None
+            for d in r.verdict.differences:
+                if d.field not in fields:
+                    fields.append(d.field)
+    for row in out.values():
+        row["recordings"] = len(row["recordings"])  # type: ignore[arg-type]
+    order = {info.id: n for n, info in enumerate(generatable())}
+    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+__all__ = ["End", "by_quirk", "mutate_library", "mutated_cases", "parse_mutate", "quirk_of"]

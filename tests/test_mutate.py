@@ -1,0 +1,427 @@
+"""Quirks on demand: the catalogue's generatable quirks applied to real recordings.
+
+Every generatable quirk is applied to every bundled recording it applies to, and the replay of
+the result must report that quirk and (where the quirk does not change meaning) give the original
+transcript; random compositions of mutations must too. Then the command (``mutate``), and the
+places a stream is served with ``--mutate``: conform (a real client), serve (a real server) and
+the pytest plugin (a real pytest run of a project that uses the openai SDK).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamtool.core import mutations as M
+from streamtool.core.net.library import Library
+from streamtool.core.net.listen import ServerThread
+from streamtool.core.net.mutations import mutate_library, parse_mutate
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import create_app
+from streamtool.core.outputs.transcript import build_transcript
+from streamtool.core.quirks import CATALOGUE
+from streamtool.core.recording.reader import Source
+from streamtool.core.records import chunk_from_read
+
+from .conftest import RECORDINGS
+from .serve_helpers import STREAMTOOL
+from .tape_helpers import openai_tape
+
+ROOT = RECORDINGS.parent
+BUNDLED = sorted(RECORDINGS.glob("*.jsonl"))
+# the ids the issue asks for by name (besides the reads, which every API gets)
+ASKED = [
+    "oai_tool_index_missing",
+    "oai_parallel_same_index",
+    "oai_id_every_chunk",
+    "oai_name_every_chunk",
+    "oai_args_cumulative",
+    "oai_args_object",
+    "oai_args_placeholder_then_full",
+    "finish_stop_with_tools",
+    "finish_empty_string",
+    "usage_only_chunk",
+    "eof_no_done",
+    "data_after_done",
+    "sse_comment_keepalive",
+    "sse_single_newline_separator",
+    "reasoning_field_reasoning_content",
+    "reasoning_field_reasoning",
+    "reasoning_field_reasoning_details",
+    "think_tags_in_content",
+    "kimi_tokens_in_content",
+    "mistral_content_array",
+    "anthropic_tool_input_in_start",
+    "anthropic_content_in_message_start",
+    "provider_error",
+    "responses_item_id_rotation",
+    "responses_args_done_only",
+    "responses_text_done_only",
+    "text_mismatch",
+    "gemini_no_call_id",
+    "gemini_partial_args",
+    "gemini_json_array",
+    "model_args_invalid_json",
+    "tool_id_reused",
+    "model_tool_not_offered",
+    "model_stream_cut_mid_call",
+    "model_args_empty",
+]
+READS = ["reads_utf8_split", "reads_crlf_split", "reads_one_event_each", "reads_single"]
+
+
+@cache
+def original(path: Path) -> M.Original:
+    source = Source(path)
+    return M.analyse(source.header, list(source.chunks()), source.end)
+
+
+def replayed(original_: M.Original, ids: list[str]) -> tuple[set[str], dict]:
+    header, chunks, end = M.apply(original_, ids)
+    engine = M.replay(header, chunks, end, transcript=True)
+    return M.reported(engine), build_transcript(engine)
+
+
+# -- the catalogue ----------------------------------------------------------------------------
+def test_every_generatable_id_names_a_mutation_defined_beside_it() -> None:
+    named = {info.mutation for info in M.generatable()}
+    assert named == M.registered()  # no mutation without its catalogue entry, and back
+    assert len(M.generatable()) >= 35
+    for qid in ASKED + READS:
+        assert CATALOGUE[qid].generatable, qid
+    for qid in READS:
+        assert set(M.mutation_of(qid).apis) == set(M.WIRE_APIS)
+    kinds = {info.id: info.kind for info in CATALOGUE.values()}
+    assert {q for q, k in kinds.items() if k == "model"} == {
+        "model_args_invalid_json",
+        "model_args_empty",
+        "model_tool_not_offered",
+        "model_stream_cut_mid_call",
+        "tool_id_reused",
+    }
+
+
+def test_an_untouched_stream_gives_back_its_reads_byte_for_byte() -> None:
+    for path in BUNDLED:
+        orig = original(path)
+        assert orig.stream().reads() == orig.reads, path.name
+
+
+# -- the self-check: every generatable id x every bundled recording it applies to ---------------
+def test_every_mutation_is_reported_and_keeps_what_it_promises() -> None:
+    applied: dict[str, int] = {}
+    for path in BUNDLED:
+        orig = original(path)
+        base = build_transcript(orig.engine)
+        for info in M.applicable(orig):
+            found, transcript = replayed(orig, [info.id])
+            assert info.id in found, f"{path.name} +{info.id}: not reported ({sorted(found)})"
+            changes = M.mutation_of(info.id).changes
+            assert M.meaning(transcript, changes) == M.meaning(base, changes), (
+                f"{path.name} +{info.id}: the transcript changed"
+            )
+            applied[info.id] = applied.get(info.id, 0) + 1
+    # every generatable id applies to some bundled recording, except the Gemini call id (every
+    # bundled Gemini stream already lacks it: see the next test)
+    missing = {i.id for i in M.generatable()} - set(applied)
+    assert missing == {"gemini_no_call_id"}
+    apis = {api for qid in applied for api in M.mutation_of(qid).apis}
+    assert apis == set(M.WIRE_APIS)
+
+
+def test_gemini_no_call_id_on_a_stream_whose_calls_have_ids() -> None:
+    orig = original(RECORDINGS / "gemini-parallel-function-calls.jsonl")
+    stream = orig.stream()
+    n = 0
+    for i, obj in stream.data_events():
+        parts = obj["candidates"][0]["content"]["parts"]
+        for part in parts:
+            if "functionCall" in part:
+                n += 1
+                part["functionCall"]["id"] = f"fc_{n}"
+        stream.set_json(i, obj)
+    assert n == 2
+    chunks = [chunk_from_read(t, d) for t, d in stream.reads()]
+    with_ids = M.analyse(orig.header, chunks, orig.end)
+    assert "gemini_no_call_id" not in with_ids.reported
+    assert [inv.id for inv in with_ids.engine.invocations()] == ["fc_1", "fc_2"]
+    found, transcript = replayed(with_ids, ["gemini_no_call_id"])
+    assert "gemini_no_call_id" in found
+    assert M.meaning(transcript, frozenset({"ids"})) == M.meaning(
+        build_transcript(with_ids.engine), frozenset({"ids"})
+    )
+
+
+def test_the_reads_keep_their_times_and_the_body_its_bytes() -> None:
+    orig = original(RECORDINGS / "openai-parallel-tool-calls.jsonl")
+    body = b"".join(d for _, d in orig.reads)
+    for qid in ("reads_one_event_each", "reads_single", "reads_utf8_split"):
+        if not M.applies(orig, qid):
+            continue
+        _, chunks, _ = M.apply(orig, [qid])
+        got = b"".join(c.data.encode() if isinstance(c.data, str) else c.data for c in chunks)
+        assert got == body, qid
+        times = [c.t for c in chunks]
+        assert times == sorted(times) and set(times) <= {t for t, _ in orig.reads}, qid
+    _, single, _ = M.apply(orig, ["reads_single"])
+    assert len(single) == 1 and single[0].t == orig.reads[-1][0]
+
+
+# -- compositions ------------------------------------------------------------------------------
+@cache
+def _pairs() -> list[tuple[Path, str, list[str]]]:
+    """(recording, an event-level quirk, the read-level quirks) that apply to it."""
+    out = []
+    for path in BUNDLED:
+        orig = original(path)
+        ids = [i.id for i in M.applicable(orig)]
+        events = [q for q in ids if M.mutation_of(q).stage == 0]
+        later = [q for q in ids if M.mutation_of(q).stage > 0]
+        out.extend((path, q, later) for q in events)
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_compositions_report_every_quirk_and_keep_meaning(data: st.DataObject) -> None:
+    path, first, later = data.draw(st.sampled_from(_pairs()))
+    extra = data.draw(st.lists(st.sampled_from(later), max_size=2, unique=True)) if later else []
+    ids = [first, *extra]
+    # the order given does not matter: mutations apply events first, then framing, then reads
+    ids = data.draw(st.permutations(ids))
+    orig = original(path)
+    try:
+        found, transcript = replayed(orig, ids)
+    except M.NotApplicable:
+        # framing changes what the reads can do (a JSON array has no CRLF line ends), and a
+        # single read or one event per read leaves no room for other cuts
+        reads = set(extra) - {"gemini_json_array"}
+        assert "gemini_json_array" in ids or (
+            len(reads) == 2 and reads != {"reads_utf8_split", "reads_crlf_split"}
+        )
+        return
+    assert set(ids) <= found, (path.name, ids, sorted(found))
+    changes = M.changes_of(ids)
+    assert M.meaning(transcript, changes) == M.meaning(build_transcript(orig.engine), changes)
+
+
+# -- the command -------------------------------------------------------------------------------
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*STREAMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+
+
+def test_mutate_writes_a_recording_that_replays_with_the_quirks(tmp_path: Path) -> None:
+    out = tmp_path / "mutated.jsonl"
+    rec = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    proc = run(
+        "mutate",
+        str(rec),
+        "-q",
+        "oai_parallel_same_index",
+        "--quirk",
+        "oai_id_every_chunk,reads_one_event_each",
+        "-o",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(run("replay", str(out), "--format", "json").stdout)
+    quirks = {q["id"] for q in summary["quirks"]}
+    assert {"oai_parallel_same_index", "oai_id_every_chunk"} <= quirks
+    assert "reads_one_event_each" in summary["stats"]["wire_quirks"]
+    before = json.loads(run("replay", str(rec), "--format", "json").stdout)
+    assert summary["invocations"] == before["invocations"]
+    assert summary["text"] == before["text"] and summary["usage"] == before["usage"]
+    # the header (request, response) is the original's
+    head = [json.loads(line) for line in out.read_text().splitlines()][0]
+    assert head["request"] == json.loads(rec.read_text().splitlines()[0])["request"]
+
+
+def test_mutate_refuses_bad_ids_and_quirks_that_do_not_apply(tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    rec = str(RECORDINGS / "openai-parallel-tool-calls.jsonl")
+    proc = run("mutate", rec, "-q", "oai_paralel_same_index", "-o", str(out))
+    assert proc.returncode == 2
+    assert "did you mean oai_parallel_same_index" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+    proc = run("mutate", rec, "-q", "n_choices_x", "-o", str(out))
+    assert proc.returncode == 2 and "did you mean n_choices" in proc.stderr
+    proc = run("mutate", rec, "-q", "anthropic_tool_input_in_start", "-o", str(out))
+    assert proc.returncode == 2
+    assert "does not apply" in proc.stderr and "openai-chat" in proc.stderr
+    proc = run("mutate", rec, "-q", "usage_only_chunk", "-o", str(out))
+    assert proc.returncode == 2 and "shows that quirk already" in proc.stderr
+    assert not out.exists()
+    out.write_text("mine\n")
+    proc = run("mutate", rec, "-q", "eof_no_done", "-o", str(out))
+    assert proc.returncode == 2 and "exists" in proc.stderr
+    assert out.read_text() == "mine\n"  # nothing the user had is overwritten
+
+
+def test_mutate_list_shows_what_applies_with_severity_and_explanation() -> None:
+    proc = run("mutate", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "--list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    row = next(line for line in lines if line.strip().startswith("anthropic_tool_input_in_start"))
+    assert "warn" in row and "input_json_delta" in row
+    assert any(line.strip().startswith("tool_id_reused") and "model" in line for line in lines)
+    assert any(
+        line.startswith("for gemini recordings:") and "gemini_json_array" in line for line in lines
+    )
+
+
+def test_two_writers_of_one_output_never_mix(tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    rec = str(RECORDINGS / "anthropic-write-file.jsonl")
+    args = ["mutate", rec, "-q", "reads_single", "-o", str(out)]
+    procs = [
+        subprocess.Popen([*STREAMTOOL, *args], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        for _ in range(2)
+    ]
+    codes = sorted(p.wait(timeout=60) for p in procs)
+    assert codes == [0, 2]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records[0]["type"] == "header" and records[-1]["type"] == "end"
+    assert len([r for r in records if r["type"] == "chunk"]) == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# -- served with --mutate ----------------------------------------------------------------------
+def test_parse_mutate() -> None:
+    assert parse_mutate(None) is None
+    assert parse_mutate("oai_empty_id, reads_single") == ["oai_empty_id", "reads_single"]
+    assert parse_mutate("all") == [i.id for i in M.generatable()]
+    with pytest.raises(ValueError, match="did you mean oai_empty_id"):
+        parse_mutate("oai_empty_idd")
+    with pytest.raises(ValueError, match="cannot generate"):
+        parse_mutate("unknown_event,done_no_finish_reason")
+    with pytest.raises(ValueError, match="not a quirk id; did you mean n_candidates"):
+        parse_mutate("n_candidatez")
+
+
+def test_a_server_serves_the_mutated_stream(tmp_path: Path) -> None:
+    rec = RECORDINGS / "openai-parallel-tool-calls.jsonl"
+    library = Library.from_paths([rec])
+    applied = mutate_library(library, ["oai_tool_index_missing", "anthropic_tool_input_in_start"])
+    assert applied == {library.recordings[0].name: ["oai_tool_index_missing"]}
+    with ServerThread(create_app(library, Playback(speed=None))) as server:
+        body = httpx.post(
+            server.url + "/v1/chat/completions", json={"model": "gpt-4o", "stream": True}
+        ).content
+    saved = tmp_path / "served.sse"
+    saved.write_bytes(body)
+    summary = json.loads(run("replay", str(saved), "--format", "json").stdout)
+    assert "oai_tool_index_missing" in {q["id"] for q in summary["quirks"]}
+    assert b'"index":0,"id"' not in body and b'"tool_calls":[{"id"' in body
+    assert len(summary["invocations"]) == 2
+
+
+def test_conform_mutate_names_per_quirk_pass_or_what_differs() -> None:
+    client = str(ROOT / "tests" / "clients" / "chat_client.py")
+    proc = run(
+        "conform",
+        "-r",
+        str(RECORDINGS / "openai-parallel-tool-calls.jsonl"),
+        "--chunkings",
+        "1",
+        "--mutate",
+        "oai_tool_index_missing,sse_comment_keepalive",
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        client,
+        "naive",
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    quirks = doc["quirks"]
+    # the naive client drops calls without an index: that quirk breaks it, comments do not
+    assert quirks["oai_tool_index_missing"]["failed"] == 1
+    assert "tool_calls" in quirks["oai_tool_index_missing"]["differs"]
+    assert quirks["sse_comment_keepalive"] == {
+        "passed": 1,
+        "failed": 0,
+        "differs": [],
+        "recordings": 1,
+        "unmutated_fails": 0,
+    }
+    names = {r["recording"] for r in doc["results"]}
+    assert names == {
+        "openai-parallel-tool-calls",  # the baseline: the client passes it unmutated
+        "openai-parallel-tool-calls +oai_tool_index_missing",
+        "openai-parallel-tool-calls +sse_comment_keepalive",
+    }
+    proc = run("conform", "--mutate", "oai_tool_index_mising", "--", sys.executable, client)
+    assert proc.returncode == 2 and "did you mean oai_tool_index_missing" in proc.stderr
+
+
+SAMPLE = """
+import json
+import os
+
+from openai import OpenAI
+
+
+def test_loop(stream_tape):
+    client = OpenAI(max_retries=0)
+    with client.chat.completions.stream(
+        model={model!r},
+        messages=[{{"role": "user", "content": {question!r}}}],
+        tools=json.loads({tools!r}),
+    ) as stream:
+        message = stream.get_final_completion().choices[0].message
+    with open(os.environ["SAMPLE_NOTES"], "w") as fh:
+        json.dump(stream_tape.mutated, fh)
+    assert [json.loads(c.function.arguments)["city"] for c in message.tool_calls] == [
+        "Paris", "Tokyo"
+    ]
+"""
+
+
+def test_the_pytest_plugin_applies_the_quirks_to_every_stream(tmp_path: Path) -> None:
+    from .tape_helpers import OPENAI_MODEL, OPENAI_QUESTION, OPENAI_TOOLS
+
+    project = tmp_path / "project"
+    openai_tape(project / "tapes" / "test_agent" / "test_loop")
+    (project / "test_agent.py").write_text(
+        SAMPLE.format(model=OPENAI_MODEL, question=OPENAI_QUESTION, tools=json.dumps(OPENAI_TOOLS))
+    )
+    notes = project / "notes.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
+    env.update(SAMPLE_NOTES=str(notes), OPENAI_API_KEY="dummy")
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n0", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    # a quirk the SDK survives: the test passes, and the fixture says what it was served
+    proc = pytest_run("--stream-tape-mutate=oai_name_every_chunk,reads_single")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    served = json.loads(notes.read_text())
+    assert served == {
+        "0001-openai-chat-gpt-4o": ["oai_name_every_chunk", "reads_single"],
+        "0002-openai-chat-gpt-4o": ["reads_single"],  # the second turn: no tool call to name
+    }
+    # a model fault the test does not survive: its arguments are cut mid-string
+    proc = pytest_run("--stream-tape-mutate=model_args_invalid_json")
+    assert proc.returncode == 1
+    assert "JSONDecodeError" in proc.stdout
+    proc = pytest_run("--stream-tape-mutate=model_args_invalid")
+    assert proc.returncode == 4 and "did you mean model_args_invalid_json" in proc.stderr
