@@ -200,8 +200,11 @@ def render_report(report: CheckReport, paths: list[str], *, color: bool = False)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     lines.append(f"{len(report.results)} checked: {', '.join(parts) or 'nothing'}")
     if counts["drift"] + counts["missing"] > 1:
+        # with CI set, --update alone would leave the missing golden files missing
+        create = " --create-missing" if counts["missing"] and ci_is_set() else ""
         lines.append(
-            "to accept every replay as it is now: streamtool check --update " + shlex.join(paths)
+            f"to accept every replay as it is now: streamtool check --update{create} "
+            + shlex.join(paths)
         )
     return "\n".join(lines) + "\n"
 

@@ -76,7 +76,13 @@ def conform(
     call are reported as not applicable. Exit codes: 0 all passed, 1 a run failed, 2 unusable
     input.
     """
-    from streamtool.core.net.conform import Runner, bundled_recordings, chunkings, load_cases
+    from streamtool.core.net.conform import (
+        ClientDidNotStart,
+        Runner,
+        bundled_recordings,
+        chunkings,
+        load_cases,
+    )
 
     if not command:
         fail("give the client command after --, e.g. streamtool conform -- python client.py")
@@ -106,7 +112,10 @@ def conform(
         cases = [c for c in cases if c.api in wanted]
         if not cases:
             fail(f"no recording of API {', '.join(sorted(wanted))} among those given")
-    results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
+    try:
+        results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
+    except ClientDidNotStart as exc:
+        fail(str(exc))
     if fmt is Format.json:
         sys.stdout.write(json.dumps(_document(command, plans, results), ensure_ascii=False) + "\n")
     else:
@@ -142,7 +151,9 @@ def _print_table(plans: list[Chunking], results: list[Result]) -> None:
     width = shutil.get_terminal_size((int(os.environ.get("COLUMNS", "100") or 100), 24)).columns
     console = Console(width=max(width, 60), highlight=False, soft_wrap=False)
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("recording", overflow="fold")
+    # a recording's name stays on one line: the result columns give way first
+    longest = max((len(r.case.name) for r in results), default=9)
+    table.add_column("recording", no_wrap=True, min_width=min(longest, console.width // 2))
     for plan in plans:
         table.add_column(plan.name)
     rows: dict[str, dict[str, Result]] = {}

@@ -34,7 +34,8 @@ def replay_request(sample_path: Path, origin: str) -> PreparedRequest:
     from streamtool.core.net.requests import PreparedRequest
     from streamtool.core.recording.reader import Source
 
-    header = Source(sample_path).header
+    with Source(sample_path) as source:
+        header = source.header
     request = header.request
     parts = urlsplit(str(request.get("url") or "/v1/chat/completions"))
     url = origin + parts.path + (f"?{parts.query}" if parts.query else "")
@@ -73,6 +74,7 @@ def demo(
             help="Keep the new recording here (default: a new temporary folder).",
         ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --output.")] = False,
     speed: Annotated[
         str,
         typer.Option("--speed", help="Serve at the recorded pace (1), N times faster, or max."),
@@ -98,7 +100,7 @@ def demo(
     if output is None:
         output = Path(tempfile.mkdtemp(prefix="streamtool-demo-")) / f"demo-{chosen.name}.jsonl"
     with user_errors(str(output)):
-        check_output(output, force=False)
+        check_output(output, force=force)
 
     from streamtool.core.net.http_capture import record_request
     from streamtool.core.net.library import Library
@@ -121,7 +123,7 @@ def demo(
         )
         with user_errors(str(output)):
             result = record_request(
-                prepared, output, on_start=live.on_start, on_chunk=live.on_chunk
+                prepared, output, force=force, on_start=live.on_start, on_chunk=live.on_chunk
             )
         live.finish(result)
     if result.status is None:

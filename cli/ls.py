@@ -131,7 +131,10 @@ def _table(rows: list[Row], base: str | None) -> None:
     while True:
         used = sum(widths[:-1]) + 2 * (len(widths) - 1) + min(widths[-1], 16)
         over = used - width
-        candidates = [j for j, floor in flexible.items() if widths[j] > floor]
+        # the file name is what tells rows apart: the other columns give way first
+        candidates = [j for j, floor in flexible.items() if widths[j] > floor and j != 0]
+        if not candidates and 0 in flexible and widths[0] > flexible[0]:
+            candidates = [0]
         if over <= 0 or not candidates:
             break
         j = max(candidates, key=lambda c: widths[c])
@@ -140,7 +143,7 @@ def _table(rows: list[Row], base: str | None) -> None:
     for line in lines:
         cells = []
         for j, cell in enumerate(line[:-1]):
-            cell = _fit(cell, widths[j], keep_end=j == 0)
+            cell = _fit(cell, widths[j], middle=j == 0)
             cells.append(cell.rjust(widths[j]) if j in right else cell.ljust(widths[j]))
         text = "  ".join([*cells, line[-1]]).rstrip()
         if len(text) > width:
@@ -149,7 +152,16 @@ def _table(rows: list[Row], base: str | None) -> None:
     sys.stdout.write(f"{len(rows)} recording{'s' if len(rows) != 1 else ''}\n")
 
 
-def _fit(cell: str, width: int, keep_end: bool = False) -> str:
+def _fit(cell: str, width: int, middle: bool = False) -> str:
+    """``cell`` cut to ``width``: at the end, or (file names) in the middle.
+
+    A file name keeps its start and its end: recordings of one proxy session differ in their
+    leading sequence number and share their model and extension, so neither end may go.
+    """
     if len(cell) <= width:
         return cell
-    return "…" + cell[-(width - 1) :] if keep_end else cell[: width - 1] + "…"
+    if not middle:
+        return cell[: width - 1] + "…"
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    return cell[:head] + "…" + cell[len(cell) - tail :]

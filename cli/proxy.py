@@ -80,7 +80,9 @@ def proxy(
     )
 
     if view is None:
-        view = "journal" if sys.stderr.isatty() else "none"
+        # on a terminal the journal's rows grow while they stream; off one it prints a line per
+        # exchange when it ends
+        view = "journal"
     if view not in VIEWS:
         fail(f"--view {view!r}: use one of {', '.join(VIEWS)}")
     if transform is not None and transform not in TRANSFORMS:

@@ -79,7 +79,7 @@ class ProgressLine:
                 self.tools += 1
 
     def line(self) -> str:
-        parts = [f"{self.chunks} chunks", _size(self.bytes), f"{self.t:.1f} s"]
+        parts = [_count(self.chunks, "chunk"), _size(self.bytes), f"{self.t:.1f} s"]
         if self.reasoning_chars:
             parts.append(f"reasoning {self.reasoning_chars} chars")
         if self.text_chars:
@@ -384,8 +384,12 @@ def record(
     _report(result)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _report(result: RecordResult) -> None:
-    what = f"{result.chunks} chunks, {_size(result.bytes)} in {result.duration:.2f} s"
+    what = f"{_count(result.chunks, 'chunk')}, {_size(result.bytes)} in {result.duration:.2f} s"
     status = f"HTTP {result.status}" if result.status is not None else "no response"
     if result.write_failed:
         sys.stderr.write(f"streamtool: error: {result.error}\n")

@@ -202,13 +202,14 @@ def serve(
         err.write("  each request gets the next recorded exchange whose request matches\n")
     if on_miss is not None:
         err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
-    elif n > 1:
+    elif n > 1 and not as_tape:
+        # a tape matches requests to its exchanges; the model or header choice is plain serve's
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(
         create_app(library, playback, None if quiet else _log, on_miss, max_body=body_limit),
         sock,
-        log_level="warning" if quiet else "info",
+        log_level="warning",  # serve logs its requests itself; uvicorn's INFO lines are noise
         access_log=False,
         limits=limits,
     )

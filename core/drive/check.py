@@ -316,8 +316,9 @@ def _check_one(
             "missing",
             gold,
             rec,
+            # with CI set, --update alone refreshes existing golden files only
             message=f"no golden file ({golden_path.name}); create it with: "
-            f"streamtool check --update {rec}",
+            f"streamtool check --update{'' if create_missing else ' --create-missing'} {rec}",
         )
     elif text is None and not create_missing:
         missing = FileResult(
