@@ -86,6 +86,7 @@ class ReplayEngine:
                 self._use_converter(detected, detected_by="header")
         self.decoder: Any = None
         self._binary = False  # bytes that are not text were seen while detecting the API
+        self._head = b""  # the stream's first bytes: what kind of binary data it is
         self._pending: list[SSEItem] = []
         # statistics and stream-level results
         self.chunks = 0
@@ -112,6 +113,7 @@ class ReplayEngine:
         self.segment_events = 0
         self._text = TextBuffer()
         self._reasoning = TextBuffer()
+        self._refusal_text = TextBuffer()  # text segments that are a refusal, kept apart
         self._content_to: dict[str, TextBuffer | None] = {}  # segment id -> its text's buffer
         self._cited: list[tuple[str, list[Any]]] = []  # (segment id, END metadata citations)
         self._refusal = False
@@ -146,6 +148,8 @@ class ReplayEngine:
         self.now = t
         if self.decoder is None:
             self.decoder = open_decoder(data)
+        if self.converter is None and isinstance(data, bytes) and len(self._head) < 4:
+            self._head += data[: 4 - len(self._head)]
         if self.converter is None and not self._binary and isinstance(data, bytes):
             # while the API is unknown: is this text at all? (said when no event is found)
             try:
@@ -320,8 +324,10 @@ class ReplayEngine:
                         "the stream holds only SSE comments, no events: there is nothing to replay"
                     )
                 if self._binary:
+                    kind = _binary_kind(self._head)
                     raise DetectionError(
-                        f"not a stream: its {self.bytes:,} bytes are binary data, not text"
+                        f"not a stream: its {self.bytes:,} bytes are "
+                        f"{kind or 'binary data, not text'}"
                     )
                 raise DetectionError(
                     f"no server-sent events in its {self.bytes:,} bytes "
@@ -377,8 +383,9 @@ class ReplayEngine:
                     buffer.append(ev.delta)
             elif kind is _START:
                 segment_type = ev.segment_type
+                refused = ev.metadata is not None and ev.metadata.get("refusal") is True
                 content_to[ev.segment_id] = (
-                    self._text
+                    (self._refusal_text if refused else self._text)
                     if segment_type is _TEXT
                     else self._reasoning
                     if segment_type is _REASONING
@@ -445,8 +452,14 @@ class ReplayEngine:
         return out
 
     def texts(self) -> tuple[str, str]:
-        """The concatenated text and reasoning of all segments."""
+        """The concatenated text and reasoning of all segments (a refusal is not text: see
+        :meth:`refusal`)."""
         return self._text.text(), self._reasoning.text()
+
+    def refusal(self) -> str:
+        """The text of the segments that are a refusal (Chat ``delta.refusal``, a Responses
+        ``refusal`` part), kept apart from the text as the SDKs keep ``message.refusal``."""
+        return self._refusal_text.text()
 
     def stats(self) -> dict[str, Any]:
         duration = None
@@ -469,6 +482,7 @@ class ReplayEngine:
             "converter": self.converter_name,
             "parser": self.parser,
             "text": text,
+            "refusal": self.refusal(),
             "reasoning": reasoning,
             "invocations": [inv.to_dict() for inv in self.invocations()],
             "citations": self.citations(),
@@ -479,3 +493,25 @@ class ReplayEngine:
             "quirks": [q.to_dict() for q in self.quirks],
             "stats": self.stats(),
         }
+
+
+# the first bytes of what is often saved instead of a stream's text, and what to do about it
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip, or curl --compressed)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: zstd -d)"),
+    (b"\xff\xfe", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
+)
+
+
+def _binary_kind(head: bytes) -> str | None:
+    """What a stream's first bytes say it is, when it is not UTF-8 text."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    # UTF-16 without a byte order mark: ASCII text with every other byte zero
+    if len(head) >= 4 and head[1] == 0 and head[3] == 0 and head[0] and head[2]:
+        return "UTF-16 text (little-endian; convert it to UTF-8 first: iconv -f UTF-16LE -t UTF-8)"
+    if len(head) >= 4 and head[0] == 0 and head[2] == 0 and head[1] and head[3]:
+        return "UTF-16 text (big-endian; convert it to UTF-8 first: iconv -f UTF-16BE -t UTF-8)"
+    return None
