@@ -15,6 +15,7 @@ import typer
 if TYPE_CHECKING:
     from streamtool.core.drive.check import CheckReport, FileResult
 
+from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
 from .params import CONVERTERS, PARSERS
@@ -86,6 +87,7 @@ def check(
         str | None,
         typer.Option(
             "--converter",
+            autocompletion=complete_converter,
             metavar=CONVERTERS,
             help="With --update: the converter golden files are written with (default: the "
             "one a golden file names, else auto).",
@@ -95,6 +97,7 @@ def check(
         str | None,
         typer.Option(
             "--parser",
+            autocompletion=complete_parser,
             metavar=PARSERS,
             help="With --update: the parser golden files are written with (default: the one a "
             "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",

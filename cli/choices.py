@@ -134,3 +134,72 @@ def check_quirk_id(value: str | None) -> str | None:
     raise typer.BadParameter(
         refuse(value, "a quirk id", quirk_ids(), listing="the ids of docs/quirks.md")
     )
+
+
+# -- the other sets, each read where it is defined (imported when a shell asks) ------------------
+def sort_columns() -> list[str]:
+    from streamtool.core.drive.listing import COLUMNS
+
+    return list(COLUMNS)
+
+
+def record_providers() -> list[str]:
+    from streamtool.core.net.requests import APIS
+
+    return list(APIS)
+
+
+def conform_apis() -> list[str]:
+    from streamtool.core.converters import BUILTIN_CONVERTERS
+
+    return list(BUILTIN_CONVERTERS)
+
+
+def sample_names() -> list[str]:
+    from streamtool.core.samples import SAMPLES
+
+    return list(SAMPLES)
+
+
+def record_views() -> list[str]:
+    return ["auto", "tree", "progress", "none"]
+
+
+def proxy_views() -> list[str]:
+    return ["journal", "tree", "none"]
+
+
+def proxy_transforms() -> list[str]:
+    return ["kimi-k2"]
+
+
+def tool_choices() -> list[str]:
+    from streamtool.core.net.requests import TOOL_CHOICES
+
+    return list(TOOL_CHOICES)
+
+
+complete_sort = _complete(sort_columns)
+complete_provider = _complete(record_providers)
+complete_api = _complete_list(conform_apis)
+complete_sample = _complete(sample_names)
+complete_record_view = _complete(record_views)
+complete_proxy_view = _complete(proxy_views)
+complete_transform = _complete(proxy_transforms)
+complete_tool_choice = _complete(tool_choices)
+
+
+def check_sort(value: str) -> str:
+    """``ls --sort``: a column (exit 2 otherwise)."""
+    if value in sort_columns():
+        return value
+    raise typer.BadParameter(refuse(value, "a column", sort_columns()))
+
+
+def check_apis(values: list[str] | None) -> list[str] | None:
+    """``conform --api``: API names, repeatable or comma-separated (exit 2 otherwise)."""
+    for item in values or []:
+        for name in (a.strip() for a in item.split(",")):
+            if name and name not in conform_apis():
+                raise typer.BadParameter(refuse(name, "an API", conform_apis()))
+    return values

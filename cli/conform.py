@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .choices import check_apis, complete_api
 from .errors import fail, user_errors
 from .main import app
 
@@ -56,6 +57,8 @@ def conform(
         list[str] | None,
         typer.Option(
             "--api",
+            callback=check_apis,
+            autocompletion=complete_api,
             help="Only recordings of this API (repeatable): openai-chat, openai-responses, "
             "anthropic, gemini, kimi-k2.",
         ),

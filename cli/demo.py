@@ -19,6 +19,7 @@ import typer
 
 from streamtool.core.samples import DEFAULT_SAMPLE, UnknownSample, get_sample
 
+from .choices import complete_sample
 from .errors import fail, user_errors
 from .main import app
 
@@ -62,6 +63,7 @@ def demo(
         str,
         typer.Option(
             "--sample",
+            autocompletion=complete_sample,
             metavar="NAME",
             help=f"The sample to play (default: {DEFAULT_SAMPLE}; streamtool samples lists them).",
         ),

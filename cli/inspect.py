@@ -18,6 +18,7 @@ from .choices import (
 )
 from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
+from .params import CONVERTERS, PARSERS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,6 +77,7 @@ def inspect(
         str,
         typer.Option(
             "--converter",
+            metavar=CONVERTERS,
             autocompletion=complete_converter,
             help="Wire API converter: auto, or a converter name.",
         ),
@@ -84,6 +86,7 @@ def inspect(
         str | None,
         typer.Option(
             "--parser",
+            metavar=PARSERS,
             autocompletion=complete_parser,
             help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .choices import check_quirk_id, check_sort, complete_quirk_id, complete_sort
 from .main import app
 
 if TYPE_CHECKING:
     from streamtool.core.drive.listing import Row
 
 SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls, errors, quirks"
+SORT_CHOICES = "[" + SORTS.replace(", ", "|") + "]"
 
 
 class Format(StrEnum):
@@ -33,10 +35,25 @@ def ls(
             show_default=False,
         ),
     ] = None,
-    sort: Annotated[str, typer.Option("--sort", help=f"Column to sort by: {SORTS}.")] = "file",
+    sort: Annotated[
+        str,
+        typer.Option(
+            "--sort",
+            metavar=SORT_CHOICES,
+            callback=check_sort,
+            autocompletion=complete_sort,
+            help=f"Column to sort by: {SORTS}.",
+        ),
+    ] = "file",
     reverse: Annotated[bool, typer.Option("--reverse", "-r", help="Sort descending.")] = False,
     has_quirk: Annotated[
-        str | None, typer.Option("--has-quirk", help="Only recordings with this quirk id.")
+        str | None,
+        typer.Option(
+            "--has-quirk",
+            callback=check_quirk_id,
+            autocompletion=complete_quirk_id,
+            help="Only recordings with this quirk id.",
+        ),
     ] = None,
     has_error: Annotated[
         bool, typer.Option("--has-error", help="Only recordings with an error.")

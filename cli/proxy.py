@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 
+from .choices import complete_proxy_view, complete_transform
 from .errors import fail, user_errors
 from .listening import HEADER_TIMEOUT, HeaderTimeout, listen, max_connections_option
 from .main import app
+from .params import choices
 
 VIEWS = ("journal", "tree", "none")
 TRANSFORMS = ("kimi-k2",)
@@ -43,6 +45,8 @@ def proxy(
         str | None,
         typer.Option(
             "--view",
+            metavar=choices(VIEWS),
+            autocompletion=complete_proxy_view,
             help="Live view: journal (one row per exchange), tree (the newest stream above "
             "the journal) or none. Default: journal on a terminal, none otherwise.",
         ),
@@ -51,6 +55,8 @@ def proxy(
         str | None,
         typer.Option(
             "--transform",
+            metavar=choices(TRANSFORMS),
+            autocompletion=complete_transform,
             help="kimi-k2: rewrite Kimi's special-token tool calls in Chat Completions "
             "streams into standard tool_calls (the recording keeps the upstream's bytes).",
         ),

@@ -9,8 +9,10 @@ from typing import Annotated
 
 import typer
 
+from .choices import complete_converter, complete_parser
 from .errors import USAGE_ERRORS, fail
 from .main import app
+from .params import CONVERTERS, PARSERS
 
 MARK = 'name="generator" content="streamtool report"'
 
@@ -37,12 +39,21 @@ def report(
         float, typer.Option("--stall", help="A gap over this many seconds is a stall.")
     ] = 1.0,
     converter: Annotated[
-        str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
+        str,
+        typer.Option(
+            "--converter",
+            metavar=CONVERTERS,
+            autocompletion=complete_converter,
+            help="Wire API converter: auto, or a converter name.",
+        ),
     ] = "auto",
     parser: Annotated[
         str | None,
         typer.Option(
-            "--parser", help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."
+            "--parser",
+            metavar=PARSERS,
+            autocompletion=complete_parser,
+            help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),
     ] = None,
 ) -> None:
