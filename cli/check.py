@@ -6,6 +6,8 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -138,7 +140,7 @@ def check(
     """
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
-    with user_errors():
+    with user_errors(), _progress(update) as (on_start, on_done):
         from streamtool.core.drive.check import check_paths  # imported when used: fast start
 
         report = check_paths(
@@ -150,6 +152,8 @@ def check(
             stdin_golden=golden,
             jobs=jobs,
             shard=parse_shard(shard) if shard else None,
+            on_start=on_start,
+            on_done=on_done,
         )
     for result in report.results:
         if result.status == "error":
@@ -160,6 +164,32 @@ def check(
         sys.stdout.write(render_report(report, [str(p) for p in paths], color=use_color()))
     sys.stdout.flush()
     raise typer.Exit(report.exit_code)
+
+
+# below this many recordings a check is over before a bar would be worth drawing
+PROGRESS_AT_LEAST = 50
+
+
+@contextmanager
+def _progress(update: bool) -> Iterator[tuple[Callable[[int], None], Callable[[], None]]]:
+    """``check_paths``'s callbacks driving a progress bar on a terminal (see cli/progress.py)."""
+    from .progress import on_terminal, progress
+
+    if not on_terminal():
+        yield (lambda n: None), (lambda: None)
+        return
+    with ExitStack() as stack:
+        advance: list[Callable[[int], None]] = []
+
+        def on_start(n: int) -> None:
+            verb = "updating" if update else "checking"
+            advance.append(stack.enter_context(progress(n, verb, at_least=PROGRESS_AT_LEAST)))
+
+        def on_done() -> None:
+            if advance:
+                advance[0](1)
+
+        yield on_start, on_done
 
 
 _LABELS = {

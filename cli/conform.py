@@ -115,8 +115,14 @@ def conform(
         cases = [c for c in cases if c.api in wanted]
         if not cases:
             fail(f"no recording of API {', '.join(sorted(wanted))} among those given")
+    from .progress import progress
+
     try:
-        results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
+        with progress(len(cases) * len(plans), "conform") as advance:
+            runner = Runner(
+                command, cases, plans, timeout=timeout, jobs=jobs, on_result=lambda _: advance(1)
+            )
+            results = runner.run()
     except ClientDidNotStart as exc:
         fail(str(exc))
     if fmt is Format.json:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from streamtool.core.drive.listing import Row
 
 SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls, errors, quirks"
+# below this many recordings a listing is over before a bar would be worth drawing
+PROGRESS_AT_LEAST = 50
 SORT_CHOICES = "[" + SORTS.replace(", ", "|") + "]"
 
 
@@ -69,7 +71,10 @@ def ls(
     ] = Format.text,
 ) -> None:
     """List recordings: provider, API, model, end, duration, TTFT, reads, tool calls, quirks."""
-    from streamtool.core.drive.listing import Filters, list_recordings, sort_key
+    from streamtool.core.drive.find import find_recordings
+    from streamtool.core.drive.listing import Filters, read_row, sort_key
+
+    from .progress import progress
 
     try:
         key = sort_key(sort)
@@ -83,7 +88,17 @@ def ls(
         sys.stderr.write(f"streamtool: error: {message}\n")
 
     filters = Filters(provider=provider, has_quirk=has_quirk, has_error=has_error, tool=tool)
-    rows = list(list_recordings(paths or ["."], filters, on_problem))
+    found = list(find_recordings(paths or ["."]))
+    rows = []
+    with progress(len(found), "listing", at_least=PROGRESS_AT_LEAST) as advance:
+        for path, problem in found:
+            if problem is not None:
+                on_problem(problem)
+            else:
+                row = read_row(path, filters)
+                if row is not None:
+                    rows.append(row)
+            advance(1)
     for row in rows:
         if row.problem is not None:
             problems.append(row.problem)
