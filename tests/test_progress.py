@@ -115,8 +115,9 @@ def test_conform_counts_its_runs(tmp_path: Path) -> None:
 def test_report_of_a_large_recording(tmp_path: Path) -> None:
     header = json.loads((RECORDINGS / "openai-chat-refusal.jsonl").read_text().splitlines()[0])
     lines = [json.dumps(header)]
+    delta = {"content": "word " * 12}
     chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m",
-             "choices": [{"index": 0, "delta": {"content": "word " * 12}, "finish_reason": None}]}  # fmt: skip
+             "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}  # fmt: skip
     data = f"data: {json.dumps(chunk)}\n\n"
     n = 20_500
     lines += [json.dumps({"type": "chunk", "t": i / 1000, "text": data}) for i in range(n)]
