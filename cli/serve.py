@@ -203,7 +203,6 @@ def serve(
     if on_miss is not None:
         err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
     elif n > 1 and not as_tape:
-        # a tape matches requests to its exchanges; the model or header choice is plain serve's
         err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
     err.flush()
     run_server(

@@ -174,22 +174,6 @@ def test_serve_prints_its_own_log_and_no_uvicorn_info_lines() -> None:
     assert "INFO:" not in err and "Uvicorn" not in err
 
 
-def test_a_tape_banner_does_not_offer_the_plain_serve_choice(tmp_path: Path) -> None:
-    tape = tmp_path / "tape"
-    tape.mkdir()
-    for name in ("openai-parallel-tool-calls", "openai-chat-refusal"):
-        shutil.copy(RECORDINGS / f"{name}.jsonl", tape / f"{name}.jsonl")
-    proc, first, _ = start_listening(
-        [*STREAMTOOL, "serve", str(tape), "--tape", "--port", "0", "--quiet"]
-    )
-    assert proc.stderr is not None
-    banner = [first] + [proc.stderr.readline() for _ in range(3)]  # the two exchanges, the rule
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=20)
-    assert "each request gets the next recorded exchange" in banner[-1], banner
-    assert not any("pick one per request by model" in line for line in banner)
-
-
 # -- check under CI -------------------------------------------------------------------------------
 def test_the_missing_golden_hint_works_with_ci_set(tmp_path: Path) -> None:
     rec = tmp_path / "a.jsonl"
