@@ -6,6 +6,8 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,6 +17,7 @@ import typer
 if TYPE_CHECKING:
     from streamtool.core.drive.check import CheckReport, FileResult
 
+from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
 from .params import CONVERTERS, PARSERS
@@ -86,6 +89,7 @@ def check(
         str | None,
         typer.Option(
             "--converter",
+            autocompletion=complete_converter,
             metavar=CONVERTERS,
             help="With --update: the converter golden files are written with (default: the "
             "one a golden file names, else auto).",
@@ -95,6 +99,7 @@ def check(
         str | None,
         typer.Option(
             "--parser",
+            autocompletion=complete_parser,
             metavar=PARSERS,
             help="With --update: the parser golden files are written with (default: the one a "
             "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
@@ -135,7 +140,7 @@ def check(
     """
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
-    with user_errors():
+    with user_errors(), _progress(update) as (on_start, on_done):
         from streamtool.core.drive.check import check_paths  # imported when used: fast start
 
         report = check_paths(
@@ -147,6 +152,8 @@ def check(
             stdin_golden=golden,
             jobs=jobs,
             shard=parse_shard(shard) if shard else None,
+            on_start=on_start,
+            on_done=on_done,
         )
     for result in report.results:
         if result.status == "error":
@@ -157,6 +164,32 @@ def check(
         sys.stdout.write(render_report(report, [str(p) for p in paths], color=use_color()))
     sys.stdout.flush()
     raise typer.Exit(report.exit_code)
+
+
+# below this many recordings a check is over before a bar would be worth drawing
+PROGRESS_AT_LEAST = 50
+
+
+@contextmanager
+def _progress(update: bool) -> Iterator[tuple[Callable[[int], None], Callable[[], None]]]:
+    """``check_paths``'s callbacks driving a progress bar on a terminal (see cli/progress.py)."""
+    from .progress import on_terminal, progress
+
+    if not on_terminal():
+        yield (lambda n: None), (lambda: None)
+        return
+    with ExitStack() as stack:
+        advance: list[Callable[[int], None]] = []
+
+        def on_start(n: int) -> None:
+            verb = "updating" if update else "checking"
+            advance.append(stack.enter_context(progress(n, verb, at_least=PROGRESS_AT_LEAST)))
+
+        def on_done() -> None:
+            if advance:
+                advance[0](1)
+
+        yield on_start, on_done
 
 
 _LABELS = {
@@ -200,8 +233,11 @@ def render_report(report: CheckReport, paths: list[str], *, color: bool = False)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     lines.append(f"{len(report.results)} checked: {', '.join(parts) or 'nothing'}")
     if counts["drift"] + counts["missing"] > 1:
+        # with CI set, --update alone would leave the missing golden files missing
+        create = " --create-missing" if counts["missing"] and ci_is_set() else ""
         lines.append(
-            "to accept every replay as it is now: streamtool check --update " + shlex.join(paths)
+            f"to accept every replay as it is now: streamtool check --update{create} "
+            + shlex.join(paths)
         )
     return "\n".join(lines) + "\n"
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .choices import check_apis, complete_api
 from .errors import fail, user_errors
 from .main import app
 
@@ -56,6 +57,8 @@ def conform(
         list[str] | None,
         typer.Option(
             "--api",
+            callback=check_apis,
+            autocompletion=complete_api,
             help="Only recordings of this API (repeatable): openai-chat, openai-responses, "
             "anthropic, gemini, kimi-k2.",
         ),
@@ -85,7 +88,7 @@ def conform(
     input.
     """
     try:
-        _run(command, recordings, count, seed, api, timeout, jobs, fmt)
+        _run(command, recordings, count, seed, api, timeout, jobs, fmt, mutate)
     except KeyboardInterrupt:
         # Runner.run has killed the running clients and stopped the server by now
         sys.stderr.write("streamtool: conform interrupted; its clients and server are stopped\n")
@@ -101,8 +104,15 @@ def _run(
     timeout: float,
     jobs: int,
     fmt: Format,
+    mutate: str | None,
 ) -> None:
-    from streamtool.core.net.conform import Runner, bundled_recordings, chunkings, load_cases
+    from streamtool.core.net.conform import (
+        ClientDidNotStart,
+        Runner,
+        bundled_recordings,
+        chunkings,
+        load_cases,
+    )
 
     if not command:
         fail("give the client command after --, e.g. streamtool conform -- python client.py")
@@ -142,7 +152,16 @@ def _run(
         cases = mutated_cases(cases, ids)
         if not cases:
             fail(f"no quirk of --mutate {mutate} applies to the recordings given")
-    results = Runner(command, cases, plans, timeout=timeout, jobs=jobs).run()
+    from .progress import progress
+
+    try:
+        with progress(len(cases) * len(plans), "conform") as advance:
+            runner = Runner(
+                command, cases, plans, timeout=timeout, jobs=jobs, on_result=lambda _: advance(1)
+            )
+            results = runner.run()
+    except ClientDidNotStart as exc:
+        fail(str(exc))
     if fmt is Format.json:
         sys.stdout.write(json.dumps(_document(command, plans, results), ensure_ascii=False) + "\n")
     else:
@@ -212,7 +231,9 @@ def _print_table(plans: list[Chunking], results: list[Result]) -> None:
     width = shutil.get_terminal_size((int(os.environ.get("COLUMNS", "100") or 100), 24)).columns
     console = Console(width=max(width, 60), highlight=False, soft_wrap=False)
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("recording", overflow="fold")
+    # a recording's name stays on one line: the result columns give way first
+    longest = max((len(r.case.name) for r in results), default=9)
+    table.add_column("recording", no_wrap=True, min_width=min(longest, console.width // 2))
     for plan in plans:
         table.add_column(plan.name)
     rows: dict[str, dict[str, Result]] = {}

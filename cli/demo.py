@@ -19,6 +19,7 @@ import typer
 
 from streamtool.core.samples import DEFAULT_SAMPLE, UnknownSample, get_sample
 
+from .choices import complete_sample
 from .errors import fail, user_errors
 from .main import app
 
@@ -34,7 +35,8 @@ def replay_request(sample_path: Path, origin: str) -> PreparedRequest:
     from streamtool.core.net.requests import PreparedRequest
     from streamtool.core.recording.reader import Source
 
-    header = Source(sample_path).header
+    with Source(sample_path) as source:
+        header = source.header
     request = header.request
     parts = urlsplit(str(request.get("url") or "/v1/chat/completions"))
     url = origin + parts.path + (f"?{parts.query}" if parts.query else "")
@@ -61,6 +63,7 @@ def demo(
         str,
         typer.Option(
             "--sample",
+            autocompletion=complete_sample,
             metavar="NAME",
             help=f"The sample to play (default: {DEFAULT_SAMPLE}; streamtool samples lists them).",
         ),
@@ -73,6 +76,7 @@ def demo(
             help="Keep the new recording here (default: a new temporary folder).",
         ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --output.")] = False,
     speed: Annotated[
         str,
         typer.Option("--speed", help="Serve at the recorded pace (1), N times faster, or max."),
@@ -116,7 +120,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool) -> None:
     if output is None:
         output = Path(tempfile.mkdtemp(prefix="streamtool-demo-")) / f"demo-{chosen.name}.jsonl"
     with user_errors(str(output)):
-        check_output(output, force=False)
+        check_output(output, force=force)
 
     from streamtool.core.net.http_capture import record_request
     from streamtool.core.net.library import Library
@@ -139,7 +143,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool) -> None:
         )
         with user_errors(str(output)):
             result = record_request(
-                prepared, output, on_start=live.on_start, on_chunk=live.on_chunk
+                prepared, output, force=force, on_start=live.on_start, on_chunk=live.on_chunk
             )
         live.finish(result)
     if result.reason == "interrupted":

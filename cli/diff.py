@@ -13,6 +13,7 @@ import typer
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import default_parser
 
+from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
 from .params import CONVERTERS, PARSERS
@@ -43,27 +44,49 @@ def diff(
         str | None,
         typer.Option(
             "--parser",
+            autocompletion=complete_parser,
             metavar=PARSERS,
             help="Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
         ),
     ] = None,
     parser_a: Annotated[
-        str | None, typer.Option("--parser-a", metavar=PARSERS, help="Parser for A.")
+        str | None,
+        typer.Option(
+            "--parser-a", autocompletion=complete_parser, metavar=PARSERS, help="Parser for A."
+        ),
     ] = None,
     parser_b: Annotated[
-        str | None, typer.Option("--parser-b", metavar=PARSERS, help="Parser for B.")
+        str | None,
+        typer.Option(
+            "--parser-b", autocompletion=complete_parser, metavar=PARSERS, help="Parser for B."
+        ),
     ] = None,
     converter: Annotated[
         str,
         typer.Option(
-            "--converter", metavar=CONVERTERS, help="Converter for both sides: auto or a name."
+            "--converter",
+            autocompletion=complete_converter,
+            metavar=CONVERTERS,
+            help="Converter for both sides: auto or a name.",
         ),
     ] = "auto",
     converter_a: Annotated[
-        str | None, typer.Option("--converter-a", metavar=CONVERTERS, help="Converter for A.")
+        str | None,
+        typer.Option(
+            "--converter-a",
+            autocompletion=complete_converter,
+            metavar=CONVERTERS,
+            help="Converter for A.",
+        ),
     ] = None,
     converter_b: Annotated[
-        str | None, typer.Option("--converter-b", metavar=CONVERTERS, help="Converter for B.")
+        str | None,
+        typer.Option(
+            "--converter-b",
+            autocompletion=complete_converter,
+            metavar=CONVERTERS,
+            help="Converter for B.",
+        ),
     ] = None,
     fmt: Annotated[
         Format, typer.Option("--format", help="text (side by side) or json (for scripts).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -13,6 +13,9 @@ from streamtool.core.converters import UnknownConverter
 from streamtool.core.handlers import UnknownParser
 from streamtool.core.records import RecordingError
 from streamtool.core.replay import DetectionError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 USAGE_ERRORS: tuple[type[BaseException], ...] = (
     RecordingError,
@@ -45,3 +48,20 @@ def user_errors(path: str | None = None) -> Iterator[None]:
         # the reader went away (| head): not an error of ours
         sys.stderr.close()
         raise typer.Exit(0) from None
+
+
+def pipe_console(**kwargs: Any) -> Console:
+    """A rich console for standard output that treats a reader going away (``| head``) as the
+    end of the output, exit code 0, as ``replay`` does (rich's own default exits 1)."""
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            import os
+
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0)
+
+    return PipeConsole(**kwargs)

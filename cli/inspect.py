@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import USAGE_ERRORS, fail, warn
+from .choices import (
+    check_fail_on,
+    complete_converter,
+    complete_fail_on,
+    complete_parser,
+    validate_fail_on,
+)
+from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
+from .params import CONVERTERS, PARSERS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,15 +31,6 @@ class Format(StrEnum):
 
 SEVERITY_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
 BLOCKS = " ▁▂▃▄▅▆▇█"
-
-
-def parse_fail_on(value: str | None) -> set[str]:
-    if value is None:
-        return set()
-    items = {v.strip() for v in value.split(",") if v.strip()}
-    if not items:
-        raise typer.BadParameter("give error, warn, info, or quirk ids separated by commas")
-    return items
 
 
 def _stall(value: float) -> float:
@@ -63,6 +62,8 @@ def inspect(
         str | None,
         typer.Option(
             "--fail-on",
+            callback=validate_fail_on,
+            autocompletion=complete_fail_on,
             help="Exit 1 when a quirk of this severity or worse is met (error, warn, info; "
             "error also counts stream errors), or one of these quirk ids / error kinds "
             "(comma-separated).",
@@ -73,12 +74,20 @@ def inspect(
         typer.Option("--format", help="text, or json (one object per file, one per line)."),
     ] = Format.text,
     converter: Annotated[
-        str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
+        str,
+        typer.Option(
+            "--converter",
+            metavar=CONVERTERS,
+            autocompletion=complete_converter,
+            help="Wire API converter: auto, or a converter name.",
+        ),
     ] = "auto",
     parser: Annotated[
         str | None,
         typer.Option(
             "--parser",
+            metavar=PARSERS,
+            autocompletion=complete_parser,
             help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),
     ] = None,
@@ -93,7 +102,7 @@ def inspect(
     from streamtool.core.handlers import check_parser_name, default_parser
     from streamtool.core.outputs.inspect import findings_failing
 
-    wanted = parse_fail_on(fail_on)
+    wanted = check_fail_on(fail_on)
     parser_name = parser or default_parser()
     try:
         check_converter_name(converter)
@@ -149,8 +158,6 @@ def inspect(
 def _console(no_color: bool) -> Console:
     import os
 
-    from rich.console import Console
-
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
     width = None
     if not sys.stdout.isatty():
@@ -158,7 +165,7 @@ def _console(no_color: bool) -> Console:
             width = int(os.environ.get("COLUMNS", "")) or 80
         except ValueError:
             width = 80
-    return Console(
+    return pipe_console(
         file=sys.stdout,
         highlight=False,
         no_color=no_color,

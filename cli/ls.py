@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .choices import check_quirk_id, check_sort, complete_quirk_id, complete_sort
 from .main import app
 
 if TYPE_CHECKING:
     from streamtool.core.drive.listing import Row
 
 SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls, errors, quirks"
+# below this many recordings a listing is over before a bar would be worth drawing
+PROGRESS_AT_LEAST = 50
+SORT_CHOICES = "[" + SORTS.replace(", ", "|") + "]"
 
 
 class Format(StrEnum):
@@ -33,10 +37,25 @@ def ls(
             show_default=False,
         ),
     ] = None,
-    sort: Annotated[str, typer.Option("--sort", help=f"Column to sort by: {SORTS}.")] = "file",
+    sort: Annotated[
+        str,
+        typer.Option(
+            "--sort",
+            metavar=SORT_CHOICES,
+            callback=check_sort,
+            autocompletion=complete_sort,
+            help=f"Column to sort by: {SORTS}.",
+        ),
+    ] = "file",
     reverse: Annotated[bool, typer.Option("--reverse", "-r", help="Sort descending.")] = False,
     has_quirk: Annotated[
-        str | None, typer.Option("--has-quirk", help="Only recordings with this quirk id.")
+        str | None,
+        typer.Option(
+            "--has-quirk",
+            callback=check_quirk_id,
+            autocompletion=complete_quirk_id,
+            help="Only recordings with this quirk id.",
+        ),
     ] = None,
     has_error: Annotated[
         bool, typer.Option("--has-error", help="Only recordings with an error.")
@@ -52,7 +71,10 @@ def ls(
     ] = Format.text,
 ) -> None:
     """List recordings: provider, API, model, end, duration, TTFT, reads, tool calls, quirks."""
-    from streamtool.core.drive.listing import Filters, list_recordings, sort_key
+    from streamtool.core.drive.find import find_recordings
+    from streamtool.core.drive.listing import Filters, read_row, sort_key
+
+    from .progress import progress
 
     try:
         key = sort_key(sort)
@@ -66,7 +88,17 @@ def ls(
         sys.stderr.write(f"streamtool: error: {message}\n")
 
     filters = Filters(provider=provider, has_quirk=has_quirk, has_error=has_error, tool=tool)
-    rows = list(list_recordings(paths or ["."], filters, on_problem))
+    found = list(find_recordings(paths or ["."]))
+    rows = []
+    with progress(len(found), "listing", at_least=PROGRESS_AT_LEAST) as advance:
+        for path, problem in found:
+            if problem is not None:
+                on_problem(problem)
+            else:
+                row = read_row(path, filters)
+                if row is not None:
+                    rows.append(row)
+            advance(1)
     for row in rows:
         if row.problem is not None:
             problems.append(row.problem)
@@ -131,7 +163,10 @@ def _table(rows: list[Row], base: str | None) -> None:
     while True:
         used = sum(widths[:-1]) + 2 * (len(widths) - 1) + min(widths[-1], 16)
         over = used - width
-        candidates = [j for j, floor in flexible.items() if widths[j] > floor]
+        # the file name is what tells rows apart: the other columns give way first
+        candidates = [j for j, floor in flexible.items() if widths[j] > floor and j != 0]
+        if not candidates and 0 in flexible and widths[0] > flexible[0]:
+            candidates = [0]
         if over <= 0 or not candidates:
             break
         j = max(candidates, key=lambda c: widths[c])
@@ -140,7 +175,7 @@ def _table(rows: list[Row], base: str | None) -> None:
     for line in lines:
         cells = []
         for j, cell in enumerate(line[:-1]):
-            cell = _fit(cell, widths[j], keep_end=j == 0)
+            cell = _fit(cell, widths[j], middle=j == 0)
             cells.append(cell.rjust(widths[j]) if j in right else cell.ljust(widths[j]))
         text = "  ".join([*cells, line[-1]]).rstrip()
         if len(text) > width:
@@ -149,7 +184,16 @@ def _table(rows: list[Row], base: str | None) -> None:
     sys.stdout.write(f"{len(rows)} recording{'s' if len(rows) != 1 else ''}\n")
 
 
-def _fit(cell: str, width: int, keep_end: bool = False) -> str:
+def _fit(cell: str, width: int, middle: bool = False) -> str:
+    """``cell`` cut to ``width``: at the end, or (file names) in the middle.
+
+    A file name keeps its start and its end: recordings of one proxy session differ in their
+    leading sequence number and share their model and extension, so neither end may go.
+    """
     if len(cell) <= width:
         return cell
-    return "…" + cell[-(width - 1) :] if keep_end else cell[: width - 1] + "…"
+    if not middle:
+        return cell[: width - 1] + "…"
+    tail = (width - 1) // 2
+    head = width - 1 - tail
+    return cell[:head] + "…" + cell[len(cell) - tail :]

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .choices import complete_proxy_view, complete_transform
 from .errors import fail, user_errors
 from .listening import (
     BODY_TIMEOUT,
@@ -19,6 +20,7 @@ from .listening import (
     max_connections_option,
 )
 from .main import app
+from .params import choices
 
 VIEWS = ("journal", "tree", "none")
 TRANSFORMS = ("kimi-k2",)
@@ -51,6 +53,8 @@ def proxy(
         str | None,
         typer.Option(
             "--view",
+            metavar=choices(VIEWS),
+            autocompletion=complete_proxy_view,
             help="Live view: journal (one row per exchange), tree (the newest stream above "
             "the journal) or none. Default: journal on a terminal, none otherwise.",
         ),
@@ -59,6 +63,8 @@ def proxy(
         str | None,
         typer.Option(
             "--transform",
+            metavar=choices(TRANSFORMS),
+            autocompletion=complete_transform,
             help="kimi-k2: rewrite Kimi's special-token tool calls in Chat Completions "
             "streams into standard tool_calls (the recording keeps the upstream's bytes).",
         ),
@@ -100,7 +106,9 @@ def proxy(
     from streamtool.core.net.server import parse_size
 
     if view is None:
-        view = "journal" if sys.stderr.isatty() else "none"
+        # on a terminal the journal's rows grow while they stream; off one it prints a line per
+        # exchange when it ends
+        view = "journal"
     if view not in VIEWS:
         fail(f"--view {view!r}: use one of {', '.join(VIEWS)}")
     if transform is not None and transform not in TRANSFORMS:

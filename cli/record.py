@@ -24,6 +24,13 @@ from streamtool.core.net.requests import APIS
 from streamtool.core.records import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
 
+from .choices import (
+    complete_converter,
+    complete_parser,
+    complete_provider,
+    complete_record_view,
+    complete_tool_choice,
+)
 from .errors import fail, user_errors, warn
 from .main import app
 from .params import CONVERTERS, PARSERS, choices
@@ -79,7 +86,7 @@ class ProgressLine:
                 self.tools += 1
 
     def line(self) -> str:
-        parts = [f"{self.chunks} chunks", _size(self.bytes), f"{self.t:.1f} s"]
+        parts = [_count(self.chunks, "chunk"), _size(self.bytes), f"{self.t:.1f} s"]
         if self.reasoning_chars:
             parts.append(f"reasoning {self.reasoning_chars} chars")
         if self.text_chars:
@@ -248,6 +255,7 @@ def record(
         typer.Option(
             "--provider",
             "-p",
+            autocompletion=complete_provider,
             metavar=choices(APIS),
             help="openai-chat, openai-responses, anthropic, gemini or openai-compatible.",
         ),
@@ -263,7 +271,12 @@ def record(
         typer.Option("--tools", help="A JSON list of {name, description, parameters} tools."),
     ] = None,
     tool_choice: Annotated[
-        str | None, typer.Option("--tool-choice", help="auto, required, none, or a tool name.")
+        str | None,
+        typer.Option(
+            "--tool-choice",
+            autocompletion=complete_tool_choice,
+            help="auto, required, none, or a tool name.",
+        ),
     ] = None,
     body: Annotated[
         Path | None, typer.Option("--body", help="Send exactly this file as the request body.")
@@ -304,17 +317,29 @@ def record(
         str,
         typer.Option(
             "--view",
+            autocompletion=complete_record_view,
             metavar=choices(VIEWS),
             help="What to show while recording: tree (the live tree), progress (one line), "
             "none, or auto (tree on a terminal, else progress).",
         ),
     ] = "auto",
     parser: Annotated[
-        str | None, typer.Option("--parser", metavar=PARSERS, help="Handler for the live view.")
+        str | None,
+        typer.Option(
+            "--parser",
+            autocompletion=complete_parser,
+            metavar=PARSERS,
+            help="Handler for the live view.",
+        ),
     ] = None,
     converter: Annotated[
         str,
-        typer.Option("--converter", metavar=CONVERTERS, help="Converter for the live view (auto)."),
+        typer.Option(
+            "--converter",
+            autocompletion=complete_converter,
+            metavar=CONVERTERS,
+            help="Converter for the live view (auto).",
+        ),
     ] = "auto",
 ) -> None:
     """Send one streaming request and record the response, one line per network read.
@@ -384,8 +409,12 @@ def record(
     _report(result)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _report(result: RecordResult) -> None:
-    what = f"{result.chunks} chunks, {_size(result.bytes)} in {result.duration:.2f} s"
+    what = f"{_count(result.chunks, 'chunk')}, {_size(result.bytes)} in {result.duration:.2f} s"
     status = f"HTTP {result.status}" if result.status is not None else "no response"
     if result.write_failed:
         sys.stderr.write(f"streamtool: error: {result.error}\n")

@@ -13,6 +13,7 @@ from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 
+from .choices import complete_converter, complete_parser, complete_sample
 from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
@@ -77,6 +78,7 @@ def replay(
         str | None,
         typer.Option(
             "--parser",
+            autocompletion=complete_parser,
             metavar=PARSERS,
             help="Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
             "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
@@ -85,7 +87,10 @@ def replay(
     converter: Annotated[
         str,
         typer.Option(
-            "--converter", metavar=CONVERTERS, help="Wire API converter: auto, or a converter name."
+            "--converter",
+            autocompletion=complete_converter,
+            metavar=CONVERTERS,
+            help="Wire API converter: auto, or a converter name.",
         ),
     ] = "auto",
     fmt: Annotated[
@@ -145,6 +150,7 @@ def replay(
         str | None,
         typer.Option(
             "--sample",
+            autocompletion=complete_sample,
             metavar="NAME",
             help="Replay a sample installed with streamtool instead of FILE "
             "(streamtool samples lists them).",

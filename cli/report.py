@@ -10,8 +10,10 @@ from typing import Annotated
 
 import typer
 
+from .choices import complete_converter, complete_parser
 from .errors import USAGE_ERRORS, fail
 from .main import app
+from .params import CONVERTERS, PARSERS
 
 MARK = 'name="generator" content="streamtool report"'
 
@@ -38,12 +40,21 @@ def report(
         float, typer.Option("--stall", help="A gap over this many seconds is a stall.")
     ] = 1.0,
     converter: Annotated[
-        str, typer.Option("--converter", help="Wire API converter: auto, or a converter name.")
+        str,
+        typer.Option(
+            "--converter",
+            metavar=CONVERTERS,
+            autocompletion=complete_converter,
+            help="Wire API converter: auto, or a converter name.",
+        ),
     ] = "auto",
     parser: Annotated[
         str | None,
         typer.Option(
-            "--parser", help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."
+            "--parser",
+            metavar=PARSERS,
+            autocompletion=complete_parser,
+            help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
         ),
     ] = None,
 ) -> None:
@@ -52,6 +63,8 @@ def report(
     from streamtool.core.drive.inspect_file import inspect_file
     from streamtool.core.handlers import check_parser_name, default_parser
     from streamtool.core.outputs.report import build_report
+
+    from .progress import progress
 
     if stall != stall or stall <= 0:
         fail("--stall must be a number of seconds > 0")
@@ -65,9 +78,15 @@ def report(
     try:
         check_converter_name(converter)
         check_parser_name(parser_name)
-        inspector = inspect_file(
-            file, converter=converter, parser=parser_name, stall=stall, keep_items=True
-        )
+        with progress(_reads(file), "reading", at_least=PROGRESS_AT_LEAST) as advance:
+            inspector = inspect_file(
+                file,
+                converter=converter,
+                parser=parser_name,
+                stall=stall,
+                keep_items=True,
+                on_chunk=lambda: advance(1),
+            )
     except USAGE_ERRORS as exc:
         message = str(exc)
         if not message.startswith((file, "<stdin>")):
@@ -109,3 +128,28 @@ def _check_target(path: Path, force: bool) -> None:
             head = ""
         if MARK not in head:
             fail(f"{path}: exists and is not a streamtool report; pass --force to overwrite it")
+
+
+# a report of fewer reads is written before a bar would be worth drawing
+PROGRESS_AT_LEAST = 20_000
+_LARGE_BYTES = 2_000_000
+
+
+def _reads(file: str) -> int:
+    """How many reads a large recording holds (one per line), for the progress bar; 0 for a
+    small one, standard input or a raw body (nothing worth counting first)."""
+    import os
+
+    from .progress import on_terminal
+
+    if file == "-" or not file.endswith(".jsonl") or not on_terminal():
+        return 0
+    try:
+        if os.stat(file).st_size < _LARGE_BYTES:
+            return 0
+        with open(file, "rb") as fh:
+            return max(
+                0, sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")) - 2
+            )
+    except OSError:
+        return 0

@@ -272,7 +272,7 @@ def serve(
             body_timeout=body_time,
         ),
         sock,
-        log_level="warning" if quiet else "info",
+        log_level="warning",  # serve logs its requests itself; uvicorn's INFO lines are noise
         access_log=False,
         limits=limits,
     )

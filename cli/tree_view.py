@@ -554,8 +554,9 @@ def invocation_line(inv: Any, max_chars: int | None, cache: dict[Any, str] | Non
 
 def _arguments_text(inv: Any, *, compact: bool) -> str:
     if inv.arguments is None:
+        # the raw text as the provider sent it: a repr() would escape its escapes again
         raw = inv.raw_arguments if inv.raw_arguments is not None else ""
-        return f"null (raw: {raw!r})"
+        return f"null (raw: {raw})"
     if compact and isinstance(inv.arguments, dict):
         return _compact_args(inv.arguments)
     return json.dumps(inv.arguments, ensure_ascii=False)

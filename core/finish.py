@@ -7,8 +7,9 @@ finish reason, together with what the stream held, onto one of :data:`CLASSES`:
 
 - ``tool_calls``: the client must act (run the calls, answer an approval request). A reason of the
   ``stop`` family counts as ``tool_calls`` when the stream holds calls the client must run
-  (Responses ``completed``, Gemini ``STOP``, Chat Completions servers that say ``stop``); calls
-  the provider ran itself (``server_side``) do not count;
+  (Responses ``completed``, Gemini ``STOP``, Chat Completions servers that say ``stop``), and so
+  does no reason at all when the stream ended cleanly (no error) with such calls; calls the
+  provider ran itself (``server_side``) do not count;
 - ``stop``: a natural end (``stop``, ``end_turn``, ``stop_sequence``, ``completed``, ``STOP``,
   Anthropic ``pause_turn``, which ends the turn while a server tool keeps working);
 - ``length``: a token or context limit;
@@ -17,7 +18,8 @@ finish reason, together with what the stream held, onto one of :data:`CLASSES`:
 - ``error``: the provider reported a failure (Responses ``failed``, ``error``,
   ``MALFORMED_FUNCTION_CALL``), or the stream has no finish reason and holds errors;
 - ``cancelled``: the response was cancelled (Responses ``cancelled``, vLLM ``abort``);
-- ``unknown``: no finish reason and nothing wrong, or a reason this table does not know.
+- ``unknown``: no finish reason, no client calls and nothing wrong, or a reason this table does
+  not know.
 
 The transcript, ``diff`` and the OpenAI emitter all use this one mapping.
 """
@@ -110,7 +112,12 @@ def finish_class(
     refusal; ``errors``: it holds errors (used only when there is no finish reason).
     """
     if reason is None or reason == "":
-        return "error" if errors else "unknown"
+        if errors:
+            return "error"
+        # the stream ended cleanly ([DONE], message_stop) with complete calls but named no
+        # reason (kimi-k2 on some hosts; an Anthropic programmatic tool call handed to the
+        # client): the client's next step is to run them, so it is told so
+        return "tool_calls" if client_calls else "unknown"
     cls = REASONS.get(reason.lower(), "unknown")
     if cls == "stop":
         if client_calls:

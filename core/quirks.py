@@ -7,6 +7,12 @@ Each entry gives the quirk a severity, a one-line explanation and its reference:
 - ``warn``: a client may get it wrong, or streamtool had to repair something;
 - ``info``: a legitimate variation worth knowing about when reading a stream.
 
+An ``error`` or ``warn`` entry is a departure from the contract of the API it is reported for,
+never that contract itself: Gemini's ``STOP`` after function calls and its function calls without
+``id`` are what Gemini documents, so they are not quirks. What an API documents but clients often
+miss (a usage chunk with empty ``choices`` under ``stream_options.include_usage``, SSE comments)
+is at most ``info``.
+
 The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
 and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``);
 for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
@@ -191,6 +197,15 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "`[object Object]`",
         "Q-TC-5; can1357/oh-my-pi PR#1779, ggml-org/llama.cpp#20198",
         "chat.args_object",
+    ),
+    (
+        "oai_multi_tool_use_parallel",
+        "error",
+        "parallel calls wrapped in one `multi_tool_use.parallel` call whose arguments hold "
+        "`tool_uses` (`recipient_name: functions.NAME`, `parameters`); clients that do not "
+        "unwrap it run a tool named `parallel` (streamtool gives the inner calls, ids "
+        "`<wrapper id>_<n>`)",
+        "Q-TC-2; anomalyco/opencode PR#39042",
     ),
     (
         "oai_empty_id",
@@ -381,14 +396,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "anthropic.unknown_delta",
     ),
     # -- F. Gemini ----------------------------------------------------------------------------
-    (
-        "gemini_no_call_id",
-        "warn",
-        "a functionCall without an `id`; parallel calls collide in clients keyed by id "
-        "(streamtool gives each a deterministic `call_N`)",
-        "Q-GM-2; apache/flink-agents#947",
-        "gemini.no_call_id",
-    ),
     (
         "gemini_empty_function_call",
         "warn",
@@ -850,6 +857,12 @@ def catalogue_markdown() -> str:
         "get wrong, or streamtool repaired something; **info** a variation worth knowing about.",
         "References name the section of the provider-quirks catalogue (`Q-SSE-1`...) and public",
         "issue threads (`owner/repo#N`) that show the behaviour.",
+        "",
+        "An **error** or **warn** entry is a departure from the contract of the API it is reported",
+        "for, never the contract itself: Gemini's `STOP` after function calls and its function",
+        "calls without `id` are what Gemini documents, so they are not quirks. What an API",
+        "documents but clients often miss (a usage chunk with empty `choices`, SSE comments) is at",
+        "most **info**.",
         "",
         "This file is generated from `core/quirks.py` (`python -m streamtool.core.quirks >",
         "docs/quirks.md`); a test keeps them equal.",

@@ -88,6 +88,7 @@ class ReplayEngine:
         self.decoder: Any = None
         self._framing: Any = None  # the decoder's take_errors, when it has one
         self._binary = False  # bytes that are not text were seen while detecting the API
+        self._head = b""  # the stream's first bytes: what kind of binary data it is
         self._pending: list[SSEItem] = []
         # statistics and stream-level results
         self.chunks = 0
@@ -117,6 +118,7 @@ class ReplayEngine:
         self.segment_events = 0
         self._text = TextBuffer()
         self._reasoning = TextBuffer()
+        self._refusal_text = TextBuffer()  # text segments that are a refusal, kept apart
         self._content_to: dict[str, TextBuffer | None] = {}  # segment id -> its text's buffer
         self._cited: list[tuple[str, list[Any]]] = []  # (segment id, END metadata citations)
         self._refusal = False
@@ -154,6 +156,8 @@ class ReplayEngine:
             self.decoder = open_decoder(data)
             # a decoder that reports framing errors (AWS event-stream): their taker
             self._framing = getattr(self.decoder, "take_errors", None)
+        if self.converter is None and isinstance(data, bytes) and len(self._head) < 4:
+            self._head += data[: 4 - len(self._head)]
         if self.converter is None and not self._binary and isinstance(data, bytes):
             # while the API is unknown: is this text at all? (said when no event is found)
             try:
@@ -344,8 +348,10 @@ class ReplayEngine:
                         "the stream holds only SSE comments, no events: there is nothing to replay"
                     )
                 if self._binary:
+                    kind = _binary_kind(self._head)
                     raise DetectionError(
-                        f"not a stream: its {self.bytes:,} bytes are binary data, not text"
+                        f"not a stream: its {self.bytes:,} bytes are "
+                        f"{kind or 'binary data, not text'}"
                     )
                 raise DetectionError(
                     f"no server-sent events in its {self.bytes:,} bytes "
@@ -403,8 +409,9 @@ class ReplayEngine:
                 segment_type = ev.segment_type
                 if ev.metadata and ev.metadata.get("server_side"):
                     self._server_side.add(ev.segment_id)
+                refused = ev.metadata is not None and ev.metadata.get("refusal") is True
                 content_to[ev.segment_id] = (
-                    self._text
+                    (self._refusal_text if refused else self._text)
                     if segment_type is _TEXT
                     else self._reasoning
                     if segment_type is _REASONING
@@ -476,8 +483,14 @@ class ReplayEngine:
         return out
 
     def texts(self) -> tuple[str, str]:
-        """The concatenated text and reasoning of all segments."""
+        """The concatenated text and reasoning of all segments (a refusal is not text: see
+        :meth:`refusal`)."""
         return self._text.text(), self._reasoning.text()
+
+    def refusal(self) -> str:
+        """The text of the segments that are a refusal (Chat ``delta.refusal``, a Responses
+        ``refusal`` part), kept apart from the text as the SDKs keep ``message.refusal``."""
+        return self._refusal_text.text()
 
     def stats(self) -> dict[str, Any]:
         duration = None
@@ -501,6 +514,7 @@ class ReplayEngine:
             "converter": self.converter_name,
             "parser": self.parser,
             "text": text,
+            "refusal": self.refusal(),
             "reasoning": reasoning,
             "invocations": [inv.to_dict() for inv in self.invocations()],
             "citations": self.citations(),
@@ -511,3 +525,25 @@ class ReplayEngine:
             "quirks": [q.to_dict() for q in self.quirks],
             "stats": self.stats(),
         }
+
+
+# the first bytes of what is often saved instead of a stream's text, and what to do about it
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip, or curl --compressed)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: zstd -d)"),
+    (b"\xff\xfe", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
+)
+
+
+def _binary_kind(head: bytes) -> str | None:
+    """What a stream's first bytes say it is, when it is not UTF-8 text."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    # UTF-16 without a byte order mark: ASCII text with every other byte zero
+    if len(head) >= 4 and head[1] == 0 and head[3] == 0 and head[0] and head[2]:
+        return "UTF-16 text (little-endian; convert it to UTF-8 first: iconv -f UTF-16LE -t UTF-8)"
+    if len(head) >= 4 and head[0] == 0 and head[2] == 0 and head[1] and head[3]:
+        return "UTF-16 text (big-endian; convert it to UTF-8 first: iconv -f UTF-16BE -t UTF-8)"
+    return None

@@ -29,6 +29,7 @@ def test_json_is_the_summary_field_for_field():
         "converter",
         "parser",
         "text",
+        "refusal",
         "reasoning",
         "invocations",
         "citations",

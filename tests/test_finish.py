@@ -90,10 +90,14 @@ def test_emitted_openai_stream_means_the_same(tmp_path: Path, path: Path) -> Non
     assert result.differences == []
 
 
-def test_chat_refusal_is_text_marked_refusal_and_its_class() -> None:
+def test_chat_refusal_is_kept_apart_from_the_text_and_its_class() -> None:
+    """A refusal (``delta.refusal``) is the summary's ``refusal``, not its ``text``, as the SDKs
+    keep ``message.refusal`` apart from ``message.content``; the transcript's segment is the
+    text segment marked ``refusal``."""
     engine = replay_file(RECORDINGS / "openai-chat-refusal.jsonl", transcript=True)
     summary = engine.summary()
-    assert summary["text"] == "I'm sorry, I can't help with that."
+    assert summary["text"] == ""
+    assert summary["refusal"] == "I'm sorry, I can't help with that."
     assert (summary["finish_reason"], summary["finish_class"]) == ("stop", "refusal")
     (text,) = [s for s in build_transcript(engine)["segments"] if s["type"] == "text"]
     assert text["metadata"] == {"refusal": True}

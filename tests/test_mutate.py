@@ -30,7 +30,6 @@ from streamtool.core.net.server import create_app
 from streamtool.core.outputs.transcript import build_transcript
 from streamtool.core.quirks import CATALOGUE
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import chunk_from_read
 
 from .conftest import RECORDINGS
 from .serve_helpers import STREAMTOOL
@@ -67,7 +66,6 @@ ASKED = [
     "responses_args_done_only",
     "responses_text_done_only",
     "text_mismatch",
-    "gemini_no_call_id",
     "gemini_partial_args",
     "gemini_json_array",
     "model_args_invalid_json",
@@ -130,35 +128,11 @@ def test_every_mutation_is_reported_and_keeps_what_it_promises() -> None:
                 f"{path.name} +{info.id}: the transcript changed"
             )
             applied[info.id] = applied.get(info.id, 0) + 1
-    # every generatable id applies to some bundled recording, except the Gemini call id (every
-    # bundled Gemini stream already lacks it: see the next test)
+    # every generatable id applies to some bundled recording
     missing = {i.id for i in M.generatable()} - set(applied)
-    assert missing == {"gemini_no_call_id"}
+    assert missing == set()
     apis = {api for qid in applied for api in M.mutation_of(qid).apis}
     assert apis == set(M.WIRE_APIS)
-
-
-def test_gemini_no_call_id_on_a_stream_whose_calls_have_ids() -> None:
-    orig = original(RECORDINGS / "gemini-parallel-function-calls.jsonl")
-    stream = orig.stream()
-    n = 0
-    for i, obj in stream.data_events():
-        parts = obj["candidates"][0]["content"]["parts"]
-        for part in parts:
-            if "functionCall" in part:
-                n += 1
-                part["functionCall"]["id"] = f"fc_{n}"
-        stream.set_json(i, obj)
-    assert n == 2
-    chunks = [chunk_from_read(t, d) for t, d in stream.reads()]
-    with_ids = M.analyse(orig.header, chunks, orig.end)
-    assert "gemini_no_call_id" not in with_ids.reported
-    assert [inv.id for inv in with_ids.engine.invocations()] == ["fc_1", "fc_2"]
-    found, transcript = replayed(with_ids, ["gemini_no_call_id"])
-    assert "gemini_no_call_id" in found
-    assert M.meaning(transcript, frozenset({"ids"})) == M.meaning(
-        build_transcript(with_ids.engine), frozenset({"ids"})
-    )
 
 
 def test_the_reads_keep_their_times_and_the_body_its_bytes() -> None:

@@ -620,6 +620,8 @@ def test_serve_command_runs_and_stops(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        assert proc.stderr is not None
+        proc.stderr.close()
 
 
 @pytest.mark.parametrize(

@@ -230,10 +230,8 @@ class GeminiConverter(Converter):
                     QuirkId.GEMINI_EMPTY_FUNCTION_CALL, "an empty functionCall with no open call"
                 )
             return out
-        if call_id is None:
-            self.quirk(
-                QuirkId.GEMINI_NO_CALL_ID, "functionCall without an id: a deterministic one is used"
-            )
+        # a functionCall without an id is Gemini's documented form (the id is optional): the
+        # call gets a deterministic one, and that is not a quirk
         metadata = {"thought_signature": signature} if signature else None
         call = tracker.open()
         self._runs.enter(TOOL)
@@ -313,12 +311,19 @@ class GeminiConverter(Converter):
             if done is not None:
                 out.append(done)
         call = tracker.open(_CODE)
+        # the part's own id (newer Gemini versions send one, and the result repeats it); a
+        # deterministic one only when it has none
+        code_id = code.get("id")
+        code_id = code_id if isinstance(code_id, str) and code_id else None
+        if code_id is not None:
+            tracker.alias(("code", code_id), call)
         metadata: dict[str, Any] = {"server_side": True}
         if signature:
             metadata["thought_signature"] = signature
         self._runs.enter(TOOL)
         delta = tracker.update(
             call,
+            call_id=code_id,
             name="code_execution",
             arguments=json.dumps(code, ensure_ascii=False),
             metadata=metadata,
@@ -329,7 +334,12 @@ class GeminiConverter(Converter):
         return out
 
     def _code_result(self, result: dict[str, Any]) -> ChunkResponse:
-        call = self.tracker.find(_CODE)
+        result_id = result.get("id")
+        call = None
+        if isinstance(result_id, str) and result_id:
+            call = self.tracker.find(("code", result_id))
+        if call is None:
+            call = self.tracker.find(_CODE)
         if call is not None and not call.complete:
             done = self.tracker.complete(call)
             if done is not None:
@@ -366,11 +376,8 @@ class GeminiConverter(Converter):
                 "still streaming",
             )
         elif tracker.calls:
-            if reason == "STOP":
-                self.quirk(
-                    QuirkId.FINISH_STOP_WITH_TOOLS,
-                    'finishReason "STOP" although tool calls were made',
-                )
+            # STOP is the finish reason Gemini documents for a turn that ends in function
+            # calls (it has no other): not a quirk, and the finish class is tool_calls
             deltas = tracker.complete_all()
             if deltas:
                 chunk.tool_calls = deltas

@@ -49,6 +49,9 @@ class OpenAIChatConverter(Converter):
         self._reasoning_field: str | None = None
         self._content_started = False
         self._kimi = (MarkerSniffer(), MarkerSniffer()) if self.sniff_kimi_tokens else None
+        # multi_tool_use.parallel wrappers (held until their arguments are whole): key -> wrapper
+        self._wrappers: dict[Any, _Wrapper] = {}
+        self._wrapper_list: list[_Wrapper] = []
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -346,6 +349,8 @@ class OpenAIChatConverter(Converter):
         index = tc.get("index")
         if index is None and type(fn.get("index")) is int:
             index = fn["index"]  # Ollama puts it inside "function"
+        if self._wrap(tc, fn, index, out):
+            return
         if type(index) is not int:
             index = None
             self.quirk(QuirkId.OAI_TOOL_INDEX_MISSING, "tool_calls entries without 'index'")
@@ -380,6 +385,81 @@ class OpenAIChatConverter(Converter):
         )
         if delta is not None:
             out.append(delta)
+
+    def _wrap(
+        self, tc: dict[str, Any], fn: dict[str, Any], index: Any, out: list[ToolCallDelta]
+    ) -> bool:
+        """Hold a ``multi_tool_use.parallel`` call (or a later fragment of one): its arguments
+        are the real calls, given out when they are whole (:meth:`_unwrap`): when the next call
+        begins (calls stream one after another) or at the finish."""
+        raw_id = tc.get("id")
+        name = fn.get("name")
+        wrapper = None
+        if isinstance(raw_id, str) and raw_id:
+            wrapper = self._wrappers.get(("id", raw_id))
+        if wrapper is None and type(index) is int:
+            wrapper = self._wrappers.get(("index", index))
+            if wrapper is not None and name and name != PARALLEL_WRAPPER:
+                wrapper = None  # a new call at the wrapper's index
+        if wrapper is None:
+            if name != PARALLEL_WRAPPER:
+                if self._wrapper_list and name:
+                    self._unwrap(out)  # a new call: the held wrapper is whole, and came first
+                return False
+            # the calls before the wrapper are whole: they come first
+            out.extend(self.tracker.complete_all())
+            wrapper = _Wrapper(raw_id if isinstance(raw_id, str) and raw_id else None)
+            self._wrapper_list.append(wrapper)
+            if wrapper.call_id is not None:
+                self._wrappers[("id", wrapper.call_id)] = wrapper
+            if type(index) is int:
+                self._wrappers[("index", index)] = wrapper
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            wrapper.arguments.append(args)
+        elif args is not None:
+            wrapper.arguments.append(json.dumps(args, ensure_ascii=False))
+        return True
+
+    def _unwrap(self, out: list[ToolCallDelta]) -> None:
+        """The calls of every held ``multi_tool_use.parallel`` wrapper, as if sent one by one:
+        ids ``<wrapper id>_<n>`` (deterministic), names without ``functions.``."""
+        wrappers, self._wrapper_list = self._wrapper_list, []
+        self._wrappers = {}
+        tracker = self.tracker
+        for n, wrapper in enumerate(wrappers):
+            text = "".join(wrapper.arguments)
+            base = wrapper.call_id or f"call_parallel_{n}"
+            uses = _tool_uses(text)
+            if uses is None:
+                # not the documented shape: the wrapper is given as the call it claims to be,
+                # its arguments as sent (nothing dropped, nothing invented)
+                call = tracker.open()
+                for delta in (
+                    tracker.update(call, call_id=base, name=PARALLEL_WRAPPER, arguments=text),
+                    tracker.complete(call),
+                ):
+                    if delta is not None:
+                        out.append(delta)
+                continue
+            self.quirk(
+                QuirkId.OAI_MULTI_TOOL_USE_PARALLEL,
+                f"call {base} wraps {len(uses)} calls in multi_tool_use.parallel",
+            )
+            for i, (name, params) in enumerate(uses):
+                call = tracker.open()
+                for delta in (
+                    tracker.update(
+                        call,
+                        call_id=f"{base}_{i}",
+                        name=name,
+                        arguments=json.dumps(params, ensure_ascii=False),
+                        metadata={"wrapped_in": PARALLEL_WRAPPER, "wrapper_id": base},
+                    ),
+                    tracker.complete(call),
+                ):
+                    if delta is not None:
+                        out.append(delta)
 
     def _resolve(
         self,
@@ -448,6 +528,8 @@ class OpenAIChatConverter(Converter):
             return
         self.finish_reason = chunk.finish_reason = str(reason)
         chunk.is_complete = True
+        if self._wrapper_list:
+            self._unwrap(out)
         if reason == "error":
             self.error("provider_error", "finish_reason 'error'")
         if self.tracker.calls and reason == "stop":
@@ -459,6 +541,8 @@ class OpenAIChatConverter(Converter):
     def on_finish(self) -> list[ChunkResponse]:
         chunk = ChunkResponse()
         deltas = self.tracker.flush_unannounced()
+        if self._wrapper_list:
+            self._unwrap(deltas)
         if self.done or self.finish_reason is not None:
             deltas.extend(self.tracker.complete_all())
         if not self.done:
@@ -471,6 +555,41 @@ class OpenAIChatConverter(Converter):
         if deltas:
             chunk.tool_calls = deltas
         return [chunk] if deltas else []
+
+
+PARALLEL_WRAPPER = "multi_tool_use.parallel"
+
+
+class _Wrapper:
+    """A ``multi_tool_use.parallel`` call being received."""
+
+    __slots__ = ("call_id", "arguments")
+
+    def __init__(self, call_id: str | None) -> None:
+        self.call_id = call_id
+        self.arguments: list[str] = []
+
+
+def _tool_uses(text: str) -> list[tuple[str, Any]] | None:
+    """``{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": {...}}]}`` as
+    ``[(NAME, parameters)]``; None when the text is not that."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    uses = obj.get("tool_uses") if isinstance(obj, dict) else None
+    if not isinstance(uses, list) or not uses:
+        return None
+    out: list[tuple[str, Any]] = []
+    for use in uses:
+        if not isinstance(use, dict):
+            return None
+        name = use.get("recipient_name")
+        if not isinstance(name, str) or not name:
+            return None
+        params = use.get("parameters", {})
+        out.append((name.removeprefix("functions."), params))
+    return out
 
 
 def _details_text(details: Any) -> str:

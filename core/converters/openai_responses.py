@@ -53,7 +53,26 @@ _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
     "code_interpreter_call": ("code", "container_id"),
     "image_generation_call": (),
     "mcp_call": (),  # arguments as a JSON string, like a function call
+    "x_search_call": ("action", "query"),  # xAI
 }
+# xAI's server-side tools: Grok runs them itself and may report them as function or custom tool
+# calls named after the tool (the request offers them as {"type": "x_search"}, not as functions)
+_XAI_SERVER_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_with_snippets",
+        "browse_page",
+        "x_search",
+        "x_keyword_search",
+        "x_semantic_search",
+        "x_user_search",
+        "x_thread_fetch",
+        "code_execution",
+        "view_image",
+        "view_x_video",
+        "collections_search",
+    }
+)
 # built-in tools the client runs (unless the stream shows the provider ran them): input fields
 _CLIENT_ITEMS: dict[str, tuple[str, ...]] = {
     "computer_call": ("action", "actions"),
@@ -227,10 +246,15 @@ class OpenAIResponsesConverter(Converter):
         self._error_messages: set[str] = set()
         self._client_tools: set[str] | None = None  # function/custom tools the request offered
         self._hosted_shell = False  # the request's shell tool runs in a hosted container
+        self._xai_host = False  # the request went to xAI
         self.payloads = 0
 
     def use_header(self, header: Header) -> None:
         super().use_header(header)
+        url = header.request.get("url")
+        if isinstance(url, str):
+            host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
+            self._xai_host = host == "x.ai" or host.endswith(".x.ai")
         body = header.request.get("body")
         tools = body.get("tools") if isinstance(body, dict) else None
         if not isinstance(tools, list) or not tools:
@@ -505,10 +529,19 @@ class OpenAIResponsesConverter(Converter):
             if isinstance(env, dict) and str(env.get("type", "")).startswith("container"):
                 return True
             return self._hosted_shell
-        if info.kind == "call" and name is not None and self._client_tools is not None:
-            # a call of a tool the request never offered: one of the provider's own (xAI search)
-            return name not in self._client_tools
+        if info.kind == "call" and name is not None:
+            if self._client_tools is not None and name not in self._client_tools:
+                # a call of a tool the request never offered: one of the provider's own
+                return True
+            offered = self._client_tools is not None and name in self._client_tools
+            if not offered and name in _XAI_SERVER_TOOLS and self._is_xai():
+                # the request is unknown (a raw body) or lists tools in namespaces: Grok's own
+                # tools are told by the stream (its model, its host) and their names
+                return True
         return False
+
+    def _is_xai(self) -> bool:
+        return self._xai_host or (self._model or "").lower().startswith("grok")
 
     def _call_fields(
         self,
@@ -526,8 +559,9 @@ class OpenAIResponsesConverter(Converter):
             if self.tracker.find(call_id) is None:
                 self.tracker.alias(call_id, call)
             self._check_call_id(call, item)
-        if call_id is None and first and info.kind in ("server", "approval"):
-            call_id = item.get("id") if isinstance(item.get("id"), str) else None
+        if call_id is None and first and info.kind in ("server", "approval", "builtin"):
+            # no call_id (a hosted tool_search_call has none): the item's own id, not one made up
+            call_id = item.get("id") if isinstance(item.get("id"), str) and item.get("id") else None
         name: str | None = None
         metadata: dict[str, Any] | None = None
         if info.kind == "call" or info.kind == "builtin":
@@ -576,6 +610,10 @@ class OpenAIResponsesConverter(Converter):
             # the added item of a built-in tool is a placeholder (empty code, no query...): its
             # input comes with its own deltas or when the item is done
             path = _STREAMED.get(info.type)
+            if info.type == "apply_patch_call":
+                # only an operation with a diff streams one (delete_file has none, a create_file
+                # may state its content): the opening waits for the first diff delta
+                path = None
             if path is not None and not call.arguments and not info.streaming:
                 info.streaming = True
                 opening = "".join(f"{{{json.dumps(key)}: " for key in path)
@@ -674,9 +712,17 @@ class OpenAIResponsesConverter(Converter):
         item_id, index = obj.get("item_id"), obj.get("output_index")
         info = self._item(item_id, index)
         call = self._find_call(_str(item_id) or None, index)
-        if info is None or call is None or not info.streaming or call.complete:
-            return []  # the item states the whole input when it is done
-        out = self.tracker.append_exact(call, json.dumps(delta, ensure_ascii=False)[1:-1])
+        if info is None or call is None or call.complete:
+            return []
+        text = json.dumps(delta, ensure_ascii=False)[1:-1]
+        if not info.streaming:
+            path = _STREAMED.get(info.type)
+            if info.type != "apply_patch_call" or path is None or call.arguments:
+                return []  # the item states the whole input when it is done
+            # the first fragment of a patch's diff opens the streamed field
+            info.streaming = True
+            text = "".join(f"{{{json.dumps(key)}: " for key in path) + '"' + text
+        out = self.tracker.append_exact(call, text)
         return [ChunkResponse(tool_calls=[out])] if out is not None else []
 
     def _shell_command(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
@@ -833,6 +879,16 @@ class OpenAIResponsesConverter(Converter):
         """An output item in the response itself: the provider ran the call it answers."""
         call_id = item.get("call_id")
         call = self.tracker.find(call_id) if isinstance(call_id, str) and call_id else None
+        if call is None and not call_id and item.get("type") == "tool_search_output":
+            # a hosted tool search's output names no call: it answers the hosted search before it
+            call = next(
+                (
+                    c
+                    for c in self._held
+                    if c.name == "tool_search_call" and (c.metadata or {}).get("server_side")
+                ),
+                None,
+            )
         if call is None or call.complete:
             values = self._runs.collect(TEXT, "items", item)
             return [ChunkResponse(content_metadata={"items": values})]

@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,8 @@ def check_paths(
     stdin_golden: str | os.PathLike[str] | None = None,
     jobs: int | None = 1,
     shard: tuple[int, int] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_done: Callable[[], None] | None = None,
 ) -> CheckReport:
     """Check (or, with ``update``, write) the golden files of every recording under ``paths``.
 
@@ -121,6 +123,9 @@ def check_paths(
     options a golden file is written with; new golden files otherwise get ``auto`` and the
     default parser. ``-`` in ``paths`` is the recording on standard input, checked against
     ``stdin_golden``.
+
+    ``on_start(n)`` is told how many recordings will be replayed, ``on_done()`` after each (a
+    progress display).
 
     ``jobs`` > 1 replays in that many processes; the report is the same as with one, in the same
     order. ``jobs=None``: one process per core when the recordings add up to
@@ -145,10 +150,16 @@ def check_paths(
     if jobs is None:
         jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
     # standard input can be read once, here: a pool only for files
+    if on_start is not None:
+        on_start(len(work))
     if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
-        report.results.extend(_in_processes(work, jobs))
+        results: Iterable[FileResult] = _in_processes(work, jobs)
     else:
-        report.results.extend(_check_target(*args) for args in work)
+        results = (_check_target(*args) for args in work)
+    for result in results:
+        report.results.append(result)
+        if on_done is not None:
+            on_done()
     return report
 
 
@@ -192,15 +203,16 @@ def _check_star(args: tuple[Any, ...]) -> FileResult:
     return _check_target(*args)
 
 
-def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> list[FileResult]:
-    """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order."""
+def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
+    """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order,
+    each as soon as it and those before it are done."""
     from concurrent.futures import ProcessPoolExecutor
 
     jobs = min(jobs, len(work))
     # a few batches per process: little messaging for many small files, balance for big ones
     chunksize = max(1, min(16, len(work) // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_check_star, work, chunksize=chunksize))
+        yield from pool.map(_check_star, work, chunksize=chunksize)
 
 
 def default_jobs() -> int:
@@ -316,8 +328,9 @@ def _check_one(
             "missing",
             gold,
             rec,
+            # with CI set, --update alone refreshes existing golden files only
             message=f"no golden file ({golden_path.name}); create it with: "
-            f"streamtool check --update {rec}",
+            f"streamtool check --update{'' if create_missing else ' --create-missing'} {rec}",
         )
     elif text is None and not create_missing:
         missing = FileResult(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..outputs.inspect import DEFAULT_STALL, Inspector
@@ -17,8 +18,11 @@ def inspect_file(
     stall: float = DEFAULT_STALL,
     handler_options: dict[str, Any] | None = None,
     keep_items: bool = False,
+    on_chunk: Callable[[], None] | None = None,
 ) -> Inspector:
-    """Read a whole recording (or raw body; ``-`` is standard input) into a finished Inspector."""
+    """Read a whole recording (or raw body; ``-`` is standard input) into a finished Inspector.
+
+    ``on_chunk`` is called after each read is fed (a progress display)."""
     source = Source(path)
     inspector = Inspector(
         source.header,
@@ -30,7 +34,12 @@ def inspect_file(
         keep_items=keep_items,
     )
     feed = inspector.feed
-    for chunk in source.chunks():
-        feed(chunk)
+    if on_chunk is None:
+        for chunk in source.chunks():
+            feed(chunk)
+    else:
+        for chunk in source.chunks():
+            feed(chunk)
+            on_chunk()
     inspector.finish(source.end)
     return inspector

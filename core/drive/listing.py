@@ -114,6 +114,7 @@ def read_row(path: str, filters: Filters) -> Row | None:
         header = source.header
         row.provider, row.api, row.model = header.provider, header.api, header.model
         if not filters.header_ok(row):
+            source.close()
             return None
         engine = ReplayEngine(header, source=path)
         feed = engine.feed_chunk

@@ -22,21 +22,6 @@ def _parts(obj: Any) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
-@mutation(GEMINI, changes=("ids",))
-def no_call_id(s: Stream) -> bool:
-    changed = False
-    for i, obj in s.data_events():
-        edited = False
-        for part in _parts(obj):
-            fc = part.get("functionCall")
-            if isinstance(fc, dict) and fc.pop("id", None) is not None:
-                edited = True
-        if edited:
-            s.set_json(i, obj)
-            changed = True
-    return changed
-
-
 @mutation(GEMINI)
 def n_candidates(s: Stream) -> bool:
     changed = False

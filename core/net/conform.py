@@ -15,6 +15,7 @@ every other recording of that API is, without running the client again).
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -103,6 +104,11 @@ def load_cases(paths: Sequence[str | os.PathLike[str]]) -> list[Case]:
         engine = replay_file(path, handler_options={"file_tools": {}})
         cases.append(Case(served.name, str(path), served, expected_from(engine)))
     return cases
+
+
+class ClientDidNotStart(Exception):
+    """The first run of the client exited with an error before sending any request: every
+    other run would too (a missing script, a missing module), so conform stops there."""
 
 
 @dataclass(slots=True)
@@ -240,6 +246,7 @@ class Runner:
         self._foreign: dict[str | None, str] = {}  # API -> the call that showed it does not apply
         self._running: set[subprocess.Popen[bytes]] = set()  # client processes now running
         self._stopping = threading.Event()
+        self._reached = False  # a run has sent a request: the client starts
 
     def run(self) -> list[Result]:
         """Every result, in order. Interrupted (``KeyboardInterrupt``), the running clients are
@@ -312,6 +319,15 @@ class Runner:
             run = self._spawn(client_env(base, case, plan.name))
         finally:
             calls = self._dispatch.remove(key)
+        if calls:
+            self._reached = True
+        elif not self._reached and not run.timed_out and run.exit_code not in (0, None):
+            self._stopping.set()
+            said = run.stderr.strip().splitlines()
+            raise ClientDidNotStart(
+                f"the client could not start: {shlex.join(self.command)} exited with "
+                f"{run.exit_code} before sending a request" + (f": {said[-1]}" if said else "")
+            )
         if calls and not any(_serves(case, c) for c in calls):
             return Result(case, plan.name, NOT_APPLICABLE, requests=calls)
         verdict = judge(case.expected, run)

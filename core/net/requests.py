@@ -10,6 +10,7 @@ Anthropic and Gemini base URLs are the bare origin.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -529,8 +530,24 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
     return api
 
 
+def _loopback(base: str) -> bool:
+    """Whether ``base`` points at this machine (a local server: Ollama, vLLM, ``serve``)."""
+    host = (urlsplit(base).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _api_key(
-    api: Api, preset: Preset | None, opts: RequestOptions, env: Mapping[str, str], sent: set[str]
+    api: Api,
+    preset: Preset | None,
+    opts: RequestOptions,
+    env: Mapping[str, str],
+    sent: set[str],
+    base: str,
 ) -> str | None:
     if opts.api_key_env:
         key = env.get(opts.api_key_env)
@@ -544,7 +561,8 @@ def _api_key(
     if "authorization" in sent or "x-api-key" in sent or "x-goog-api-key" in sent:
         return None  # the user passed the credential with --header
     required = preset.key_required if preset is not None else bool(names)
-    if required:
+    # a server on this machine asks for no key (and a real one would only be sent there)
+    if required and not _loopback(base):
         raise RequestError(
             f"no API key: set {' or '.join(names)} (or name another variable with --api-key-env)"
         )
@@ -625,7 +643,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
 
     # headers
     sent = {name.lower() for name, _ in opts.headers}
-    key = _api_key(api, preset, opts, env, sent)
+    key = _api_key(api, preset, opts, env, sent, base)
     headers: dict[str, str] = {
         "content-type": "application/json",
         # Bedrock streams in AWS's binary event-stream framing

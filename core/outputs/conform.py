@@ -4,7 +4,7 @@
 and the client prints what it understood as one JSON object::
 
     {"text": "...", "tool_calls": [{"name": "...", "arguments": {...} or "..."}],
-     "finish_reason": "..."}   # finish_reason is optional
+     "finish_reason": "...", "refusal": "..."}   # finish_reason and refusal are optional
 
 This module holds the two ends of that comparison: :func:`expected_from` (what the recording
 means, from a finished :class:`~streamtool.core.replay.ReplayEngine`) and :func:`judge` (the
@@ -81,10 +81,12 @@ class Expected:
     finish_reason: str | None
     failure: str | None = None  # why the stream did not complete (the client must say so)
     quirks: list[str] = field(default_factory=list)
+    refusal: str = ""  # the model's refusal (Chat delta.refusal), apart from the text
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "text": self.text,
+            "refusal": self.refusal,
             "tool_calls": self.tool_calls,
             "finish_reason": self.finish_reason,
         }
@@ -115,6 +117,7 @@ def expected_from(engine: ReplayEngine) -> Expected:
         finish_reason=engine.finish_reason,
         failure=failure,
         quirks=[q.id for q in engine.quirks],
+        refusal=engine.refusal(),
     )
 
 
@@ -131,7 +134,7 @@ class ClientRun:
 
 @dataclass(slots=True)
 class Difference:
-    field: str  # text, tool_calls, finish_reason, error, crash
+    field: str  # text, refusal, tool_calls, finish_reason, error, crash
     message: str
 
     def to_dict(self) -> dict[str, str]:
@@ -246,6 +249,33 @@ def _compare_calls(expected: list[dict[str, Any]], got: Any) -> list[str]:
     return problems
 
 
+def _compare_refusal(expected: str, answer: dict[str, Any]) -> list[Difference]:
+    """A refusal is its own field, as the SDKs keep it (``message.refusal``)."""
+    if "refusal" not in answer:
+        if not expected:
+            return []
+        return [
+            Difference(
+                "refusal",
+                f"the model refused ({_clip(json.dumps(expected, ensure_ascii=False), 60)}, "
+                'sent as delta.refusal) and the answer has no "refusal" key; the openai SDK '
+                "gives it as message.refusal",
+            )
+        ]
+    got = answer.get("refusal") or ""
+    if not isinstance(got, str):
+        return [Difference("refusal", f"refusal is not a string but {type(got).__name__}")]
+    if got != expected:
+        return [
+            Difference(
+                "refusal",
+                f"refusal {_clip(json.dumps(got, ensure_ascii=False), 60)}, expected "
+                f"{_clip(json.dumps(expected, ensure_ascii=False), 60)}",
+            )
+        ]
+    return []
+
+
 def judge(expected: Expected, run: ClientRun) -> Verdict:
     """Compare a client run with the expected answer."""
     diffs: list[Difference] = []
@@ -284,7 +314,11 @@ def judge(expected: Expected, run: ClientRun) -> Verdict:
         if not isinstance(text, str):
             diffs.append(Difference("text", f"text is not a string but {type(text).__name__}"))
         elif text != expected.text:
-            diffs.append(Difference("text", _where_text_differs(expected.text, text)))
+            message = _where_text_differs(expected.text, text)
+            if expected.refusal and text == expected.text + expected.refusal:
+                message += " (the stream's refusal, which is not text, went into the text)"
+            diffs.append(Difference("text", message))
+        diffs.extend(_compare_refusal(expected.refusal, answer))
         for problem in _compare_calls(expected.tool_calls, answer.get("tool_calls")):
             diffs.append(Difference("tool_calls", problem))
         finish = answer.get("finish_reason")

@@ -81,6 +81,7 @@ def describe(engine: ReplayEngine) -> dict[str, Any]:
         "parser": transcript["parser"],
         "model": transcript["model"],
         "text": text,
+        "refusal": engine.refusal(),
         "reasoning": reasoning,
         "tool_calls": tool_calls,
         "server_side_calls": server_calls,
@@ -171,7 +172,9 @@ def diff_descriptions(a: dict[str, Any], b: dict[str, Any]) -> StreamDiff:
         row("stream", key, a[key], b[key])
 
     # meaning
-    for key in ("text", "reasoning"):
+    for key in ("text", "refusal", "reasoning"):
+        if key == "refusal" and not (a.get(key) or b.get(key)):
+            continue  # a row only when a side refused
         note = None
         if a[key] != b[key]:
             at = first_difference(a[key], b[key])

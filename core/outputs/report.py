@@ -93,8 +93,13 @@ def _player_data(inspector: Inspector) -> dict[str, Any]:
         if isinstance(item, SegmentEvent):
             if item.event_type is SegmentEventType.START:
                 meta = item.metadata or {}
+                kind = item.segment_type or "text"
+                # a file segment's kind already names its tool (write_file src/a.py): the label
+                # adds the tool's name only where the kind does not say it
                 label = meta.get("tool_name") or ""
-                target.append(["s", item.segment_id, (item.segment_type or "text"), label])
+                if label == kind:
+                    label = ""
+                target.append(["s", item.segment_id, kind, label])
             elif item.event_type is SegmentEventType.CONTENT:
                 target.append(["c", item.segment_id, item.delta or ""])
             else:

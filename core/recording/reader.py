@@ -50,6 +50,7 @@ class Source:
         self.end: End | None = None
         self.cut_line: int | None = None  # the last line, cut mid-way (not replayed)
         self._fh: IO[Any] | None = None
+        self._resume: int | None = None  # where the records start in the file (after the header)
         self._lineno = 0
         self._stdin_head: list[tuple[float, bytes]] | None = None
         if self.path == STDIN:
@@ -66,6 +67,18 @@ class Source:
             self._open()
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
+
+    def close(self) -> None:
+        """Close the file (reading the header alone leaves it open for :meth:`chunks`)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            fh.close()
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- opening ---------------------------------------------------------------------------
     def _refuse_golden(self, first: Any) -> None:
@@ -129,7 +142,9 @@ class Source:
             fh.close()
             self._refuse_golden(obj)
             raise
-        self._fh = fh
+        # the file is opened again by chunks(): reading the header alone holds no file open
+        self._resume = fh.tell()
+        fh.close()
         self._lineno = lineno
         self.raw = False
 
@@ -183,6 +198,14 @@ class Source:
             yield from self._raw_chunks()
             return
         fh = self._fh
+        if fh is None and self._resume is not None:
+            try:
+                fh = open(self.path, encoding="utf-8-sig", errors="strict", newline="\n")  # noqa: SIM115
+                fh.seek(self._resume)
+            except OSError as exc:
+                raise RecordingError(self.path, None, os_error_text(exc)) from None
+            self._resume = None
+            self._fh = fh
         assert fh is not None
         path = self.path
         lineno = self._lineno
@@ -274,9 +297,12 @@ class _Prefixed(io.RawIOBase):
 
 
 def _first_line(fh: IO[str]) -> tuple[str | None, int]:
+    # readline, not iteration: the position after the header stays known (tell) for chunks()
     lineno = 0
-    for line in fh:
+    while True:
+        line = fh.readline()
+        if not line:
+            return None, lineno
         lineno += 1
         if line.strip():
             return line, lineno
-    return None, lineno

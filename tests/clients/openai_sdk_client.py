@@ -15,6 +15,7 @@ with client.chat.completions.stream(
 calls = choice.message.tool_calls or []
 answer = {
     "text": choice.message.content or "",
+    "refusal": choice.message.refusal or "",  # a refusal is not text (delta.refusal)
     "tool_calls": [{"name": c.function.name, "arguments": c.function.arguments} for c in calls],
     "finish_reason": choice.finish_reason,
 }
