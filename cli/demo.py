@@ -88,7 +88,7 @@ def demo(
     """Serve a sample on 127.0.0.1, record it over real HTTP while the live tree draws it, and
     print the commands to try next. Offline; no key needed."""
     try:
-        _demo(sample, output, speed, no_color)
+        _demo(sample, output, speed, no_color, force)
     except KeyboardInterrupt:
         _interrupted(None)
 
@@ -104,7 +104,7 @@ def _interrupted(output: Path | None) -> None:
     raise typer.Exit(130)
 
 
-def _demo(sample: str, output: Path | None, speed: str, no_color: bool) -> None:
+def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: bool) -> None:
     try:
         chosen = get_sample(sample)
     except UnknownSample as exc:

@@ -48,7 +48,7 @@ def emit(reply: Reply) -> Emitted:
         "cache_read_input_tokens": usage.get("cached_input_tokens", 0),
         "output_tokens": 1,
     }
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_01" + reply.ident("", "msg", 22),
         "type": "message",
         "role": "assistant",

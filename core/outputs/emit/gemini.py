@@ -98,7 +98,8 @@ def emit(reply: Reply) -> Emitted:
         last = i == len(chunks) - 1
         out.send(message(parts, finish if last else None), advance=size)
     if error is not None:
-        status = error.get("status") if isinstance(error.get("status"), str) else "INTERNAL"
+        given = error.get("status")
+        status: str = given if isinstance(given, str) else "INTERNAL"
         code = error.get("code") if isinstance(error.get("code"), int) else _CODES.get(status, 500)
         body = {"error": {"code": code, "message": error.get("message", "error"), "status": status}}
         out.send(data_event(body))

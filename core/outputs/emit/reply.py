@@ -225,7 +225,8 @@ def _error_object(error: StreamError) -> dict[str, Any]:
     detail = error.detail
     out: dict[str, Any] = {"message": error.message}
     if isinstance(detail, dict):
-        inner = detail.get("error") if isinstance(detail.get("error"), dict) else detail
+        nested = detail.get("error")
+        inner: dict[str, Any] = nested if isinstance(nested, dict) else detail
         if isinstance(inner.get("message"), str):
             out["message"] = inner["message"]
         for key in ("type", "code", "status"):
