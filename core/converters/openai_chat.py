@@ -52,6 +52,7 @@ class OpenAIChatConverter(Converter):
         # multi_tool_use.parallel wrappers (held until their arguments are whole): key -> wrapper
         self._wrappers: dict[Any, _Wrapper] = {}
         self._wrapper_list: list[_Wrapper] = []
+        self._open_wrapper: _Wrapper | None = None  # the wrapper the last tool-call delta went to
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -349,11 +350,11 @@ class OpenAIChatConverter(Converter):
         index = tc.get("index")
         if index is None and type(fn.get("index")) is int:
             index = fn["index"]  # Ollama puts it inside "function"
-        if self._wrap(tc, fn, index, out):
-            return
         if type(index) is not int:
             index = None
             self.quirk(QuirkId.OAI_TOOL_INDEX_MISSING, "tool_calls entries without 'index'")
+        if self._wrap(tc, fn, index, out):
+            return
         raw_id = tc.get("id")
         call_id = raw_id if isinstance(raw_id, str) and raw_id else None
         if raw_id == "":
@@ -401,7 +402,11 @@ class OpenAIChatConverter(Converter):
             wrapper = self._wrappers.get(("index", index))
             if wrapper is not None and name and name != PARALLEL_WRAPPER:
                 wrapper = None  # a new call at the wrapper's index
+        if wrapper is None and index is None and not raw_id and not name:
+            # a fragment with neither index nor id nor name continues the call before it
+            wrapper = self._open_wrapper
         if wrapper is None:
+            self._open_wrapper = None
             if name != PARALLEL_WRAPPER:
                 if self._wrapper_list and name:
                     self._unwrap(out)  # a new call: the held wrapper is whole, and came first
@@ -414,6 +419,7 @@ class OpenAIChatConverter(Converter):
                 self._wrappers[("id", wrapper.call_id)] = wrapper
             if type(index) is int:
                 self._wrappers[("index", index)] = wrapper
+        self._open_wrapper = wrapper
         args = fn.get("arguments")
         if isinstance(args, str):
             wrapper.arguments.append(args)
