@@ -190,6 +190,11 @@ def apply(original: Original, quirk_ids: Sequence[str]) -> tuple[Header, list[Ch
         if not applies(original, qid):
             raise NotApplicable(qid)
         muts.append((mutation_of(qid), qid))
+    if any(mut.name == "gemini.json_array" for mut, _ in muts):
+        # a JSON array has no SSE events: what a mutation did to the SSE framing is gone
+        sse = [qid for mut, qid in muts if mut.name.startswith("sse.")]
+        if sse:
+            raise NotApplicable(sse[0])
     recuts = [qid for mut, qid in muts if mut.stage >= 2]
     if len(recuts) > 1 and not set(recuts) <= _ADDITIVE_CUTS:
         # a single read, or one event per read, leaves no room for another cut

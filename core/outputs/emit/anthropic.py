@@ -6,8 +6,9 @@ one content block per part — ``thinking`` (``thinking_delta``\\ s, then a ``si
 ``content_block_start``, an empty ``input_json_delta`` and the input a few tokens at a time) —
 each closed by ``content_block_stop``; then ``message_delta`` (stop reason, output tokens) and
 ``message_stop``. Text comes a few tokens per delta. An in-band error is an ``error`` event,
-which ends the stream, as Anthropic's do. A refusal is text with ``stop_reason: refusal``;
-a content filter, which Anthropic reports the same way, becomes a refusal too.
+which ends the stream, as Anthropic's do (a call it cut has no ``content_block_stop``). A
+refusal is text with ``stop_reason: refusal``; a content filter, which Anthropic reports the
+same way, becomes a refusal too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from .base import Emitted, Out, error_kind, error_response, named_event
 from .pieces import cut
-from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply
+from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS: set[str] = set()
 TOKENS_PER_DELTA = 3
@@ -66,7 +67,7 @@ def emit(reply: Reply) -> Emitted:
     for part in reply.parts:
         if part.kind == ERROR:
             kind = error_kind(part.error, "api_error")
-            body = {"type": kind, "message": reply_message(part.error)}
+            body = {"type": kind, "message": error_message(part.error)}
             out.send(named_event("error", {"type": "error", "error": body}))
             failed = True
             break
@@ -109,8 +110,9 @@ def emit(reply: Reply) -> Emitted:
                 "delta": {"type": "signature_delta", "signature": signature},
             }
             out.send(named_event("content_block_delta", sig))
-        stop = {"type": "content_block_stop", "index": index}
-        out.send(named_event("content_block_stop", stop))
+        if not part.cut:  # a call the stream ended inside has no content_block_stop
+            stop = {"type": "content_block_stop", "index": index}
+            out.send(named_event("content_block_stop", stop))
         index += 1
     if reply.truncated:
         return out.done(complete=False)
@@ -126,7 +128,3 @@ def emit(reply: Reply) -> Emitted:
             out.closing(named_event("message_delta", delta))
         out.closing(named_event("message_stop", {"type": "message_stop"}))
     return out.done()
-
-
-def reply_message(error: dict[str, Any] | None) -> str:
-    return str((error or {}).get("message") or "error")

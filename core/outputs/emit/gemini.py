@@ -18,13 +18,15 @@ from typing import Any
 
 from .base import Emitted, Out, data_event, error_response
 from .pieces import cut
-from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply
+from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS = {"finish_stop_with_tools"}  # only when the reply has tool calls
 TOKENS_PER_CHUNK = 24
 FINISH_REASONS = {
     "stop": "STOP",
     "tool_calls": "STOP",
+    # Gemini has no refusal of the model's own (SAFETY and its kin are the provider's filters,
+    # the content_filter class): a model that declines says so in text and ends on STOP
     "refusal": "STOP",
     "length": "MAX_TOKENS",
     "content_filter": "SAFETY",
@@ -101,7 +103,7 @@ def emit(reply: Reply) -> Emitted:
         given = error.get("status")
         status: str = given if isinstance(given, str) else "INTERNAL"
         code = error.get("code") if isinstance(error.get("code"), int) else _CODES.get(status, 500)
-        body = {"error": {"code": code, "message": error.get("message", "error"), "status": status}}
+        body = {"error": {"code": code, "message": error_message(error), "status": status}}
         out.send(data_event(body))
     elif not chunks and finish is not None:
         out.closing(message([{"text": ""}], finish))

@@ -9,7 +9,7 @@ deltas), a ``function_call`` (its ``fc_`` item id, ``call_id`` and name on the i
 arguments in ``function_call_arguments.delta``\\ s and ``.done``) — every event with its
 ``sequence_number``; then ``response.completed`` (or ``response.incomplete`` with its reason)
 carrying the whole response and its usage. An in-band error is an ``error`` event followed by
-``response.failed``.
+``response.failed`` (a call it cut is never done, nor in the failed response's output).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from .base import Emitted, Out, error_kind, error_response, named_event
 from .pieces import cut
-from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply
+from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS: set[str] = set()
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -92,12 +92,13 @@ def emit(reply: Reply) -> Emitted:
     s.event("response.in_progress", {"response": s.response("in_progress", [])}, t=t0)
     output: list[dict[str, Any]] = []
     calls = 0
+    unfinished = 0  # calls the stream ended inside: each holds an output index, in no output
     for part in reply.parts:
-        index = len(output)
+        index = len(output) + unfinished
         if part.kind == ERROR:
             error = part.error or {}
             code = error_kind(error, "server_error")
-            message = str(error.get("message") or "error")
+            message = error_message(error)
             s.event("error", {"code": code, "message": message, "param": None})
             failed = s.response("failed", output, error={"code": code, "message": message})
             s.event("response.failed", {"response": failed})
@@ -172,6 +173,11 @@ def emit(reply: Reply) -> Emitted:
                     {**at, "delta": piece},
                     advance=len(piece),
                 )
+            if part.cut:
+                # the stream ended inside this call: it is never done, and no response lists it
+                # (a final output that held it would close it)
+                unfinished += 1
+                continue
             s.event("response.function_call_arguments.done", {**at, "arguments": part.text})
             item = {**item, "status": "completed", "arguments": part.text}
         else:

@@ -42,6 +42,8 @@ class Part:
     of a tool call. ``pieces``, when set, is how the part must be cut (a script that borrows a
     real recording's chunk sizes, or asks for the part whole); else the emitter cuts it the way
     its provider does. ``error`` is an error part's object (``message``, ``type``, ``code``).
+    ``cut`` marks a tool call the stream ended in the middle of (the provider never closed it,
+    an error came instead): an emitter sends it without its closing events, as the original.
     """
 
     kind: str
@@ -50,6 +52,7 @@ class Part:
     name: str | None = None
     error: dict[str, Any] | None = None
     pieces: list[str] | None = None
+    cut: bool = False
 
 
 @dataclass(slots=True)
@@ -77,13 +80,19 @@ class Reply:
     def error_message(self) -> str:
         for part in self.parts:
             if part.kind == ERROR and part.error:
-                return str(part.error.get("message") or "error")
+                return error_message(part.error)
         return "error"
 
     def ident(self, prefix: str, salt: str | int = "", length: int = 24) -> str:
         """A deterministic id: ``prefix`` and a hash of the reply's seed and ``salt``."""
         digest = hashlib.sha256(f"{self.seed}\x00{prefix}\x00{salt}".encode()).hexdigest()
         return prefix + digest[:length]
+
+
+def error_message(error: dict[str, Any] | None) -> str:
+    """An error part's message ("error" when its object has none)."""
+    message = (error or {}).get("message")
+    return message if isinstance(message, str) and message else "error"
 
 
 class Clock:
@@ -172,13 +181,13 @@ class ReplyBuilder:
                     parts.append(part)
                 else:
                     part = self._open.pop(item.segment_id, None)
-                    if (
-                        part is not None
-                        and part.kind == TEXT
-                        and item.metadata
-                        and item.metadata.get("refusal") is True
-                    ):
+                    metadata = item.metadata or {}
+                    if part is None:
+                        continue
+                    if part.kind == TEXT and metadata.get("refusal") is True:
                         part.kind = REFUSAL
+                    elif part.kind == TOOL_CALL and metadata.get("unclosed") is True:
+                        part.cut = True
             elif isinstance(item, ToolInvocation):
                 part = self._calls.pop(item.id, None)
                 if part is None:
@@ -222,13 +231,17 @@ class ReplyBuilder:
 
 
 def _error_object(error: StreamError) -> dict[str, Any]:
+    """A provider error as an error part's object: the provider's own message when its detail
+    has one (``message``, or ``error.message``), else the error's own message (a detail without
+    one: Cohere's message-end says ``error`` as a bare string), and its type, code, status."""
     detail = error.detail
     out: dict[str, Any] = {"message": error.message}
     if isinstance(detail, dict):
         nested = detail.get("error")
         inner: dict[str, Any] = nested if isinstance(nested, dict) else detail
-        if isinstance(inner.get("message"), str):
-            out["message"] = inner["message"]
+        message = inner.get("message")
+        if isinstance(message, str) and message:
+            out["message"] = message
         for key in ("type", "code", "status"):
             if isinstance(inner.get(key), (str, int)):
                 out[key] = inner[key]
