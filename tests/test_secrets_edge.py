@@ -167,9 +167,11 @@ def test_a_tape_miss_masks_key_shaped_strings(tmp_path: Path) -> None:
     recorded = json.loads(json.dumps(body))
     recorded["messages"][0]["content"] = f"deploy with {KEY_RECORDED} now"
     reads: list[tuple[float | None, str | bytes]] = [(0.01, "data: [DONE]\n\n")]
-    write_exchange(tape, "0001-openai-chat-gpt-4o.jsonl", url=url, body=recorded, reads=reads)
-    write_exchange(tape, "0002-openai-chat-gpt-4o.jsonl", url=url, body=recorded, reads=reads)
-    (tape / "index.jsonl").touch()
+    # indexed: a tape serves only the exchanges its index lists (an unlisted one never
+    # finished), and an index makes the folder a tape, so a request it does not hold is a miss
+    for seq in (1, 2):
+        name = f"000{seq}-openai-chat-gpt-4o.jsonl"
+        write_exchange(tape, name, url=url, body=recorded, reads=reads, index=seq)
     proc, _, origin = start_listening([*STREAMTOOL, "serve", str(tape), "--port", "0"])
     try:
         sent = json.loads(json.dumps(body))

@@ -20,7 +20,9 @@ the
 scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
 is a response like any other, a dropped upstream connection or a read stalled past the timeout
 drops the client's connection after the bytes that did arrive, and a client that goes away
-cancels the upstream request. The recording's end record says which.
+cancels the upstream request (once its response streams, after at most :data:`LINGER` seconds in
+which an upstream body already at its end may still end: see :meth:`_ForwardedResponse.__call__`).
+The recording's end record says which.
 
 The upstream client is httpx (its pool, TLS, timeouts and proxy settings); httpx and anyio are
 imported inside the functions that use them.
@@ -204,6 +206,10 @@ def recorder_for(
 # them; a POST may have been acted on (a generation paid for) and is answered with the error
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 READ_AHEAD = 1024 * 1024  # bytes read from the upstream that may wait for a slow client
+# seconds a streaming exchange goes on after its client went away, for the upstream's body to
+# end (an SDK leaves as soon as it has read a stream's last event, often before the end of the
+# HTTP body arrives); then the upstream request is cancelled
+LINGER = 1.0
 
 
 class _RefuseCookies(DefaultCookiePolicy):
@@ -481,6 +487,13 @@ class _ForwardedResponse:
                     message = await receive()
                     if message["type"] == "http.disconnect":
                         client_gone = True
+                        if self._started:
+                            # the client may have left after the stream's last event, before
+                            # the upstream's body ended (an SDK stops reading at its last
+                            # event): the upstream gets a moment to end, for a complete
+                            # recording (nothing more reaches the client); ``_run`` ending
+                            # cancels this wait
+                            await anyio.sleep(LINGER)
                         tg.cancel_scope.cancel()
                         return
 
