@@ -75,7 +75,7 @@ def test_ls_and_check_over_many_recordings(tmp_path: Path) -> None:
     quiet = run_off_a_terminal(["ls", str(folder)])
     assert quiet.stdout == out and quiet.stderr == ""
 
-    code, out, screen = run_on_a_terminal(["check", "--update", str(folder)])
+    code, out, screen = run_on_a_terminal(["check", "--update", "--create-missing", str(folder)])
     assert code == 0, out
     assert "updating" in screen and "60/60" in screen
     assert "60 checked: 60 created" in out
