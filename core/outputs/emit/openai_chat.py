@@ -17,30 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from ...finish import OPENAI_CHAT_REASONS
+from ..emit_openai import openai_usage
 from .base import Emitted, Out, data_event, error_response
 from .pieces import cut
 from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS = {"reasoning_field_reasoning_content"}  # only when the reply has reasoning
 _FIELDS = {TEXT: "content", REFUSAL: "refusal", REASONING: "reasoning_content"}
-
-
-def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
-    """Normalized usage (core/usage.py keys) as an OpenAI chat-completions usage object."""
-    out: dict[str, Any] = {}
-    if "input_tokens" in usage:
-        out["prompt_tokens"] = usage["input_tokens"]
-    if "output_tokens" in usage:
-        out["completion_tokens"] = usage["output_tokens"]
-    if "total_tokens" in usage:
-        out["total_tokens"] = usage["total_tokens"]
-    elif "input_tokens" in usage and "output_tokens" in usage:
-        out["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-    if "cached_input_tokens" in usage:
-        out["prompt_tokens_details"] = {"cached_tokens": usage["cached_input_tokens"]}
-    if "reasoning_tokens" in usage:
-        out["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
-    return out
 
 
 def call_id(reply: Reply, part_id: str | None, n: int) -> str:
