@@ -112,6 +112,34 @@ class Script:
     turns: list[Turn] = field(default_factory=list)
 
 
+SCRIPT_SUFFIXES = (".yaml", ".yml")
+
+
+def is_script(path: str | os.PathLike[str]) -> bool:
+    """A file that is a script rather than a recording: YAML by its name, or a ``.json``
+    file holding one JSON object (a recording is JSON lines, or a JSON array of events)."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    suffix = p.suffix.lower()
+    if suffix in SCRIPT_SUFFIXES:
+        return True
+    if suffix != ".json":
+        return False
+    try:
+        with p.open("rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return False
+    if not head.startswith(b"{"):
+        return False
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(obj, dict) and "turns" in obj
+
+
 # -- reading ---------------------------------------------------------------------------------
 class _Node:
     """A value of the script with the line it is on (1-based)."""

@@ -85,6 +85,7 @@ class EmittingLibrary(Library):
     def __init__(self) -> None:
         super().__init__([])
         self.served: list[str] = []  # the streams served, in order
+        self.recorded: list[str] = []  # nothing is recorded: made, not forwarded
         self.mutated: dict[str, list[str]] = {}  # stream name -> quirks given (--mutate)
         self._change: Callable[[Recording], list[str]] | None = None
         self._made: dict[tuple[Any, ...], Recording] = {}
