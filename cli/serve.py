@@ -257,10 +257,7 @@ def serve(
             fail(str(exc))
         for name, ids in mutated.items():
             sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
-        if script or translate:
-            sys.stderr.write(
-                "streamtool: each stream is served with the quirks asked for that apply to it\n"
-            )
+
     try:
         playback = Playback(
             speed=parse_speed(speed),
@@ -291,6 +288,11 @@ def serve(
     err = sys.stderr
     if script or translate:
         _describe_made(library, paths, origin)
+        if mutate is not None:
+            err.write(
+                f"  each stream is made with the quirks of --mutate {mutate} that apply to it\n"
+            )
+            err.flush()
         run_server(
             create_app(
                 library,
