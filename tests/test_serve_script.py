@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from streamtool.core.net.emitting import serving_script
 from streamtool.core.outputs.emit import emitter
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
-from .conftest import RECORDINGS
+from .conftest import RECORDINGS, ROOT
 from .serve_helpers import STREAMTOOL, start_listening
 from .tape_helpers import ANTHROPIC_TOOLS, OPENAI_TOOLS
 
@@ -419,3 +420,27 @@ def test_the_plugin_serves_a_script(loop: Path, tmp_path: Path) -> None:
     assert note == {"exchanges": ["turn-1"], "mutated": {"turn-1": ["oai_empty_id"]}}
     assert not any(p.name.startswith(".") or p.is_dir() for p in project.iterdir() if
                    p.name not in ("__pycache__",))  # fmt: skip
+
+
+# -- the README's script -----------------------------------------------------------------------
+def test_the_readmes_script_runs_with_both_sdks(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Mock a provider, replay a session", 1)[1].split("\n## ", 1)[0]
+    script = re.search(r"```yaml\n(.*?)```", section, re.S)
+    snippet = re.search(r"```python\n(.*?)```", section, re.S)
+    assert script and snippet, "the README's tapes section lost its script"
+    assert len(script.group(1).splitlines()) <= 12
+    (tmp_path / "loop.yaml").write_text(script.group(1), encoding="utf-8")
+    (tmp_path / "snippet.py").write_text(snippet.group(1), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    proc = subprocess.run(
+        [sys.executable, "snippet.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the openai SDK's loop, then the anthropic SDK's: each got the tool call, then the answer
+    assert proc.stdout.splitlines() == ["It is 21 °C in Lisbon."] * 2
