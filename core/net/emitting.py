@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,9 +193,10 @@ class TranslateLibrary(EmittingLibrary):
                 self.exchanges.append(_Exchange(rec, api, conversation, key))
 
     @classmethod
-    def from_paths(cls, paths: Sequence[str | os.PathLike[str]]) -> TranslateLibrary:
+    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> TranslateLibrary:
         """One folder (a tape, or a folder of recordings: its finished exchanges, in order) or
         recording files. Raises :class:`RecordingError` for unusable input."""
+        paths = list(paths)
         if len(paths) == 1 and Path(paths[0]).is_dir():
             recordings, skipped = load_exchanges(paths[0])
             library = cls(recordings)
