@@ -248,8 +248,9 @@ def test_sdk_shaped_requests_of_one_conversation_read_the_same() -> None:
         "messages": [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_A", "type":
-                "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_A",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
             {"role": "tool", "tool_call_id": "call_A", "content": "sunny"},
         ]
     }  # fmt: skip
