@@ -258,8 +258,11 @@ def test_a_non_streaming_request_and_an_api_without_an_emitter(loop: Path) -> No
         body = {"model": "m", "messages": [{"role": "user", "content": "weather"}]}
         plain = httpx.post(server.url + "/v1/chat/completions", json=body)
         cohere = httpx.post(server.url + "/v2/chat", json={**body, "stream": True})
+        after = text_of(post(server.url, "weather?"))  # the refused request took no turn
+        assert server.served == ["turn-1"]
     assert plain.status_code == 400 and "send stream: true" in plain.json()["error"]["message"]
     assert cohere.status_code == 404 and "not /v2/chat" in cohere.json()["message"]
+    assert after == "Let me check the weather."
 
 
 # -- streamed as the turn says -------------------------------------------------------------------
@@ -296,7 +299,7 @@ def test_serve_paces_a_turn_at_its_rate(tmp_path: Path) -> None:
         "turns:\n  - reply: {text: a b c d e f}\n    stream: {tokens_per_s: 10, ttft: 2}\n"
     )
     library = ScriptLibrary.from_file(script)
-    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
     rec = library.choose(
         Incoming("/v1/chat/completions", "/chat/completions", ("openai-chat",), "m", None, body)
     )

@@ -46,13 +46,17 @@ SUBJECT_WIDTH = 80  # characters of a request's last message shown in a miss
 
 
 def route_api(request: Incoming) -> WireApi:
-    """The API of the route a request came on, when an emitter speaks it (else a 404)."""
+    """The API of the route a request came on, when an emitter speaks it (else a 404); a
+    request that does not ask for a stream is refused (400) before it takes a turn."""
     api = served_api(request.path)
     if api is None or api.id not in APIS:
         names = ", ".join(a.label for a in API_TABLE if a.id in APIS)
         raise SelectionError(
             404, f"streamtool makes streams for the {names} endpoints, not {request.path}"
         )
+    body = request.body
+    if not api.stream_in_path and not (isinstance(body, dict) and body.get("stream") is True):
+        raise SelectionError(400, "streamtool serve replays streams: send stream: true")
     return api
 
 

@@ -100,7 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "stream_tape(name=None, *, path=None): the tape the stream_tape fixture serves "
-        "(default: tapes/<test module>/<test name>/ beside the test file).",
+        "(default: tapes/<test module>/<test name>/ beside the test file); path may name a "
+        "script of turns (.yaml, .yml, .json).",
     )
     from ..speed import parse_speed
 
