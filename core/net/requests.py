@@ -325,6 +325,16 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
         }
     if api == "bedrock-invoke":  # Claude's native body
         return format_tools("anthropic", tools)
+    if api == "gemini-interactions":
+        return [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            }
+            for t in tools
+        ]
     if api == "gemini":
         return [
             {
@@ -364,6 +374,11 @@ def format_tool_choice(api: str, choice: str) -> Any:
         return shapes.get(choice, {"tool": {"name": choice}})
     if api == "bedrock-invoke":
         return format_tool_choice("anthropic", choice)
+    if api == "gemini-interactions":  # generation_config.tool_choice
+        modes = {"auto": "auto", "required": "any", "none": "none"}
+        if choice in modes:
+            return modes[choice]
+        return {"allowed_tools": {"mode": "any", "tools": [choice]}}
     if api == "gemini":
         modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
         if choice in modes:
@@ -465,6 +480,21 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         }
         if system is not None:
             body["system"] = system
+    elif api == "gemini-interactions":
+        turns: Any = opts.prompt
+        if opts.messages is not None:
+            turns = [
+                {
+                    "role": "model" if m["role"] in ("assistant", "model") else "user",
+                    "content": m.get("content"),
+                }
+                for m in messages
+            ]
+        body = {"model": opts.model, "input": turns, "stream": True}
+        if system is not None:
+            body["system_instruction"] = system
+        if opts.max_tokens is not None:
+            body["generation_config"] = {"max_output_tokens": opts.max_tokens}
     elif api == "gemini":
         contents = [
             {
@@ -487,6 +517,8 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         choice = format_tool_choice(api, opts.tool_choice)
         if api == "bedrock-converse":
             body.setdefault("toolConfig", {})["toolChoice"] = choice
+        elif api == "gemini-interactions":
+            body.setdefault("generation_config", {})["tool_choice"] = choice
         elif choice is not None:
             key = "toolConfig" if api == "gemini" else "tool_choice"
             body[key] = choice
@@ -656,6 +688,8 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     if key is not None:
         if wire == "anthropic":
             headers["x-api-key"] = key
+        elif wire == "gemini-interactions":
+            headers["x-goog-api-key"] = key
         elif wire == "gemini":
             if opts.key_in_query:
                 query.append(("key", key))
