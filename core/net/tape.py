@@ -174,8 +174,9 @@ class TapeLibrary(Library):
         scripted = self._turns.get(request.endpoint)
         if scripted is not None:
             api = served_api(request.path)
-            readable = api is not None and api.id in conversation_apis
-            subject = last_input(read_conversation(api.id, request.body)) if readable else ""
+            subject = ""
+            if api is not None and api.id in conversation_apis:
+                subject = last_input(read_conversation(api.id, request.body))
             n = scripted[1].pick(subject)
             if n is not None:
                 return scripted[0][n]
