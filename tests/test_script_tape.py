@@ -136,3 +136,33 @@ def test_tape_build_never_writes_into_a_folder_that_holds_something(tmp_path):
     )
     assert result.exit_code == 2
     assert sorted(p.name for p in tape.iterdir()) == ["keep.txt"]
+
+
+def test_a_built_tape_is_served_as_its_script_byte_for_byte(tmp_path):
+    from streamtool.core.net.tape import serving_tape
+
+    from .serve_helpers import body_of
+    from .test_serve_script import anthropic_loop
+
+    script = tmp_path / "loop.yaml"
+    script.write_text(LOOP, encoding="utf-8")
+    tape = tmp_path / "tape"
+    result = CliRunner().invoke(
+        app, ["tape", "build", str(script), "--api", "anthropic", "-o", str(tape)]
+    )
+    assert result.exit_code == 0, result.output
+    files = [tape / e.file for e in read_index(tape)]
+    with serving_tape(tape) as server:
+        text, calls, answer = anthropic_loop(server.url)  # turn 1 by its match, then turn 2
+        assert server.served == [files[0].stem, files[1].stem]
+        import httpx
+
+        body = {"model": "m", "max_tokens": 9, "stream": True, "messages": [
+            {"role": "user", "content": "the weather, again"}]}  # fmt: skip
+        raw = httpx.post(server.url + "/v1/messages", json=body).content
+    assert (text, calls, answer) == (
+        "Let me check the weather.",
+        [("get_weather", {"city": "Lisbon", "unit": "celsius"})],
+        "It is 21 °C in Lisbon.",
+    )
+    assert raw == body_of(files[0])  # the recording, byte for byte

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamtool.core.drive.script import load_script
 from streamtool.core.net.emitting import serving_script
@@ -447,3 +449,40 @@ def test_the_readmes_script_runs_with_both_sdks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     # the openai SDK's loop, then the anthropic SDK's: each got the tool call, then the answer
     assert proc.stdout.splitlines() == ["It is 21 °C in Lisbon."] * 2
+
+
+# -- the turn picker, for every script and every sequence of requests ---------------------------
+_WORDS = ["weather", "result", "hello", "bye", "Weather", "42"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.tuples(st.sampled_from(["contains", "equals", "matches"]), st.sampled_from(_WORDS)),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.lists(st.sampled_from(_WORDS), max_size=3).map(" ".join), max_size=12),
+)
+def test_the_picker_answers_with_a_turn_that_accepts_in_order(matches, subjects) -> None:
+    from streamtool.core.drive.script import Turn, TurnPicker
+    from streamtool.core.outputs.emit import Reply
+
+    turns = [Turn(Reply(), m) for m in matches]
+    picker = TurnPicker(turns)
+    last = -1
+    for subject in subjects:
+        n = picker.pick(subject)
+        accepting = [i for i, t in enumerate(turns) if t.accepts(subject)]
+        if n is None:  # a miss only when no turn takes it
+            assert accepting == []
+            continue
+        assert n in accepting
+        # the first accepting turn after the last served, else (starting over) the first one
+        after = [i for i in accepting if i > last]
+        assert n == (after[0] if after else accepting[0])
+        last = n
+    assert len(picker.served) == sum(any(t.accepts(s) for t in turns) for s in subjects)

@@ -437,12 +437,32 @@ def _pace(name: str, node: _Node | None, where: str, base: Path, reply: Reply) -
     reply.t_end = (reply.marks[-1][1] if reply.marks else ttft) + 0.01
 
 
+def turn_of(extra: dict[str, Any]) -> Turn | None:
+    """The turn a recording built from a script answers (its header's ``turn`` and
+    ``match``), without its reply; None for any other recording."""
+    if not isinstance(extra.get("turn"), int):
+        return None
+    match = extra.get("match")
+    if isinstance(match, dict) and len(match) == 1:
+        kind, pattern = next(iter(match.items()))
+        if kind in MATCH_KINDS and isinstance(pattern, str):
+            if kind == "matches":
+                try:
+                    re.compile(pattern)
+                except re.error:
+                    return None
+            return Turn(Reply(), (kind, pattern))
+    return Turn(Reply())
+
+
 # -- building ----------------------------------------------------------------------------------
 def build_tape(
     script: Script, folder: str | os.PathLike[str], api: str | None = None
 ) -> list[Path]:
     """Write every turn as a real recording of ``api`` (the script's when not given) into the
-    tape ``folder``, in order, with its index entries; returns the recordings written."""
+    tape ``folder``, in order, with its index entries; returns the recordings written. Each
+    header keeps the turn's number (``turn``) and ``match``: serving the tape answers a
+    request as serving the script would (:class:`TurnPicker`), in that API."""
     target = api_id(api) if api else script.api
     if target is None:
         raise ScriptError(script.path, None, "api", "the script names no API: pass --api")
@@ -451,6 +471,8 @@ def build_tape(
     for turn in script.turns:
         emitted = emitter(target)(turn.reply)
         header, chunks, end = recording_of(emitted, target, model=script.model)
+        # what serving the tape answers it by: the turn's match, in the script's order
+        header.extra["turn"] = len(written) + 1
         if turn.match is not None:
             header.extra["match"] = {turn.match[0]: turn.match[1]}
         seq, path = tape.allocate(header.api, script.model or None)

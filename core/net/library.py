@@ -70,6 +70,8 @@ class Recording:
     # a stream made in memory (a script's turn, a translation): its recording as
     # (header, chunks, end), read instead of ``path`` by what needs the whole recording
     origin: Any = field(default=None, repr=False)
+    # the recording answers a turn of a script (``tape build``): its header's turn and match
+    turn: Any = field(default=None, repr=False)
 
     @property
     def broken(self) -> bool:
@@ -220,7 +222,10 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         head = b"".join(d for _, d in chunks[:8])
         json_body = sniff(head) in ("json-array", "ndjson") or status >= 400
         headers.append(("content-type", "application/json" if json_body else "text/event-stream"))
+    from ..drive.script import turn_of
+
     return Recording(
+        turn=turn_of(header.extra),
         name=Path(path).stem,
         path=str(path),
         api=api,

@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..apis import served_api
+from ..drive.conversation import APIS as conversation_apis
+from ..drive.conversation import last_input, read_conversation
+from ..drive.script import TurnPicker
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
     INDEX_NAME,
@@ -70,7 +73,8 @@ def _exchange(rec: Recording) -> Exchange:
     return Exchange(
         name=rec.name,
         endpoint=endpoint_key(rec.endpoint or "?", gemini_model),
-        body=body if rec.endpoint is not None else None,
+        # a turn of a script (tape build) holds no request to compare: its match answers
+        body=body if rec.endpoint is not None and rec.turn is None else None,
     )
 
 
@@ -99,6 +103,14 @@ class TapeLibrary(Library):
         self.recorded: list[str] = []  # the recordings made on a miss, in order
         self.skipped: list[tuple[str, str]] = []  # (file name, why) left out at load
         self._lock = threading.Lock()
+        # the turns of a script built into this tape (tape build), per endpoint, in order
+        self._turns: dict[str, tuple[list[Recording], TurnPicker]] = {}
+        for rec in self.recordings:
+            if rec.turn is not None and rec.endpoint is not None:
+                self._turns.setdefault(rec.endpoint, ([], TurnPicker([])))
+                recs, picker = self._turns[rec.endpoint]
+                recs.append(rec)
+                picker.turns.append(rec.turn)
 
     @classmethod
     def from_folder(
@@ -159,6 +171,15 @@ class TapeLibrary(Library):
         found = self.matcher.match(self.request_key(request), request.body)
         if found is not None:
             return self.by_name[found.name]
+        scripted = self._turns.get(request.endpoint)
+        if scripted is not None:
+            api = served_api(request.path)
+            subject = ""
+            if api is not None and api.id in conversation_apis:
+                subject = last_input(read_conversation(api.id, request.body))
+            n = scripted[1].pick(subject)
+            if n is not None:
+                return scripted[0][n]
         if self.fallback and not request.name:
             return Library(self.recordings).select(request.apis, request.model, None)
         bodiless = [r for r in self.recordings if r.request_body is None or r.endpoint is None]
