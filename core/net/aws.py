@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..apis import api_for_path
@@ -26,9 +26,6 @@ from ..recording.recorder import ResponseRecorder
 from ..records import RecordingError
 from ..wire.eventstream import EventStreamDecoder
 from .requests import PreparedRequest, RequestError
-
-if TYPE_CHECKING:
-    from .capture import Capture
 
 INSTALL_HINT = "pip install 'streamtool[bedrock]'"
 _REGION_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$")
@@ -148,10 +145,20 @@ class _BodyTee:
         return getattr(self._raw, name)
 
 
+class _Capture(Protocol):
+    """What the hooks need of :class:`~streamtool.core.net.capture.Capture`."""
+
+    force: bool
+
+    def next_path(self, provider: str, api: str | None) -> Any: ...
+
+    def skip(self, path: Any, exc: RecordingError) -> None: ...
+
+
 class BotocoreCapture:
     """The event handlers that record one boto3 client's streamed Bedrock responses."""
 
-    def __init__(self, capture: Capture) -> None:
+    def __init__(self, capture: _Capture) -> None:
         self.capture = capture
         self._pending = threading.local()
 
