@@ -377,3 +377,18 @@ def test_kill_9_mid_stream_leaves_every_read_on_disk(
     assert data == body[:keep]
     assert source.header.api == "converse-stream" and source.end is None
     assert SECRET_KEY not in out.read_text()
+
+
+def test_capture_leaves_a_call_that_does_not_stream_unrecorded(tmp_path: Path) -> None:
+    capture = Capture(tmp_path / "captures")
+    with serving([CONVERSE], Playback(speed=None)) as server:
+        client = capture.botocore(_client(server.url))
+        from botocore.exceptions import ClientError
+
+        with pytest.raises(ClientError):  # serve answers only the streamed routes
+            client.converse(modelId=MODEL, messages=[{"role": "user", "content": [{"text": "x"}]}])
+        stream = client.converse_stream(
+            modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )["stream"]
+        assert list(stream)
+    assert [p.name for p in capture.paths] == ["001-bedrock-converse-stream.jsonl"]

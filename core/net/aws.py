@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..apis import api_for_path
+from ..apis import api_for_path, served_api
 from ..recording.recorder import ResponseRecorder
 from ..records import RecordingError
 from ..wire.eventstream import EventStreamDecoder
@@ -149,6 +149,7 @@ class _Capture(Protocol):
     """What the hooks need of :class:`~streamtool.core.net.capture.Capture`."""
 
     force: bool
+    streams_only: bool
 
     def next_path(self, provider: str, api: str | None) -> Any: ...
 
@@ -171,8 +172,12 @@ class BotocoreCapture:
     def before_send(self, request: Any, **kwargs: Any) -> None:
         """The signed request about to go out: what the recording's header keeps."""
         url = str(request.url)
-        api = api_for_path(urlsplit(url).path)
-        if api is None or not api.stream_in_path or not api.id.startswith("bedrock"):
+        path = urlsplit(url).path
+        # a streamed operation (its route), or with streams_only=False any Bedrock runtime call
+        api = served_api(path)
+        if api is None and not self.capture.streams_only:
+            api = api_for_path(path)
+        if api is None or api.error_style != "bedrock":
             self._pending.info = None
             return
         body = request.body
