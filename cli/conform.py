@@ -59,8 +59,8 @@ def conform(
             "--api",
             callback=check_apis,
             autocompletion=complete_api,
-            help="Only recordings of this API (repeatable): openai-chat, openai-responses, "
-            "anthropic, gemini, kimi-k2.",
+            help="Only recordings of this API, by its converter's name (repeatable): "
+            "openai-chat, anthropic, gemini, gemini-interactions, bedrock-converse, cohere...",
         ),
     ] = None,
     timeout: Annotated[

@@ -271,3 +271,124 @@ def test_capture_records_a_boto3_client_byte_exact(name: str, tmp_path: Path) ->
     assert source.end is not None and source.end.reason == "complete"
     lines = path.read_text()
     assert SECRET_KEY not in lines and '"b64"' in lines
+
+
+# -- writers: two at once, and a real kill -9 ------------------------------------------------------
+def test_two_boto3_clients_captured_at_once_write_two_whole_recordings(tmp_path: Path) -> None:
+    bundled = RECORDINGS / "bedrock-converse-parallel-tool-calls.jsonl"
+    capture = Capture(tmp_path / "captures")
+    errors: list[BaseException] = []
+    with serving([bundled], Playback(speed=None, rechunk=97)) as server:
+        barrier = threading.Barrier(2)
+
+        def one() -> None:
+            try:
+                client = capture.botocore(_client(server.url))
+                barrier.wait(timeout=10)
+                stream = client.converse_stream(
+                    modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}]
+                )["stream"]
+                assert list(stream)
+                client.close()
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    assert errors == []
+    assert len(capture.paths) == 2 and len(set(capture.paths)) == 2
+    for path in capture.paths:
+        assert body_of(path) == body_of(bundled)
+        assert meaning(path) == meaning(bundled)
+
+
+def _bytes_so_far(path: Path) -> int:
+    """Body bytes in the whole chunk lines written so far."""
+    import base64
+
+    if not path.exists():
+        return 0
+    total = 0
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        if obj.get("type") == "chunk":
+            total += (
+                len(base64.b64decode(obj["b64"])) if "b64" in obj else len(obj["text"].encode())
+            )
+    return total
+
+
+def test_kill_9_mid_stream_leaves_every_read_on_disk(
+    aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import time
+
+    bundled = RECORDINGS / "bedrock-converse-parallel-tool-calls.jsonl"
+    body = body_of(bundled)
+    keep = len(body) // 2
+    out = tmp_path / "killed.jsonl"
+    with serving([bundled], Playback(speed=None, stall=30.0, stall_after=keep)) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from streamtool.cli.main import main; main()",
+                "record",
+                "--provider",
+                "bedrock",
+                "--model",
+                MODEL,
+                "--prompt",
+                "hi",
+                "--base-url",
+                server.url,
+                "--view",
+                "none",
+                "-o",
+                str(out),
+            ],
+            env={**os.environ, **aws_env},
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while _bytes_so_far(out) < keep:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stderr.close()  # type: ignore[union-attr]
+    assert proc.returncode == -signal.SIGKILL
+    source = Source(out)
+    data = b"".join(
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in source.chunks()
+    )
+    assert data == body[:keep]
+    assert source.header.api == "converse-stream" and source.end is None
+    assert SECRET_KEY not in out.read_text()
+
+
+def test_capture_leaves_a_call_that_does_not_stream_unrecorded(tmp_path: Path) -> None:
+    capture = Capture(tmp_path / "captures")
+    with serving([CONVERSE], Playback(speed=None)) as server:
+        client = capture.botocore(_client(server.url))
+        from botocore.exceptions import ClientError
+
+        with pytest.raises(ClientError):  # serve answers only the streamed routes
+            client.converse(modelId=MODEL, messages=[{"role": "user", "content": [{"text": "x"}]}])
+        stream = client.converse_stream(
+            modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )["stream"]
+        assert list(stream)
+    assert [p.name for p in capture.paths] == ["001-bedrock-converse-stream.jsonl"]

@@ -1,4 +1,5 @@
-"""Malformed events never crash the openai-responses, anthropic and gemini converters.
+"""Malformed events never crash the openai-responses, anthropic, gemini and gemini-interactions
+converters.
 
 Events are built from each API's own vocabulary (event types, field names) with values of the
 wrong type, missing fields and junk in between; the replay must always finish with a summary.
@@ -31,7 +32,7 @@ _values = st.recursive(
     max_leaves=8,
 )
 
-VOCABULARY = {
+VOCABULARY: dict[str, dict[str, Any]] = {
     "anthropic": {
         "type": [
             "message_start",
@@ -151,6 +152,59 @@ VOCABULARY = {
         ],
         "inner_types": [],
     },
+    "gemini-interactions": {
+        "type_key": "event_type",
+        "type": [
+            "interaction.created",
+            "interaction.status_update",
+            "interaction.completed",
+            "step.start",
+            "step.delta",
+            "step.stop",
+            "interaction.start",
+            "interaction.complete",
+            "content.start",
+            "content.delta",
+            "content.stop",
+            "error",
+        ],
+        "fields": ["index", "step", "content", "delta", "interaction", "usage", "status", "error"],
+        "inner": [
+            "type",
+            "text",
+            "id",
+            "name",
+            "arguments",
+            "call_id",
+            "result",
+            "signature",
+            "summary",
+            "content",
+            "annotations",
+            "status",
+            "usage",
+            "total_output_tokens",
+            "errors",
+            "code",
+            "message",
+            "data",
+        ],
+        "inner_types": [
+            "text",
+            "thought",
+            "model_output",
+            "function_call",
+            "arguments_delta",
+            "thought_summary",
+            "thought_signature",
+            "google_search_call",
+            "google_search_result",
+            "function_result",
+            "text_annotation_delta",
+            "image",
+            "url_citation",
+        ],
+    },
 }
 
 
@@ -160,7 +214,7 @@ def events(draw: st.DrawFn, api: str) -> dict[str, Any]:
     event: dict[str, Any] = {}
     kind = draw(st.sampled_from(vocab["type"]))
     if kind is not None:
-        event["type"] = kind
+        event[vocab.get("type_key", "type")] = kind
     for field in draw(st.lists(st.sampled_from(vocab["fields"]), max_size=4)):
         event[field] = draw(_nested(vocab, 2))
     return event

@@ -140,3 +140,68 @@ def test_capture_around_google_genai_interactions(tmp_path: Path) -> None:
     assert meaning(path) == meaning(bundled)
     assert Source(path).header.api == "interactions"
     assert KEY not in path.read_text()
+
+
+def test_the_interactions_request_body() -> None:
+    from streamtool.core.net.requests import RequestOptions, ToolDef, build_request
+
+    tool = ToolDef("get_weather", "Weather", {"type": "object", "properties": {}})
+    prepared = build_request(
+        RequestOptions(
+            provider="gemini-interactions",
+            model="gemini-3-flash-preview",
+            messages=[
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "Where?"},
+                {"role": "user", "content": "Paris"},
+            ],
+            tools=[tool],
+            tool_choice="get_weather",
+            max_tokens=64,
+        ),
+        {"GEMINI_API_KEY": KEY},
+    )
+    assert prepared.url == "https://generativelanguage.googleapis.com/v1beta/interactions"
+    assert prepared.headers["x-goog-api-key"] == KEY and KEY in prepared.secrets
+    assert prepared.body == {
+        "model": "gemini-3-flash-preview",
+        "input": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "model", "content": "Where?"},
+            {"role": "user", "content": "Paris"},
+        ],
+        "stream": True,
+        "system_instruction": "Be brief.",
+        "generation_config": {
+            "max_output_tokens": 64,
+            "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["get_weather"]}},
+        },
+        "tools": [
+            {
+                "type": "function",
+                "name": "get_weather",
+                "description": "Weather",
+                "parameters": {"type": "object", "properties": {}},
+            }
+        ],
+    }
+
+
+def test_bedrock_region_and_signing_mode() -> None:
+    from streamtool.core.net.aws import region_for
+    from streamtool.core.net.requests import RequestOptions, build_request
+
+    assert region_for("https://bedrock-runtime.ap-south-1.amazonaws.com/model/m/converse", {}) == (
+        "ap-south-1"
+    )
+    assert region_for(
+        "http://127.0.0.1:9/model/m/converse-stream", {"AWS_REGION": "eu-west-1"}
+    ) == ("eu-west-1")
+    assert region_for("http://127.0.0.1:9/x", {}) == "us-east-1"
+    opts = RequestOptions(provider="bedrock", model="m", prompt="hi")
+    assert build_request(opts, {}).sigv4 == "required"
+    with_key = build_request(opts, {"AWS_BEARER_TOKEN_BEDROCK": KEY})
+    assert with_key.sigv4 is None and with_key.headers["authorization"] == f"Bearer {KEY}"
+    opts.base_url = "http://127.0.0.1:8787"
+    assert build_request(opts, {}).sigv4 == "optional"

@@ -549,13 +549,9 @@ def _merge_result(result: dict[str, Any], delta: dict[str, Any]) -> None:
         if key == "type":
             continue
         have = result.get(key)
-        if (
-            isinstance(have, list)
-            and isinstance(value, list)
-            or key == "result"
-            and isinstance(have, str)
-            and isinstance(value, str)
-        ):
-            result[key] = have + value
-        else:
-            result[key] = value
+        joined: Any = value
+        if isinstance(have, list) and isinstance(value, list):
+            joined = [*have, *value]
+        elif key == "result" and isinstance(have, str) and isinstance(value, str):
+            joined = have + value
+        result[key] = joined

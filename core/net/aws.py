@@ -18,17 +18,14 @@ import re
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..apis import api_for_path
+from ..apis import api_for_path, served_api
 from ..recording.recorder import ResponseRecorder
 from ..records import RecordingError
 from ..wire.eventstream import EventStreamDecoder
 from .requests import PreparedRequest, RequestError
-
-if TYPE_CHECKING:
-    from .capture import Capture
 
 INSTALL_HINT = "pip install 'streamtool[bedrock]'"
 _REGION_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$")
@@ -148,10 +145,21 @@ class _BodyTee:
         return getattr(self._raw, name)
 
 
+class _Capture(Protocol):
+    """What the hooks need of :class:`~streamtool.core.net.capture.Capture`."""
+
+    force: bool
+    streams_only: bool
+
+    def next_path(self, provider: str, api: str | None) -> Any: ...
+
+    def skip(self, path: Any, exc: RecordingError) -> None: ...
+
+
 class BotocoreCapture:
     """The event handlers that record one boto3 client's streamed Bedrock responses."""
 
-    def __init__(self, capture: Capture) -> None:
+    def __init__(self, capture: _Capture) -> None:
         self.capture = capture
         self._pending = threading.local()
 
@@ -164,8 +172,12 @@ class BotocoreCapture:
     def before_send(self, request: Any, **kwargs: Any) -> None:
         """The signed request about to go out: what the recording's header keeps."""
         url = str(request.url)
-        api = api_for_path(urlsplit(url).path)
-        if api is None or not api.stream_in_path or not api.id.startswith("bedrock"):
+        path = urlsplit(url).path
+        # a streamed operation (its route), or with streams_only=False any Bedrock runtime call
+        api = served_api(path)
+        if api is None and not self.capture.streams_only:
+            api = api_for_path(path)
+        if api is None or api.error_style != "bedrock":
             self._pending.info = None
             return
         body = request.body

@@ -48,6 +48,9 @@ _QUIRK_FIELDS: dict[str, tuple[str, ...]] = {
     QuirkId.AZURE_EMPTY_FIRST_CHUNK: ("crash",),
     QuirkId.N_CHOICES: ("text", "tool_calls"),
     QuirkId.LEGACY_FUNCTION_CALL: ("tool_calls",),
+    # a client written for the step events reads nothing from the older content events
+    QuirkId.INTERACTIONS_CONTENT_EVENTS: ("text", "tool_calls", "finish_reason", "crash"),
+    QuirkId.INTERACTIONS_ERROR_EVENT: ("error",),
 }
 _PREFIX_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oai_", ("tool_calls", "crash")),

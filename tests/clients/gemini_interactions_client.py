@@ -8,7 +8,7 @@ import os
 from google import genai
 
 client = genai.Client()  # GOOGLE_GEMINI_BASE_URL / GEMINI_API_KEY
-text, calls, status = "", {}, None
+text, calls, status, error = "", {}, None, None
 for event in client.interactions.create(
     model=os.environ.get("STREAMTOOL_MODEL", "gemini-3-flash-preview"),
     input="What is the weather in Paris?",
@@ -26,12 +26,15 @@ for event in client.interactions.create(
         calls[event.index][1] += event.delta.arguments or ""
     elif event.event_type == "interaction.completed":
         status = event.interaction.status
+    elif event.event_type == "error":
+        error = f"{event.error.code}: {event.error.message}"
 print(
     json.dumps(
         {
             "text": text,
             "tool_calls": [{"name": n, "arguments": json.loads(a)} for n, a in calls.values()],
             "finish_reason": status,
+            **({"error": error} if error else {}),
         }
     )
 )
