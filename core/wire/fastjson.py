@@ -107,6 +107,17 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     return _stdlib_unchecked(text)
 
 
+def loads_utf8_unchecked(data: bytes) -> Any:
+    """:func:`loads_unchecked` of bytes that must be UTF-8 text (a recording's line): bytes
+    that are not raise ``UnicodeDecodeError``, whatever encoding ``json.loads`` would guess."""
+    if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
+        try:
+            return _orjson_loads(data)
+        except _OrjsonError:
+            pass
+    return _stdlib_unchecked(data.decode("utf-8"))
+
+
 def _stdlib_unchecked(text: str) -> Any:
     try:
         try:
