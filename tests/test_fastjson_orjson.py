@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,3 +129,59 @@ def test_values_beyond_64_bits_stay_integers() -> None:
         fastjson.loads(b"[" * 250 + b"]" * 250)
     with pytest.raises(fastjson.NotJSONConstant, match="NaN is not a JSON value"):
         fastjson.loads(b'{"a": NaN}')
+
+
+# -- golden comparison: orjson's bytes stand in for the rendering ---------------------------------
+def variants(value: Any) -> st.SearchStrategy[Any]:
+    """Values near ``value``: itself, or with ints made floats or bools, or keys reordered."""
+
+    def bend(v: Any, how: str) -> Any:
+        if isinstance(v, dict):
+            items = [(k, bend(x, how)) for k, x in v.items()]
+            return dict(reversed(items) if how == "reorder" else items)
+        if isinstance(v, list):
+            return [bend(x, how) for x in v]
+        if how == "float" and type(v) is int and abs(v) < 2**53:
+            return float(v)
+        if how == "bool" and type(v) is int and v in (0, 1):
+            return bool(v)
+        if how == "zero" and v == 0 and type(v) is float:
+            return -v
+        if how == "none" and type(v) is float and v != v:
+            return None
+        return v
+
+    return st.sampled_from(["same", "float", "bool", "reorder", "zero", "none"]).map(
+        lambda how: bend(value, how)
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), VALUES)
+def test_same_document_is_equal_rendering(data: st.DataObject, a: Any) -> None:
+    from streamtool.core.outputs.golden import same_document
+    from streamtool.core.outputs.transcript import render
+
+    from streamtool.core.outputs.golden import golden_diff
+
+    b = data.draw(st.one_of(variants(a), VALUES))
+    equal = render(a) == render(b)
+    if same_document(a, b):  # the shortcut never hides a difference
+        assert equal
+    assert (golden_diff(a, b, "golden", "now") is None) == equal
+    if not equal:
+        assert "--- golden" in (golden_diff(a, b, "golden", "now") or "")
+
+
+@SETTINGS
+@given(VALUES)
+def test_same_document_takes_the_shortcut_for_a_copy(a: Any) -> None:
+    from streamtool.core.outputs.golden import same_document
+
+    try:
+        orjson.dumps(a)
+    except TypeError:  # beyond 64 bits, lone surrogates: the caller renders
+        return
+    text = json.dumps(a)
+    copy = json.loads(text)
+    assert same_document(a, copy) == ("NaN" not in text)  # a copy's NaN equals nothing

@@ -164,6 +164,7 @@ def check_paths(
 
 
 POOL_MIN_BYTES = 2_000_000
+BATCH = 64  # recordings handed to a process at a time
 
 
 def _total_bytes(targets: list[_Target]) -> int:
@@ -209,8 +210,9 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     from concurrent.futures import ProcessPoolExecutor
 
     jobs = min(jobs, len(work))
-    # a few batches per process: little messaging for many small files, balance for big ones
-    chunksize = max(1, min(16, len(work) // (jobs * 8)))
+    # batches of up to BATCH files: little messaging for many small files, a few batches per
+    # process for balance when there are few
+    chunksize = max(1, min(BATCH, len(work) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(_check_star, work, chunksize=chunksize)
 
