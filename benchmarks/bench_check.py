@@ -129,12 +129,8 @@ def main() -> int:
                     runs[j].append(check(["-j", str(j), *args]))
                     cpu[j].append(_cpu[0])
             med = {j: statistics.median(r[0] for r in runs[j]) for j in runs}
-            per_file = statistics.median(
-                r[0] / f for r, f in zip(runs[1], replays, strict=True)
-            )
-            speedup = statistics.median(
-                a[0] / b[0] for a, b in zip(runs[1], runs[2], strict=True)
-            )
+            per_file = statistics.median(r[0] / f for r, f in zip(runs[1], replays, strict=True))
+            speedup = statistics.median(a[0] / b[0] for a, b in zip(runs[1], runs[2], strict=True))
             outputs = {r[2] for j in runs for r in runs[j]}
             codes = {r[1] for j in runs for r in runs[j]}
             same = len(outputs) == 1 and codes == {0}
@@ -146,7 +142,7 @@ def main() -> int:
                 f"  {'yes' if same else 'NO'}",
                 flush=True,
             )
-        print("targets: check/replay <= 1.2x; -j 2 speed-up >= 1.7x on the small files (idle machine)")
+        print("targets: check/replay <= 1.2x; -j 2 >= 1.7x faster on the small files (idle)")
 
         _, _, out = check(["--format", "json", "-j", "2", str(suite)])
         everything = sorted(f["golden"] for f in json.loads(out)["files"])

@@ -352,7 +352,8 @@ def test_a_line_that_is_not_utf8_is_named_by_its_line(tmp_path, bad):
         input=path.read_bytes(), capture_output=True, timeout=30,
     )  # fmt: skip
     assert piped.returncode == 2
-    assert piped.stderr.decode().strip().splitlines() == ["streamtool: error: <stdin>:4: not UTF-8 text"]
+    said = piped.stderr.decode().strip().splitlines()
+    assert said == ["streamtool: error: <stdin>:4: not UTF-8 text"]
 
 
 def test_bytes_and_text_lines_replay_alike(tmp_path):
@@ -365,4 +366,5 @@ def test_bytes_and_text_lines_replay_alike(tmp_path):
     a = _run(["replay", str(plain), "--format", "json"])
     b = _run(["replay", str(fancy), "--format", "json"])
     assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
-    assert json.loads(a.stdout)["text"] == json.loads(b.stdout)["text"] == "héllo ✓ 𝄞\u2028 and \\ escapes"
+    expected = "héllo ✓ 𝄞\u2028 and \\ escapes"
+    assert json.loads(a.stdout)["text"] == json.loads(b.stdout)["text"] == expected

@@ -16,7 +16,6 @@ comparison).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -184,6 +183,8 @@ def shard_of(golden: Path, shards: int) -> int:
     except ValueError:  # another drive (Windows)
         where = golden
     key = where.as_posix().encode("utf-8", "surrogateescape")
+    import hashlib  # here: only --shard needs it, and it costs every check's start-up
+
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % shards + 1
 
 
@@ -209,6 +210,13 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     each as soon as it and those before it are done."""
     from concurrent.futures import ProcessPoolExecutor
 
+    # the first recording is checked here, before the pool starts: its replay loads the
+    # modules a replay needs (converter, parser, handlers), which forked workers then share
+    # instead of each loading them again
+    yield _check_star(work[0])
+    work = work[1:]
+    if not work:
+        return
     jobs = min(jobs, len(work))
     # batches of up to BATCH files: little messaging for many small files, a few batches per
     # process for balance when there are few

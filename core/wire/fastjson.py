@@ -6,7 +6,9 @@ surrogates, other encodings than UTF-8) is handed to the standard library's C sc
 there to ``json.loads``, so results and error messages are those of ``json.loads`` (with
 ``parse_constant`` refusing the constants). Integers too long for orjson's 64 bits (it would
 read them as floats) are never given to it: text holding a run of 19 digits goes to the
-standard library. Duplicate keys: both keep the last value, at the first key's place.
+standard library, and so does a document larger than :data:`ORJSON_MAX` (orjson's working memory
+for one reaches ten times its size). Duplicate keys: both keep the last value, at the first key's
+place.
 
 JSON nested deeper than :data:`MAX_DEPTH` is refused with a ``json.JSONDecodeError`` ("nested too
 deeply"), like any other text that is not usable JSON: the standard decoder would raise
@@ -65,6 +67,9 @@ class NestingError(json.JSONDecodeError):
 # every digit to "0" and every other byte to " " (bytes.translate: as fast as orjson's parse)
 _DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_DIGITS = b"0" * 19
+# orjson's working memory for a document reaches about ten times its size: a larger document
+# (a whole file written by a tool call) goes to the standard library, which needs about its size
+ORJSON_MAX = 256 * 1024
 _orjson_loads = orjson.loads
 _OrjsonError = orjson.JSONDecodeError
 
@@ -96,12 +101,19 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     """:func:`loads` without the nesting limit, for a caller that keeps no nested value of the
     result (a recording's chunk record keeps two scalars) or calls :func:`check_depth` itself.
     Nesting that the decoder itself cannot take still raises :class:`NestingError`."""
+    if len(text) > ORJSON_MAX:
+        return stdlib_loads_unchecked(text)
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
         try:
             return _orjson_loads(data)
         except _OrjsonError:
             pass
+    return stdlib_loads_unchecked(text)
+
+
+def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
+    """:func:`loads_unchecked` through the standard library alone."""
     if not isinstance(text, str):
         text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
     return _stdlib_unchecked(text)
@@ -110,7 +122,7 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
 def loads_utf8_unchecked(data: bytes) -> Any:
     """:func:`loads_unchecked` of bytes that must be UTF-8 text (a recording's line): bytes
     that are not raise ``UnicodeDecodeError``, whatever encoding ``json.loads`` would guess."""
-    if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
+    if len(data) <= ORJSON_MAX and _LONG_DIGITS not in data.translate(_DIGIT_MAP):
         try:
             return _orjson_loads(data)
         except _OrjsonError:
