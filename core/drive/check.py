@@ -141,6 +141,29 @@ def check_paths(
         check_parser_name(parser)
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
+    global _listed
+    _listed = {}  # temporaries are looked for afresh by every run
+    try:
+        return _check_paths(
+            paths, update, create_missing, converter, parser, stdin_golden, jobs, shard,
+            on_start, on_done,
+        )  # fmt: skip
+    finally:
+        _listed = None
+
+
+def _check_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    update: bool,
+    create_missing: bool,
+    converter: str | None,
+    parser: str | None,
+    stdin_golden: str | os.PathLike[str] | None,
+    jobs: int | None,
+    shard: tuple[int, int] | None,
+    on_start: Callable[[int], None] | None,
+    on_done: Callable[[], None] | None,
+) -> CheckReport:
     report = CheckReport()
     targets = _find_targets(paths, report.results, stdin_golden)
     if shard is not None:
@@ -242,8 +265,15 @@ def _find_targets(
     targets: list[_Target] = []
     seen: set[Path] = set()  # golden files already taken (resolved)
 
+    folders: dict[Path, Path] = {}  # each folder resolved once
+
     def add(recording: Path | None, golden: Path) -> None:
-        key = golden.resolve()
+        parent = golden.parent
+        real = folders.get(parent)
+        if real is None:
+            real = folders[parent] = parent.resolve()
+        # the file itself resolved only when it is a link
+        key = golden.resolve() if golden.is_symlink() else real / golden.name
         if key not in seen:
             seen.add(key)
             targets.append(_Target(recording, golden))
@@ -469,7 +499,7 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
     removed: list[Path] = []
     prefix = f".{golden.name}."
     try:
-        names = [n for n in os.listdir(golden.parent) if n.startswith(prefix)]
+        names = [n for n in _temporaries(golden.parent) if n.startswith(prefix)]
     except OSError:
         return removed
     for name in names:
@@ -483,6 +513,22 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
             os.unlink(golden.parent / name)
             removed.append(golden.parent / name)
     return removed
+
+
+# folder -> its temporaries' names, while check_paths runs (None otherwise: listed each time)
+_listed: dict[Path, list[str]] | None = None
+
+
+def _temporaries(folder: Path) -> list[str]:
+    """The names of ``.NAME.PID.tmp`` files in ``folder``, listed once per check run (a check
+    of a folder of many golden files lists it once, not once per file)."""
+    listed = _listed
+    names = None if listed is None else listed.get(folder)
+    if names is None:
+        names = [n for n in os.listdir(folder) if n[:1] == "." and n.endswith(".tmp")]
+        if listed is not None:
+            listed[folder] = names
+    return names
 
 
 def _alive(pid: int) -> bool:
