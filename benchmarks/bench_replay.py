@@ -12,7 +12,8 @@ them alike), it times whole processes:
   record and every SSE ``data:`` payload, nothing else;
 - the orjson floor: the same loop with ``orjson.loads``, reading bytes (the least any replay
   written in Python must do);
-- ``streamtool replay FILE --format json`` as a user runs it (start-up included).
+- ``streamtool replay FILE --format json`` as a user runs it (start-up included), from a regular
+  install in a temporary venv (``--editable``: this interpreter's install instead).
 
 Every ratio is the median of the per-round ratios (``--runs`` rounds, at least 5). Target:
 replay within 1.5x of the orjson floor (``TARGET``). It also checks that neither ``--help`` nor a
@@ -35,11 +36,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_startup import make_env  # noqa: E402
 from benchmarks.generators import GENERATORS  # noqa: E402
 
 TARGET = 1.5  # replay / orjson floor
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
-CLI = [sys.executable, "-m", "streamtool.cli"]
+CLI = [sys.executable, "-m", "streamtool.cli"]  # replaced by an installed copy (see main)
+PYTHON = [sys.executable]
 
 # The floors, each run as its own process (start-up included, as the replay's is).
 STDLIB_FLOOR = """
@@ -120,8 +123,8 @@ def write_sse(jsonl: Path, sse: Path) -> None:
 
 def measure(path: Path, runs: int) -> dict[str, list[float]]:
     commands = {
-        "stdlib": [sys.executable, "-c", STDLIB_FLOOR, str(path)],
-        "orjson": [sys.executable, "-c", ORJSON_FLOOR, str(path)],
+        "stdlib": [*PYTHON, "-c", STDLIB_FLOOR, str(path)],
+        "orjson": [*PYTHON, "-c", ORJSON_FLOOR, str(path)],
         "replay": CLI + ["replay", str(path), "--format", "json"],
     }
     for cmd in commands.values():  # warm the page cache and the bytecode
@@ -142,6 +145,12 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=20.0, help="size of each generated recording")
     ap.add_argument("--runs", type=int, default=5, help="rounds per file (at least 5)")
     ap.add_argument("--only", default="", help="comma-separated generator names")
+    ap.add_argument(
+        "--editable",
+        action="store_true",
+        help="run the streamtool of this interpreter (an editable install's finder costs "
+        "start-up time a user's install does not) instead of a regular install",
+    )
     args = ap.parse_args()
     runs = max(5, args.runs)
     names = [n for n in GENERATORS if not args.only or n in args.only.split(",")]
@@ -153,6 +162,11 @@ def main() -> int:
     )
     print(f"{head}  target <= {TARGET:g}x the orjson floor")
     with tempfile.TemporaryDirectory() as tmp:
+        if not args.editable:  # as users run it: a regular install (bench_startup.py's)
+            python, streamtool = make_env(Path(tmp) / "venv")
+            CLI[:] = [str(streamtool)]
+            PYTHON[:] = [str(python)]
+        print(f"streamtool: {' '.join(CLI)}")
         for name in names:
             jsonl = Path(tmp) / f"{name}.jsonl"
             GENERATORS[name](jsonl, int(args.mb * 1_000_000))
