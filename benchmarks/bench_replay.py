@@ -155,18 +155,18 @@ def main() -> int:
     runs = max(5, args.runs)
     names = [n for n in GENERATORS if not args.only or n in args.only.split(",")]
     ok = True
-    print(f"medians of {runs} paired rounds; load: {os.getloadavg()[0]:.2f} (1 min)")
     head = (
         f"{'recording':<24}{'MB':>6}{'stdlib s':>10}{'orjson s':>10}{'replay s':>10}"
         f"{'/stdlib':>9}{'/orjson':>9}"
     )
-    print(f"{head}  target <= {TARGET:g}x the orjson floor")
     with tempfile.TemporaryDirectory() as tmp:
         if not args.editable:  # as users run it: a regular install (bench_startup.py's)
             python, streamtool = make_env(Path(tmp) / "venv")
             CLI[:] = [str(streamtool)]
             PYTHON[:] = [str(python)]
         print(f"streamtool: {' '.join(CLI)}")
+        print(f"medians of {runs} paired rounds; load: {os.getloadavg()[0]:.2f} (1 min)")
+        print(f"{head}  target <= {TARGET:g}x the orjson floor")
         for name in names:
             jsonl = Path(tmp) / f"{name}.jsonl"
             GENERATORS[name](jsonl, int(args.mb * 1_000_000))
