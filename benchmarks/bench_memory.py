@@ -9,9 +9,10 @@ Writes a recording of about ``--mb`` MB (OpenAI Chat Completions wire format) of
 - ``text``: mostly text (a short reasoning, then text in small deltas).
 
 Then runs ``streamtool replay FILE --format json > summary`` in a child process and reads its
-peak resident memory from the kernel (``wait4``'s ``ru_maxrss``). Target: peak RSS <= 1.5 x the
-summary's size + 60 MB (what the output must hold, plus the interpreter and its modules; the
-interpreter alone is printed as ``python -c pass`` + imports). Exits 1 when a shape misses it.
+peak resident memory from the kernel (``wait4``'s ``ru_maxrss``), and, in the same round, the
+strict floor: a process that imports every module ``replay --format json`` has loaded once it is
+done and holds one copy of the summary (read as bytes). Target: peak RSS <= 1.3 x the floor's
+(median of the per-round ratios, ``--runs`` rounds, at least 5). Exits 1 when a shape misses it.
 Slow at the default size (minutes): use a smaller ``--mb`` while working.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.generators import _header, code_fragments, write_recording  # noqa: E402
 
 MB = 1024 * 1024
+TARGET = 1.3  # peak RSS / the strict floor's
 MODEL = "gpt-4o-2024-08-06"
 BASE = {"id": "chatcmpl-mem", "object": "chat.completion.chunk", "model": MODEL}
 
@@ -123,22 +126,63 @@ def peak_rss(cmd: list[str], stdout_path: Path) -> tuple[int, float]:
     return usage.ru_maxrss * 1024, elapsed  # ru_maxrss is in KB on Linux
 
 
+# the modules ``replay --format json`` has loaded once it is done (run on a small recording)
+_MODULES_PROBE = """
+import json, sys
+from streamtool.cli.main import main
+sys.argv = ["streamtool", "replay", sys.argv[1], "--format", "json"]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)))
+"""
+# the strict floor: those modules imported, and one copy of the summary held (as bytes)
+_FLOOR = """
+import importlib, json, sys
+for name in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+with open(sys.argv[2], "rb") as fh:
+    summary = fh.read()
+"""
+
+
+def replay_modules() -> list[str]:
+    small = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES_PROBE, str(small)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    names = json.loads(proc.stderr.rsplit("MODULES ", 1)[1])
+    return [n for n in names if n != "__main__" and not n.endswith(".__main__")]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, default=200.0, help="size of each recording in MB")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated shapes")
+    ap.add_argument("--runs", type=int, default=5, help="paired rounds (median kept; at least 5)")
     opts = ap.parse_args()
+    runs = max(5, opts.runs)
     cli = [sys.executable, "-m", "streamtool.cli", "replay"]
     ok = True
+    modules = json.dumps(replay_modules())
     with tempfile.TemporaryDirectory(prefix="streamtool-mem-") as tmp:
-        base, _ = peak_rss(
-            [sys.executable, "-c", "import streamtool.cli.replay, streamtool.cli.sinks"],
-            Path(tmp) / "none",
-        )
-        print(f"python + streamtool's replay modules imported: {base / MB:.0f} MB peak RSS")
+        base, _ = peak_rss([sys.executable, "-c", _FLOOR, modules, os.devnull], Path(tmp) / "none")
         print(
-            f"{'shape':<12}{'recording':>11}{'summary':>10}{'peak RSS':>10}"
-            f"{'limit':>9}{'wall s':>8}  target: <= 1.5 x summary + 60 MB"
+            f"python + the {len(json.loads(modules))} modules replay --format json loads: "
+            f"{base / MB:.0f} MB peak RSS; medians of {runs} paired rounds; "
+            f"load {os.getloadavg()[0]:.2f} (1 min)"
+        )
+        print(
+            f"{'shape':<12}{'recording':>11}{'summary':>10}{'floor':>9}{'peak RSS':>10}"
+            f"{'ratio':>8}{'wall s':>8}  target: <= {TARGET:g} x the strict floor"
         )
         for name in opts.shapes.split(","):
             path = Path(tmp) / f"{name}.jsonl"
@@ -146,14 +190,26 @@ def main() -> int:
             size = int(opts.mb * 1_000_000)
             write_recording(path, header, SHAPES[name](size), size * 3)
             summary = Path(tmp) / f"{name}.summary.json"
-            rss, wall = peak_rss([*cli, str(path), "--format", "json"], summary)
+            floors: list[int] = []
+            peaks: list[int] = []
+            walls: list[float] = []
+            for _ in range(runs):  # interleaved: the replay, then its floor
+                rss, wall = peak_rss([*cli, str(path), "--format", "json"], summary)
+                peaks.append(rss)
+                walls.append(wall)
+                floor, _ = peak_rss(
+                    [sys.executable, "-c", _FLOOR, modules, str(summary)], Path(tmp) / "none"
+                )
+                floors.append(floor)
+            ratio = statistics.median(p / f for p, f in zip(peaks, floors, strict=True))
             out = summary.stat().st_size
-            limit = 1.5 * out + 60 * MB
-            good = rss <= limit
+            good = ratio <= TARGET
             ok &= good
             print(
                 f"{name:<12}{path.stat().st_size / MB:>9.1f}MB{out / MB:>8.1f}MB"
-                f"{rss / MB:>8.0f}MB{limit / MB:>7.0f}MB{wall:>8.1f}  {'ok' if good else 'MISSED'}"
+                f"{statistics.median(floors) / MB:>7.0f}MB{statistics.median(peaks) / MB:>8.0f}MB"
+                f"{ratio:>7.2f}x{statistics.median(walls):>8.1f}  {'ok' if good else 'MISSED'}",
+                flush=True,
             )
             path.unlink()
             summary.unlink()

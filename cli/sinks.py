@@ -52,7 +52,7 @@ class JsonSink:
     def close(self, engine: ReplayEngine) -> None:
         # written piece by piece: a long text or file argument is not copied whole to be printed
         write = self.out.write
-        for piece in iter_json(engine.summary(), indent=2):
+        for piece in iter_json(engine.summary(pieces=True), indent=2):
             write(piece)
         write("\n")
         self.out.flush()
@@ -73,7 +73,7 @@ class JsonlSink:
 
     def close(self, engine: ReplayEngine) -> None:
         write = self.out.write
-        for piece in iter_json({"type": "summary", **engine.summary()}):
+        for piece in iter_json({"type": "summary", **engine.summary(pieces=True)}):
             write(piece)
         write("\n")
         self.out.flush()

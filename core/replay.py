@@ -40,7 +40,7 @@ from .model import (
 )
 from .records import Chunk, End, Header
 from .segment_log import SegmentLog
-from .textbuf import TextBuffer
+from .textbuf import TextBuffer, TextPieces
 from .usage import merge_latest
 from .wire.framing import open_decoder
 from .wire.sse import SSEEvent, SSEItem
@@ -507,8 +507,15 @@ class ReplayEngine:
             "wire_quirks": list(self.wire.found),
         }
 
-    def summary(self) -> dict[str, Any]:
-        text, reasoning = self.texts()
+    def summary(self, *, pieces: bool = False) -> dict[str, Any]:
+        """The summary of DESIGN.md. ``pieces=True``: the text and the reasoning are
+        :class:`~streamtool.core.textbuf.TextPieces` (the blocks they are kept in,
+        not joined), for a writer that streams them (``iter_json``) without holding them twice."""
+        if pieces:
+            text: Any = TextPieces(self._text.blocks())
+            reasoning: Any = TextPieces(self._reasoning.blocks())
+        else:
+            text, reasoning = self.texts()
         return {
             "source": self.source,
             "converter": self.converter_name,

@@ -15,6 +15,18 @@ from __future__ import annotations
 SEAL = 256  # fragments joined into one small block; small blocks joined into one large block
 
 
+class TextPieces(tuple[str, ...]):
+    """A string kept in pieces (the blocks of a :class:`TextBuffer`), for a writer that writes
+    them one after another: :func:`~streamtool.core.outputs.json_text.iter_json` writes it as
+    the one JSON string of the pieces joined, without joining them (which would hold the text
+    twice while it copies)."""
+
+    __slots__ = ()
+
+    def joined(self) -> str:
+        return "".join(self)
+
+
 class TextBuffer:
     """Text appended fragment by fragment; :meth:`text` is everything appended so far.
 
@@ -47,6 +59,12 @@ class TextBuffer:
         if len(small) >= SEAL:
             self._large.append("".join(small))
             small.clear()
+
+    def blocks(self) -> list[str]:
+        """Everything appended so far, as the blocks it is kept in (joined, they are
+        :meth:`text`): for a writer that writes them one after another."""
+        self.seal()
+        return [*self._large, *self._small]
 
     def text(self) -> str:
         """Everything appended so far, as one string (kept as the only block from then on)."""

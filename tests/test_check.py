@@ -432,3 +432,21 @@ def test_an_unusable_recording_without_golden_file_is_unusable_not_missing(
     code, _, err = run("--update", str(bad), ci=ci)
     assert code == 2 and f"{bad}:4: not JSON" in err
     assert bad.read_bytes() == before and not list(tmp_path.glob("*.golden.json"))
+
+
+def test_a_golden_file_reached_by_several_paths_is_checked_once(recs: Path, tmp_path: Path) -> None:
+    """The same folder named twice, through a link to it, and one of its golden files named
+    alone or through a link to that file: every golden file is checked once."""
+    assert run("--update", str(recs))[0] == 0
+    (tmp_path / "via").symlink_to(recs)
+    golden = golden_of(recs / TOOLS)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / golden.name).symlink_to(golden)
+    code, report = run_json(
+        str(recs), str(recs), str(tmp_path / "via"), str(golden), str(other / golden.name)
+    )
+    assert code == 0, report
+    assert sorted(Path(f["golden"]).name for f in report["files"]) == sorted(
+        golden_name(n) for n in (TOOLS, TEXT)
+    )

@@ -335,3 +335,36 @@ def test_chat_choices_that_are_not_a_list(tmp_path, choices):
     summary = strict_json(result.stdout)
     assert summary["text"] == "ab"
     assert any("'choices' is not a list" in e["message"] for e in summary["errors"])
+
+
+# -- lines that are not UTF-8 (records are read as bytes) -----------------------------------------
+@pytest.mark.parametrize("bad", [b"\xff", b"\xed\xa0\x80", b"\xc3"])
+def test_a_line_that_is_not_utf8_is_named_by_its_line(tmp_path, bad):
+    good = chunk(chat("hi")).encode()
+    broken = chunk(chat("XX")).encode().replace(b"XX", bad)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(HEADER).encode(), good, good, broken, END.encode()]))
+    proc = _run(["replay", str(path), "--format", "json"])
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"streamtool: error: {path}:4: not UTF-8 text"]
+    piped = subprocess.run(
+        [*STREAMTOOL, "replay", "-", "--format", "json"],
+        input=path.read_bytes(), capture_output=True, timeout=30,
+    )  # fmt: skip
+    assert piped.returncode == 2
+    said = piped.stderr.decode().strip().splitlines()
+    assert said == ["streamtool: error: <stdin>:4: not UTF-8 text"]
+
+
+def test_bytes_and_text_lines_replay_alike(tmp_path):
+    """A recording with a BOM, CRLF line ends, non-ASCII text and a blank line replays as the
+    same recording written plainly."""
+    lines = [chunk(chat("héllo ✓ 𝄞")), chunk(chat("\u2028 and \\ escapes")), END]
+    plain = write(tmp_path / "plain.jsonl", *lines)
+    fancy = tmp_path / "fancy.jsonl"
+    fancy.write_bytes(b"\xef\xbb\xbf" + "\r\n".join([json.dumps(HEADER), "", *lines]).encode())
+    a = _run(["replay", str(plain), "--format", "json"])
+    b = _run(["replay", str(fancy), "--format", "json"])
+    assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
+    expected = "héllo ✓ 𝄞\u2028 and \\ escapes"
+    assert json.loads(a.stdout)["text"] == json.loads(b.stdout)["text"] == expected

@@ -255,10 +255,11 @@ def test_a_text_buffer_is_every_fragment_joined(ops: list[str]) -> None:
         if op == "<seal>":
             buffer.seal()
         elif op == "<text>":
-            assert buffer.text() == "".join(appended)
+            assert "".join(buffer.blocks()) == buffer.text() == "".join(appended)
         else:
             buffer.append(op)
             appended.append(op)
+    assert "".join(buffer.blocks()) == "".join(appended)
     assert buffer.text() == "".join(appended)
 
 
@@ -347,3 +348,29 @@ def test_a_recording_on_stdin_is_read_as_it_comes(monkeypatch: pytest.MonkeyPatc
     assert [chunk.data, *(c.data for c in rest)] == [c.data for c in Source(path).chunks()]
     assert isinstance(source.end, End)
     reader.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.text(st.characters(codec=None, exclude_categories=()), max_size=9)),
+    indent=st.sampled_from([None, 2]),
+)
+def test_text_pieces_are_written_as_their_joined_string(
+    pieces: list[str], indent: int | None
+) -> None:
+    """A summary's text kept in blocks is written as the one string they make (escapes cut
+    nowhere, lone surrogates included)."""
+    from streamtool.core.textbuf import TextPieces
+
+    whole = "".join(pieces)
+    value = {"text": TextPieces(pieces), "n": [whole]}
+    expected = json.dumps({"text": whole, "n": [whole]}, ensure_ascii=False, indent=indent)
+    assert "".join(iter_json(value, indent=indent)) == expected
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
+def test_the_summary_in_pieces_is_the_summary(path: Path) -> None:
+    engine = replay_file(path, batched=True)
+    assert "".join(iter_json(engine.summary(pieces=True), indent=2)) == json.dumps(
+        engine.summary(), ensure_ascii=False, indent=2
+    )

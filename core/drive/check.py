@@ -16,7 +16,6 @@ comparison).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -142,6 +141,29 @@ def check_paths(
         check_parser_name(parser)
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
+    global _listed
+    _listed = {}  # temporaries are looked for afresh by every run
+    try:
+        return _check_paths(
+            paths, update, create_missing, converter, parser, stdin_golden, jobs, shard,
+            on_start, on_done,
+        )  # fmt: skip
+    finally:
+        _listed = None
+
+
+def _check_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    update: bool,
+    create_missing: bool,
+    converter: str | None,
+    parser: str | None,
+    stdin_golden: str | os.PathLike[str] | None,
+    jobs: int | None,
+    shard: tuple[int, int] | None,
+    on_start: Callable[[int], None] | None,
+    on_done: Callable[[], None] | None,
+) -> CheckReport:
     report = CheckReport()
     targets = _find_targets(paths, report.results, stdin_golden)
     if shard is not None:
@@ -164,6 +186,7 @@ def check_paths(
 
 
 POOL_MIN_BYTES = 2_000_000
+BATCH = 64  # recordings handed to a process at a time
 
 
 def _total_bytes(targets: list[_Target]) -> int:
@@ -183,6 +206,8 @@ def shard_of(golden: Path, shards: int) -> int:
     except ValueError:  # another drive (Windows)
         where = golden
     key = where.as_posix().encode("utf-8", "surrogateescape")
+    import hashlib  # here: only --shard needs it, and it costs every check's start-up
+
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % shards + 1
 
 
@@ -208,9 +233,17 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     each as soon as it and those before it are done."""
     from concurrent.futures import ProcessPoolExecutor
 
+    # the first recording is checked here, before the pool starts: its replay loads the
+    # modules a replay needs (converter, parser, handlers), which forked workers then share
+    # instead of each loading them again
+    yield _check_star(work[0])
+    work = work[1:]
+    if not work:
+        return
     jobs = min(jobs, len(work))
-    # a few batches per process: little messaging for many small files, balance for big ones
-    chunksize = max(1, min(16, len(work) // (jobs * 8)))
+    # batches of up to BATCH files: little messaging for many small files, a few batches per
+    # process for balance when there are few
+    chunksize = max(1, min(BATCH, len(work) // (jobs * 4)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(_check_star, work, chunksize=chunksize)
 
@@ -232,8 +265,15 @@ def _find_targets(
     targets: list[_Target] = []
     seen: set[Path] = set()  # golden files already taken (resolved)
 
+    folders: dict[Path, Path] = {}  # each folder resolved once
+
     def add(recording: Path | None, golden: Path) -> None:
-        key = golden.resolve()
+        parent = golden.parent
+        real = folders.get(parent)
+        if real is None:
+            real = folders[parent] = parent.resolve()
+        # the file itself resolved only when it is a link
+        key = golden.resolve() if golden.is_symlink() else real / golden.name
         if key not in seen:
             seen.add(key)
             targets.append(_Target(recording, golden))
@@ -459,7 +499,7 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
     removed: list[Path] = []
     prefix = f".{golden.name}."
     try:
-        names = [n for n in os.listdir(golden.parent) if n.startswith(prefix)]
+        names = [n for n in _temporaries(golden.parent) if n.startswith(prefix)]
     except OSError:
         return removed
     for name in names:
@@ -473,6 +513,22 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
             os.unlink(golden.parent / name)
             removed.append(golden.parent / name)
     return removed
+
+
+# folder -> its temporaries' names, while check_paths runs (None otherwise: listed each time)
+_listed: dict[Path, list[str]] | None = None
+
+
+def _temporaries(folder: Path) -> list[str]:
+    """The names of ``.NAME.PID.tmp`` files in ``folder``, listed once per check run (a check
+    of a folder of many golden files lists it once, not once per file)."""
+    listed = _listed
+    names = None if listed is None else listed.get(folder)
+    if names is None:
+        names = [n for n in os.listdir(folder) if n[:1] == "." and n.endswith(".tmp")]
+        if listed is not None:
+            listed[folder] = names
+    return names
 
 
 def _alive(pid: int) -> bool:

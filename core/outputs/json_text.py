@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring
 from typing import Any
 
+from ..textbuf import TextPieces
+
 SLICE = 1 << 16  # characters of a long string escaped at a time
 
 _INF = float("inf")
@@ -45,9 +47,19 @@ def _float(number: float) -> str:
     return float.__repr__(number)
 
 
+def _pieces(pieces: TextPieces) -> Iterator[str]:
+    yield '"'
+    for piece in pieces:
+        for start in range(0, len(piece), SLICE):
+            yield encode_basestring(piece[start : start + SLICE])[1:-1]
+    yield '"'
+
+
 def _value(value: Any, indent: str | None, level: int) -> Iterator[str]:
     if isinstance(value, str):
         yield from _string(value)
+    elif type(value) is TextPieces:
+        yield from _pieces(value)
     elif value is None:
         yield "null"
     elif value is True:

@@ -26,7 +26,7 @@ from ..records import (
 )
 from ..wire import fastjson
 from ..wire.fastjson import check_depth
-from ..wire.fastjson import loads_unchecked as fast_loads
+from ..wire.fastjson import loads_utf8_unchecked as fast_loads
 
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
@@ -50,7 +50,7 @@ class Source:
         self.end: End | None = None
         self.cut_line: int | None = None  # the last line, cut mid-way (not replayed)
         self._fh: IO[Any] | None = None
-        self._resume: int | None = None  # where the records start in the file (after the header)
+        self._resume: int | None = None  # set while chunks() has the file to open again
         self._lineno = 0
         self._stdin_head: list[tuple[float, bytes]] | None = None
         if self.path == STDIN:
@@ -108,13 +108,13 @@ class Source:
             self._as_raw()
             return
         # utf-8-sig: a BOM at the start (an editor's) is not part of the header line
-        fh = open(self.path, encoding="utf-8-sig", errors="strict", newline="\n")  # noqa: SIM115
+        fh = open(self.path, "rb")  # noqa: SIM115
         try:
             first, lineno = _first_line(fh)
-        except UnicodeDecodeError:
+        except _NotUTF8 as exc:
             fh.close()
             if suffix in RECORDING_SUFFIXES:
-                raise RecordingError(self.path, 1, "not UTF-8 text") from None
+                raise RecordingError(self.path, exc.lineno, "not UTF-8 text") from None
             self._as_raw()
             return
         if first is None:
@@ -177,12 +177,11 @@ class Source:
             obj = None
         if isinstance(obj, dict) and obj.get("type") == "header":
             # read on line by line, as from a file: what came first, then the rest of stdin
-            raw = io.BufferedReader(_Prefixed(seen, fd), RAW_BLOCK)
-            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n")
+            fh = io.BufferedReader(_Prefixed(seen, fd), RAW_BLOCK)
             try:
                 first_line, lineno = _first_line(fh)
-            except UnicodeDecodeError:
-                raise RecordingError(self.path, 1, "not UTF-8 text") from None
+            except _NotUTF8 as exc:
+                raise RecordingError(self.path, exc.lineno, "not UTF-8 text") from None
             assert first_line is not None
             self.header = parse_header(fastjson.loads(first_line), self.path, lineno)
             self._fh = fh
@@ -199,8 +198,9 @@ class Source:
             return
         fh = self._fh
         if fh is None and self._resume is not None:
+            # bytes: orjson reads each line's UTF-8 as it is, no text decoded twice
             try:
-                fh = open(self.path, encoding="utf-8-sig", errors="strict", newline="\n")  # noqa: SIM115
+                fh = open(self.path, "rb")  # noqa: SIM115
                 fh.seek(self._resume)
             except OSError as exc:
                 raise RecordingError(self.path, None, os_error_text(exc)) from None
@@ -219,10 +219,12 @@ class Source:
                     continue
                 try:
                     obj = loads(line)
+                except UnicodeDecodeError:
+                    raise RecordingError(path, lineno, "not UTF-8 text") from None
                 except ValueError as exc:
                     if not line.strip():
                         continue
-                    if not line.endswith("\n") and self._at_end(fh):
+                    if not line.endswith(b"\n") and self._at_end(fh):
                         # the last line was cut mid-way (a crash, a full disk, kill -9): what
                         # came before it is whole; the reader says so and stops there
                         self.cut_line = lineno
@@ -246,13 +248,11 @@ class Source:
                     self.end = rec
                 else:
                     yield rec
-        except UnicodeDecodeError:
-            raise RecordingError(path, lineno + 1, "not UTF-8 text") from None
         finally:
             fh.close()
 
     @staticmethod
-    def _at_end(fh: IO[str]) -> bool:
+    def _at_end(fh: IO[bytes]) -> bool:
         return not fh.read(1)
 
     def _raw_chunks(self) -> Iterator[Chunk]:
@@ -296,13 +296,24 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _first_line(fh: IO[str]) -> tuple[str | None, int]:
-    # readline, not iteration: the position after the header stays known (tell) for chunks()
+class _NotUTF8(Exception):
+    def __init__(self, lineno: int) -> None:
+        self.lineno = lineno
+
+
+def _first_line(fh: IO[bytes]) -> tuple[str | None, int]:
+    """The first line that is not blank, decoded (a BOM at the start, an editor's, is not part
+    of it), and its number. readline, not iteration: the position after it stays known (tell)
+    for chunks()."""
     lineno = 0
     while True:
-        line = fh.readline()
-        if not line:
+        raw = fh.readline()
+        if not raw:
             return None, lineno
         lineno += 1
+        try:
+            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise _NotUTF8(lineno) from None
         if line.strip():
             return line, lineno

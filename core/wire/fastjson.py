@@ -1,8 +1,14 @@
-"""``loads``: ``json.loads`` without its two Python wrapper layers (the hot path of replay), and
-with a nesting limit and without the non-JSON constants ``NaN`` and ``Infinity``.
+"""``loads``: ``json.loads``'s results and errors at orjson's speed (the hot path of replay), with
+a nesting limit and without the non-JSON constants ``NaN`` and ``Infinity``.
 
-The C scanner does the parsing; any input it does not take whole (leading whitespace, trailing
-data, invalid JSON) is handed to ``json.loads``, so results and error messages are identical.
+orjson parses; whatever it refuses (invalid JSON, ``NaN``, numbers beyond a double, lone
+surrogates, other encodings than UTF-8) is handed to the standard library's C scanner, and from
+there to ``json.loads``, so results and error messages are those of ``json.loads`` (with
+``parse_constant`` refusing the constants). Integers too long for orjson's 64 bits (it would
+read them as floats) are never given to it: text holding a run of 19 digits goes to the
+standard library, and so does a document larger than :data:`ORJSON_MAX` (orjson's working memory
+for one reaches ten times its size). Duplicate keys: both keep the last value, at the first key's
+place.
 
 JSON nested deeper than :data:`MAX_DEPTH` is refused with a ``json.JSONDecodeError`` ("nested too
 deeply"), like any other text that is not usable JSON: the standard decoder would raise
@@ -15,6 +21,8 @@ from __future__ import annotations
 import json
 import json.scanner
 from typing import Any
+
+import orjson
 
 MAX_DEPTH = 200
 
@@ -44,8 +52,10 @@ _slow = _decoder.decode
 class NestingError(json.JSONDecodeError):
     """JSON nested deeper than :data:`MAX_DEPTH` (a ``ValueError``, as any unusable JSON)."""
 
-    def __init__(self, doc: str) -> None:
+    def __init__(self, doc: str | bytes | bytearray) -> None:
         message = f"nested too deeply (more than {MAX_DEPTH} levels)"
+        if not isinstance(doc, str):
+            doc = bytes(doc).decode("utf-8", "replace")
         super().__init__(message, doc, 0)
         self.args = (message,)  # no position: the whole value is the problem
 
@@ -53,7 +63,27 @@ class NestingError(json.JSONDecodeError):
         return str(self.msg)
 
 
+# a run of digits that may be an integer beyond 64 bits (2**63 has 19 digits), found by mapping
+# every digit to "0" and every other byte to " " (bytes.translate: as fast as orjson's parse)
+_DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_DIGITS = b"0" * 19
+# orjson's working memory for a document reaches about ten times its size: a larger document
+# (a whole file written by a tool call) goes to the standard library, which needs about its size
+ORJSON_MAX = 256 * 1024
+_orjson_loads = orjson.loads
+_OrjsonError = orjson.JSONDecodeError
+
+
 def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
+    if kwargs:
+        return stdlib_loads(text, **kwargs)
+    obj = loads_unchecked(text)
+    check_depth(text, obj)
+    return obj
+
+
+def stdlib_loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
+    """:func:`loads` through the standard library alone (the reference orjson's path keeps to)."""
     if not isinstance(text, str):  # as json.loads: UTF-8/16/32 bytes
         text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
     if kwargs:
@@ -62,16 +92,45 @@ def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
         except RecursionError:
             raise NestingError(text) from None
     else:
-        obj = loads_unchecked(text)
+        obj = _stdlib_unchecked(text)
     check_depth(text, obj)
     return obj
 
 
-def loads_unchecked(text: str) -> Any:
-    """:func:`loads` of a ``str`` without the nesting limit, for a caller that keeps no nested
-    value of the result (a recording's chunk record keeps two scalars) or calls
-    :func:`check_depth` itself. Nesting that the decoder itself cannot take still raises
-    :class:`NestingError`."""
+def loads_unchecked(text: str | bytes | bytearray) -> Any:
+    """:func:`loads` without the nesting limit, for a caller that keeps no nested value of the
+    result (a recording's chunk record keeps two scalars) or calls :func:`check_depth` itself.
+    Nesting that the decoder itself cannot take still raises :class:`NestingError`."""
+    if len(text) > ORJSON_MAX:
+        return stdlib_loads_unchecked(text)
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
+        try:
+            return _orjson_loads(data)
+        except _OrjsonError:
+            pass
+    return stdlib_loads_unchecked(text)
+
+
+def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
+    """:func:`loads_unchecked` through the standard library alone."""
+    if not isinstance(text, str):
+        text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+    return _stdlib_unchecked(text)
+
+
+def loads_utf8_unchecked(data: bytes) -> Any:
+    """:func:`loads_unchecked` of bytes that must be UTF-8 text (a recording's line): bytes
+    that are not raise ``UnicodeDecodeError``, whatever encoding ``json.loads`` would guess."""
+    if len(data) <= ORJSON_MAX and _LONG_DIGITS not in data.translate(_DIGIT_MAP):
+        try:
+            return _orjson_loads(data)
+        except _OrjsonError:
+            pass
+    return _stdlib_unchecked(data.decode("utf-8"))
+
+
+def _stdlib_unchecked(text: str) -> Any:
     try:
         try:
             obj, end = _scan(text, 0)
@@ -84,15 +143,18 @@ def loads_unchecked(text: str) -> Any:
     return obj
 
 
-def check_depth(text: str, obj: Any) -> None:
+def too_deep_text(text: str | bytes | bytearray) -> bool:
+    """Whether ``text`` holds more than :data:`MAX_DEPTH` opening brackets."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") > MAX_DEPTH
+    return text.count(b"[") + text.count(b"{") > MAX_DEPTH
+
+
+def check_depth(text: str | bytes | bytearray, obj: Any) -> None:
     """Raise :class:`NestingError` when ``obj`` (parsed from ``text``) nests deeper than
     :data:`MAX_DEPTH`. JSON that deep holds more than ``MAX_DEPTH`` opening brackets, and as
     many closing ones: shorter text needs no look."""
-    if (
-        len(text) > 2 * MAX_DEPTH
-        and text.count("[") + text.count("{") > MAX_DEPTH
-        and too_deep(obj)
-    ):
+    if len(text) > 2 * MAX_DEPTH and too_deep_text(text) and too_deep(obj):
         raise NestingError(text)
 
 
