@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import httpx2
 import pytest
@@ -85,7 +86,7 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
         assert client.get(px.url + "/v1/models").status_code == 200
         assert up.connections == 2 and [m for m, _, _ in up.requests] == ["GET"] * 3
         r = client.post(px.url + "/v1/chat/completions", json=BODY)
-        assert r.status_code == 502 and "without sending a response" in r.text
+        assert r.status_code == 502 and "ServerDisconnectedError" in r.text
         assert up.connections == 2 and len(up.requests) == 4
 
 
@@ -97,7 +98,7 @@ def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
         sock.listen(8)  # connections complete in the backlog; nothing is ever accepted
         port = sock.getsockname()[1]
         # TLS: the handshake never ends (the connect timeout); plain: no head (the read one)
-        for scheme, error in (("https", "ConnectTimeout"), ("http", "ReadTimeout")):
+        for scheme, error in (("https", "ConnectionTimeoutError"), ("http", "SocketTimeoutError")):
             out = tmp_path / scheme
             config = ProxyConfig(
                 out=out,
@@ -138,7 +139,7 @@ def test_tls_upstream_verified(tmp_path: Path, ca: trustme.CA) -> None:
             wait_for_index(out, 1)
         assert r.status_code == 502
         message = r.json()["error"]["message"]
-        assert "could not be reached: ConnectError" in message
+        assert "could not be reached: ClientConnectorCertificateError" in message
         assert "CERTIFICATE_VERIFY_FAILED" in message
         _, chunks, end = read_all(captured(out)[0])
         assert chunks == [] and end.reason == "error" and "could not connect" in end.error
@@ -201,6 +202,24 @@ def test_end_records_word_the_clients_errors_by_their_types(
     client: Any, name: str, reason: str, words: str
 ) -> None:
     got_reason, message = classify(getattr(client, name)("boom"), 30)
+    assert got_reason == reason and message.startswith(words)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason", "words"),
+    [
+        (aiohttp.SocketTimeoutError("boom"), "timeout", "SocketTimeoutError after 30 "),
+        (aiohttp.ConnectionTimeoutError("boom"), "timeout", "ConnectionTimeoutError after 30 "),
+        (aiohttp.ServerDisconnectedError("boom"), "error", "connection dropped after 30 bytes"),
+        (aiohttp.ClientPayloadError("boom"), "error", "connection dropped after 30 bytes"),
+        (aiohttp.ClientOSError(104, "boom"), "error", "connection dropped after 30 bytes"),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else None,
+)
+def test_end_records_word_aiohttps_errors_by_their_types(
+    error: Exception, reason: str, words: str
+) -> None:
+    got_reason, message = classify(error, 30)
     assert got_reason == reason and message.startswith(words)
 
 
@@ -315,7 +334,7 @@ def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
     assert "Traceback" not in err, err
 
 
-# -- the environment's proxy and CA settings, as httpx documents them ----------------------------
+# -- the environment's proxy and CA settings, as aiohttp documents them ----------------------------
 class ConnectProxy:
     """A forward proxy on 127.0.0.1 that tunnels ``CONNECT host:port`` (only to 127.0.0.1) and
     counts the tunnels it opened: ``with ConnectProxy() as fp: fp.url, fp.tunnels``."""

@@ -314,7 +314,7 @@ class ProxyApp:
                 # pay for the imports and the TLS context now, not in the first request
                 import jsonlines  # noqa: F401
 
-                _ = self.forwarder.client
+                _ = self.forwarder.session
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()

@@ -334,6 +334,8 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     finally:
         _restore(saved)
         switch.app = None
+        if on_miss is not None:
+            on_miss.close()  # its upstream connections, on the server's event loop
     if staging is None:
         return
     try:

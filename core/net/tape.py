@@ -297,6 +297,17 @@ class MissRecorder:
             self._forwarder = Forwarder(timeout=self.timeout)
         return self._forwarder
 
+    async def aclose(self) -> None:
+        """Close the upstream connections (at the server's shutdown, on its event loop)."""
+        if self._forwarder is not None:
+            await self._forwarder.aclose()
+
+    def close(self) -> None:
+        """Close the upstream connections from another thread than the server's (the server
+        goes on serving other tapes)."""
+        if self._forwarder is not None:
+            self._forwarder.close_from_thread()
+
     def __call__(self, request: Any, raw: bytes, incoming: Incoming, style: str) -> Any:
         from .forward import Exchange as Forwarded
         from .forward import recorder_for

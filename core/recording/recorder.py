@@ -5,7 +5,7 @@ with every network read, ``close`` or ``fail``) and writes the recording as it g
 :class:`~streamtool.core.recording.reader.RecordingWriter`: one flushed chunk record per read, so a
 crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
 It is used by ``streamtool record`` (httpx), by the SDK capture transports (httpx2) and by the
-forwarding edge of the proxy and of tapes (httpx, :mod:`streamtool.core.net.forward`).
+forwarding edge of the proxy and of tapes (aiohttp, :mod:`streamtool.core.net.forward`).
 """
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ class RecordResult:
 
 def _client_error_kind(exc: BaseException) -> str | None:
     """``timeout``, ``connect`` or ``dropped`` for an HTTP client's own exception types, told
-    apart with ``isinstance``: httpx's (``streamtool record``, the proxy and tapes) and httpx2's
-    (the SDK capture transports). The recording layer imports neither: an exception of one can
-    only exist once its module is imported, so the modules already imported are asked."""
+    apart with ``isinstance``: httpx's (``streamtool record``), httpx2's (the SDK capture
+    transports) and aiohttp's (the proxy and tapes). The recording layer imports none of them:
+    an exception of one can only exist once its module is imported, so the modules already
+    imported are asked."""
     for name in ("httpx", "httpx2"):
         client = sys.modules.get(name)
         if client is None:
@@ -74,12 +75,21 @@ def _client_error_kind(exc: BaseException) -> str | None:
             return "connect"
         if isinstance(exc, client.NetworkError | client.ProtocolError):
             return "dropped"
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        if isinstance(exc, aiohttp.ServerTimeoutError):  # connecting or reading
+            return "timeout"
+        if isinstance(exc, aiohttp.ClientConnectorError):  # TLS and proxy failures too
+            return "connect"
+        dropped = aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError
+        if isinstance(exc, dropped | aiohttp.ClientOSError):
+            return "dropped"
     return None
 
 
 def classify(exc: BaseException, received: int) -> tuple[str, str]:
     """The end reason and message for an exception that stopped a stream: by the HTTP client's
-    exception types (httpx, httpx2), else by the built-in an exception derives from."""
+    exception types (httpx, httpx2, aiohttp), else by the built-in an exception derives from."""
     kind = _client_error_kind(exc)
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, KeyboardInterrupt):
