@@ -260,6 +260,12 @@ def stream_through(origin: str, seconds: float = 20.0) -> tuple[int, int, str | 
     return resp.status_code, got, None
 
 
+# the proxy's heaviest tests (hundreds of MB decoded, 20 MB streamed, a 9.5 MB body timed against
+# a paced stream) run one after another on one worker, never beside each other
+HEAVY = pytest.mark.xdist_group("proxy-heavy")
+
+
+@HEAVY
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_a_gzip_bomb_ends_the_recording_with_limit_and_memory_stays_flat(tmp_path: Path) -> None:
     decoded = b"data: " + b"0" * (100 * 1024 * 1024) + b"\n\n"  # 100 MB from ~100 KB
@@ -309,6 +315,7 @@ def endless_app() -> Any:
     return Starlette(routes=[Route("/v1/chat/completions", endless, methods=["POST"])])
 
 
+@HEAVY
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
     out = tmp_path / "caps"
@@ -438,6 +445,7 @@ def test_https_proxy_no_proxy_and_ssl_cert_file_are_honoured(
     assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in text and tunnels == 1
 
 
+@HEAVY
 def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> None:
     """A 9.5 MB request (parsed, scrubbed and recorded by the proxy) sent while another stream
     is paced at one event per 100 ms: that stream's reads are not held by it."""
@@ -492,8 +500,10 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
             lateness.append(t - (done - 1) * 0.1)
     assert len(lateness) >= 20 and ends[-1] == arrivals[-1][1]
     late = max(lateness) - min(lateness)
-    # the issue's figure is < 50 ms on an idle machine (printed with -s); the bound here leaves
-    # room for a loaded test run and still fails on a proxy that parses on the event loop (~2 s)
+    # the target, < 50 ms, is benchmarks/bench_proxy.py's figure (medians of paired trials on an
+    # idle machine); this bound leaves room for a loaded test run (the heavy tests beside it run
+    # on its worker, one at a time) and still fails on a proxy that parses, scrubs and encodes
+    # the body on the event loop (0.7 s idle)
     print(f"the paced stream's latest read: {late * 1000:.0f} ms")
     assert late < 0.5, f"a read of the paced stream came {late * 1000:.0f} ms late"
     assert any(len(body) == len(big) for _, _, body in up.requests)

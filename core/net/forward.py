@@ -180,19 +180,21 @@ def recorder_for(
     api: str | None,
     url: str,
     force: bool = False,
+    parsed: Any = ...,
 ) -> ResponseRecorder:
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
     (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
-    is scrubbed from all that is written.
+    is scrubbed from all that is written. ``parsed``: the body as :func:`request_body` parsed
+    it already (``None`` when it is not JSON), not to parse it twice.
     """
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-    parsed: Any
-    try:
-        parsed = fastjson.loads(body) if body else None
-    except ValueError:
-        parsed = body.decode("utf-8", "replace")
+    if parsed is ... or (parsed is None and body):
+        try:
+            parsed = fastjson.loads(body) if body else None
+        except ValueError:
+            parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
     description = {"method": request.method, "url": url, "headers": kept, "body": parsed}
     return ResponseRecorder(
@@ -202,6 +204,7 @@ def recorder_for(
         api=api,
         secrets=request_secrets(headers, url),
         force=force,
+        request_size=len(body),
     )
 
 
@@ -233,6 +236,14 @@ def tls_context(verify: bool | ssl.SSLContext = True) -> ssl.SSLContext | bool:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def env_proxies() -> dict[str, str]:
+    """The proxy URL of each scheme from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, lowercase first), as :func:`urllib.request.getproxies` reads them."""
+    import urllib.request
+
+    return urllib.request.getproxies()
+
+
 def upstream_errors() -> tuple[type[BaseException], ...]:
     """What a failed upstream request raises: aiohttp's errors and the OS's."""
     import aiohttp
@@ -248,9 +259,9 @@ def is_timeout(exc: BaseException) -> bool:
 
 class Forwarder:
     """Sends requests upstream with one shared ``aiohttp.ClientSession`` (its connection pool,
-    TLS and timeouts; ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` are honoured as aiohttp
-    documents them with ``trust_env``, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` as
-    :func:`tls_context` says).
+    TLS and timeouts; ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` are honoured as the
+    standard library reads them, see :meth:`proxy_for`; ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
+    as :func:`tls_context` says).
 
     ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
     opening a connection (TLS handshake and proxy tunnel included); ``verify``: check the
@@ -277,6 +288,8 @@ class Forwarder:
         self.max_recording_bytes = max_recording_bytes
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxies: dict[str, str] = {}
+        self._proxy_for: dict[tuple[str, str], Any] = {}
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -287,6 +300,8 @@ class Forwarder:
             import aiohttp
 
             self._loop = asyncio.get_running_loop()
+            self._proxies = env_proxies()
+            self._proxy_for = {}
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
                     limit=self.max_connections,
@@ -300,13 +315,36 @@ class Forwarder:
                     sock_connect=self.connect_timeout,
                     sock_read=self.timeout,
                 ),
-                trust_env=True,
+                # the proxy settings are read here (see proxy_for), not by aiohttp per request
+                # in worker threads, and ~/.netrc adds no credentials to forwarded requests
+                trust_env=False,
                 cookie_jar=aiohttp.DummyCookieJar(),  # a proxy keeps no cookies
                 auto_decompress=False,  # the client gets the upstream's bytes
                 skip_auto_headers=_NOT_ADDED,
                 read_bufsize=READ_BUFFER,
             )
         return self._session
+
+    def proxy_for(self, url: Any) -> tuple[Any, Any]:
+        """``(proxy URL, proxy auth)`` for a request to ``url`` (a ``yarl.URL``), or
+        ``(None, None)``: the environment's proxy for its scheme unless ``NO_PROXY`` names its
+        host (:func:`urllib.request.proxy_bypass`); credentials in the proxy URL are sent as
+        the proxy's Basic auth."""
+        key = (url.scheme, url.host or "")
+        if key not in self._proxy_for:
+            import urllib.request
+
+            import aiohttp
+            from yarl import URL
+
+            found: tuple[Any, Any] = (None, None)
+            proxy = self._proxies.get(url.scheme)
+            if proxy and not (url.host and urllib.request.proxy_bypass(url.host)):
+                parsed = URL(proxy)
+                auth = aiohttp.BasicAuth.from_url(parsed) if parsed.user else None
+                found = (parsed.with_user(None), auth)
+            self._proxy_for[key] = found
+        return self._proxy_for[key]
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -335,17 +373,22 @@ class Forwarder:
         """
         from yarl import URL
 
+        session = self.session
+        target = URL(url, encoded=True)
+        proxy, proxy_auth = self.proxy_for(target)
         data: Any = body or None
         if len(body) >= OFF_LOOP:
             # sent in pieces, the event loop turning between them (as bytes it would be copied
             # into the transport's buffer in one go); its length is known: not chunked
             data = io.BytesIO(body)
-        return await self.session.request(
+        return await session.request(
             method,
-            URL(url, encoded=True),
+            target,
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers],
             data=data,
             allow_redirects=False,
+            proxy=proxy,
+            proxy_auth=proxy_auth,
         )
 
     def forward(
@@ -355,6 +398,7 @@ class Forwarder:
         *,
         body: bytes,
         recorder: ResponseRecorder | None = None,
+        prepare: Callable[[], ResponseRecorder | None] | None = None,
         exchange: Exchange | None = None,
         observer: Observer | None = None,
         transform: StreamTransform | None = None,
@@ -363,16 +407,15 @@ class Forwarder:
     ) -> Any:
         """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
 
-        ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
-        receives the transformed body (the upstream is asked for an uncompressed one) while the
-        recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
-        its end record.
+        ``url`` is the full upstream URL (origin, path and query). The recording is kept by
+        ``recorder``, or by the one ``prepare()`` returns: called in a worker thread as the
+        request goes upstream, so that its file work (naming the recording, scrubbing the
+        request) adds nothing to the time to the first byte; its recorder is taken before the
+        response head is recorded. With ``transform`` the client receives the transformed body
+        (the upstream is asked for an uncompressed one) while the recording keeps the upstream's
+        bytes. ``on_end`` is called once, when the recording has its end record.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
-        if recorder is not None and ex.file is None:
-            ex.file = recorder.path
-        if recorder is not None and self.max_recording_bytes is not None:
-            recorder.max_bytes = self.max_recording_bytes
         headers = forwarded_headers(request.headers.raw)
         if transform is not None:
             headers = [(k, v) for k, v in headers if k.lower() != b"accept-encoding"]
@@ -384,6 +427,7 @@ class Forwarder:
             headers=headers,
             body=body,
             recorder=recorder,
+            prepare=prepare,
             exchange=ex,
             observer=observer,
             transform=transform,
@@ -406,6 +450,7 @@ class _ForwardedResponse:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         recorder: ResponseRecorder | None,
+        prepare: Callable[[], ResponseRecorder | None] | None,
         exchange: Exchange,
         observer: Observer | None,
         transform: StreamTransform | None,
@@ -417,7 +462,8 @@ class _ForwardedResponse:
         self.url = url
         self.headers = headers
         self.body = body
-        self.recorder = recorder
+        self.recorder: ResponseRecorder | None = None
+        self.prepare = prepare
         self.ex = exchange
         self.observer = observer
         self.transform = transform
@@ -425,6 +471,16 @@ class _ForwardedResponse:
         self.on_end = on_end
         self._ended = False
         self._started = False
+        self._adopt(recorder)
+
+    def _adopt(self, recorder: ResponseRecorder | None) -> None:
+        if recorder is None:
+            return
+        self.recorder = recorder
+        if self.ex.file is None:
+            self.ex.file = recorder.path
+        if self.forwarder.max_recording_bytes is not None:
+            recorder.max_bytes = self.forwarder.max_recording_bytes
 
     # -- recording, never allowed to stop the forwarding ----------------------------------------
     def _rec(self, method: str, *args: Any) -> Any:
@@ -512,14 +568,31 @@ class _ForwardedResponse:
             raise CutConnection(str(cut))
 
     async def _run(self, send: Any) -> BaseException | None:
+        import asyncio
+
+        import anyio
+
         ex = self.ex
         ex.t0 = time.monotonic()
         self._notify("started")
+        prepared = None
+        if self.prepare is not None:
+            prepared = asyncio.get_running_loop().run_in_executor(None, self.prepare)
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
+        failed: BaseException | None = None
         try:
             response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
         except upstream_errors() as exc:
+            failed = exc
+        finally:
+            if prepared is not None:  # also when the client went away meanwhile
+                with anyio.CancelScope(shield=True):
+                    self._adopt(await prepared)
+                if self.recorder is not None:
+                    self.recorder.t0 = ex.t0
+        if failed is not None:
+            exc = failed
             timeout = is_timeout(exc)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"

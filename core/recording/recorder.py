@@ -10,7 +10,6 @@ forwarding edge of the proxy and of tapes (aiohttp, :mod:`streamtool.core.net.fo
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -30,7 +29,9 @@ from .secrets import (
     request_secrets,
     with_article,
 )
-from .writer import RecordingWriter
+from .writer import RecordingWriter, encode_record
+
+LARGE_REQUEST = 256 * 1024  # bytes of request body from which its JSON is encoded in pieces
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
 MAX_RECORDING_BYTES = 1024**3  # the default of --max-recording-bytes (decoded body bytes)
@@ -124,6 +125,7 @@ class ResponseRecorder:
         force: bool = False,
         t0: float | None = None,
         max_bytes: int | None = MAX_RECORDING_BYTES,
+        request_size: int = 0,
     ) -> None:
         self.path = str(path)
         self.request = request
@@ -132,6 +134,8 @@ class ResponseRecorder:
         self.force = force
         # body bytes (decoded) the recording may hold: past them it ends with reason "limit"
         self.max_bytes = max_bytes
+        # a request of LARGE_REQUEST bytes or more is encoded in pieces (see encode_record)
+        self.large = request_size >= LARGE_REQUEST
         # the caller's values, and whatever credential the request itself carries
         self.scrubber = SecretScrubber((*secrets, *request_secrets(request)))
         self.stream = self.scrubber.stream()
@@ -158,7 +162,7 @@ class ResponseRecorder:
         (``RecordingWriter`` refuses such a header too, but by then the request was sent.)
         """
         request = redact_request(self.scrubber.deep(self.request))
-        leaked = find_secret(json.dumps(request, ensure_ascii=False))
+        leaked = find_secret(encode_record(request, in_pieces=self.large))
         if leaked:
             raise RecordingError(
                 self.path, None, f"refusing to record: the request holds {with_article(leaked)}"
@@ -188,7 +192,7 @@ class ResponseRecorder:
             response=response,
         )
         try:
-            self.writer = RecordingWriter(self.path, header, force=self.force)
+            self.writer = RecordingWriter(self.path, header, force=self.force, large=self.large)
         except OSError as exc:
             self._broken(exc)
 
