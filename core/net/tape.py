@@ -330,7 +330,13 @@ class MissRecorder:
         recorder: Any = None
         try:
             recorder = recorder_for(
-                request, raw, str(file), provider=r.provider, api=r.api, url=url
+                request,
+                raw,
+                str(file),
+                provider=r.provider,
+                api=r.api,
+                url=url,
+                parsed=incoming.body,  # parsed once, by the server
             )
             recorder.preflight()
         except RecordingError as exc:
