@@ -90,6 +90,21 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
         assert up.connections == 2 and len(up.requests) == 4
 
 
+def test_an_expect_100_continue_request_is_sent_on_whole(tmp_path: Path) -> None:
+    # the proxy has the whole body (uvicorn answered the agent's Expect itself): the upstream
+    # gets the body with the head, not a wait for a 100 Continue it may never send
+    writes = [(0.0, HEAD + chunked(event(3), b"data: [DONE]\n\n") + b"0\r\n\r\n")]
+    with (
+        ScriptedUpstream(writes) as up,
+        ProxyThread(ProxyConfig(out=tmp_path, upstreams=parse_upstreams([up.url]))) as px,
+    ):
+        status, reads = raw_post(
+            px.url + "/v1/chat/completions", BODY, headers={"expect": "100-continue"}
+        )
+    assert status == 200 and b"".join(reads) == event(3) + b"data: [DONE]\n\n"
+    assert [json.loads(body) for _, _, body in up.requests] == [BODY]
+
+
 def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
     import socket
 

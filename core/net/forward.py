@@ -68,7 +68,9 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length"}
+# ``expect``: the server already answered the agent's 100-continue and the body is here whole;
+# forwarded, the client would hold the body back for a 100 Continue the upstream may never send
+_REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length", "expect"}
 
 
 class StreamTransform(Protocol):
