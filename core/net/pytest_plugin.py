@@ -334,12 +334,13 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     finally:
         _restore(saved)
         switch.app = None
-        if on_miss is not None:
-            on_miss.close()  # its upstream connections, on the server's event loop
     if staging is None:
         return
     try:
         _settle(staging)
+        if on_miss is not None:
+            # its upstream connections, on the server's event loop, once every exchange ended
+            on_miss.close()
         report = request.node.stash.get(_CALL_REPORT, None)
         if report is None or not report.passed:
             request.node.add_report_section(
