@@ -386,6 +386,10 @@ def record(
             key_in_query=key_in_query,
         )
         prepared = build_request(opts, os.environ)
+        if prepared.sigv4 is not None:  # Bedrock without an API key: botocore signs it
+            from streamtool.core.net.aws import sign_sigv4
+
+            prepared = sign_sigv4(prepared, os.environ, required=prepared.sigv4 == "required")
     except RequestError as exc:
         fail(str(exc))
 

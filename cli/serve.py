@@ -3,7 +3,9 @@
 One folder is served as a tape: each request gets the recorded exchange whose request matches
 it, in recorded order (index order, else file-name order). A tape with an index (or any folder
 with ``--tape``) answers nothing else; a plain folder of recordings falls back to the recording
-for the request's model. A folder of tapes is refused with the tapes it holds.
+for the request's model. A folder of tapes is refused with the tapes it holds. A script of
+turns (YAML, or JSON) is served as it is, and ``--translate`` answers every API's route from
+recordings of any API (:mod:`streamtool.core.net.emitting`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def serve(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), or one folder: a tape."
+            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder (a tape), or a "
+            "script of turns (.yaml, .yml, .json)."
         ),
     ],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -107,6 +110,15 @@ def serve(
         str | None,
         typer.Option("--upstream", help="With --record-missing: where missing requests go."),
     ] = None,
+    translate: Annotated[
+        bool,
+        typer.Option(
+            "--translate",
+            help="Answer a request on any API's route (chat.completions, responses, messages, "
+            "streamGenerateContent) with the recording whose request holds the same "
+            "conversation, re-emitted in the request's API.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
     max_body: MaxBody = "10MB",
     max_connections: Annotated[
@@ -139,6 +151,14 @@ def serve(
     the rules for files. Unfinished exchanges (no end record, or not in the index) and files
     that are not the tape's own (symbolic links) are never served. A folder that holds only
     tapes is refused with their names: serve one of them.
+
+    A script of turns (YAML or JSON) is served as it is: each request gets the first turn, from
+    the one after the last served, whose match its last user message or tool result satisfies
+    (a turn without match takes any), streamed in the API of the route it came on; after the
+    last turn the script starts over. --translate serves recordings (a tape, a folder, files)
+    to clients of any of those four APIs: a request gets the recording whose request holds the
+    same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
+    byte in the recording's own). A request nothing answers gets a 404 saying why.
     """
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.library import Library
@@ -157,6 +177,25 @@ def serve(
 
     if not 0 <= port <= 65535:
         fail(f"--port must be a number from 0 to 65535 (0: any free port), not {port}")
+    from streamtool.core.drive.script import is_script
+
+    script = len(paths) == 1 and is_script(paths[0])
+    if script or translate:
+        what = "a script" if script else "--translate"
+        refused = [
+            name
+            for name, given in (
+                ("--tape", tape),
+                ("--record-missing", record_missing),
+                ("--match-ignore", bool(match_ignore)),
+                ("--upstream", bool(upstream)),
+            )
+            if given
+        ]
+        if refused:
+            fail(f"{refused[0]} is for tapes; {what} answers by conversation, not request body")
+    elif any(is_script(p) for p in paths):
+        fail("a script of turns is served alone: streamtool serve SCRIPT")
     if record_missing and not upstream:
         fail("--record-missing needs --upstream URL (where missing requests go)")
     if upstream and not record_missing:
@@ -178,11 +217,22 @@ def serve(
         inside = tapes_under(folder)
         if inside:
             fail(_folder_of_tapes(folder, inside))
-    as_tape = strict or folder is not None
+    as_tape = (strict or folder is not None) and not (script or translate)
     library: Library
     on_miss = None
     with user_errors():
-        if as_tape:
+        if script or translate:
+            from streamtool.core.net.emitting import ScriptLibrary, TranslateLibrary
+
+            if script:
+                library = ScriptLibrary.from_file(paths[0])
+            else:
+                library = TranslateLibrary.from_paths(paths)
+                assert isinstance(library, TranslateLibrary)
+                if not library.exchanges:
+                    why = "".join(f"; {name}: {reason}" for name, reason in library.skipped[:3])
+                    fail(f"{paths[0]}: no recording holds a request to translate{why}")
+        elif as_tape:
             try:
                 library = load_tape(
                     paths[0], match_ignore or (), create=record_missing, fallback=not strict
@@ -207,6 +257,7 @@ def serve(
             fail(str(exc))
         for name, ids in mutated.items():
             sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
+
     try:
         playback = Playback(
             speed=parse_speed(speed),
@@ -235,6 +286,27 @@ def serve(
         fail(str(exc))
     sock, origin = listen(host, port)
     err = sys.stderr
+    if script or translate:
+        _describe_made(library, paths, origin)
+        if mutate is not None:
+            err.write(
+                f"  each stream is made with the quirks of --mutate {mutate} that apply to it\n"
+            )
+            err.flush()
+        run_server(
+            create_app(
+                library,
+                playback,
+                None if quiet else _log,
+                max_body=body_limit,
+                body_timeout=body_time,
+            ),
+            sock,
+            log_level="warning",
+            access_log=False,
+            limits=limits,
+        )
+        return
     n = len(library.recordings)
     what = f"{n} recording{'s' if n != 1 else ''}"
     if as_tape:
@@ -276,6 +348,37 @@ def serve(
         access_log=False,
         limits=limits,
     )
+
+
+def _describe_made(library: object, paths: list[Path], origin: str) -> None:
+    """What a script or --translate serves, on stderr."""
+    from streamtool.core.net.emitting import ScriptLibrary, TranslateLibrary
+
+    err = sys.stderr
+    routes = "chat.completions, responses, messages and streamGenerateContent"
+    if isinstance(library, ScriptLibrary):
+        turns = library.script.turns
+        n = len(turns)
+        err.write(
+            f"streamtool: serving the script {paths[0]} ({n} turn{'s' * (n != 1)}) on {origin}\n"
+        )
+        for i, turn in enumerate(turns):
+            err.write(f"  turn-{i + 1}: {turn.describe()}\n")
+        err.write(
+            f"  in the API of each request's route ({routes}); after the last turn, the first\n"
+        )
+    elif isinstance(library, TranslateLibrary):
+        n = len(library.exchanges)
+        err.write(f"streamtool: serving {n} recording{'s' * (n != 1)} in any API on {origin}\n")
+        for ex in library.exchanges:
+            err.write(f"  {ex.rec.name}: recorded on {ex.api.label}\n")
+        for name, reason in library.skipped:
+            err.write(f"  {name}: not served: {reason}\n")
+        err.write(
+            "  each request gets the recording whose request holds the same conversation,\n"
+            f"  in the API of its route ({routes})\n"
+        )
+    err.flush()
 
 
 def _folder_of_tapes(folder: Path, tapes: list[Path]) -> str:

@@ -53,6 +53,7 @@ REASONS: dict[str, str] = {
     "tool_use": "tool_calls",
     "function_call": "tool_calls",
     "tool_call": "tool_calls",  # Cohere TOOL_CALL
+    "requires_action": "tool_calls",  # Gemini Interactions: function calls to run
     # limits
     "length": "length",
     "max_tokens": "length",

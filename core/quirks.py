@@ -688,6 +688,42 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "SDK: cohere-ai/cohere-python (ToolCallDeltaV2ChatStreamResponse)",
     ),
     (
+        "interactions_content_events",
+        "info",
+        "the Interactions stream uses the older content events (`content.start/delta/stop`, "
+        "`interaction.start` / `interaction.complete`), which the API sends when steps are "
+        "disabled; clients written for the step events (`step.*`) read nothing from it",
+        "SDK: googleapis/python-genai (ContentStart, ContentDelta; InteractionSSEEvent)",
+    ),
+    (
+        "interactions_error_event",
+        "warn",
+        "an Interactions `error` event mid-stream after a 200 status; what came before it may be "
+        "only part of the answer",
+        "SDK: googleapis/python-genai (ErrorEvent)",
+    ),
+    (
+        "interactions_orphan_arguments_delta",
+        "warn",
+        "an `arguments_delta` for a step index that is not an open `function_call` step; the "
+        "piece is ignored",
+        "SDK: googleapis/python-genai (ArgumentsDelta, StepDelta.index)",
+    ),
+    (
+        "interactions_orphan_result",
+        "warn",
+        "a built-in tool's result step whose `call_id` no call step had; it is kept in the text "
+        "segment's `tool_results`",
+        "SDK: googleapis/python-genai (GoogleSearchResultStep.call_id)",
+    ),
+    (
+        "interactions_step_not_stopped",
+        "warn",
+        "the interaction completed while a function or built-in call step had no `step.stop` "
+        "(or result); the call is closed at the end",
+        "SDK: googleapis/python-genai (StepStop)",
+    ),
+    (
         "completions_extra_choices",
         "warn",
         "a legacy `text_completion` stream interleaves several choices (`n` > 1); only choice "

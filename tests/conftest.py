@@ -46,3 +46,12 @@ def corpus_params(pattern: str = "*/*.sse", api: str | None = None) -> list:
     if not files:
         return [pytest.param(None, marks=pytest.mark.skip(reason="corpus not present"))]
     return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in files]
+
+
+@pytest.fixture(scope="module")
+def streams():
+    """A local HTTP server that serves streams to the official SDKs (see ``sdk_reference``)."""
+    from .sdk_reference import serving
+
+    with serving() as served:
+        yield served

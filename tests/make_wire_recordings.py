@@ -1,4 +1,5 @@
-"""Writes the bundled recordings of Amazon Bedrock, Cohere v2 and legacy Completions streams.
+"""Writes the bundled recordings of Amazon Bedrock, Cohere v2, Gemini Interactions and legacy
+Completions streams.
 
 Run from the project root: ``python -m tests.make_wire_recordings`` (then ``streamtool check
 --update`` for their golden files). Each stream follows its API's wire format as its SDK reads
@@ -879,8 +880,297 @@ def completions() -> None:
     )
 
 
+# -- Gemini Interactions -------------------------------------------------------------------------
+INTERACTIONS_URL = "https://generativelanguage.googleapis.com/v1beta/interactions"
+
+
+def interactions_event(obj: dict[str, Any]) -> bytes:
+    """One event as the API sends it: its ``event_type`` as the SSE event name too."""
+    return b"event: " + obj["event_type"].encode() + b"\ndata: " + _dumps(obj) + b"\n\n"
+
+
+def interactions_header(body: dict[str, Any]) -> Header:
+    return Header(
+        provider="gemini",
+        api="interactions",
+        recorded_at=RECORDED_AT,
+        request={
+            "method": "POST",
+            "url": INTERACTIONS_URL,
+            "headers": {"x-goog-api-key": "[redacted]", "content-type": "application/json"},
+            "body": body,
+        },
+        response={"status": 200, "headers": {"content-type": "text/event-stream"}},
+    )
+
+
+def step(kind: str, index: int, **fields: Any) -> dict[str, Any]:
+    return {"event_type": f"step.{kind}", "index": index, **fields}
+
+
+def interaction(kind: str, iid: str, status: str, **fields: Any) -> dict[str, Any]:
+    body = {"id": iid, "status": status, "object": "interaction", **fields}
+    return {"event_type": f"interaction.{kind}", "interaction": body}
+
+
+def texts(index: int, pieces: list[str]) -> list[dict[str, Any]]:
+    return [step("delta", index, delta={"type": "text", "text": p}) for p in pieces]
+
+
+def interactions() -> None:
+    model = "gemini-3-flash-preview"
+    weather = {
+        "type": "function",
+        "name": WEATHER_TOOL["name"],
+        "description": WEATHER_TOOL["description"],
+        "parameters": WEATHER_TOOL["parameters"],
+    }
+    # 1. a thought, a Google Search the API runs itself, then the answer with a citation
+    iid = "v1_ChdxZ3dFYWRpSU1vUHZtZVVQMTZ6azJBWRIXcWd3RWFkaUlNb1B2bWVVUDE2emsyQVk"
+    usage = {
+        "total_input_tokens": 18,
+        "total_output_tokens": 41,
+        "total_thought_tokens": 57,
+        "total_tool_use_tokens": 212,
+        "total_tokens": 328,
+    }
+    events = [
+        interaction("created", iid, "in_progress", model=model),
+        {"event_type": "interaction.status_update", "interaction_id": iid, "status": "in_progress"},
+        step("start", 0, step={"type": "thought"}),
+        step(
+            "delta",
+            0,
+            delta={
+                "type": "thought_summary",
+                "content": {
+                    "type": "text",
+                    "text": "**Finding the tallest penguin**\n\nI should check a source.",
+                },
+            },
+        ),
+        step("delta", 0, delta={"type": "thought_signature", "signature": "EpgDCpUDAXLI2nw1"}),
+        step("stop", 0),
+        step(
+            "start",
+            1,
+            step={
+                "type": "google_search_call",
+                "id": "8k2x1q7d",
+                "arguments": {"queries": ["tallest penguin species height"]},
+            },
+        ),
+        step("stop", 1),
+        step(
+            "start",
+            2,
+            step={"type": "google_search_result", "call_id": "8k2x1q7d", "result": []},
+        ),
+        step(
+            "delta",
+            2,
+            delta={
+                "type": "google_search_result",
+                "result": [
+                    {
+                        "title": "Emperor penguin - Wikipedia",
+                        "url": "https://en.wikipedia.org/wiki/Emperor_penguin",
+                        "rendered_content": "<div>...</div>",
+                    }
+                ],
+            },
+        ),
+        step("stop", 2),
+        step("start", 3, step={"type": "model_output"}),
+        *texts(3, ["The emperor penguin is the", " tallest penguin: adults stand", " about 1.1 m"]),
+        step(
+            "delta",
+            3,
+            delta={
+                "type": "text_annotation_delta",
+                "annotations": [
+                    {
+                        "type": "url_citation",
+                        "url": "https://en.wikipedia.org/wiki/Emperor_penguin",
+                        "title": "Emperor penguin - Wikipedia",
+                        "start_index": 0,
+                        "end_index": 61,
+                    }
+                ],
+            },
+        ),
+        *texts(3, [" tall."]),
+        step("stop", 3),
+        interaction("completed", iid, "completed", model=model, usage=usage),
+    ]
+    body = {
+        "model": model,
+        "input": "Which penguin is the tallest?",
+        "tools": [{"type": "google_search"}],
+        "stream": True,
+    }
+    write(
+        "gemini-interactions-thought-search-text",
+        interactions_header(body),
+        sse_reads(
+            [interactions_event(e) for e in events], [2, 1, 2, 1, 3, -2, 2, 1, 1, 1, 2], 0.61, 0.05
+        ),
+        1.6,
+    )
+
+    # 2. two function calls in parallel, their arguments streamed in pieces
+    iid = "v1_ChdPbHdFYWZ1T0RzcWVtZVVQaUs3TDZBRRIXT2x3RWFmdU9Ec3FlbWVVUGlLN0w2QUU"
+    events = [
+        interaction("created", iid, "in_progress", model=model),
+        {"event_type": "interaction.status_update", "interaction_id": iid, "status": "in_progress"},
+        step("start", 0, step={"type": "thought"}),
+        step("delta", 0, delta={"type": "thought_signature", "signature": "CiQBcsjafA9s"}),
+        step("stop", 0),
+        step("start", 1, step={"type": "model_output"}),
+        *texts(1, ["I'll look up both cities", " at once."]),
+        step("stop", 1),
+        step(
+            "start",
+            2,
+            step={
+                "type": "function_call",
+                "id": "q1n5z7rk",
+                "name": "get_weather",
+                "arguments": {},
+            },
+        ),
+        *[
+            step("delta", 2, delta={"type": "arguments_delta", "arguments": p})
+            for p in ['{"city": "Pa', 'ris", "unit"', ': "celsius"}']
+        ],
+        step("stop", 2),
+        step(
+            "start",
+            3,
+            step={
+                "type": "function_call",
+                "id": "x8c2m4wd",
+                "name": "get_weather",
+                "arguments": {},
+            },
+        ),
+        *[
+            step("delta", 3, delta={"type": "arguments_delta", "arguments": p})
+            for p in ['{"ci', 'ty": "Tokyo", ', '"unit": "celsius"}']
+        ],
+        step("stop", 3),
+        interaction(
+            "completed",
+            iid,
+            "requires_action",
+            model=model,
+            usage={
+                "total_input_tokens": 96,
+                "total_output_tokens": 58,
+                "total_thought_tokens": 31,
+                "total_tokens": 185,
+            },
+        ),
+    ]
+    body = {
+        "model": model,
+        "input": "What's the weather in Paris and in Tokyo right now?",
+        "tools": [weather],
+        "stream": True,
+    }
+    write(
+        "gemini-interactions-parallel-function-calls",
+        interactions_header(body),
+        sse_reads(
+            [interactions_event(e) for e in events],
+            [3, 2, 1, 2, 1, 1, -3, 1, 2, 1, 1, 3],
+            0.52,
+            0.04,
+        ),
+        1.2,
+    )
+
+    # 3. an error event mid-stream: the interaction never completes
+    iid = "v1_ChdUMndFYWNYWUxwdWhtZVVQbDRfZ3FBURIXVDJ3RWFjWFlMcHVobWVVUGw0X2dxQVE"
+    events = [
+        interaction("created", iid, "in_progress", model=model),
+        step("start", 0, step={"type": "model_output"}),
+        *texts(0, ["Here is a plan for", " your trip:\n1. Day one: the", " old town"]),
+        {
+            "event_type": "error",
+            "error": {
+                "code": "resource_exhausted",
+                "message": "The model is overloaded. Please try again later.",
+            },
+        },
+    ]
+    body = {"model": model, "input": "Plan a three-day trip to Lisbon.", "stream": True}
+    write(
+        "gemini-interactions-error-mid-stream",
+        interactions_header(body),
+        sse_reads([interactions_event(e) for e in events], [2, 1, 2], 0.44, 0.07),
+        0.9,
+    )
+
+    # 4. the older content events (steps disabled): text, then a whole function call
+    iid = "v1_ChdCeUZFYWZ5LUpvbWZtZVVQOGJLZXFBTRIXQnlGRWFmeS1Kb21mbWVVUDhiS2VxQU0"
+    legacy = "gemini-2.5-flash"
+    events = [
+        {
+            "event_type": "interaction.start",
+            "interaction": {"id": iid, "status": "in_progress", "model": legacy},
+        },
+        {"event_type": "content.start", "index": 0, "content": {"type": "text"}},
+        *[
+            {"event_type": "content.delta", "index": 0, "delta": {"type": "text", "text": t}}
+            for t in ["Let me check", " the weather in Paris."]
+        ],
+        {"event_type": "content.stop", "index": 0},
+        {"event_type": "content.start", "index": 1, "content": {"type": "function_call"}},
+        {
+            "event_type": "content.delta",
+            "index": 1,
+            "delta": {
+                "type": "function_call",
+                "id": "3mt7gq0s",
+                "name": "get_weather",
+                "arguments": {"city": "Paris", "unit": "celsius"},
+            },
+        },
+        {"event_type": "content.stop", "index": 1},
+        {
+            "event_type": "interaction.complete",
+            "interaction": {
+                "id": iid,
+                "status": "requires_action",
+                "model": legacy,
+                "role": "model",
+                "outputs": [],
+                "usage": {
+                    "total_input_tokens": 71,
+                    "total_output_tokens": 27,
+                    "total_tokens": 98,
+                },
+            },
+        },
+    ]
+    body = {
+        "model": legacy,
+        "input": "What's the weather in Paris?",
+        "tools": [weather],
+        "stream": True,
+    }
+    write(
+        "gemini-interactions-content-events-function-call",
+        interactions_header(body),
+        sse_reads([interactions_event(e) for e in events], [2, 2, 1, -1, 1, 2], 0.38, 0.05),
+        0.8,
+    )
+
+
 if __name__ == "__main__":
     bedrock_converse()
     bedrock_invoke()
     cohere()
     completions()
+    interactions()

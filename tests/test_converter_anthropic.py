@@ -13,12 +13,11 @@ from streamtool.core.records import Header
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS, corpus_params
+from .sdk_reference import Streams, anthropic_message, body_reads
 from .wire_helpers import (
     assert_chunking_invariant,
     body,
     calls,
-    payloads,
-    recorded_payloads,
     run,
     run_file,
     segments,
@@ -77,22 +76,10 @@ def end(reason: str = "tool_use", **usage: int) -> list[dict[str, Any]]:
 # -- the SDK's own accumulator as the reference ---------------------------------------------
 
 
-def sdk_snapshot(events: list[tuple[str | None, Any]]) -> Any:
-    """What ``anthropic``'s ``accumulate_event`` builds from the same events.
-
-    The SDK's stream skips ``ping`` and raises on ``error`` (so it stops there).
-    """
-    from anthropic.lib.streaming._messages import accumulate_event
-
-    snapshot = None
-    buffers: dict[int, bytes] = {}
-    for _name, payload in events:
-        if payload.get("type") == "ping":
-            continue
-        if payload.get("type") == "error":
-            break
-        snapshot = accumulate_event(event=payload, current_snapshot=snapshot, json_bufs=buffers)
-    return snapshot
+def sdk_snapshot(streams: Streams, path: Path) -> Any:
+    """What ``anthropic``'s ``MessageStream`` builds from the same bytes served over HTTP: its
+    final message, or its snapshot where it raised (it stops at an ``error`` event)."""
+    return anthropic_message(streams.base(body_reads(path))).value
 
 
 def sdk_view(snapshot: Any) -> dict[str, Any]:
@@ -137,9 +124,9 @@ def _signatures(metadata: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("path", corpus_params("anthropic/*.sse"))
-def test_corpus_equals_the_sdk_accumulator(path: Path) -> None:
+def test_corpus_equals_the_sdk_accumulator(streams: Streams, path: Path) -> None:
     result, items = run(path.read_bytes(), converter="anthropic")
-    snapshot = sdk_snapshot(payloads(path))
+    snapshot = sdk_snapshot(streams, path)
     assert our_view(result, items) == sdk_view(snapshot)
     assert result["finish_reason"] == snapshot.stop_reason
     # usage is cumulative: the latest value of each field, as the SDK keeps it
@@ -151,19 +138,19 @@ def test_corpus_equals_the_sdk_accumulator(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [p for p in RECORDED if "overloaded" not in p.name], ids=str)
-def test_bundled_recordings_equal_the_sdk_accumulator(path: Path) -> None:
+def test_bundled_recordings_equal_the_sdk_accumulator(streams: Streams, path: Path) -> None:
     result, items = run_file(path)
-    assert our_view(result, items) == sdk_view(sdk_snapshot(recorded_payloads(path)))
+    assert our_view(result, items) == sdk_view(sdk_snapshot(streams, path))
 
 
-def test_overloaded_mid_stream_differs_from_the_sdk_on_purpose() -> None:
+def test_overloaded_mid_stream_differs_from_the_sdk_on_purpose(streams: Streams) -> None:
     """The SDK raises at ``event: error``; its snapshot then holds the cut-off tool input as its
     partial-JSON parser reads it: ``{}``, the unfinished string silently dropped. streamtool
     never replaces arguments: the call keeps ``arguments: null`` with the raw text, and the
     errors say why."""
     path = RECORDINGS / "anthropic-overloaded-mid-stream.jsonl"
     result, _ = run_file(path)
-    snapshot = sdk_snapshot(recorded_payloads(path))
+    snapshot = sdk_snapshot(streams, path)
     assert snapshot.content[1].input == {}  # what the SDK would have run
     assert result["invocations"] == [
         {

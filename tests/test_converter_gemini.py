@@ -30,7 +30,7 @@ URL = (
     "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent"
 )
 HEADER = Header(provider="gemini", api=None, request={"url": URL + "?alt=sse"})
-RECORDED = sorted(RECORDINGS.glob("gemini-*.jsonl"))
+RECORDED = sorted(p for p in RECORDINGS.glob("gemini-*.jsonl") if "interactions" not in p.name)
 
 
 def chunk(

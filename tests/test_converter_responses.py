@@ -11,12 +11,12 @@ import pytest
 from streamtool.core.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params
+from .sdk_reference import Outcome, Streams, body_reads, openai_response
 from .wire_helpers import (
     assert_chunking_invariant,
     body,
     calls,
     payloads,
-    recorded_payloads,
     run,
     run_file,
     segments,
@@ -128,17 +128,10 @@ USAGE = {
 # -- the SDK's own accumulator as the reference ---------------------------------------------
 
 
-def sdk_state(events: list[tuple[str | None, Any]]) -> Any:
-    """Feed the events to ``openai``'s ``ResponseStreamState`` (the Responses stream helper)."""
-    from openai._models import construct_type
-    from openai._types import omit
-    from openai.lib.streaming.responses._responses import ResponseStreamState
-    from openai.types.responses import ResponseStreamEvent
-
-    state = ResponseStreamState(input_tools=omit, text_format=omit)
-    for _name, payload in events:
-        state.handle_event(construct_type(type_=ResponseStreamEvent, value=payload))
-    return state
+def sdk_final(streams: Streams, path: Path) -> Outcome:
+    """``openai``'s Responses stream helper on the same bytes served over HTTP: its final
+    response, or what it raised."""
+    return openai_response(streams.base(body_reads(path)))
 
 
 def sdk_view(response: Any) -> dict[str, Any]:
@@ -159,11 +152,10 @@ def our_view(result: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("path", SDK_WORKS)
-def test_corpus_equals_the_sdk_accumulator_where_it_works(path: Path) -> None:
-    events = payloads(path)
+def test_corpus_equals_the_sdk_accumulator_where_it_works(streams: Streams, path: Path) -> None:
     result = summary(path.read_bytes())
     assert result["converter"] == "openai-responses"
-    final = sdk_state(events)._completed_response
+    final = sdk_final(streams, path).value
     assert our_view(result) == sdk_view(final)
     usage = final.usage
     assert result["usage"]["input_tokens"] == usage.input_tokens
@@ -180,9 +172,9 @@ def test_corpus_equals_the_sdk_accumulator_where_it_works(path: Path) -> None:
 @pytest.mark.parametrize(
     "path", [p for p in RECORDED if "error" not in p.name and "mismatch" not in p.name], ids=str
 )
-def test_bundled_recordings_equal_the_sdk_accumulator(path: Path) -> None:
+def test_bundled_recordings_equal_the_sdk_accumulator(streams: Streams, path: Path) -> None:
     result, _ = run_file(path)
-    final = sdk_state(recorded_payloads(path))._completed_response
+    final = sdk_final(streams, path).value
     ours = our_view(result)
     # the SDK's view lists function calls; built-in tool calls are checked by their own tests
     functions = {item.call_id for item in final.output if item.type == "function_call"}
@@ -190,7 +182,7 @@ def test_bundled_recordings_equal_the_sdk_accumulator(path: Path) -> None:
     assert ours == sdk_view(final)
 
 
-def test_prerelease_capture_where_the_sdk_fails() -> None:
+def test_prerelease_capture_where_the_sdk_fails(streams: Streams) -> None:
     """The SDK refuses this capture (``RuntimeError: Completed output item identity changed``):
     each function_call item names a different ``call_id`` in ``output_item.added``,
     ``output_item.done`` and ``response.completed`` (the corpus marks the capture semi-real).
@@ -199,8 +191,8 @@ def test_prerelease_capture_where_the_sdk_fails() -> None:
     path = CORPUS / "openai" / "responses-parallel-function-calls-prerelease.sse"
     if not path.exists():
         pytest.skip("the shared provider corpus (../shared/corpus) is not present")
-    with pytest.raises(RuntimeError, match="identity changed"):
-        sdk_state(payloads(path))
+    raised = sdk_final(streams, path).raised
+    assert isinstance(raised, RuntimeError) and "identity changed" in str(raised)
     result = summary(path.read_bytes())
     assert calls(result) == [
         ("call_6KxSghkb4MVnunFH2TxPErLP", "currentLocation", {}),
@@ -212,7 +204,7 @@ def test_prerelease_capture_where_the_sdk_fails() -> None:
     assert result["finish_reason"] == "completed" and result["errors"] == []
 
 
-def test_error_capture_where_the_sdk_raises() -> None:
+def test_error_capture_where_the_sdk_raises(streams: Streams) -> None:
     """The SDK's stream raises ``APIError`` at the ``error`` event (its data has an ``error``
     key) and never builds a final response. The correct replay: no output, the provider's
     error once (``response.failed`` repeats the same message), finish reason ``failed``."""
@@ -221,7 +213,8 @@ def test_error_capture_where_the_sdk_raises() -> None:
         pytest.skip("the shared provider corpus (../shared/corpus) is not present")
     events = payloads(path)
     assert any(p.get("type") == "error" and p.get("error") for _, p in events)
-    assert sdk_state(events)._completed_response is None
+    outcome = sdk_final(streams, path)
+    assert outcome.value is None and outcome.raised is not None
     result = summary(path.read_bytes())
     assert result["text"] == "" and result["invocations"] == []
     assert result["finish_reason"] == "failed"

@@ -111,6 +111,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     client = re.search(r"```python\n# client\.py\n(.*?)```", readme, re.S)
     if client:
         (box / "client.py").write_text(client.group(1), encoding="utf-8")
+    script = re.search(r"```yaml\n(# loop\.yaml.*?)```", readme, re.S)
+    if script:  # the README's script of turns
+        (box / "loop.yaml").write_text(script.group(1), encoding="utf-8")
     (box / "tapes").mkdir()
     shutil.copy(rec, box / "tapes" / "0001-chat.jsonl")
     return box

@@ -1,6 +1,6 @@
 """Converters and handlers are plugins found through entry points.
 
-The end-to-end test builds the README's tiny third-party package with its own converter and
+The end-to-end test builds the documentation's tiny third-party package with its own converter and
 parser, installs it into a fresh virtual environment (which sees this streamtool and its
 dependencies through a ``.pth`` line, so nothing is downloaded), and replays a recording in that
 dialect with ``--converter its-name``, as a user who installed the package would.
@@ -26,12 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _readme_plugin() -> tuple[str, str]:
-    """The README's plugin example: the module, and the package's pyproject.toml."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The documented plugin example (the Python API page; the README links to it): the
+    module, and the package's pyproject.toml."""
+    readme = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
     section = readme.split("### Your own converter or parser: plugins", 1)[1].split("\n## ", 1)[0]
     module = re.search(r"```python\n(.*?)```", section, re.S)
     project = re.search(r"```toml\n(.*?)```", section, re.S)
-    assert module and project, "the README's plugin section lost its example"
+    assert module and project, "the plugin section lost its example"
     build = (
         '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
     )

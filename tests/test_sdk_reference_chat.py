@@ -1,44 +1,38 @@
 """Reference check: our chat-completions replay equals the openai SDK's own stream accumulator.
 
 For every chat-completions capture of the shared corpus (and every bundled chat recording), the
-same bytes are decoded into ``ChatCompletionChunk`` objects the way the SDK's ``Stream`` does
-(``construct_type``, lenient) and fed to ``ChatCompletionStreamState``. Where the SDK works, the
-final text and tool calls must be equal. Where it crashes or merges parallel calls, the test
-states the correct result and why the SDK differs.
+same bytes are served on 127.0.0.1 to the SDK's client (``chat.completions.create(stream=True)``)
+and the chunks it yields are fed to its public ``ChatCompletionStreamState``. Where the SDK
+works, the final text and tool calls must be equal. Where it crashes or merges parallel calls,
+the test states the correct result and why the SDK differs.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
 
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.recording.reader import Source
-from streamtool.core.wire.sse import SSEEvent, decode_all
 
 from .conftest import RECORDINGS, corpus_params
+from .sdk_reference import Streams, body_reads, openai_chat_snapshot
 
 openai_streaming = pytest.importorskip("openai.lib.streaming.chat")
 
 
-def sdk_accumulate(path: Path):
-    from openai._models import construct_type
-    from openai.types.chat import ChatCompletionChunk
+def sdk_accumulate(streams: Streams, path: Path):
+    """The openai SDK's reading of the stream: what it had built when the stream ended or when
+    it raised at a provider's error event (a user's loop sees those chunks, then the error);
+    anything else the SDK raised is raised here."""
+    from openai import APIError
 
-    reads = [
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    ]
-    state = openai_streaming.ChatCompletionStreamState()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pydantic warns about Mistral's content arrays
-        for item in decode_all(reads):
-            if isinstance(item, SSEEvent) and item.data.strip() != "[DONE]":
-                chunk = construct_type(type_=ChatCompletionChunk, value=json.loads(item.data))
-                state.handle_chunk(chunk)
-    message = state.current_completion_snapshot.choices[0].message
+    outcome = openai_chat_snapshot(streams.base(body_reads(path)))
+    if outcome.raised is not None and not isinstance(outcome.raised, APIError):
+        raise outcome.raised
+    message = outcome.value.choices[0].message
     calls = [
         (t.id, t.function.name, _parsed(t.function.arguments)) for t in (message.tool_calls or [])
     ]
@@ -114,11 +108,11 @@ SDK_DIFFERS: dict[str, tuple[str, list]] = {
 }
 
 
-def _patch_file_expected() -> list:
+def _patch_file_expected(streams: Streams) -> list:
     import re
 
     path = RECORDINGS / "openai-patch-file-markers.jsonl"
-    _, calls = sdk_accumulate(path)
+    _, calls = sdk_accumulate(streams, path)
     out = []
     for call_id, name, args in calls:
         args = dict(args)
@@ -141,22 +135,22 @@ def _chat_params() -> list:
 
 
 @pytest.mark.parametrize("path", _chat_params())
-def test_final_text_and_tool_calls_match_the_openai_sdk(path):
+def test_final_text_and_tool_calls_match_the_openai_sdk(streams, path):
     summary, our_calls = ours(path)
     known = SDK_DIFFERS.get(path.stem)
     if known is not None:
         reason, correct = known
         if path.stem == "openai-patch-file-markers":
-            correct = _patch_file_expected()
+            correct = _patch_file_expected(streams)
         assert our_calls == correct, reason
         try:
-            _, sdk_calls = sdk_accumulate(path)
+            _, sdk_calls = sdk_accumulate(streams, path)
         except TypeError:
             assert reason.startswith("TypeError"), "the SDK crashed where it was expected to work"
         else:
             assert sdk_calls != correct, "the SDK now gets this right: move it to the equal cases"
         return
-    sdk_text, sdk_calls = sdk_accumulate(path)
+    sdk_text, sdk_calls = sdk_accumulate(streams, path)
     assert our_calls == sdk_calls
     if isinstance(sdk_text, str):
         # the SDK's content and refusal, joined by sdk_accumulate; ours keep them apart
@@ -165,12 +159,12 @@ def test_final_text_and_tool_calls_match_the_openai_sdk(path):
         assert summary["text"] == ""
 
 
-def test_mistral_content_arrays_the_sdk_keeps_only_strings(corpus):
+def test_mistral_content_arrays_the_sdk_keeps_only_strings(streams, corpus):
     """Magistral's thinking arrives as content arrays; the SDK drops them from the text, we keep
     them as reasoning, and the text parts agree."""
     path = corpus / "mistral" / "magistral-thinking-content-array.sse"
     summary, _ = ours(path)
-    sdk_text, _ = sdk_accumulate(path)
+    sdk_text, _ = sdk_accumulate(streams, path)
     assert summary["text"] == sdk_text
     assert summary["reasoning"].startswith("Okay")
     assert summary["reasoning"] not in (sdk_text or "")

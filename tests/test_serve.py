@@ -161,6 +161,7 @@ def test_every_bundled_recording_is_served_byte_exact():
                 "gemini": f"/v1beta/models/{rec.model}:streamGenerateContent?alt=sse",
                 "openai-completions": "/v1/completions",
                 "cohere": "/v2/chat",
+                "gemini-interactions": "/v1beta/interactions",
                 "bedrock-converse": f"/model/{quote(rec.model or '', safe='')}/converse-stream",
                 "bedrock-invoke": (
                     f"/model/{quote(rec.model or '', safe='')}/invoke-with-response-stream"

@@ -32,6 +32,9 @@ BUILTIN_CONVERTERS: dict[str, str] = {
     "bedrock-converse": "streamtool.core.converters.bedrock:BedrockConverseConverter",
     "bedrock-invoke": "streamtool.core.converters.bedrock:BedrockInvokeConverter",
     "cohere": "streamtool.core.converters.cohere:CohereConverter",
+    "gemini-interactions": (
+        "streamtool.core.converters.gemini_interactions:GeminiInteractionsConverter"
+    ),
 }
 CONVERTERS = Registry("streamtool.converters", BUILTIN_CONVERTERS)
 
@@ -152,9 +155,29 @@ _COHERE_EVENTS = frozenset(
 )
 
 
+# the events of Google's Interactions API (steps, and the older content events)
+_INTERACTIONS_EVENTS = frozenset(
+    {
+        "interaction.created",
+        "interaction.completed",
+        "interaction.status_update",
+        "step.start",
+        "step.delta",
+        "step.stop",
+        "interaction.start",
+        "interaction.complete",
+        "content.start",
+        "content.delta",
+        "content.stop",
+    }
+)
+
+
 def detect_from_event(event: SSEEvent) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell."""
     name = event.event or ""
+    if name in _INTERACTIONS_EVENTS:
+        return "gemini-interactions"
     if name in _ANTHROPIC_EVENTS:
         return "anthropic"
     if name.startswith("response."):
@@ -178,6 +201,8 @@ def detect_from_event(event: SSEEvent) -> str | None:
         obj = obj[0]
     if not isinstance(obj, dict):
         return None
+    if obj.get("event_type") in _INTERACTIONS_EVENTS:
+        return "gemini-interactions"
     kind = obj.get("type")
     if isinstance(kind, str):
         if kind in _ANTHROPIC_EVENTS:

@@ -62,6 +62,47 @@ class Turn:
     match: tuple[str, str] | None = None  # (contains | equals | matches, pattern)
     line: int = 0
 
+    def accepts(self, subject: str) -> bool:
+        """Whether a request whose last user message (or tool result) is ``subject`` may get
+        this turn: ``contains`` the pattern, ``equals`` it (surrounding whitespace ignored),
+        ``matches`` it (a regular expression found anywhere); a turn without match takes any."""
+        if self.match is None:
+            return True
+        kind, pattern = self.match
+        if kind == "contains":
+            return pattern in subject
+        if kind == "equals":
+            return subject.strip() == pattern.strip()
+        return re.search(pattern, subject) is not None
+
+    def describe(self) -> str:
+        """``contains 'weather'`` (or ``any request``)."""
+        return "any request" if self.match is None else f"{self.match[0]} {self.match[1]!r}"
+
+
+class TurnPicker:
+    """Which turn of a script answers each request, in order (sans-IO; not thread-safe).
+
+    A request gets the first turn, from the one after the last turn served, that accepts it
+    (:meth:`Turn.accepts`); when none of those does, the search starts over at the first turn,
+    so a session run twice against one server gets the same answers twice. A request that no
+    turn accepts gets none (``None``): a miss.
+    """
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self.turns = turns
+        self.next = 0  # where the search starts
+        self.served: list[int] = []  # the turns served, in order (0-based)
+
+    def pick(self, subject: str) -> int | None:
+        n = len(self.turns)
+        for i in [*range(self.next, n), *range(0, min(self.next, n))]:
+            if self.turns[i].accepts(subject):
+                self.next = i + 1
+                self.served.append(i)
+                return i
+        return None
+
 
 @dataclass(slots=True)
 class Script:
@@ -69,6 +110,34 @@ class Script:
     api: str | None = None
     model: str = ""
     turns: list[Turn] = field(default_factory=list)
+
+
+SCRIPT_SUFFIXES = (".yaml", ".yml")
+
+
+def is_script(path: str | os.PathLike[str]) -> bool:
+    """A file that is a script rather than a recording: YAML by its name, or a ``.json``
+    file holding one JSON object (a recording is JSON lines, or a JSON array of events)."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    suffix = p.suffix.lower()
+    if suffix in SCRIPT_SUFFIXES:
+        return True
+    if suffix != ".json":
+        return False
+    try:
+        with p.open("rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return False
+    if not head.startswith(b"{"):
+        return False
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(obj, dict) and "turns" in obj
 
 
 # -- reading ---------------------------------------------------------------------------------

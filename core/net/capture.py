@@ -7,6 +7,9 @@
     ...                                                 # stream as usual
     capture.paths                                       # the recordings written
 
+A boto3 ``bedrock-runtime`` client is captured through its own event hooks instead:
+``client = capture.botocore(boto3.client("bedrock-runtime"))`` (binary reads kept as ``b64``).
+
 The official SDKs take an httpx-style client: the installed openai and anthropic SDKs are built
 on ``httpx2``, older ones on ``httpx``. :class:`Capture` hands out a client of the module the SDK
 uses (found from an already imported SDK, else ``httpx2`` when installed, else ``httpx``), or of
@@ -158,8 +161,15 @@ class Capture:
         """Wrap an async transport of your own."""
         return _classes(mod or http_module(self.module_name))[1](self, inner)
 
+    def botocore(self, client: Any) -> Any:
+        """Record a boto3 ``bedrock-runtime`` client's streamed responses (``converse_stream``,
+        ``invoke_model_with_response_stream``): the client itself, with capture hooks added."""
+        from .aws import BotocoreCapture
+
+        return BotocoreCapture(self).register(client)
+
     # -- recordings ------------------------------------------------------------------------
-    def _next_path(self, provider: str, api: str | None) -> Path:
+    def next_path(self, provider: str, api: str | None) -> Path:
         with self._lock:
             while True:
                 self._count += 1
@@ -184,18 +194,18 @@ class Capture:
         # ask for the body unencoded, so the recording holds what a client parses
         request.headers["accept-encoding"] = "identity"
         info["headers"]["accept-encoding"] = "identity"
-        path = self._next_path(provider, api)
+        path = self.next_path(provider, api)
         rec = ResponseRecorder(
             path, request=info, provider=provider, api=api, secrets=secrets, force=self.force
         )
         try:
             rec.preflight()
         except RecordingError as exc:
-            self._skip(path, exc)
+            self.skip(path, exc)
             return None
         return rec
 
-    def _skip(self, path: Path, exc: RecordingError) -> None:
+    def skip(self, path: Path, exc: RecordingError) -> None:
         """Capturing never breaks the caller's request: warn and let it through unrecorded."""
         with self._lock:
             if path in self.paths:
@@ -207,7 +217,7 @@ class Capture:
         try:
             rec.start(response.status_code, response.headers.multi_items())
         except RecordingError as exc:
-            self._skip(Path(rec.path), exc)
+            self.skip(Path(rec.path), exc)
             return False
         return True
 

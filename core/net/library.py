@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,9 @@ class Recording:
     # .sse body) and its endpoint suffix (``/chat/completions``, ...; None when unknown)
     request_body: Any = field(default=None, repr=False)
     endpoint: str | None = None
+    # a stream made in memory (a script's turn, a translation): its recording as
+    # (header, chunks, end), read instead of ``path`` by what needs the whole recording
+    origin: Any = field(default=None, repr=False)
 
     @property
     def broken(self) -> bool:
@@ -295,6 +298,17 @@ class Library:
 
     def names(self) -> list[str]:
         return [r.name for r in self.recordings]
+
+    def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
+        """Change every recording in place (``--mutate``); ``change`` says what it did (an
+        empty list: nothing). Returns recording name -> what was done, for those changed. A
+        library that makes its streams on demand changes each as it is made."""
+        done: dict[str, list[str]] = {}
+        for rec in self.recordings:
+            what = change(rec)
+            if what:
+                done[rec.name] = what
+        return done
 
     def choose(self, request: Incoming) -> Recording:
         """The recording that answers ``request``; raises :class:`SelectionError`."""

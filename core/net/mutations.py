@@ -50,9 +50,13 @@ def parse_mutate(value: str | Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(ids))
 
 
-def _original(path: str) -> Original | None:
-    source = Source(path)
+def _original(
+    path: str, origin: tuple[Header, list[Chunk], End | None] | None = None
+) -> Original | None:
     try:
+        if origin is not None:
+            return analyse(*origin)
+        source = Source(path)
         return analyse(source.header, list(source.chunks()), source.end)
     except DetectionError:
         return None
@@ -102,33 +106,38 @@ def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
     return out
 
 
+def mutate_recording(rec: Recording, ids: Sequence[str]) -> list[str]:
+    """Apply to ``rec`` (in place) the quirks of ``ids`` that apply to it and compose; returns
+    them (empty: the recording is left as it was)."""
+    original = _original(rec.path, rec.origin)
+    if original is None:
+        return []
+    wanted = set(ids)
+    chosen = [info.id for info in applicable(original) if info.id in wanted]
+    # one of each kind of change at a time: mutations of the same events stay separate
+    picked: list[str] = []
+    for qid in chosen:
+        try:
+            apply(original, [*picked, qid])
+        except (ValueError, LookupError, AssertionError):
+            continue  # it does not compose with those picked before
+        picked.append(qid)
+    if not picked:
+        return []
+    header, chunks, _end = apply(original, picked)
+    served = _served(rec, rec.name, header, chunks)
+    rec.chunks = served.chunks
+    rec.size = served.size
+    rec.headers = served.headers
+    return picked
+
+
 def mutate_library(library: Library, ids: Sequence[str]) -> dict[str, list[str]]:
     """Apply to every recording of ``library`` the quirks of ``ids`` that apply to it (in
-    place: the server then serves the mutated streams). Returns recording name -> quirks."""
-    applied: dict[str, list[str]] = {}
-    wanted = set(ids)
-    for rec in library.recordings:
-        original = _original(rec.path)
-        if original is None:
-            continue
-        chosen = [info.id for info in applicable(original) if info.id in wanted]
-        # one of each kind of change at a time: mutations of the same events stay separate
-        picked: list[str] = []
-        for qid in chosen:
-            try:
-                apply(original, [*picked, qid])
-            except (ValueError, LookupError, AssertionError):
-                continue  # it does not compose with those picked before
-            picked.append(qid)
-        if not picked:
-            continue
-        header, chunks, _end = apply(original, picked)
-        served = _served(rec, rec.name, header, chunks)
-        rec.chunks = served.chunks
-        rec.size = served.size
-        rec.headers = served.headers
-        applied[rec.name] = picked
-    return applied
+    place: the server then serves the mutated streams). Returns recording name -> quirks (for
+    a library that makes its streams on demand, a dict filled as they are made)."""
+    wanted = list(ids)
+    return library.transform(lambda rec: mutate_recording(rec, wanted))
 
 
 def by_quirk(results: Sequence[Result]) -> dict[str, dict[str, object]]:
@@ -165,4 +174,12 @@ def by_quirk(results: Sequence[Result]) -> dict[str, dict[str, object]]:
     return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
-__all__ = ["End", "by_quirk", "mutate_library", "mutated_cases", "parse_mutate", "quirk_of"]
+__all__ = [
+    "End",
+    "by_quirk",
+    "mutate_library",
+    "mutate_recording",
+    "mutated_cases",
+    "parse_mutate",
+    "quirk_of",
+]

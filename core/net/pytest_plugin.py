@@ -28,6 +28,11 @@ pseudo-random points. The tape of a test is ``tapes/<test module>/<test name>/``
 file; ``@pytest.mark.stream_tape("name")`` names it (``tapes/<test module>/name/``, shared by
 the tests that use the name) and ``@pytest.mark.stream_tape(path="...")`` places it (relative to
 the test file). With pytest-xdist each worker runs its own server.
+
+``path`` may also name a script of turns (``.yaml``, ``.yml``, or ``.json`` holding one object;
+see :mod:`streamtool.core.drive.script`): the test is then answered from the script, in the API
+of each request's route (:class:`~.emitting.ScriptLibrary`), whatever the mode (nothing is
+recorded), and a request no turn accepts fails the test as a tape's miss does.
 """
 
 from __future__ import annotations
@@ -95,7 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "stream_tape(name=None, *, path=None): the tape the stream_tape fixture serves "
-        "(default: tapes/<test module>/<test name>/ beside the test file).",
+        "(default: tapes/<test module>/<test name>/ beside the test file); path may name a "
+        "script of turns (.yaml, .yml, .json).",
     )
     from ..speed import parse_speed
 
@@ -133,7 +139,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tape = item.stash.get(_TAPE, None)
     if tape is None or not tape.misses:
         return
-    message = "stream_tape: a request matched no recorded exchange of " + str(tape.folder)
+    what = "turn" if tape.folder.is_file() else "recorded exchange"
+    message = f"stream_tape: a request matched no {what} of {tape.folder}"
     message += "".join(f"\n  {m}" for m in tape.misses)
     if report.passed:
         # the code under test may have swallowed the HTTP 404: the test still fails
@@ -272,12 +279,17 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     record = mode in ("new", "all") or (
         mode == "once" and (not exists or _recorded_by(folder, run))
     )
-    if not record and not exists:
+    if _is_script_path(folder):
+        record = False
+    elif not record and not exists:
         pytest.fail(
             f"stream_tape: no tape at {folder}; record it with --stream-tape-mode=once",
             pytrace=False,
         )
     server, switch = request.getfixturevalue("_stream_tape_server")
+    if _is_script_path(folder):
+        yield from _serve_script(request, folder, mode, server, switch)
+        return
     tape = StreamTape(folder, mode, record, server.url)
 
     class _Noting(TapeLibrary):
@@ -356,6 +368,60 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
             pytest.fail(f"stream_tape: {exc}", pytrace=False)
     finally:
         discard_staging(staging)
+
+
+def _is_script_path(path: Path) -> bool:
+    from ..drive.script import SCRIPT_SUFFIXES, is_script
+
+    return path.suffix.lower() in SCRIPT_SUFFIXES or is_script(path)
+
+
+def _serve_script(
+    request: pytest.FixtureRequest, path: Path, mode: str, server: Any, switch: _Switch
+) -> Iterator[StreamTape]:
+    """The stream_tape fixture for a script of turns: served as it is, nothing recorded."""
+    from ..drive.script import ScriptError
+    from ..speed import parse_speed
+    from .emitting import ScriptLibrary
+    from .library import NoMatch
+    from .playback import Playback
+    from .server import create_app
+
+    config = request.config
+    if not path.is_file():
+        pytest.fail(f"stream_tape: no script at {path}", pytrace=False)
+    tape = StreamTape(path, mode, False, server.url)
+
+    class _Noting(ScriptLibrary):
+        def choose(self, incoming: Any) -> Any:
+            try:
+                return super().choose(incoming)
+            except NoMatch as exc:
+                tape.misses.append(exc.message)
+                raise
+
+    try:
+        library = _Noting(ScriptLibrary.from_file(path).script)
+    except ScriptError as exc:
+        pytest.fail(f"stream_tape: {exc}", pytrace=False)
+    mutate = config.getoption("--stream-tape-mutate")
+    if mutate is not None:
+        from .mutations import mutate_library, parse_mutate
+
+        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
+    tape._library = library
+    playback = Playback(
+        speed=parse_speed(config.getoption("--stream-tape-speed")),
+        rechunk_seed=config.getoption("--stream-tape-rechunk"),
+    )
+    switch.app = create_app(library, playback, None, None)
+    request.node.stash[_TAPE] = tape
+    saved = _environment(server.url, dummy_keys=True)
+    try:
+        yield tape
+    finally:
+        _restore(saved)
+        switch.app = None
 
 
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ..apis import API_TABLE, WireApi
+from ..apis import API_TABLE, WireApi, find_api
 from ..recording.secrets import credential_values as credential_values  # re-exported
 from ..recording.secrets import secret_query_values
 from ..wire import fastjson
@@ -182,6 +182,9 @@ class PreparedRequest:
     api: str
     model: str | None
     secrets: tuple[str, ...] = ()  # credential values: never written anywhere
+    # AWS SigV4 signing still to do at the edge (botocore, :func:`.aws.sign_sigv4`): "required",
+    # "optional" (a local server, which asks for no credentials) or None
+    sigv4: str | None = None
 
     def describe(self) -> dict[str, Any]:
         """The request as a recording header keeps it (before redaction)."""
@@ -325,6 +328,16 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
         }
     if api == "bedrock-invoke":  # Claude's native body
         return format_tools("anthropic", tools)
+    if api == "gemini-interactions":
+        return [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            }
+            for t in tools
+        ]
     if api == "gemini":
         return [
             {
@@ -364,6 +377,11 @@ def format_tool_choice(api: str, choice: str) -> Any:
         return shapes.get(choice, {"tool": {"name": choice}})
     if api == "bedrock-invoke":
         return format_tool_choice("anthropic", choice)
+    if api == "gemini-interactions":  # generation_config.tool_choice
+        modes = {"auto": "auto", "required": "any", "none": "none"}
+        if choice in modes:
+            return modes[choice]
+        return {"allowed_tools": {"mode": "any", "tools": [choice]}}
     if api == "gemini":
         modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
         if choice in modes:
@@ -465,6 +483,21 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         }
         if system is not None:
             body["system"] = system
+    elif api == "gemini-interactions":
+        turns: Any = opts.prompt
+        if opts.messages is not None:
+            turns = [
+                {
+                    "role": "model" if m["role"] in ("assistant", "model") else "user",
+                    "content": m.get("content"),
+                }
+                for m in messages
+            ]
+        body = {"model": opts.model, "input": turns, "stream": True}
+        if system is not None:
+            body["system_instruction"] = system
+        if opts.max_tokens is not None:
+            body["generation_config"] = {"max_output_tokens": opts.max_tokens}
     elif api == "gemini":
         contents = [
             {
@@ -487,6 +520,8 @@ def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, 
         choice = format_tool_choice(api, opts.tool_choice)
         if api == "bedrock-converse":
             body.setdefault("toolConfig", {})["toolChoice"] = choice
+        elif api == "gemini-interactions":
+            body.setdefault("generation_config", {})["tool_choice"] = choice
         elif choice is not None:
             key = "toolConfig" if api == "gemini" else "tool_choice"
             body[key] = choice
@@ -520,6 +555,9 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
             )
         name = "openai-compatible"
     api = APIS.get(name)
+    if api is None:
+        wire = find_api(name)  # another name of an API: "bedrock", "converse"...
+        api = APIS.get(wire.id) if wire is not None else None
     if api is None:
         raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
     if preset is not None and not api.wire.compatible:
@@ -560,6 +598,8 @@ def _api_key(
             return env[var]
     if "authorization" in sent or "x-api-key" in sent or "x-goog-api-key" in sent:
         return None  # the user passed the credential with --header
+    if api.wire.error_style == "bedrock":
+        return None  # no Bedrock API key: the request is signed with SigV4 (botocore)
     required = preset.key_required if preset is not None else bool(names)
     # a server on this machine asks for no key (and a real one would only be sent there)
     if required and not _loopback(base):
@@ -656,6 +696,8 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     if key is not None:
         if wire == "anthropic":
             headers["x-api-key"] = key
+        elif wire == "gemini-interactions":
+            headers["x-goog-api-key"] = key
         elif wire == "gemini":
             if opts.key_in_query:
                 query.append(("key", key))
@@ -672,6 +714,9 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
             del headers[existing]
         headers[name] = value
         lowered[name.lower()] = name
+    sigv4 = None
+    if api.wire.error_style == "bedrock" and key is None and "authorization" not in sent:
+        sigv4 = "optional" if _loopback(base) else "required"
     url_query = "&".join(q for q in (parts.query, urlencode(query)) if q)
     url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=url_query))
     secrets = [key] if key else []
@@ -687,4 +732,5 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
         api=api.api,
         model=model,
         secrets=tuple(s for s in secrets if s),
+        sigv4=sigv4,
     )

@@ -1,0 +1,327 @@
+"""Streams made for the request: a script of turns served as it is, and recordings served in
+whichever wire API a request comes in (``serve SCRIPT``, ``serve --translate``).
+
+Both are :class:`~.library.Library` objects the server asks for the recording that answers a
+request, as it asks a tape. The answer is made on demand: the chosen reply emitted in the API
+of the route the request came on (any of the four APIs the emitters speak), paced as its
+script or its recording says, kept for the next request that needs the same stream, and, with
+``--mutate``, given the quirks asked for as it is made.
+
+- :class:`ScriptLibrary`: each request gets a turn (:class:`~..drive.script.TurnPicker`: the
+  turn's ``match`` on the request's last user message or tool result, else the next turn in
+  order). The reply's model is the script's, else the request's.
+- :class:`TranslateLibrary`: each request gets the recorded exchange whose request holds the
+  same conversation (:mod:`..drive.conversation`: roles, text, tool calls and results, whatever
+  API either was sent in), in recorded order as a tape. A request in the recording's own API
+  gets the recording byte for byte; any other gets its meaning re-emitted.
+
+A request nothing answers is a miss: HTTP 404 in the API's error shape, saying why (key-shaped
+strings in it masked).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..apis import API_TABLE, WireApi, api_for_converter, served_api
+from ..drive.conversation import APIS, Conversation, as_json, last_input, read_conversation
+from ..drive.script import Script, TurnPicker, load_script
+from ..drive.translate import recording_of, reply_from_file
+from ..outputs.emit import Reply, emitter
+from ..recording.secrets import redact_keys
+from .library import Incoming, Library, NoMatch, Recording, SelectionError
+from .listen import ServerThread
+from .playback import Playback
+from .server import create_app
+from .tape import load_exchanges
+from .tape_match import canonical, first_difference
+
+SUBJECT_WIDTH = 80  # characters of a request's last message shown in a miss
+
+
+def route_api(request: Incoming) -> WireApi:
+    """The API of the route a request came on, when an emitter speaks it (else a 404); a
+    request that does not ask for a stream is refused (400) before it takes a turn."""
+    api = served_api(request.path)
+    if api is None or api.id not in APIS:
+        names = ", ".join(a.label for a in API_TABLE if a.id in APIS)
+        raise SelectionError(
+            404, f"streamtool makes streams for the {names} endpoints, not {request.path}"
+        )
+    body = request.body
+    if not api.stream_in_path and not (isinstance(body, dict) and body.get("stream") is True):
+        raise SelectionError(400, "streamtool serve replays streams: send stream: true")
+    return api
+
+
+def emitted_recording(reply: Reply, api: WireApi, name: str, model: str) -> Recording:
+    """A reply emitted in ``api``, as a recording the server plays (its recording kept in
+    ``origin`` for the mutations)."""
+    emitted = emitter(api.id)(reply)
+    header, chunks, end = recording_of(emitted, api.id, model=model)
+    reads: list[tuple[float | None, bytes]] = [
+        (c.t, c.data.encode("utf-8") if isinstance(c.data, str) else c.data) for c in chunks
+    ]
+    return Recording(
+        name=name,
+        path=name,
+        api=api.converter,
+        model=model or None,
+        status=emitted.status,
+        headers=[("content-type", emitted.content_type)],
+        chunks=reads,
+        size=sum(len(d) for _, d in reads),
+        ended=end.reason,
+        endpoint=api.route,
+        origin=(header, chunks, end),
+    )
+
+
+class EmittingLibrary(Library):
+    """A library whose streams are made on demand (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.served: list[str] = []  # the streams served, in order
+        self.recorded: list[str] = []  # nothing is recorded: made, not forwarded
+        self.mutated: dict[str, list[str]] = {}  # stream name -> quirks given (--mutate)
+        self._change: Callable[[Recording], list[str]] | None = None
+        self._made: dict[tuple[Any, ...], Recording] = {}
+        self._lock = threading.Lock()
+
+    def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
+        self._change = change
+        return self.mutated
+
+    def _kept(self, key: tuple[Any, ...], make: Callable[[], Recording]) -> Recording:
+        rec = self._made.get(key)
+        if rec is None:
+            rec = make()
+            if self._change is not None:
+                what = self._change(rec)
+                if what:
+                    self.mutated[rec.name] = what
+            self._made[key] = rec
+            self.recordings.append(rec)
+            self.by_name.setdefault(rec.name, rec)
+        return rec
+
+    def choose(self, request: Incoming) -> Recording:
+        with self._lock:
+            rec = self._choose(request)
+            self.served.append(rec.name)
+            return rec
+
+    def _choose(self, request: Incoming) -> Recording:
+        raise NotImplementedError
+
+
+def _shown(text: str) -> str:
+    text = redact_keys(" ".join(text.split()))
+    return repr(text if len(text) <= SUBJECT_WIDTH else text[: SUBJECT_WIDTH - 3] + "...")
+
+
+class ScriptLibrary(EmittingLibrary):
+    """A script of turns, served (see the module's docstring). Its streams are named
+    ``turn-N`` (1-based), in whichever API they are made."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__()
+        self.script = script
+        self.picker = TurnPicker(script.turns)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> ScriptLibrary:
+        """Raises :class:`~..drive.script.ScriptError` for a script that is not valid."""
+        return cls(load_script(path))
+
+    def _choose(self, request: Incoming) -> Recording:
+        api = route_api(request)
+        conversation = read_conversation(api.id, request.body)
+        subject = last_input(conversation)
+        n = self.picker.pick(subject)
+        if n is None:
+            wanted = "; ".join(f"{i + 1}: {t.describe()}" for i, t in enumerate(self.script.turns))
+            raise NoMatch(
+                f"no turn of the script {Path(self.script.path).name} accepts this request "
+                f"(its last message: {_shown(subject)}); the turns take: {wanted}"
+            )
+        model = self.script.model or (request.model or "")
+        name = f"turn-{n + 1}"
+        turn = self.script.turns[n]
+
+        def make() -> Recording:
+            reply = dataclasses.replace(turn.reply, model=model)
+            return emitted_recording(reply, api, name, model)
+
+        return self._kept((n, api.id, model), make)
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """A recorded exchange as translation serves it."""
+
+    rec: Recording
+    api: WireApi
+    conversation: Conversation
+    key: str
+    served: int = 0
+    reply: Reply | None = field(default=None, repr=False)
+
+
+class TranslateLibrary(EmittingLibrary):
+    """Recorded exchanges served in any API (see the module's docstring). A stream re-emitted
+    is named ``<recording>.<api>``. ``skipped``: recordings left out, and why."""
+
+    def __init__(self, recordings: Sequence[Recording]) -> None:
+        super().__init__()
+        self.exchanges: list[_Exchange] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.sources = list(recordings)
+        for rec in recordings:
+            api = api_for_converter(rec.api)
+            if rec.request_body is None:
+                self.skipped.append((rec.name, "holds no request to match"))
+            elif api is None or api.id not in APIS:
+                label = api.label if api is not None else "an unknown API"
+                self.skipped.append((rec.name, f"its request ({label}) cannot be read"))
+            else:
+                conversation = read_conversation(api.id, rec.request_body)
+                key = canonical(as_json(conversation))
+                self.exchanges.append(_Exchange(rec, api, conversation, key))
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> TranslateLibrary:
+        """One folder (a tape, or a folder of recordings: its finished exchanges, in order) or
+        recording files. Raises :class:`RecordingError` for unusable input."""
+        paths = list(paths)
+        if len(paths) == 1 and Path(paths[0]).is_dir():
+            recordings, skipped = load_exchanges(paths[0])
+            library = cls(recordings)
+            library.skipped[:0] = skipped
+            return library
+        return cls(Library.from_paths(paths).recordings)
+
+    def _choose(self, request: Incoming) -> Recording:
+        api = route_api(request)
+        conversation = read_conversation(api.id, request.body)
+        key = canonical(as_json(conversation))
+        same = [ex for ex in self.exchanges if ex.key == key]
+        if not same:
+            raise NoMatch(self._miss(conversation, request.path))
+        fewest = min(ex.served for ex in same)
+        ex = next(ex for ex in same if ex.served == fewest)
+        ex.served += 1
+        if ex.api.id == api.id:
+            return self._kept((ex.rec.name, api.id), lambda: ex.rec)
+
+        def make() -> Recording:
+            if ex.reply is None:
+                ex.reply, _ = reply_from_file(ex.rec.path)
+            return emitted_recording(ex.reply, api, f"{ex.rec.name}.{api.id}", ex.reply.model)
+
+        return self._kept((ex.rec.name, api.id), make)
+
+    def _miss(self, conversation: Conversation, path: str) -> str:
+        where = redact_keys(path)
+        if not self.exchanges:
+            return f"no recorded exchange holds a request to match on {where}"
+        ours = {"messages": as_json(conversation)}
+        best: tuple[int, int, _Exchange, Any] | None = None
+        for order, ex in enumerate(self.exchanges):
+            diff = first_difference(ours, {"messages": as_json(ex.conversation)})
+            if diff is None:
+                continue
+            rank = (diff.same, -order)
+            if best is None or rank > (best[0], best[1]):
+                best = (diff.same, -order, ex, diff)
+        if best is None:
+            return f"no recorded exchange has this conversation on {where}"
+        return (
+            f"no recorded exchange has this conversation on {where}; closest is "
+            f"{best[2].rec.name} (request vs recording): {best[3].describe()}"
+        )
+
+
+class EmittingServer(ServerThread):
+    """A script or translated recordings served from a background thread: ``.url``,
+    ``.library`` and ``.served`` (the streams served, in order)."""
+
+    def __init__(self, library: EmittingLibrary, app: Any, port: int = 0) -> None:
+        super().__init__(app, port=port)
+        self.library = library
+
+    @property
+    def served(self) -> list[str]:
+        return list(self.library.served)
+
+    def __enter__(self) -> EmittingServer:
+        super().__enter__()
+        return self
+
+
+def _serving(
+    library: EmittingLibrary,
+    speed: float | None,
+    max_gap: float | None,
+    mutate: Sequence[str] | None,
+    log: Callable[[str], None] | None,
+    port: int,
+) -> EmittingServer:
+    if mutate:
+        from .mutations import mutate_library
+
+        mutate_library(library, mutate)
+    playback = Playback(speed=speed, max_gap=max_gap)
+    return EmittingServer(library, create_app(library, playback, log), port=port)
+
+
+def serving_script(
+    path: str | os.PathLike[str],
+    *,
+    speed: float | None = None,
+    max_gap: float | None = None,
+    mutate: Sequence[str] | None = None,
+    log: Callable[[str], None] | None = None,
+    port: int = 0,
+) -> EmittingServer:
+    """Serve a script of turns on 127.0.0.1 from a background thread.
+
+    ``with serving_script("loop.yaml") as server:`` then point an SDK at ``server.url + "/v1"``
+    (OpenAI) or ``server.url`` (Anthropic, Gemini). ``speed=None`` sends at once; ``1.0``
+    streams as the script says. ``mutate``: catalogue quirk ids given to every stream they
+    apply to. Raises :class:`~..drive.script.ScriptError` for a script that is not valid.
+    """
+    return _serving(ScriptLibrary.from_file(path), speed, max_gap, mutate, log, port)
+
+
+def serving_translated(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    speed: float | None = None,
+    max_gap: float | None = None,
+    mutate: Sequence[str] | None = None,
+    log: Callable[[str], None] | None = None,
+    port: int = 0,
+) -> EmittingServer:
+    """Serve recordings (a tape, a folder, files) to clients of any API, from a background
+    thread: each request gets the exchange whose conversation it holds, in the request's API."""
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return _serving(TranslateLibrary.from_paths(given), speed, max_gap, mutate, log, port)
+
+
+__all__ = [
+    "EmittingLibrary",
+    "EmittingServer",
+    "ScriptLibrary",
+    "TranslateLibrary",
+    "emitted_recording",
+    "serving_script",
+    "serving_translated",
+]

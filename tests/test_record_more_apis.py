@@ -1,0 +1,142 @@
+"""``record`` and ``Capture`` for Cohere v2 and Gemini Interactions: the request each builds
+reaches ``serve``, and the recording holds the served bytes exactly, with no credential."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from streamtool.cli.main import app
+from streamtool.core.net.capture import Capture
+from streamtool.core.net.playback import Playback
+from streamtool.core.net.server import serving
+from streamtool.core.recording.reader import Source
+from streamtool.core.records import Chunk, End
+from streamtool.core.replay import ReplayEngine
+
+from .conftest import RECORDINGS
+
+KEY = "fake-local-key-3f9a1c"
+
+
+def body_of(path: Path) -> bytes:
+    return b"".join(
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
+    )
+
+
+def meaning(path: Path) -> dict[str, Any]:
+    source = Source(path)
+    engine = ReplayEngine(source.header)
+    for c in source.chunks():
+        engine.feed_chunk(Chunk(None, c.data))
+    engine.finish(End(None, "complete"))
+    result = engine.summary()
+    keys = ("converter", "text", "reasoning", "invocations", "finish_reason", "usage", "errors")
+    return {k: result[k] for k in keys}
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "key_env", "sent_body"),
+    [
+        ("cohere", "cohere-tool-plan-parallel-tool-calls", "CO_API_KEY", "messages"),
+        (
+            "gemini-interactions",
+            "gemini-interactions-parallel-function-calls",
+            "GEMINI_API_KEY",
+            "input",
+        ),
+    ],
+)
+def test_record_against_serve_is_byte_exact(
+    provider: str,
+    name: str,
+    key_env: str,
+    sent_body: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bundled = RECORDINGS / f"{name}.jsonl"
+    out = tmp_path / "rec.jsonl"
+    monkeypatch.setenv(key_env, KEY)
+    with serving([bundled], Playback(speed=None)) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "record",
+                "--provider",
+                provider,
+                "--model",
+                "m-1",
+                "--prompt",
+                "Weather in Paris and Tokyo?",
+                "--base-url",
+                server.url,
+                "--view",
+                "none",
+                "-o",
+                str(out),
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert body_of(out) == body_of(bundled)
+    assert meaning(out) == meaning(bundled)
+    text = out.read_text()
+    assert KEY not in text
+    header = json.loads(text.splitlines()[0])
+    assert header["request"]["body"]["stream"] is True
+    assert sent_body in header["request"]["body"]
+
+
+def test_capture_around_the_cohere_sdk(tmp_path: Path) -> None:
+    cohere = pytest.importorskip("cohere")
+    bundled = RECORDINGS / "cohere-tool-plan-parallel-tool-calls.jsonl"
+    capture = Capture(tmp_path / "captures", module="httpx")
+    with serving([bundled], Playback(speed=None)) as server:
+        client = cohere.ClientV2(
+            api_key=KEY, base_url=server.url, httpx_client=capture.client(timeout=10)
+        )
+        kinds = [
+            e.type
+            for e in client.chat_stream(
+                model="command-a-03-2025", messages=[{"role": "user", "content": "hi"}]
+            )
+        ]
+    assert kinds[0] == "message-start" and kinds[-1] == "message-end"
+    [path] = capture.paths
+    assert body_of(path) == body_of(bundled)
+    assert meaning(path) == meaning(bundled)
+    header = Source(path).header
+    assert (header.provider, header.api) == ("cohere", "v2.chat")
+    assert KEY not in path.read_text()
+
+
+def test_capture_around_google_genai_interactions(tmp_path: Path) -> None:
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    bundled = RECORDINGS / "gemini-interactions-thought-search-text.jsonl"
+    capture = Capture(tmp_path / "captures", module="httpx")
+    with serving([bundled], Playback(speed=None)) as server:
+        client = genai.Client(
+            api_key=KEY,
+            http_options=types.HttpOptions(
+                base_url=server.url, httpx_client=capture.client(timeout=10)
+            ),
+        )
+        kinds = [
+            e.event_type
+            for e in client.interactions.create(
+                model="gemini-3-flash-preview", input="hi", stream=True
+            )
+        ]
+    assert kinds[0] == "interaction.created" and kinds[-1] == "interaction.completed"
+    [path] = capture.paths
+    assert body_of(path) == body_of(bundled)
+    assert meaning(path) == meaning(bundled)
+    assert Source(path).header.api == "interactions"
+    assert KEY not in path.read_text()
