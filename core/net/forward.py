@@ -594,13 +594,12 @@ class _ForwardedResponse:
                 if self.recorder is not None:
                     self.recorder.t0 = ex.t0
         if failed is not None:
-            exc = failed
-            timeout = is_timeout(exc)
+            timeout = is_timeout(failed)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
-            message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
+            message = f"streamtool proxy: the upstream {what}: {type(failed).__name__}: {failed}"
             ex.status = status
-            self._finish(None, None, exc)
+            self._finish(None, None, failed)
             body = error_body(self.error_style, status, message)
             await send(
                 {
