@@ -1,33 +1,50 @@
 """``streamtool proxy`` overhead on loopback: direct to ``streamtool serve`` against through the
-proxy, in the same run.
+proxy, in the same run, every figure from paired, interleaved runs.
 
-    python -m benchmarks.bench_proxy [--requests 200] [--size-kb 4096] [--streams 100]
+    python -m benchmarks.bench_proxy [--rounds 9] [--requests 101] [--size-kb 4096]
+                                     [--streams 100] [--body-trials 7]
 
 Starts ``streamtool serve`` (the upstream) and ``streamtool proxy --upstream`` (recording into a
-temporary folder, no live view) as subprocesses on 127.0.0.1; the client is httpx (asyncio, one
-keep-alive connection pool) in this process. Direct and proxied requests alternate, so both see
-the same machine load. Figures and targets:
+temporary folder, no live view) as subprocesses on 127.0.0.1; the client is httpx (asyncio) in
+this process, the same for direct and proxied requests, which alternate (the order swapped every
+pair) so both see the same machine load. Figures and targets:
 
-1. time to first byte, p50 over ``--requests`` small streams: proxied - direct <= 3 ms;
-2. throughput on a large generated recording at ``--speed max`` (best of 5 each):
-   proxied / direct >= 0.9. ``serve`` writes one HTTP chunk per recorded read (thousands of
-   small server-sent events); the proxy records one chunk per socket read, so how many reads
-   its recordings of that stream hold (printed) tells how much the kernel gathered per read;
-3. ``--streams`` concurrent streams through the proxy: every one byte-exact, and every recording
-   holds exactly the bytes served.
+1. the proxy's CPU per MB relayed beside the CPU per MB the ``serve`` upstream spends producing
+   the same stream (user + system time of both processes from ``/proc/<pid>/stat``, read around
+   each proxied transfer of the large stream); their ratio, median of ``--rounds``: <= 0.5x;
+2. time to first body byte, small streams, median of the paired differences proxied - direct:
+   with a fresh client connection for every request (``Connection: close``; the proxy's own
+   upstream pool as it is) <= +3 ms, and on a kept-alive connection <= +1 ms;
+3. burst throughput on a large generated recording at ``--speed max``: proxied / direct per
+   pair, median of ``--rounds`` >= 0.9x. ``serve`` writes one HTTP chunk per recorded read
+   (thousands of small server-sent events); the proxy records one chunk per socket read (how
+   many its recordings hold is printed);
+4. ``--streams`` concurrent streams through the proxy: every one byte-exact, and every recording
+   holds exactly the bytes served;
+5. a 9.5 MB request body sent through the proxy beside a stream paced at one event per 100 ms:
+   how late the paced stream's reads came (the latest read's lateness beyond the earliest's),
+   trials with the body alternating with trials without it, medians of ``--body-trials``;
+   target < 50 ms with the body.
 
-Exits 1 when a target is missed.
+Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the CPU and time
+figures are of two processes sharing the cores with this one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import itertools
+import json
+import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,14 +58,24 @@ from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
-TTFB_TARGET_MS = 3.0
+CPU_TARGET = 0.5
+FRESH_TARGET_MS = 3.0
+KEPT_TARGET_MS = 1.0
 THROUGHPUT_TARGET = 0.9
+BODY_DELAY_TARGET_MS = 50.0
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def body_of(path: Path) -> bytes:
     return b"".join(
         c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
     )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 class Process:
@@ -65,6 +92,7 @@ class Process:
             self.proc.kill()
             raise SystemExit(f"{args[0]} did not start: {line!r}")
         self.url = found.group(1)
+        self.pid = self.proc.pid
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -90,15 +118,21 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[flo
     return first or total, total, bytes(got)
 
 
-async def ttfb(direct: str, proxied: str, n: int, expected: bytes) -> tuple[list, list]:
+async def ttfb(
+    direct: str, proxied: str, n: int, expected: bytes, *, fresh: bool
+) -> tuple[list[float], list[float]]:
+    """Paired first-byte times in ms, direct and proxied, ``n`` pairs in alternating order."""
     pick = {"x-streamtool-recording": SMALL.stem}
+    if fresh:
+        pick["connection"] = "close"
     a: list[float] = []
     b: list[float] = []
     async with httpx.AsyncClient(timeout=30) as client:
-        for url in (direct, proxied):  # warm both connections
+        for url in (direct, proxied, direct, proxied):  # warm both sides
             await fetch(client, url, pick)
-        for _ in range(n):
-            for url, out in ((direct, a), (proxied, b)):
+        for i in range(n):
+            pair = ((direct, a), (proxied, b))
+            for url, out in pair if i % 2 == 0 else pair[::-1]:
                 first, _, body = await fetch(client, url, pick)
                 if body != expected:
                     raise SystemExit("FAIL: a small stream differs from the recording")
@@ -106,20 +140,31 @@ async def ttfb(direct: str, proxied: str, n: int, expected: bytes) -> tuple[list
     return a, b
 
 
-async def throughput(direct: str, proxied: str, name: str, expected: bytes) -> tuple[float, float]:
+async def throughput(
+    direct: str, proxied: str, name: str, expected: bytes, rounds: int, serve: int, proxy: int
+) -> list[tuple[float, float, float, float]]:
+    """Per round: (direct MB/s, proxied MB/s, proxy CPU s/MB, serve CPU s/MB), the serve and
+    proxy CPU both read around the proxied transfer."""
     pick = {"x-streamtool-recording": name}
-    best = {direct: float("inf"), proxied: float("inf")}
+    mb = len(expected) / 1e6
+    out = []
     async with httpx.AsyncClient(timeout=120) as client:
         for url in (direct, proxied):
             await fetch(client, url, pick)
-        for _ in range(5):
-            for url in (direct, proxied):
+        for i in range(rounds):
+            rate = {}
+            cpu = (0.0, 0.0)
+            for url in (direct, proxied) if i % 2 == 0 else (proxied, direct):
+                s0, p0 = cpu_seconds(serve), cpu_seconds(proxy)
                 _, total, body = await fetch(client, url, pick)
+                s1, p1 = cpu_seconds(serve), cpu_seconds(proxy)
                 if body != expected:
                     raise SystemExit("FAIL: a large stream differs from the recording")
-                best[url] = min(best[url], total)
-    mb = len(expected) / 1e6
-    return mb / best[direct], mb / best[proxied]
+                rate[url] = mb / total
+                if url == proxied:
+                    cpu = ((p1 - p0) / mb, (s1 - s0) / mb)
+            out.append((rate[direct], rate[proxied], *cpu))
+    return out
 
 
 async def concurrent(proxied: str, n: int, expected: bytes) -> int:
@@ -130,13 +175,154 @@ async def concurrent(proxied: str, n: int, expected: bytes) -> int:
     return sum(1 for _, _, body in results if body == expected)
 
 
+# -- a large request body beside a paced stream ------------------------------------------------
+PACE = 0.1
+EVENTS = 25
+HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+    b"connection: close\r\n\r\n"
+)
+
+
+def event(i: int) -> bytes:
+    return b'data: {"choices":[{"index":0,"delta":{"content":"%d "}}]}\n\n' % i
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class PacedUpstream:
+    """Raw HTTP/1.1 on 127.0.0.1: reads each request whole, then streams :data:`EVENTS` events
+    one per :data:`PACE` seconds and closes."""
+
+    def __enter__(self) -> PacedUpstream:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    piece = conn.recv(65536)
+                    if not piece:
+                        return
+                    data += piece
+                head, rest = data.split(b"\r\n\r\n", 1)
+                length = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+                need = int(length.group(1)) if length else 0
+                while len(rest) < need:
+                    piece = conn.recv(1 << 20)
+                    if not piece:
+                        return
+                    rest += piece
+                conn.sendall(HEAD)
+                for i in range(EVENTS):
+                    time.sleep(PACE)
+                    conn.sendall(chunk(event(i)))
+                conn.sendall(b"0\r\n\r\n")
+            except OSError:
+                return
+
+
+def paced_delay(origin: str, big: bytes | None) -> float:
+    """Seconds the paced stream's latest read came late, beyond its earliest read's lateness,
+    with ``big`` posted through the proxy once the stream is under way."""
+    arrivals: list[tuple[float, int]] = []
+
+    def stream() -> None:
+        with (
+            httpx.Client(timeout=30) as client,
+            client.stream(
+                "POST", origin + "/v1/chat/completions", json={"model": "m", "stream": True}
+            ) as resp,
+        ):
+            got = 0
+            for data in resp.iter_raw():
+                got += len(data)
+                arrivals.append((time.monotonic(), got))
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    while len(arrivals) < 4 and reader.is_alive():
+        time.sleep(0.005)
+    if big is not None:
+        with httpx.Client(timeout=60) as client:
+            r = client.post(
+                origin + "/v1/chat/completions",
+                content=big,
+                headers={"content-type": "application/json"},
+            )
+        if r.status_code != 200:
+            raise SystemExit(f"FAIL: the large request was answered {r.status_code}")
+    reader.join()
+    ends = list(itertools.accumulate(len(event(i)) for i in range(EVENTS)))
+    if not arrivals or arrivals[-1][1] != ends[-1]:
+        raise SystemExit("FAIL: the paced stream did not arrive whole")
+    lateness = []
+    for t, got in arrivals:
+        done = bisect.bisect_right(ends, got)
+        if done:
+            lateness.append(t - (done - 1) * PACE)
+    return max(lateness) - min(lateness)
+
+
+def large_body() -> bytes:
+    message = {"role": "user", "content": "lorem ipsum dolor sit amet " * 16}
+    count = 9_500_000 // len(json.dumps(message))
+    big = json.dumps({"model": "gpt-test", "stream": True, "messages": [message] * count})
+    return big.encode()
+
+
+def body_delays(trials: int, out: Path) -> tuple[list[float], list[float]]:
+    """(delays without the body, delays with it), in ms, alternating trials."""
+    big = large_body()
+    quiet: list[float] = []
+    loaded: list[float] = []
+    with PacedUpstream() as up:
+        proxy = Process(["proxy", "--upstream", up.url, "--out", str(out), "--view", "none"])
+        try:
+            paced_delay(proxy.url, None)  # warm up
+            for i in range(trials):
+                pair = ((None, quiet), (big, loaded))
+                for body, into in pair if i % 2 == 0 else pair[::-1]:
+                    into.append(paced_delay(proxy.url, body) * 1000)
+        finally:
+            proxy.stop()
+    return quiet, loaded
+
+
+def paired_median(a: list[float], b: list[float]) -> float:
+    return statistics.median(y - x for x, y in zip(a, b, strict=True))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=9, help="paired large transfers (>= 7)")
+    ap.add_argument("--requests", type=int, default=101, help="paired small requests per mode")
     ap.add_argument("--size-kb", type=int, default=4096)
     ap.add_argument("--streams", type=int, default=100)
+    ap.add_argument("--body-trials", type=int, default=7, help="paced-stream trials each way")
     args = ap.parse_args()
+    if args.rounds < 7 or args.requests < 7 or args.body_trials < 0:
+        raise SystemExit("--rounds and --requests need at least 7")
     failed = []
+    with open("/proc/loadavg") as f:
+        print(f"load average before: {' '.join(f.read().split()[:3])}")
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "openai-chat-big.jsonl"
         GENERATORS["openai-chat"](big, args.size_kb * 1024)
@@ -149,11 +335,13 @@ def main() -> None:
                 ["proxy", "--upstream", upstream.url, "--out", str(out), "--view", "none"]
             )
             try:
-                a, b = asyncio.run(ttfb(upstream.url, proxy.url, args.requests, small_body))
-                direct_rate, proxied_rate = asyncio.run(
-                    throughput(upstream.url, proxy.url, big.stem, big_body)
+                d, u = upstream.url, proxy.url
+                fa, fb = asyncio.run(ttfb(d, u, args.requests, small_body, fresh=True))
+                ka, kb = asyncio.run(ttfb(d, u, args.requests, small_body, fresh=False))
+                rounds = asyncio.run(
+                    throughput(d, u, big.stem, big_body, args.rounds, upstream.pid, proxy.pid)
                 )
-                exact = asyncio.run(concurrent(proxy.url, args.streams, small_body))
+                exact = asyncio.run(concurrent(u, args.streams, small_body))
             finally:
                 proxy.stop()
         finally:
@@ -164,22 +352,46 @@ def main() -> None:
         big_reads = [
             sum(1 for _ in Source(p).chunks()) for p in recordings if bodies[p] == big_body
         ]
+        quiet, loaded = ([], [])
+        if args.body_trials:
+            body_out = Path(tmp) / "body-captures"
+            body_out.mkdir()
+            quiet, loaded = body_delays(args.body_trials, body_out)
 
-    overhead = statistics.median(b) - statistics.median(a)
-    print(f"time to first byte, {args.requests} small streams each way (keep-alive, alternating)")
+    mb = len(big_body) / 1e6
+    proxy_cpu = statistics.median(r[2] for r in rounds) * 1000
+    serve_cpu = statistics.median(r[3] for r in rounds) * 1000
+    cpu_ratio = statistics.median(r[2] / r[3] for r in rounds if r[3] > 0)
     print(
-        f"  direct  p50 {statistics.median(a):6.2f} ms   through the proxy p50 "
-        f"{statistics.median(b):6.2f} ms   overhead {overhead:+.2f} ms "
-        f"(target <= +{TTFB_TARGET_MS:.0f} ms)"
-    )
-    ratio = proxied_rate / direct_rate
-    print(
-        f"throughput, {len(big_body) / 1e6:.1f} MB in {big_chunks} reads at --speed max "
-        f"(best of 5 each)"
+        f"CPU per MB relayed, {mb:.1f} MB at --speed max, median of {args.rounds} rounds "
+        f"(/proc user+system, during the proxied transfer)"
     )
     print(
-        f"  direct {direct_rate:7.1f} MB/s   through the proxy {proxied_rate:7.1f} MB/s   "
-        f"ratio {ratio:.2f}x (target >= {THROUGHPUT_TARGET}x)"
+        f"  proxy {proxy_cpu:6.1f} ms/MB   serve upstream {serve_cpu:6.1f} ms/MB   "
+        f"ratio {cpu_ratio:.2f}x (target <= {CPU_TARGET}x)"
+    )
+    fresh = paired_median(fa, fb)
+    kept = paired_median(ka, kb)
+    print(f"time to first byte, {args.requests} pairs each (alternating order)")
+    print(
+        f"  fresh connection: direct p50 {statistics.median(fa):6.2f} ms   proxied p50 "
+        f"{statistics.median(fb):6.2f} ms   overhead (median of pairs) {fresh:+.2f} ms "
+        f"(target <= +{FRESH_TARGET_MS:.0f} ms)"
+    )
+    print(
+        f"  kept-alive:       direct p50 {statistics.median(ka):6.2f} ms   proxied p50 "
+        f"{statistics.median(kb):6.2f} ms   overhead (median of pairs) {kept:+.2f} ms "
+        f"(target <= +{KEPT_TARGET_MS:.0f} ms)"
+    )
+    ratio = statistics.median(r[1] / r[0] for r in rounds)
+    print(
+        f"throughput, {mb:.1f} MB in {big_chunks} reads at --speed max, "
+        f"median of {args.rounds} pairs"
+    )
+    print(
+        f"  direct {statistics.median(r[0] for r in rounds):7.1f} MB/s   through the proxy "
+        f"{statistics.median(r[1] for r in rounds):7.1f} MB/s   ratio {ratio:.2f}x "
+        f"(target >= {THROUGHPUT_TARGET}x)"
     )
     if big_reads:
         print(
@@ -191,8 +403,27 @@ def main() -> None:
         f"{args.streams} concurrent streams through the proxy: {exact}/{args.streams} byte-exact; "
         f"{recorded_exact}/{total} recordings hold exactly the bytes served"
     )
-    if overhead > TTFB_TARGET_MS:
-        failed.append("time to first byte")
+    if loaded:
+        print(
+            f"a {len(large_body()) / 1e6:.1f} MB request body beside a stream paced at "
+            f"{PACE * 1000:.0f} ms, {len(loaded)} trials each way (alternating)"
+        )
+        print(
+            f"  the paced stream's latest read: without the body median "
+            f"{statistics.median(quiet):.1f} ms (max {max(quiet):.1f}); "
+            f"with it median {statistics.median(loaded):.1f} ms "
+            f"(max {max(loaded):.1f}) (target < {BODY_DELAY_TARGET_MS:.0f} ms)"
+        )
+        if statistics.median(loaded) >= BODY_DELAY_TARGET_MS:
+            failed.append("large request body")
+    with open("/proc/loadavg") as f:
+        print(f"load average after: {' '.join(f.read().split()[:3])}")
+    if cpu_ratio > CPU_TARGET:
+        failed.append("CPU per MB")
+    if fresh > FRESH_TARGET_MS:
+        failed.append("time to first byte (fresh)")
+    if kept > KEPT_TARGET_MS:
+        failed.append("time to first byte (kept-alive)")
     if ratio < THROUGHPUT_TARGET:
         failed.append("throughput")
     if exact != args.streams or recorded_exact != total:

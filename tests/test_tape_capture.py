@@ -246,3 +246,59 @@ def test_a_failed_upstream_answer_is_passed_on_but_not_kept(tmp_path: Path):
     assert [p.name for p in (tmp_path / "tape").iterdir() if p.name != ".lock"] == []
     assert sum("no match: forwarded, recording 000" in line for line in lines) == 2
     assert sum("not kept on the tape" in line and "HTTP 429" in line for line in lines) == 2
+
+
+def test_record_on_miss_closes_its_upstream_connections_when_the_server_stops(tmp_path: Path):
+    """The forwarding edge's client session (its kept-alive connections to the upstream) is
+    closed at the server's shutdown, not left to the garbage collector."""
+    import socket
+    import threading
+
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    closed = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def upstream() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = int(
+                next(
+                    v
+                    for k, v in (h.split(b":", 1) for h in head.split(b"\r\n")[1:])
+                    if k.strip().lower() == b"content-length"
+                )
+            )
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(answer)  # and the connection is kept alive
+            conn.settimeout(20)
+            try:
+                while conn.recv(65536):
+                    pass
+            except OSError:
+                return
+            closed.set()  # the proxy's side closed it
+
+    thread = threading.Thread(target=upstream, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with serving_tape(tmp_path / "tape", record_missing=True, upstream=url) as server:
+            resp = httpx.post(
+                server.url + "/v1/chat/completions",
+                json={"model": "gpt-test", "stream": True, "messages": []},
+                timeout=10,
+            )
+            assert resp.status_code == 200 and resp.content == body
+            assert not closed.wait(0.3)  # kept alive while the server runs
+        assert closed.wait(10), "the upstream connection was left open after the server stopped"
+    finally:
+        listener.close()
