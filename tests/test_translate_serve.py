@@ -147,6 +147,8 @@ def test_translate_on_the_command_line_a_miss_and_quirks(tmp_path: Path) -> None
          "--speed", "max", "--mutate", "anthropic_tool_input_in_start"]
     )  # fmt: skip
     try:
+        assert proc.stderr is not None
+        listing = [proc.stderr.readline() for _ in range(5)]  # written before it serves
         claude = anthropic_agent(origin)
         import anthropic
 
@@ -173,7 +175,9 @@ def test_translate_on_the_command_line_a_miss_and_quirks(tmp_path: Path) -> None
     summary = json.loads(out.stdout)
     assert "anthropic_tool_input_in_start" in {q["id"] for q in summary["quirks"]}
     assert [(i["name"], i["arguments"]) for i in summary["invocations"]] == RECORDED_CALLS
-    assert "made with the quirks of --mutate anthropic_tool_input_in_start" in err
+    assert listing[0] == "  0001-openai-chat-gpt-4o: recorded on chat.completions\n"
+    assert "made with the quirks of --mutate anthropic_tool_input_in_start" in listing[-1]
+    assert "POST /v1/messages -> 0001-openai-chat-gpt-4o.anthropic (200)" in err
 
 
 def test_translate_refuses_tape_only_options_and_a_folder_without_requests(tmp_path: Path) -> None:
