@@ -36,7 +36,7 @@ from ..drive.translate import recording_of, reply_from_file
 from ..outputs.emit import Reply, emitter
 from ..recording.secrets import redact_keys
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
-from .listen import ServerThread
+from .listen import LibraryServer
 from .playback import Playback
 from .server import create_app
 from .tape import load_exchanges
@@ -249,21 +249,9 @@ class TranslateLibrary(EmittingLibrary):
         )
 
 
-class EmittingServer(ServerThread):
+class EmittingServer(LibraryServer[EmittingLibrary]):
     """A script or translated recordings served from a background thread: ``.url``,
     ``.library`` and ``.served`` (the streams served, in order)."""
-
-    def __init__(self, library: EmittingLibrary, app: Any, port: int = 0) -> None:
-        super().__init__(app, port=port)
-        self.library = library
-
-    @property
-    def served(self) -> list[str]:
-        return list(self.library.served)
-
-    def __enter__(self) -> EmittingServer:
-        super().__enter__()
-        return self
 
 
 def _serving(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Any
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded
 
@@ -130,7 +130,7 @@ class ServerThread:
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> ServerThread:
+    def __enter__(self) -> Self:
         import time
 
         import uvicorn
@@ -157,3 +157,24 @@ class ServerThread:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._sock.close()
+
+
+class _Serves(Protocol):
+    @property
+    def served(self) -> list[str]: ...
+
+
+_L = TypeVar("_L", bound=_Serves)
+
+
+class LibraryServer(ServerThread, Generic[_L]):
+    """A library served from a background thread: ``.url``, ``.library`` and ``.served``."""
+
+    def __init__(self, library: _L, app: Any, port: int = 0) -> None:
+        super().__init__(app, port=port)
+        self.library = library
+
+    @property
+    def served(self) -> list[str]:
+        """The names of the recordings served so far, in order."""
+        return list(self.library.served)

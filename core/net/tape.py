@@ -58,7 +58,7 @@ from .library import (
     SelectionError,
     load_recording,
 )
-from .listen import ServerThread
+from .listen import LibraryServer
 from .playback import Playback
 from .server import create_app
 from .tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
@@ -486,26 +486,13 @@ def discard_staging(staging: str | os.PathLike[str]) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-class TapeServer(ServerThread):
+class TapeServer(LibraryServer[TapeLibrary]):
     """A tape served from a background thread: ``.url``, ``.library`` and ``.served``."""
-
-    def __init__(self, library: TapeLibrary, app: Any, port: int = 0) -> None:
-        super().__init__(app, port=port)
-        self.library = library
-
-    @property
-    def served(self) -> list[str]:
-        """The names of the recordings served so far, in order."""
-        return list(self.library.served)
 
     @property
     def recorded(self) -> list[str]:
         """The names of the recordings added to the tape on a miss, in order."""
         return list(self.library.recorded)
-
-    def __enter__(self) -> TapeServer:
-        super().__enter__()
-        return self
 
 
 def serving_tape(
