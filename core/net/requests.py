@@ -274,7 +274,7 @@ def parse_set_option(value: str) -> tuple[str, Any]:
 
 # -- tools and tool choice per API ---------------------------------------------------------------
 def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
-    if api in ("openai-chat", "openai-compatible"):
+    if api in ("openai-chat", "openai-compatible", "cohere"):
         return [
             {
                 "type": "function",
@@ -286,7 +286,7 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
             }
             for t in tools
         ]
-    if api == "openai-responses":
+    if api in ("openai-responses", "gemini-interactions"):
         return [
             {
                 "type": "function",
@@ -299,18 +299,6 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
     if api == "anthropic":
         return [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in tools
-        ]
-    if api == "cohere":
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
             for t in tools
         ]
     if api == "bedrock-converse":
@@ -328,16 +316,6 @@ def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
         }
     if api == "bedrock-invoke":  # Claude's native body
         return format_tools("anthropic", tools)
-    if api == "gemini-interactions":
-        return [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.parameters,
-            }
-            for t in tools
-        ]
     if api == "gemini":
         return [
             {
