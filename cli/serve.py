@@ -292,47 +292,35 @@ def serve(
             err.write(
                 f"  each stream is made with the quirks of --mutate {mutate} that apply to it\n"
             )
-            err.flush()
-        run_server(
-            create_app(
-                library,
-                playback,
-                None if quiet else _log,
-                max_body=body_limit,
-                body_timeout=body_time,
-            ),
-            sock,
-            log_level="warning",
-            access_log=False,
-            limits=limits,
-        )
-        return
-    n = len(library.recordings)
-    what = f"{n} recording{'s' if n != 1 else ''}"
-    if as_tape:
-        what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
-        if not strict:
-            what = f"{paths[0]} as a tape ({n} recording{'s' if n != 1 else ''})"
-    err.write(f"streamtool: serving {what} on {origin}\n")
-    for rec in library.recordings:
-        api = api_for_converter(rec.api)
-        where = api.official_path if api is not None else "any endpoint (API unknown)"
-        where = where.replace("{model}", rec.model or "MODEL")
-        flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
-        if rec.status >= 400:
-            flags.append(f"HTTP {rec.status}")
-        extra = f" [{', '.join(flags)}]" if flags else ""
-        err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
-    for name, reason in getattr(library, "skipped", []):
-        err.write(f"  {name}: not served: {reason}\n")
-    if as_tape:
-        err.write("  each request gets the next recorded exchange whose request matches\n")
-        if not strict:
-            err.write("  else the recording for its model (--tape: a 404 instead)\n")
-    if on_miss is not None:
-        err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
-    elif n > 1 and not as_tape:
-        err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
+    else:
+        n = len(library.recordings)
+        what = f"{n} recording{'s' if n != 1 else ''}"
+        if as_tape:
+            what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
+            if not strict:
+                what = f"{paths[0]} as a tape ({n} recording{'s' if n != 1 else ''})"
+        err.write(f"streamtool: serving {what} on {origin}\n")
+        for rec in library.recordings:
+            api = api_for_converter(rec.api)
+            where = api.official_path if api is not None else "any endpoint (API unknown)"
+            where = where.replace("{model}", rec.model or "MODEL")
+            flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
+            if rec.status >= 400:
+                flags.append(f"HTTP {rec.status}")
+            extra = f" [{', '.join(flags)}]" if flags else ""
+            err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
+        for name, reason in getattr(library, "skipped", []):
+            err.write(f"  {name}: not served: {reason}\n")
+        if as_tape:
+            err.write("  each request gets the next recorded exchange whose request matches\n")
+            if not strict:
+                err.write("  else the recording for its model (--tape: a 404 instead)\n")
+        if on_miss is not None:
+            err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
+        elif n > 1 and not as_tape:
+            err.write(
+                "  pick one per request by model, or with the X-Streamtool-Recording header\n"
+            )
     err.flush()
     run_server(
         create_app(
