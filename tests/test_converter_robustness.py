@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.converters import INTERACTIONS_EVENTS
+
 from .wire_helpers import run
 
 _scalars = st.one_of(
@@ -154,20 +156,7 @@ VOCABULARY: dict[str, dict[str, Any]] = {
     },
     "gemini-interactions": {
         "type_key": "event_type",
-        "type": [
-            "interaction.created",
-            "interaction.status_update",
-            "interaction.completed",
-            "step.start",
-            "step.delta",
-            "step.stop",
-            "interaction.start",
-            "interaction.complete",
-            "content.start",
-            "content.delta",
-            "content.stop",
-            "error",
-        ],
+        "type": [*sorted(INTERACTIONS_EVENTS), "error"],
         "fields": ["index", "step", "content", "delta", "interaction", "usage", "status", "error"],
         "inner": [
             "type",

@@ -155,8 +155,8 @@ _COHERE_EVENTS = frozenset(
 )
 
 
-# the events of Google's Interactions API (steps, and the older content events)
-_INTERACTIONS_EVENTS = frozenset(
+# the events of Google's Interactions API: the steps, and the older content events
+INTERACTIONS_STEP_EVENTS = frozenset(
     {
         "interaction.created",
         "interaction.completed",
@@ -164,19 +164,18 @@ _INTERACTIONS_EVENTS = frozenset(
         "step.start",
         "step.delta",
         "step.stop",
-        "interaction.start",
-        "interaction.complete",
-        "content.start",
-        "content.delta",
-        "content.stop",
     }
 )
+INTERACTIONS_CONTENT_EVENTS = frozenset(
+    {"interaction.start", "interaction.complete", "content.start", "content.delta", "content.stop"}
+)
+INTERACTIONS_EVENTS = INTERACTIONS_STEP_EVENTS | INTERACTIONS_CONTENT_EVENTS
 
 
 def detect_from_event(event: SSEEvent) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell."""
     name = event.event or ""
-    if name in _INTERACTIONS_EVENTS:
+    if name in INTERACTIONS_EVENTS:
         return "gemini-interactions"
     if name in _ANTHROPIC_EVENTS:
         return "anthropic"
@@ -201,7 +200,7 @@ def detect_from_event(event: SSEEvent) -> str | None:
         obj = obj[0]
     if not isinstance(obj, dict):
         return None
-    if obj.get("event_type") in _INTERACTIONS_EVENTS:
+    if obj.get("event_type") in INTERACTIONS_EVENTS:
         return "gemini-interactions"
     kind = obj.get("type")
     if isinstance(kind, str):

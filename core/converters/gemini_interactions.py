@@ -52,21 +52,6 @@ from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
-STEP_EVENTS = frozenset(
-    {
-        "interaction.created",
-        "interaction.completed",
-        "interaction.status_update",
-        "step.start",
-        "step.delta",
-        "step.stop",
-    }
-)
-CONTENT_EVENTS = frozenset(
-    {"interaction.start", "interaction.complete", "content.start", "content.delta", "content.stop"}
-)
-INTERACTIONS_EVENTS = STEP_EVENTS | CONTENT_EVENTS
-
 _MEDIA = frozenset({"image", "audio", "video", "document"})
 _USAGE = {
     "total_input_tokens": "input_tokens",
