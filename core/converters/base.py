@@ -39,6 +39,8 @@ class Converter:
     # event type -> its handler: a method name, or (method name, arguments after the payload);
     # the method is called as ``method(payload, *arguments)`` and returns the event's chunks
     events: ClassVar[Mapping[str, EventEntry]] = {}
+    # the payload field that names its event type (else the SSE event name names it)
+    type_key: ClassVar[str] = "type"
     # event types that carry nothing the converter needs (no chunk, not unknown either)
     ignored_events: ClassVar[frozenset[str]] = frozenset()
     # the table of events and ignored_events, resolved: built by __init_subclass__
@@ -213,8 +215,9 @@ class Converter:
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         """One JSON object of an event, dispatched by its ``type`` (else the SSE event name)
-        through the class's event table; a type the table lacks goes to :meth:`other_event`."""
-        kind = obj.get("type")
+        through the class's event table; a type the table lacks goes to :meth:`other_event`.
+        The field that names the type is the class's ``type_key``."""
+        kind = obj.get(self.type_key)
         if type(kind) is not str or not kind:
             kind = event.event
             if kind is None:

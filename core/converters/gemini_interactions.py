@@ -106,6 +106,8 @@ class _Block:
 
 class GeminiInteractionsConverter(Converter):
     name = "gemini-interactions"
+    # events are named by ``event_type`` (their data has no ``type``), else by the SSE event name
+    type_key = "event_type"
 
     events = {
         "interaction.created": "_interaction_start",
@@ -134,20 +136,6 @@ class GeminiInteractionsConverter(Converter):
         self._legacy_noted = False
 
     # -- dispatch ------------------------------------------------------------------------------
-    def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        """Events are named by ``event_type`` (their data has no ``type``), else by the SSE
-        event name."""
-        kind = obj.get("event_type")
-        if type(kind) is not str or not kind:
-            kind = event.event
-        if not kind:
-            return self.other_event(None, obj)
-        handler = self._handlers.get(kind)
-        if handler is None:
-            return self.other_event(kind, obj)
-        method, args = handler
-        return method(self, obj, *args)
-
     def on_unparsed(self, event: SSEEvent) -> bool:
         return event.data.strip() == "[DONE]"
 
