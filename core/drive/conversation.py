@@ -20,7 +20,7 @@ the tool definitions, the model and the sampling parameters.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,17 +190,22 @@ def _chat(body: dict[str, Any], out: _Builder) -> None:
 _RESPONSES_TEXT = ("input_text", "output_text", "text")
 
 
+def _turns(value: Any, out: _Builder) -> Iterator[dict[str, Any]]:
+    """The objects of a list of turns (anything else in it skipped); a bare string is one
+    user turn, added to ``out``."""
+    if isinstance(value, str):
+        out.add(USER, value)
+        return
+    for item in value or []:
+        if isinstance(item, dict):
+            yield item
+
+
 def _responses(body: dict[str, Any], out: _Builder) -> None:
     instructions = body.get("instructions")
     if isinstance(instructions, str):
         out.add(SYSTEM, instructions)
-    items = body.get("input")
-    if isinstance(items, str):
-        out.add(USER, items)
-        return
-    for item in items or []:
-        if not isinstance(item, dict):
-            continue
+    for item in _turns(body.get("input"), out):
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
@@ -262,13 +267,7 @@ def _gemini(body: dict[str, Any], out: _Builder) -> None:
         out.add(SYSTEM, "".join(_gemini_texts(system.get("parts"))))
     elif isinstance(system, str):
         out.add(SYSTEM, system)
-    contents = body.get("contents")
-    if isinstance(contents, str):
-        out.add(USER, contents)
-        return
-    for c in contents or []:
-        if not isinstance(c, dict):
-            continue
+    for c in _turns(body.get("contents"), out):
         parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
         text = "".join(_gemini_texts(parts))
         if c.get("role") == "model":
