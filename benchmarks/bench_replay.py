@@ -45,44 +45,28 @@ CLI = [sys.executable, "-m", "streamtool.cli"]  # replaced by an installed copy 
 PYTHON = [sys.executable]
 
 # The floors, each run as its own process (start-up included, as the replay's is).
-STDLIB_FLOOR = """
-import json, sys
-loads = json.loads
-path = sys.argv[1]
-def payloads(text):
-    for sse_line in text.split("\\n"):
-        if sse_line.startswith("data:"):
-            payload = sse_line[5:].strip()
-            if payload and payload != "[DONE]":
-                loads(payload)
-with open(path, encoding="utf-8") as fh:
-    if path.endswith(".sse"):
-        payloads(fh.read())
-    else:
-        for line in fh:
-            text = loads(line).get("text")
-            if text:
-                payloads(text)
-"""
-ORJSON_FLOOR = """
-import orjson, sys
-loads = orjson.loads
+# One script for both: ``{b}`` makes the orjson floor work on bytes, as orjson reads them.
+_FLOOR = """
+import {module}, sys
+loads = {module}.loads
 path = sys.argv[1]
 def payloads(data):
-    for sse_line in data.split(b"\\n"):
-        if sse_line.startswith(b"data:"):
+    for sse_line in data.split({b}"\\n"):
+        if sse_line.startswith({b}"data:"):
             payload = sse_line[5:].strip()
-            if payload and payload != b"[DONE]":
+            if payload and payload != {b}"[DONE]":
                 loads(payload)
-with open(path, "rb") as fh:
+with open(path, {mode}) as fh:
     if path.endswith(".sse"):
         payloads(fh.read())
     else:
         for line in fh:
             text = loads(line).get("text")
             if text:
-                payloads(text.encode())
+                payloads(text{encode})
 """
+STDLIB_FLOOR = _FLOOR.format(module="json", b="", mode='encoding="utf-8"', encode="")
+ORJSON_FLOOR = _FLOOR.format(module="orjson", b="b", mode='"rb"', encode=".encode()")
 
 
 def wall(cmd: list[str]) -> float:
