@@ -21,8 +21,12 @@ import threading
 import time
 from pathlib import Path
 
-STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.raw_http import recv_until  # noqa: E402
+
+STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 BODY = b'{"model": "gpt-test", "stream": true, "messages": []}'
 
 
@@ -49,12 +53,7 @@ def start(args: list[str]) -> tuple[subprocess.Popen[str], int]:
 def status_of(port: int, head: str) -> int:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(head.encode("latin-1") + b"\r\n\r\n" + BODY)
-        data = b""
-        while b"\r\n" not in data:
-            piece = s.recv(4096)
-            if not piece:
-                break
-            data += piece
+        data = recv_until(s, b"\r\n", 4096)
     try:
         return int(data.split()[1])
     except (IndexError, ValueError):

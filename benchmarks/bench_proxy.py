@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
+from benchmarks.raw_http import recv_until  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
@@ -216,12 +217,9 @@ class PacedUpstream:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    piece = conn.recv(65536)
-                    if not piece:
-                        return
-                    data += piece
+                data = recv_until(conn, b"\r\n\r\n")
+                if b"\r\n\r\n" not in data:
+                    return
                 head, rest = data.split(b"\r\n\r\n", 1)
                 length = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
                 need = int(length.group(1)) if length else 0
