@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.core.recording.reader import Source
+from streamtool.core.records import Chunk, End
+from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS
@@ -59,6 +61,17 @@ def chunks_of(path: Path) -> list[bytes]:
 
 def body_of(path: Path) -> bytes:
     return b"".join(chunks_of(path))
+
+
+def replayed(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The ``keys`` of the summary of a recording replayed read by read, ended complete."""
+    source = Source(path)
+    engine = ReplayEngine(source.header)
+    for c in source.chunks():
+        engine.feed_chunk(Chunk(None, c.data))
+    engine.finish(End(None, "complete"))
+    result = engine.summary()
+    return {k: result[k] for k in keys}
 
 
 def read_all(path: Path) -> tuple[Any, list[bytes], Any]:

@@ -18,10 +18,9 @@ from streamtool.core.net.capture import Capture
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
+from .serve_helpers import body_of, replayed
 
 boto3 = pytest.importorskip("boto3")
 botocore_auth = pytest.importorskip("botocore.auth")
@@ -35,20 +34,8 @@ TOKEN = "FwoGZXIvYXdzEXAMPLESESSIONTOKEN"
 CONVERSE = RECORDINGS / "bedrock-converse-parallel-tool-calls.jsonl"
 
 
-def body_of(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
 def meaning(path: Path) -> dict[str, Any]:
-    source = Source(path)
-    engine = ReplayEngine(source.header)
-    for c in source.chunks():
-        engine.feed_chunk(Chunk(None, c.data))
-    engine.finish(End(None, "complete"))
-    result = engine.summary()
-    return {k: result[k] for k in ("text", "reasoning", "invocations", "finish_reason", "errors")}
+    return replayed(path, ("text", "reasoning", "invocations", "finish_reason", "errors"))
 
 
 @pytest.fixture

@@ -15,29 +15,17 @@ from streamtool.core.net.capture import Capture
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
+from .serve_helpers import body_of, replayed
 
 KEY = "fake-local-key-3f9a1c"
 
 
-def body_of(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
 def meaning(path: Path) -> dict[str, Any]:
-    source = Source(path)
-    engine = ReplayEngine(source.header)
-    for c in source.chunks():
-        engine.feed_chunk(Chunk(None, c.data))
-    engine.finish(End(None, "complete"))
-    result = engine.summary()
-    keys = ("converter", "text", "reasoning", "invocations", "finish_reason", "usage", "errors")
-    return {k: result[k] for k in keys}
+    return replayed(
+        path, ("converter", "text", "reasoning", "invocations", "finish_reason", "usage", "errors")
+    )
 
 
 @pytest.mark.parametrize(
