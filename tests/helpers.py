@@ -69,6 +69,19 @@ def recording_body(path: Any) -> tuple[Header, bytes, End | None]:
     return source.header, body, source.end
 
 
+def recording_summary(
+    path: Any, reads: list[bytes] | None = None, header: bool = True
+) -> dict[str, Any]:
+    """The summary of a recording replayed read by read (``reads`` in place of its own reads),
+    ended complete; ``header=False`` replays without its header (the converter detected)."""
+    source = Source(path)
+    engine = ReplayEngine(source.header if header else None)
+    for data in reads if reads is not None else [c.data for c in source.chunks()]:
+        engine.feed_chunk(Chunk(None, data))
+    engine.finish(End(None, "complete"))
+    return engine.summary()
+
+
 def random_cuts(body: bytes, rng: random.Random, max_cuts: int = 30) -> list[bytes]:
     if len(body) < 2:
         return [body]

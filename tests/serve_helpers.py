@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS
+from .helpers import recording_summary
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 
@@ -65,12 +64,7 @@ def body_of(path: Path) -> bytes:
 
 def replayed(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     """The ``keys`` of the summary of a recording replayed read by read, ended complete."""
-    source = Source(path)
-    engine = ReplayEngine(source.header)
-    for c in source.chunks():
-        engine.feed_chunk(Chunk(None, c.data))
-    engine.finish(End(None, "complete"))
-    result = engine.summary()
+    result = recording_summary(path)
     return {k: result[k] for k in keys}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,11 +14,10 @@ from typer.testing import CliRunner
 from streamtool.cli.main import app
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
-from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 
-from .conftest import RECORDINGS
+from .helpers import recording_summary as summary
+from .serve_helpers import body_of as body
+from .serve_helpers import recording as rec
 
 cohere = pytest.importorskip("cohere")
 
@@ -28,25 +26,6 @@ NAMES = [
     "cohere-tool-plan-parallel-tool-calls",
     "cohere-error-in-message-end",
 ]
-
-
-def rec(name: str) -> Path:
-    return RECORDINGS / f"{name}.jsonl"
-
-
-def summary(path: Path, reads: list[bytes] | None = None, header: bool = True) -> dict[str, Any]:
-    source = Source(path)
-    engine = ReplayEngine(source.header if header else None)
-    for data in reads if reads is not None else [c.data for c in source.chunks()]:
-        engine.feed_chunk(Chunk(None, data))
-    engine.finish(End(None, "complete"))
-    return engine.summary()
-
-
-def body(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
 
 
 def test_tool_plan_is_reasoning_and_calls_are_tracked() -> None:

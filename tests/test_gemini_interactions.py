@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 from streamtool.cli.main import app
 from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
-from streamtool.core.recording.reader import Source
 from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 
-from .conftest import RECORDINGS
+from .helpers import recording_summary as summary
+from .serve_helpers import body_of as body
+from .serve_helpers import recording as rec
 
 genai = pytest.importorskip("google.genai")
 
@@ -31,25 +32,6 @@ NAMES = [
     "gemini-interactions-content-events-function-call",
 ]
 STEPS = NAMES[:3]
-
-
-def rec(name: str) -> Path:
-    return RECORDINGS / f"{name}.jsonl"
-
-
-def body(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
-def summary(path: Path, reads: list[bytes] | None = None, header: bool = True) -> dict[str, Any]:
-    source = Source(path)
-    engine = ReplayEngine(source.header if header else None)
-    for data in reads if reads is not None else [c.data for c in source.chunks()]:
-        engine.feed_chunk(Chunk(None, data))
-    engine.finish(End(None, "complete"))
-    return engine.summary()
 
 
 def events(lines: list[dict[str, Any]]) -> bytes:
