@@ -20,7 +20,7 @@ from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 
 from .conftest import RECORDINGS
-from .serve_helpers import body_of, replayed
+from .serve_helpers import STREAMTOOL, body_of, replayed
 
 boto3 = pytest.importorskip("boto3")
 botocore_auth = pytest.importorskip("botocore.auth")
@@ -32,6 +32,25 @@ ACCESS_KEY = "AKIDEXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
 TOKEN = "FwoGZXIvYXdzEXAMPLESESSIONTOKEN"
 CONVERSE = RECORDINGS / "bedrock-converse-parallel-tool-calls.jsonl"
+
+
+def record_bedrock(url: str, out: Path, prompt: str = "hi") -> list[str]:
+    """The arguments of a ``streamtool record`` of ``prompt`` to the Bedrock model at ``url``."""
+    return [
+        "record",
+        "--provider",
+        "bedrock",
+        "--model",
+        MODEL,
+        "--prompt",
+        prompt,
+        "--base-url",
+        url,
+        "--view",
+        "none",
+        "-o",
+        str(out),
+    ]
 
 
 def meaning(path: Path) -> dict[str, Any]:
@@ -128,21 +147,7 @@ def test_record_signs_with_sigv4_and_keeps_the_bytes(
 
     result = CliRunner().invoke(
         app,
-        [
-            "record",
-            "--provider",
-            "bedrock",
-            "--model",
-            MODEL,
-            "--prompt",
-            "Weather in Paris and Tokyo?",
-            "--base-url",
-            url,
-            "--view",
-            "none",
-            "-o",
-            str(out),
-        ],
+        record_bedrock(url, out, "Weather in Paris and Tokyo?"),
     )
     assert result.exit_code == 0, result.output
     [request] = served.requests
@@ -324,24 +329,7 @@ def test_kill_9_mid_stream_leaves_every_read_on_disk(
     out = tmp_path / "killed.jsonl"
     with serving([bundled], Playback(speed=None, stall=30.0, stall_after=keep)) as server:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from streamtool.cli.main import main; main()",
-                "record",
-                "--provider",
-                "bedrock",
-                "--model",
-                MODEL,
-                "--prompt",
-                "hi",
-                "--base-url",
-                server.url,
-                "--view",
-                "none",
-                "-o",
-                str(out),
-            ],
+            [*STREAMTOOL, *record_bedrock(server.url, out)],
             env={**os.environ, **aws_env},
             stderr=subprocess.PIPE,
         )
