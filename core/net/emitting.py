@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from ..drive.script import Script, TurnPicker, load_script
 from ..drive.translate import recording_of, reply_from_file
 from ..outputs.emit import Reply, emitter
 from ..recording.secrets import redact_keys
-from .library import Incoming, Library, NoMatch, Recording, SelectionError
+from .library import Incoming, Library, NoMatch, Recording, SelectionError, ServingLibrary
 from .listen import LibraryServer
 from .playback import Playback
 from .server import create_app
@@ -83,17 +82,14 @@ def emitted_recording(reply: Reply, api: WireApi, name: str, model: str) -> Reco
     )
 
 
-class EmittingLibrary(Library):
+class EmittingLibrary(ServingLibrary):
     """A library whose streams are made on demand (see the module's docstring)."""
 
     def __init__(self) -> None:
         super().__init__([])
-        self.served: list[str] = []  # the streams served, in order
-        self.recorded: list[str] = []  # nothing is recorded: made, not forwarded
         self.mutated: dict[str, list[str]] = {}  # stream name -> quirks given (--mutate)
         self._change: Callable[[Recording], list[str]] | None = None
         self._made: dict[tuple[Any, ...], Recording] = {}
-        self._lock = threading.Lock()
 
     def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
         self._change = change
@@ -111,15 +107,6 @@ class EmittingLibrary(Library):
             self.recordings.append(rec)
             self.by_name.setdefault(rec.name, rec)
         return rec
-
-    def choose(self, request: Incoming) -> Recording:
-        with self._lock:
-            rec = self._choose(request)
-            self.served.append(rec.name)
-            return rec
-
-    def _choose(self, request: Incoming) -> Recording:
-        raise NotImplementedError
 
 
 def _shown(text: str) -> str:

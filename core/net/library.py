@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,3 +355,23 @@ class Library:
             f"({', '.join(r.name for r in candidates)}); pick one with the model name or the "
             "X-Streamtool-Recording header",
         )
+
+
+class ServingLibrary(Library):
+    """A library that picks under a lock (in :meth:`_choose`) and keeps the names of what it
+    served, in order (``.served``), and of what it recorded on a miss (``.recorded``)."""
+
+    def __init__(self, recordings: Sequence[Recording]) -> None:
+        super().__init__(recordings)
+        self.served: list[str] = []  # the recordings served, in order
+        self.recorded: list[str] = []  # the recordings made on a miss, in order
+        self._lock = threading.Lock()
+
+    def choose(self, request: Incoming) -> Recording:
+        with self._lock:
+            rec = self._choose(request)
+            self.served.append(rec.name)
+            return rec
+
+    def _choose(self, request: Incoming) -> Recording:
+        raise NotImplementedError

@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +55,7 @@ from .library import (
     NoMatch,
     Recording,
     SelectionError,
+    ServingLibrary,
     load_recording,
 )
 from .listen import LibraryServer
@@ -78,7 +78,7 @@ def _exchange(rec: Recording) -> Exchange:
     )
 
 
-class TapeLibrary(Library):
+class TapeLibrary(ServingLibrary):
     """A tape's recordings, answered by request matching (see the module's docstring).
 
     ``fallback``: a request no recording matches gets the old rules (the recording for its
@@ -99,10 +99,7 @@ class TapeLibrary(Library):
         self.rules = rules or MatchRules()
         self.fallback = fallback
         self.matcher = Matcher([_exchange(r) for r in self.recordings], self.rules)
-        self.served: list[str] = []  # the recordings served, in order
-        self.recorded: list[str] = []  # the recordings made on a miss, in order
         self.skipped: list[tuple[str, str]] = []  # (file name, why) left out at load
-        self._lock = threading.Lock()
         # the turns of a script built into this tape (tape build), per endpoint, in order
         self._turns: dict[str, tuple[list[Recording], TurnPicker]] = {}
         for rec in self.recordings:
@@ -156,12 +153,6 @@ class TapeLibrary(Library):
 
     def request_key(self, request: Incoming) -> str:
         return endpoint_key(request.endpoint, request.gemini_model)
-
-    def choose(self, request: Incoming) -> Recording:
-        with self._lock:
-            rec = self._choose(request)
-            self.served.append(rec.name)
-            return rec
 
     def _choose(self, request: Incoming) -> Recording:
         if request.name:
