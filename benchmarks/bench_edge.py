@@ -17,14 +17,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.raw_http import recv_until  # noqa: E402
+from benchmarks.raw_http import accept_each, recv_until  # noqa: E402
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 BODY = b'{"model": "gpt-test", "stream": true, "messages": []}'
@@ -72,16 +71,11 @@ def main() -> None:
     d = decoy.getsockname()[1]
     hits: list[int] = []
 
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = decoy.accept()
-            except OSError:
-                return
-            hits.append(1)
-            conn.close()
+    def hit(conn: socket.socket) -> None:
+        hits.append(1)
+        conn.close()
 
-    threading.Thread(target=accept, daemon=True).start()
+    accept_each(decoy, hit)
     rec = str(ROOT / "recordings" / "openai-parallel-tool-calls.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         serve, sport = start(["serve", rec, "--port", "0", "--speed", "max"])

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from benchmarks.raw_http import recv_until  # noqa: E402
+from benchmarks.raw_http import accept_each, recv_until  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
@@ -200,19 +200,14 @@ class PacedUpstream:
     def __enter__(self) -> PacedUpstream:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        accept_each(self.sock, self._start)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def _start(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

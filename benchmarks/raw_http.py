@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Callable
 
 
 def recv_until(sock: socket.socket, marker: bytes, size: int = 65536) -> bytes:
@@ -15,3 +17,18 @@ def recv_until(sock: socket.socket, marker: bytes, size: int = 65536) -> bytes:
             break
         data += piece
     return data
+
+
+def accept_each(sock: socket.socket, handle: Callable[[socket.socket], None]) -> None:
+    """In a daemon thread, each connection ``sock`` accepts to ``handle``, until ``sock`` is
+    closed."""
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            handle(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
