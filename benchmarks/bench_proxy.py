@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from benchmarks.raw_http import accept_each, recv_until  # noqa: E402
+from benchmarks.raw_http import accept_each, read_arrivals, recv_until  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
@@ -235,22 +235,8 @@ class PacedUpstream:
 def paced_delay(origin: str, big: bytes | None) -> float:
     """Seconds the paced stream's latest read came late, beyond its earliest read's lateness,
     with ``big`` posted through the proxy once the stream is under way."""
-    arrivals: list[tuple[float, int]] = []
-
-    def stream() -> None:
-        with (
-            httpx.Client(timeout=30) as client,
-            client.stream(
-                "POST", origin + "/v1/chat/completions", json={"model": "m", "stream": True}
-            ) as resp,
-        ):
-            got = 0
-            for data in resp.iter_raw():
-                got += len(data)
-                arrivals.append((time.monotonic(), got))
-
-    reader = threading.Thread(target=stream)
-    reader.start()
+    body = {"model": "m", "stream": True}
+    reader, arrivals = read_arrivals(origin + "/v1/chat/completions", body, timeout=30)
     while len(arrivals) < 4 and reader.is_alive():
         time.sleep(0.005)
     if big is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 
@@ -32,3 +33,24 @@ def accept_each(sock: socket.socket, handle: Callable[[socket.socket], None]) ->
             handle(conn)
 
     threading.Thread(target=accept, daemon=True).start()
+
+
+def read_arrivals(
+    url: str, body: dict, timeout: float
+) -> tuple[threading.Thread, list[tuple[float, int]]]:
+    """A thread streaming ``body`` POSTed to ``url`` (started) and the list it fills with
+    ``(monotonic time, bytes so far)`` at every read: how a paced stream's reads arrive."""
+    import httpx
+
+    arrivals: list[tuple[float, int]] = []
+
+    def stream() -> None:
+        with httpx.Client(timeout=timeout) as client, client.stream("POST", url, json=body) as resp:
+            got = 0
+            for data in resp.iter_raw():
+                got += len(data)
+                arrivals.append((time.monotonic(), got))
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    return reader, arrivals

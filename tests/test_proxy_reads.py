@@ -22,6 +22,7 @@ import httpx2
 import pytest
 import trustme
 
+from benchmarks.raw_http import read_arrivals
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.recording.reader import Source
@@ -472,23 +473,11 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
     assert 9_000_000 < len(big) < 10_000_000
     out = tmp_path / "caps"
     out.mkdir()
-    arrivals: list[tuple[float, int]] = []
     with ScriptedUpstream(paced) as up:
         proc, origin = proxy_process(up.url, out)
         try:
-
-            def stream() -> None:
-                with (
-                    httpx.Client(timeout=20) as client,
-                    client.stream("POST", origin + "/v1/chat/completions", json=BODY) as resp,
-                ):
-                    got = 0
-                    for data in resp.iter_raw():
-                        got += len(data)
-                        arrivals.append((time.monotonic(), got))
-
-            reader = threading.Thread(target=stream)
-            reader.start()
+            url = origin + "/v1/chat/completions"
+            reader, arrivals = read_arrivals(url, BODY, timeout=20)
             deadline = time.monotonic() + 20
             while len(arrivals) < 5 and reader.is_alive() and time.monotonic() < deadline:
                 time.sleep(0.01)
