@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
 import httpx2
 import pytest
@@ -87,23 +86,8 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
         assert client.get(px.url + "/v1/models").status_code == 200
         assert up.connections == 2 and [m for m, _, _ in up.requests] == ["GET"] * 3
         r = client.post(px.url + "/v1/chat/completions", json=BODY)
-        assert r.status_code == 502 and "ServerDisconnectedError" in r.text
+        assert r.status_code == 502 and "without sending a response" in r.text
         assert up.connections == 2 and len(up.requests) == 4
-
-
-def test_an_expect_100_continue_request_is_sent_on_whole(tmp_path: Path) -> None:
-    # the proxy has the whole body (uvicorn answered the agent's Expect itself): the upstream
-    # gets the body with the head, not a wait for a 100 Continue it may never send
-    writes = [(0.0, HEAD + chunked(event(3), b"data: [DONE]\n\n") + b"0\r\n\r\n")]
-    with (
-        ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=tmp_path, upstreams=parse_upstreams([up.url]))) as px,
-    ):
-        status, reads = raw_post(
-            px.url + "/v1/chat/completions", BODY, headers={"expect": "100-continue"}
-        )
-    assert status == 200 and b"".join(reads) == event(3) + b"data: [DONE]\n\n"
-    assert [json.loads(body) for _, _, body in up.requests] == [BODY]
 
 
 def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
@@ -114,7 +98,7 @@ def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
         sock.listen(8)  # connections complete in the backlog; nothing is ever accepted
         port = sock.getsockname()[1]
         # TLS: the handshake never ends (the connect timeout); plain: no head (the read one)
-        for scheme, error in (("https", "ConnectionTimeoutError"), ("http", "SocketTimeoutError")):
+        for scheme, error in (("https", "ConnectTimeout"), ("http", "ReadTimeout")):
             out = tmp_path / scheme
             config = ProxyConfig(
                 out=out,
@@ -155,7 +139,7 @@ def test_tls_upstream_verified(tmp_path: Path, ca: trustme.CA) -> None:
             wait_for_index(out, 1)
         assert r.status_code == 502
         message = r.json()["error"]["message"]
-        assert "could not be reached: ClientConnectorCertificateError" in message
+        assert "could not be reached: ConnectError" in message
         assert "CERTIFICATE_VERIFY_FAILED" in message
         _, chunks, end = read_all(captured(out)[0])
         assert chunks == [] and end.reason == "error" and "could not connect" in end.error
@@ -221,24 +205,6 @@ def test_end_records_word_the_clients_errors_by_their_types(
     assert got_reason == reason and message.startswith(words)
 
 
-@pytest.mark.parametrize(
-    ("error", "reason", "words"),
-    [
-        (aiohttp.SocketTimeoutError("boom"), "timeout", "SocketTimeoutError after 30 "),
-        (aiohttp.ConnectionTimeoutError("boom"), "timeout", "ConnectionTimeoutError after 30 "),
-        (aiohttp.ServerDisconnectedError("boom"), "error", "connection dropped after 30 bytes"),
-        (aiohttp.ClientPayloadError("boom"), "error", "connection dropped after 30 bytes"),
-        (aiohttp.ClientOSError(104, "boom"), "error", "connection dropped after 30 bytes"),
-    ],
-    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else None,
-)
-def test_end_records_word_aiohttps_errors_by_their_types(
-    error: Exception, reason: str, words: str
-) -> None:
-    got_reason, message = classify(error, 30)
-    assert got_reason == reason and message.startswith(words)
-
-
 def test_a_look_alike_class_name_is_not_a_client_error() -> None:
     # classified by type: an exception merely named like httpx's is an error like any other
     class ReadTimeout(Exception):  # noqa: N818
@@ -276,12 +242,6 @@ def stream_through(origin: str, seconds: float = 20.0) -> tuple[int, int, str | 
     return resp.status_code, got, None
 
 
-# the proxy's heaviest tests (hundreds of MB decoded, 20 MB streamed, a 9.5 MB body timed against
-# a paced stream) run one after another on one worker, never beside each other
-HEAVY = pytest.mark.xdist_group("proxy-heavy")
-
-
-@HEAVY
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_a_gzip_bomb_ends_the_recording_with_limit_and_memory_stays_flat(tmp_path: Path) -> None:
     decoded = b"data: " + b"0" * (100 * 1024 * 1024) + b"\n\n"  # 100 MB from ~100 KB
@@ -331,7 +291,6 @@ def endless_app() -> Any:
     return Starlette(routes=[Route("/v1/chat/completions", endless, methods=["POST"])])
 
 
-@HEAVY
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
     out = tmp_path / "caps"
@@ -357,7 +316,7 @@ def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
     assert "Traceback" not in err, err
 
 
-# -- the environment's proxy and CA settings, as aiohttp documents them ----------------------------
+# -- the environment's proxy and CA settings, as httpx documents them ----------------------------
 class ConnectProxy:
     """A forward proxy on 127.0.0.1 that tunnels ``CONNECT host:port`` (only to 127.0.0.1) and
     counts the tunnels it opened: ``with ConnectProxy() as fp: fp.url, fp.tunnels``."""
@@ -461,7 +420,6 @@ def test_https_proxy_no_proxy_and_ssl_cert_file_are_honoured(
     assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in text and tunnels == 1
 
 
-@HEAVY
 def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> None:
     """A 9.5 MB request (parsed, scrubbed and recorded by the proxy) sent while another stream
     is paced at one event per 100 ms: that stream's reads are not held by it."""
@@ -504,10 +462,8 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
             lateness.append(t - (done - 1) * 0.1)
     assert len(lateness) >= 20 and ends[-1] == arrivals[-1][1]
     late = max(lateness) - min(lateness)
-    # the target, < 50 ms, is benchmarks/bench_proxy.py's figure (medians of paired trials on an
-    # idle machine); this bound leaves room for a loaded test run (the heavy tests beside it run
-    # on its worker, one at a time) and still fails on a proxy that parses, scrubs and encodes
-    # the body on the event loop (0.7 s idle)
+    # the issue's figure is < 50 ms on an idle machine (printed with -s); the bound here leaves
+    # room for a loaded test run and still fails on a proxy that parses on the event loop (~2 s)
     print(f"the paced stream's latest read: {late * 1000:.0f} ms")
     assert late < 0.5, f"a read of the paced stream came {late * 1000:.0f} ms late"
     assert any(len(body) == len(big) for _, _, body in up.requests)

@@ -14,7 +14,8 @@ Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``):
 :meth:`Forwarder.forward` returns an ASGI response that does everything when the server runs it:
 it sends the request upstream (headers and body as they came, hop-by-hop headers dropped), then
 writes what the upstream sent to the client as it arrives (all the body bytes that came since
-the last read was written, as one write), and feeds the same bytes first to the
+the writer's last wake-up, as one write: see :class:`_Reads`), and feeds the same bytes first to
+the
 :class:`~streamtool.core.recording.recorder.ResponseRecorder` (which flushes it to disk and
 scrubs the client's credentials out of it). Faults are passed on as they happened: an HTTP error
 is a response like any other, a dropped upstream connection or a read stalled past the timeout
@@ -23,19 +24,16 @@ cancels the upstream request (once its response streams, after at most :data:`LI
 which an upstream body already at its end may still end: see :meth:`_ForwardedResponse.__call__`).
 The recording's end record says which.
 
-The upstream client is aiohttp (its connection pool, TLS, timeouts and proxy settings): its
-``StreamResponse.content.iter_any()`` yields what one socket read brought, however many HTTP
-chunks it held, so each read is one record and one client write with no queue of our own. aiohttp
-and anyio are imported inside the functions that use them.
+The upstream client is httpx (its pool, TLS, timeouts and proxy settings); httpx and anyio are
+imported inside the functions that use them.
 """
 
 from __future__ import annotations
 
-import io
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..apis import error_body
@@ -48,10 +46,9 @@ from .listen import CutConnection
 from .requests import credential_values
 
 if TYPE_CHECKING:
-    import asyncio
     import ssl
 
-    import aiohttp
+    import httpx
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded. ``host`` and
 # ``content-length`` of the request are recomputed by the client for the upstream connection.
@@ -68,9 +65,7 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-# ``expect``: the server already answered the agent's 100-continue and the body is here whole;
-# forwarded, the client would hold the body back for a 100 Continue the upstream may never send
-_REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length", "expect"}
+_REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length"}
 
 
 class StreamTransform(Protocol):
@@ -182,21 +177,19 @@ def recorder_for(
     api: str | None,
     url: str,
     force: bool = False,
-    parsed: Any = ...,
 ) -> ResponseRecorder:
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
     (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
-    is scrubbed from all that is written. ``parsed``: the body as :func:`request_body` parsed
-    it already (``None`` when it is not JSON), not to parse it twice.
+    is scrubbed from all that is written.
     """
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-    if parsed is ... or (parsed is None and body):
-        try:
-            parsed = fastjson.loads(body) if body else None
-        except ValueError:
-            parsed = body.decode("utf-8", "replace")
+    parsed: Any
+    try:
+        parsed = fastjson.loads(body) if body else None
+    except ValueError:
+        parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
     description = {"method": request.method, "url": url, "headers": kept, "body": parsed}
     return ResponseRecorder(
@@ -206,72 +199,36 @@ def recorder_for(
         api=api,
         secrets=request_secrets(headers, url),
         force=force,
-        request_size=len(body),
     )
 
 
-READ_BUFFER = 256 * 1024  # aiohttp's read buffer: reading pauses past twice this, unwritten
+# RFC 9110 section 9.2.2: the methods a proxy may send again when a connection failed under
+# them; a POST may have been acted on (a generation paid for) and is answered with the error
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+READ_AHEAD = 1024 * 1024  # bytes read from the upstream that may wait for a slow client
 # seconds a streaming exchange goes on after its client went away, for the upstream's body to
 # end (an SDK leaves as soon as it has read a stream's last event, often before the end of the
 # HTTP body arrives); then the upstream request is cancelled
 LINGER = 1.0
-# what aiohttp would add to a request of its own accord: a proxy sends the client's headers only
-_NOT_ADDED = frozenset({"User-Agent", "Accept", "Accept-Encoding", "Content-Type"})
 
 
-def tls_context(verify: bool | ssl.SSLContext = True) -> ssl.SSLContext | bool:
-    """The TLS setting of the upstream connections: ``verify`` when it is a context or
-    ``False``; else a context trusting ``SSL_CERT_FILE`` (a file of CA certificates) or
-    ``SSL_CERT_DIR`` (a folder of them) when set, else certifi's CA bundle."""
-    if verify is False or not isinstance(verify, bool):
-        return verify
-    import ssl
+class _RefuseCookies(DefaultCookiePolicy):
+    """A proxy keeps no cookies: each client's go through in its own headers."""
 
-    cafile = os.environ.get("SSL_CERT_FILE")
-    capath = os.environ.get("SSL_CERT_DIR")
-    if cafile and os.path.isfile(cafile):
-        return ssl.create_default_context(cafile=cafile)
-    if capath and os.path.isdir(capath):
-        return ssl.create_default_context(capath=capath)
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-def env_proxies() -> dict[str, str]:
-    """The proxy URL of each scheme from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
-    ``ALL_PROXY``, lowercase first), as :func:`urllib.request.getproxies` reads them."""
-    import urllib.request
-
-    return urllib.request.getproxies()
-
-
-def upstream_errors() -> tuple[type[BaseException], ...]:
-    """What a failed upstream request raises: aiohttp's errors and the OS's."""
-    import aiohttp
-
-    return (aiohttp.ClientError, OSError)
-
-
-def is_timeout(exc: BaseException) -> bool:
-    import aiohttp
-
-    return isinstance(exc, aiohttp.ServerTimeoutError | TimeoutError)
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
 
 
 class Forwarder:
-    """Sends requests upstream with one shared ``aiohttp.ClientSession`` (its connection pool,
-    TLS and timeouts; ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` are honoured as the
-    standard library reads them, see :meth:`proxy_for`; ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
-    as :func:`tls_context` says).
+    """Sends requests upstream with one shared ``httpx.AsyncClient`` (its connection pool, TLS
+    and timeouts; ``HTTPS_PROXY``, ``NO_PROXY`` and ``SSL_CERT_FILE`` are honoured as httpx
+    documents them).
 
     ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
-    opening a connection (TLS handshake and proxy tunnel included); ``verify``: check the
-    upstream's TLS certificate (``True``), not (``False``), or an ``ssl.SSLContext`` to use;
-    ``max_recording_bytes``: a recording that would grow past it ends with reason ``limit`` and
-    the client's connection is cut. Create it once per server; the session is made on the
-    server's event loop when first used; ``await aclose()`` at shutdown (or
-    :meth:`close_from_thread` from another thread).
+    opening a connection; ``verify``: check the upstream's TLS certificate (``True``), not
+    (``False``), or an ``ssl.SSLContext`` to use; ``max_recording_bytes``: a recording that
+    would grow past it ends with reason ``limit`` and the client's connection is cut. Create it
+    once per server and ``await aclose()`` at shutdown.
     """
 
     def __init__(
@@ -288,110 +245,52 @@ class Forwarder:
         self.max_connections = max_connections
         self.verify = verify
         self.max_recording_bytes = max_recording_bytes
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._proxies: dict[str, str] = {}
-        self._proxy_for: dict[tuple[str, str], Any] = {}
+        self._client: httpx.AsyncClient | None = None
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        """The shared session (made on first use, on the running event loop)."""
-        if self._session is None:
-            import asyncio
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
 
-            import aiohttp
-
-            self._loop = asyncio.get_running_loop()
-            self._proxies = env_proxies()
-            self._proxy_for = {}
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=self.max_connections,
-                    limit_per_host=0,
-                    keepalive_timeout=60.0,
-                    ssl=tls_context(self.verify),
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
+                limits=httpx.Limits(
+                    max_connections=self.max_connections,
+                    max_keepalive_connections=min(self.max_connections, 200),
+                    keepalive_expiry=60.0,
                 ),
-                timeout=aiohttp.ClientTimeout(
-                    total=None,
-                    connect=None,
-                    sock_connect=self.connect_timeout,
-                    sock_read=self.timeout,
-                ),
-                # the proxy settings are read here (see proxy_for), not by aiohttp per request
-                # in worker threads, and ~/.netrc adds no credentials to forwarded requests
-                trust_env=False,
-                cookie_jar=aiohttp.DummyCookieJar(),  # a proxy keeps no cookies
-                auto_decompress=False,  # the client gets the upstream's bytes
-                skip_auto_headers=_NOT_ADDED,
-                read_bufsize=READ_BUFFER,
+                verify=self.verify,
+                trust_env=True,
+                follow_redirects=False,
+                cookies=CookieJar(_RefuseCookies()),
             )
-        return self._session
-
-    def proxy_for(self, url: Any) -> tuple[Any, Any]:
-        """``(proxy URL, proxy auth)`` for a request to ``url`` (a ``yarl.URL``), or
-        ``(None, None)``: the environment's proxy for its scheme unless ``NO_PROXY`` names its
-        host (:func:`urllib.request.proxy_bypass`); credentials in the proxy URL are sent as
-        the proxy's Basic auth."""
-        key = (url.scheme, url.host or "")
-        if key not in self._proxy_for:
-            import urllib.request
-
-            import aiohttp
-            from yarl import URL
-
-            found: tuple[Any, Any] = (None, None)
-            proxy = self._proxies.get(url.scheme)
-            if proxy and not (url.host and urllib.request.proxy_bypass(url.host)):
-                parsed = URL(proxy)
-                auth = aiohttp.BasicAuth.from_url(parsed) if parsed.user else None
-                found = (parsed.with_user(None), auth)
-            self._proxy_for[key] = found
-        return self._proxy_for[key]
+        return self._client
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
-
-    def close_from_thread(self, timeout: float = 10.0) -> None:
-        """Close the session from a thread other than its event loop's (a test's thread, once
-        the server that used it moves on); nothing when it was never made or its loop ended."""
-        import asyncio
-
-        loop = self._loop
-        if self._session is None or loop is None or loop.is_closed() or not loop.is_running():
-            return
-        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(timeout)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
     async def send(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> aiohttp.ClientResponse:
+    ) -> httpx.Response:
         """Send a request upstream; return once the response head arrived (its body unread).
 
-        Only the given headers go, with ``Host`` and ``Content-Length`` (aiohttp is told to add
-        none of its own). ``url`` is sent as it is written (already percent-encoded). An
-        idempotent request whose kept-alive connection broke before any response is sent once
-        more, on a new connection, by aiohttp (RFC 9112 section 9.3.1.1).
+        Only the given headers go, with ``Host`` and ``Content-Length`` (httpx adds no headers
+        of its own to a request built this way). An idempotent request whose connection broke
+        before any response is sent once more, on a new connection.
         """
-        from yarl import URL
+        import httpx
 
-        session = self.session
-        target = URL(url, encoded=True)
-        proxy, proxy_auth = self.proxy_for(target)
-        data: Any = body or None
-        if len(body) >= OFF_LOOP:
-            # sent in pieces, the event loop turning between them (as bytes it would be copied
-            # into the transport's buffer in one go); its length is known: not chunked
-            data = io.BytesIO(body)
-        return await session.request(
-            method,
-            target,
-            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers],
-            data=data,
-            allow_redirects=False,
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-        )
+        client = self.client
+        for attempt in (1, 2):
+            request = httpx.Request(method, url, headers=headers, content=body)
+            try:
+                return await client.send(request, stream=True)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if attempt == 2 or method.upper() not in IDEMPOTENT:
+                    raise
+        raise AssertionError("unreachable")
 
     def forward(
         self,
@@ -400,7 +299,6 @@ class Forwarder:
         *,
         body: bytes,
         recorder: ResponseRecorder | None = None,
-        prepare: Callable[[], ResponseRecorder | None] | None = None,
         exchange: Exchange | None = None,
         observer: Observer | None = None,
         transform: StreamTransform | None = None,
@@ -409,15 +307,16 @@ class Forwarder:
     ) -> Any:
         """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
 
-        ``url`` is the full upstream URL (origin, path and query). The recording is kept by
-        ``recorder``, or by the one ``prepare()`` returns: called in a worker thread as the
-        request goes upstream, so that its file work (naming the recording, scrubbing the
-        request) adds nothing to the time to the first byte; its recorder is taken before the
-        response head is recorded. With ``transform`` the client receives the transformed body
-        (the upstream is asked for an uncompressed one) while the recording keeps the upstream's
-        bytes. ``on_end`` is called once, when the recording has its end record.
+        ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
+        receives the transformed body (the upstream is asked for an uncompressed one) while the
+        recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
+        its end record.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
+        if recorder is not None and ex.file is None:
+            ex.file = recorder.path
+        if recorder is not None and self.max_recording_bytes is not None:
+            recorder.max_bytes = self.max_recording_bytes
         headers = forwarded_headers(request.headers.raw)
         if transform is not None:
             headers = [(k, v) for k, v in headers if k.lower() != b"accept-encoding"]
@@ -429,13 +328,66 @@ class Forwarder:
             headers=headers,
             body=body,
             recorder=recorder,
-            prepare=prepare,
             exchange=ex,
             observer=observer,
             transform=transform,
             error_style=error_style,
             on_end=on_end,
         )
+
+
+class _Reads:
+    """The upstream's body as it arrives, gathered between two wake-ups of the writer.
+
+    httpx yields one piece per HTTP chunk (thousands of small server-sent events in one socket
+    read); a reader task :meth:`put`s them here and the writer :meth:`take`s all that arrived
+    since its last turn as one ``bytes``: one record and one client write per wake-up, which
+    against a paced upstream is one per event as it came. At most :data:`READ_AHEAD` bytes wait.
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._ended = False
+        self._error: BaseException | None = None
+        self._ready = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+
+    async def pump(self, response: httpx.Response) -> None:
+        """The reader task: the whole body into the box (or the error that stopped it)."""
+        try:
+            async for piece in response.aiter_raw():
+                self._pieces.append(piece)
+                self._size += len(piece)
+                self._ready.set()
+                if self._size >= READ_AHEAD:
+                    self._room.clear()
+                    await self._room.wait()
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._ended = True
+            self._ready.set()
+
+    async def take(self) -> bytes:
+        """Everything that arrived since the last call; ``b""`` at the end; the upstream's
+        error once what came before it was taken."""
+        while not self._pieces:
+            if self._ended:
+                if self._error is not None:
+                    raise self._error
+                return b""
+            self._ready.clear()
+            await self._ready.wait()
+        pieces = self._pieces
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self._pieces = []
+        self._size = 0
+        self._room.set()
+        return data
 
 
 class _ForwardedResponse:
@@ -452,7 +404,6 @@ class _ForwardedResponse:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         recorder: ResponseRecorder | None,
-        prepare: Callable[[], ResponseRecorder | None] | None,
         exchange: Exchange,
         observer: Observer | None,
         transform: StreamTransform | None,
@@ -464,8 +415,7 @@ class _ForwardedResponse:
         self.url = url
         self.headers = headers
         self.body = body
-        self.recorder: ResponseRecorder | None = None
-        self.prepare = prepare
+        self.recorder = recorder
         self.ex = exchange
         self.observer = observer
         self.transform = transform
@@ -473,16 +423,6 @@ class _ForwardedResponse:
         self.on_end = on_end
         self._ended = False
         self._started = False
-        self._adopt(recorder)
-
-    def _adopt(self, recorder: ResponseRecorder | None) -> None:
-        if recorder is None:
-            return
-        self.recorder = recorder
-        if self.ex.file is None:
-            self.ex.file = recorder.path
-        if self.forwarder.max_recording_bytes is not None:
-            recorder.max_bytes = self.forwarder.max_recording_bytes
 
     # -- recording, never allowed to stop the forwarding ----------------------------------------
     def _rec(self, method: str, *args: Any) -> Any:
@@ -570,36 +510,23 @@ class _ForwardedResponse:
             raise CutConnection(str(cut))
 
     async def _run(self, send: Any) -> BaseException | None:
-        import asyncio
-
         import anyio
+        import httpx
 
         ex = self.ex
         ex.t0 = time.monotonic()
         self._notify("started")
-        prepared = None
-        if self.prepare is not None:
-            prepared = asyncio.get_running_loop().run_in_executor(None, self.prepare)
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
-        failed: BaseException | None = None
         try:
             response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
-        except upstream_errors() as exc:
-            failed = exc
-        finally:
-            if prepared is not None:  # also when the client went away meanwhile
-                with anyio.CancelScope(shield=True):
-                    self._adopt(await prepared)
-                if self.recorder is not None:
-                    self.recorder.t0 = ex.t0
-        if failed is not None:
-            timeout = is_timeout(failed)
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
-            message = f"streamtool proxy: the upstream {what}: {type(failed).__name__}: {failed}"
+            message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
             ex.status = status
-            self._finish(None, None, failed)
+            self._finish(None, None, exc)
             body = error_body(self.error_style, status, message)
             await send(
                 {
@@ -616,39 +543,44 @@ class _ForwardedResponse:
         try:
             return await self._stream(response, send)
         finally:
-            # also when the client went away: a body not read to its end closes the connection
-            if response.content.at_eof():
-                response.release()
-            else:
-                response.close()
+            with anyio.CancelScope(shield=True):  # also when the client went away
+                await response.aclose()
 
-    async def _stream(self, response: aiohttp.ClientResponse, send: Any) -> BaseException | None:
+    async def _stream(self, response: httpx.Response, send: Any) -> BaseException | None:
         import asyncio
 
+        import anyio
+        import httpx
+
         ex = self.ex
-        status = ex.status = response.status
-        raw_headers = response.raw_headers
+        ex.status = response.status_code
+        raw_headers = response.headers.raw
         text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
         if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
-            await asyncio.to_thread(self._rec, "start", status, text_headers)
+            await asyncio.to_thread(self._rec, "start", response.status_code, text_headers)
         else:
-            self._rec("start", status, text_headers)
+            self._rec("start", response.status_code, text_headers)
         self._notify("head")
         transform = self.transform
         content_type = response.headers.get("content-type", "")
-        if transform is not None and not (status < 300 and "text/event-stream" in content_type):
+        if transform is not None and not (
+            response.status_code < 300 and "text/event-stream" in content_type
+        ):
             transform = None  # errors and non-streamed bodies reach the client untouched
         await send(
             {
                 "type": "http.response.start",
-                "status": status,
+                "status": response.status_code,
                 "headers": response_headers(raw_headers, keep_length=transform is None),
             }
         )
         self._started = True
+        reads = _Reads()
+        reader = asyncio.create_task(reads.pump(response))
+        take = reads.take
         try:
-            # one item per socket read (all the body bytes that arrived since the last item)
-            async for data in response.content.iter_any():
+            # one item per wake-up: all the body bytes that arrived since the last one
+            while data := await take():
                 if ex.ttft is None:
                     ex.ttft = time.monotonic() - ex.t0
                 # on disk first (flushed), then to the client: a kill -9 in between never
@@ -661,7 +593,7 @@ class _ForwardedResponse:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
                 if chunk is not None:
                     self._notify("read", chunk)
-        except upstream_errors() as exc:
+        except httpx.HTTPError as exc:
             # a transformed stream is not closed properly either: the client sees the break
             self._finish(None, None, exc)
             return exc  # the client's connection is dropped as the upstream's was
@@ -669,6 +601,11 @@ class _ForwardedResponse:
             # the recording has its end record (reason "limit"); the client's stream is cut
             self._finish(None)
             return exc
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([reader])
         tail = transform.finish() if transform is not None else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         self._finish(None)

@@ -88,9 +88,7 @@ def _config(
         **guarded(limits or ConnectionLimits(connection_limit()), app),
         log_level=log_level,
         access_log=access_log,
-        # an app that speaks the lifespan protocol (serve's: it closes its upstream session at
-        # shutdown) gets it; one that ignores it is served as it is
-        lifespan="auto",
+        lifespan="off",
         timeout_graceful_shutdown=2,
     )
     quiet_cut_logging()

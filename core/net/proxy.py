@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..apis import API_TABLE, api_for_path, error_body, find_api, official_origins
-from ..recording.recorder import MAX_RECORDING_BYTES, ResponseRecorder
+from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
@@ -314,7 +314,7 @@ class ProxyApp:
                 # pay for the imports and the TLS context now, not in the first request
                 import jsonlines  # noqa: F401
 
-                _ = self.forwarder.session
+                _ = self.forwarder.client
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
@@ -344,37 +344,29 @@ class ProxyApp:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
+        ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", model)
+        ex.file = str(file)
+        recorder = None
+        try:
+            recorder = recorder_for(
+                request, body, str(file), provider=r.provider, api=r.api, url=url
+            )
+            recorder.preflight()
+        except RecordingError as exc:
+            ex.record_error = exc.message
+            recorder = None
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
             transform = self.config.transform(parsed)
         self.active.add(ex)
-
-        def prepare() -> ResponseRecorder | None:
-            # the recording's name and its recorder: file work, done while the request is on
-            # its way upstream (see Forwarder.forward)
-            try:
-                ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", model)
-            except RecordingError as exc:
-                ex.record_error = exc.message
-                return None
-            ex.file = str(file)
-            try:
-                recorder = recorder_for(
-                    request, body, str(file), provider=r.provider, api=r.api, url=url, parsed=parsed
-                )
-                recorder.preflight()
-            except RecordingError as exc:
-                ex.record_error = exc.message
-                return None
-            return recorder
-
+        observer = self.config.observer
         return self.forwarder.forward(
             request,
             url,
             body=body,
-            prepare=prepare,
+            recorder=recorder,
             exchange=ex,
-            observer=self.config.observer,
+            observer=observer,
             transform=transform,
             error_style=r.style,
             on_end=self._ended,

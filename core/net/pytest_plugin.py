@@ -350,9 +350,6 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         return
     try:
         _settle(staging)
-        if on_miss is not None:
-            # its upstream connections, on the server's event loop, once every exchange ended
-            on_miss.close()
         report = request.node.stash.get(_CALL_REPORT, None)
         if report is None or not report.passed:
             request.node.add_report_section(

@@ -9,9 +9,8 @@ imported only inside the functions that need them.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
@@ -73,8 +72,7 @@ def create_app(
     (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
     ``max_body`` bytes is answered 413 without being read whole, one that has not arrived
     ``body_timeout`` seconds after its head 408 (:mod:`.bodies`). A request that reached a
-    loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`). At the
-    server's shutdown (ASGI lifespan) ``on_miss.aclose()`` is awaited when it has one.
+    loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`).
     """
     import anyio
     from starlette.applications import Starlette
@@ -205,15 +203,7 @@ def create_app(
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=methods)]
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
-        yield
-        closing = getattr(on_miss, "aclose", None)  # record on miss: its upstream connections
-        if closing is not None:
-            await closing()
-
-    return loopback_only(Starlette(routes=routes, lifespan=lifespan), log)
+    return loopback_only(Starlette(routes=routes), log)
 
 
 def serving(

@@ -309,17 +309,6 @@ class MissRecorder:
             self._forwarder = Forwarder(timeout=self.timeout)
         return self._forwarder
 
-    async def aclose(self) -> None:
-        """Close the upstream connections (at the server's shutdown, on its event loop)."""
-        if self._forwarder is not None:
-            await self._forwarder.aclose()
-
-    def close(self) -> None:
-        """Close the upstream connections from another thread than the server's (the server
-        goes on serving other tapes)."""
-        if self._forwarder is not None:
-            self._forwarder.close_from_thread()
-
     def __call__(self, request: Any, raw: bytes, incoming: Incoming, style: str) -> Any:
         from .forward import Exchange as Forwarded
         from .forward import recorder_for
@@ -342,13 +331,7 @@ class MissRecorder:
         recorder: Any = None
         try:
             recorder = recorder_for(
-                request,
-                raw,
-                str(file),
-                provider=r.provider,
-                api=r.api,
-                url=url,
-                parsed=incoming.body,  # parsed once, by the server
+                request, raw, str(file), provider=r.provider, api=r.api, url=url
             )
             recorder.preflight()
         except RecordingError as exc:

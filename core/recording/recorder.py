@@ -5,11 +5,12 @@ with every network read, ``close`` or ``fail``) and writes the recording as it g
 :class:`~streamtool.core.recording.reader.RecordingWriter`: one flushed chunk record per read, so a
 crash or Ctrl-C leaves every received byte on disk, and an end record that says why it stopped.
 It is used by ``streamtool record`` (httpx), by the SDK capture transports (httpx2) and by the
-forwarding edge of the proxy and of tapes (aiohttp, :mod:`streamtool.core.net.forward`).
+forwarding edge of the proxy and of tapes (httpx, :mod:`streamtool.core.net.forward`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -29,9 +30,7 @@ from .secrets import (
     request_secrets,
     with_article,
 )
-from .writer import RecordingWriter, encode_record
-
-LARGE_REQUEST = 256 * 1024  # bytes of request body from which its JSON is encoded in pieces
+from .writer import RecordingWriter
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
 MAX_RECORDING_BYTES = 1024**3  # the default of --max-recording-bytes (decoded body bytes)
@@ -62,10 +61,9 @@ class RecordResult:
 
 def _client_error_kind(exc: BaseException) -> str | None:
     """``timeout``, ``connect`` or ``dropped`` for an HTTP client's own exception types, told
-    apart with ``isinstance``: httpx's (``streamtool record``), httpx2's (the SDK capture
-    transports) and aiohttp's (the proxy and tapes). The recording layer imports none of them:
-    an exception of one can only exist once its module is imported, so the modules already
-    imported are asked."""
+    apart with ``isinstance``: httpx's (``streamtool record``, the proxy and tapes) and httpx2's
+    (the SDK capture transports). The recording layer imports neither: an exception of one can
+    only exist once its module is imported, so the modules already imported are asked."""
     for name in ("httpx", "httpx2"):
         client = sys.modules.get(name)
         if client is None:
@@ -76,21 +74,12 @@ def _client_error_kind(exc: BaseException) -> str | None:
             return "connect"
         if isinstance(exc, client.NetworkError | client.ProtocolError):
             return "dropped"
-    aiohttp = sys.modules.get("aiohttp")
-    if aiohttp is not None:
-        if isinstance(exc, aiohttp.ServerTimeoutError):  # connecting or reading
-            return "timeout"
-        if isinstance(exc, aiohttp.ClientConnectorError):  # TLS and proxy failures too
-            return "connect"
-        dropped = aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError
-        if isinstance(exc, dropped | aiohttp.ClientOSError):
-            return "dropped"
     return None
 
 
 def classify(exc: BaseException, received: int) -> tuple[str, str]:
     """The end reason and message for an exception that stopped a stream: by the HTTP client's
-    exception types (httpx, httpx2, aiohttp), else by the built-in an exception derives from."""
+    exception types (httpx, httpx2), else by the built-in an exception derives from."""
     kind = _client_error_kind(exc)
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, KeyboardInterrupt):
@@ -125,7 +114,6 @@ class ResponseRecorder:
         force: bool = False,
         t0: float | None = None,
         max_bytes: int | None = MAX_RECORDING_BYTES,
-        request_size: int = 0,
     ) -> None:
         self.path = str(path)
         self.request = request
@@ -134,8 +122,6 @@ class ResponseRecorder:
         self.force = force
         # body bytes (decoded) the recording may hold: past them it ends with reason "limit"
         self.max_bytes = max_bytes
-        # a request of LARGE_REQUEST bytes or more is encoded in pieces (see encode_record)
-        self.large = request_size >= LARGE_REQUEST
         # the caller's values, and whatever credential the request itself carries
         self.scrubber = SecretScrubber((*secrets, *request_secrets(request)))
         self.stream = self.scrubber.stream()
@@ -162,7 +148,7 @@ class ResponseRecorder:
         (``RecordingWriter`` refuses such a header too, but by then the request was sent.)
         """
         request = redact_request(self.scrubber.deep(self.request))
-        leaked = find_secret(encode_record(request, in_pieces=self.large))
+        leaked = find_secret(json.dumps(request, ensure_ascii=False))
         if leaked:
             raise RecordingError(
                 self.path, None, f"refusing to record: the request holds {with_article(leaked)}"
@@ -192,7 +178,7 @@ class ResponseRecorder:
             response=response,
         )
         try:
-            self.writer = RecordingWriter(self.path, header, force=self.force, large=self.large)
+            self.writer = RecordingWriter(self.path, header, force=self.force)
         except OSError as exc:
             self._broken(exc)
 

@@ -31,9 +31,6 @@ INDEX_NAME = "index.jsonl"
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
 LOCK_TIMEOUT = 60.0  # seconds a writer waits for the lock before it gives up with an error
-# seconds between two tries of a lock another writer holds (filelock's default, 50 ms, would
-# hold up a proxied request that much behind an index line being appended)
-LOCK_POLL = 0.002
 # the files a tape serves (golden files and the index itself are not exchanges)
 EXCHANGE_SUFFIXES = (".jsonl", ".sse", ".txt")
 # a recording's or a reservation's sequence number
@@ -138,7 +135,7 @@ def tape_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
 
     path = Path(folder) / LOCK_NAME
     try:
-        with FileLock(str(path), timeout=LOCK_TIMEOUT).acquire(poll_interval=LOCK_POLL):
+        with FileLock(str(path), timeout=LOCK_TIMEOUT):
             yield
     except Timeout:
         raise RecordingError(

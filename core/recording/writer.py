@@ -10,38 +10,17 @@ from typing import Any
 from ..records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
-# what jsonlines' compact writer encodes with: the header line is encoded here, once, the same way
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def encode_record(record: Any, *, in_pieces: bool = False) -> str:
-    """``record`` as one compact JSON line (without its newline), as the writer writes it.
-
-    ``in_pieces``: by the standard library's pure-Python encoder, value by value, instead of
-    its C encoder in one call: slower, but a large request (megabytes) encoded in a worker
-    thread then holds the interpreter lock for moments at a time, never for the whole value,
-    and the event loop's other streams go on meanwhile."""
-    if not in_pieces:
-        return _ENCODER.encode(record)
-    return "".join(_ENCODER.iterencode(record))
-
 
 class RecordingWriter:
     """Writes a recording, flushing every record so a crash leaves every byte on disk.
 
     The file is created exclusively unless ``force`` is set: nothing a user had is overwritten
     by accident. Secrets are removed from the header before anything is written, and a header
-    that still carries a known key pattern is refused. ``large``: the header holds a large
-    request, encoded in pieces (:func:`encode_record`).
+    that still carries a known key pattern is refused.
     """
 
     def __init__(
-        self,
-        path: str | os.PathLike[str],
-        header: Header,
-        *,
-        force: bool = False,
-        large: bool = False,
+        self, path: str | os.PathLike[str], header: Header, *, force: bool = False
     ) -> None:
         import jsonlines
 
@@ -50,8 +29,7 @@ class RecordingWriter:
         header.response = dict(header.response)
         if isinstance(header.response.get("headers"), dict):
             header.response["headers"] = redact_headers(header.response["headers"])
-        line = encode_record(header.to_record(), in_pieces=large)  # checked, then written
-        leaked = find_secret(line)
+        leaked = find_secret(json.dumps(header.to_record()))
         if leaked:
             raise RecordingError(
                 self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
@@ -65,12 +43,7 @@ class RecordingWriter:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
         self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
         self.closed = False
-        try:
-            self._fh.write(line + "\n")
-            self._fh.flush()
-        except OSError:
-            self.abandon()
-            raise
+        self._put(header.to_record())
 
     def _put(self, record: dict[str, Any]) -> None:
         """Write one record; a write error (a full disk) closes the file and is raised."""
