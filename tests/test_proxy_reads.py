@@ -420,16 +420,11 @@ def test_https_proxy_no_proxy_and_ssl_cert_file_are_honoured(
     assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in text and tunnels == 1
 
 
-def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> None:
-    """A 9.5 MB request (parsed, scrubbed and recorded by the proxy) sent while another stream
-    is paced at one event per 100 ms: that stream's reads are not held by it."""
+def paced_lateness(out: Path, big: str) -> float:
+    """Seconds the latest read of a stream paced at one event per 100 ms came late (beyond the
+    earliest read's lateness) while ``big`` was posted through a proxy recording into ``out``."""
     paced = [(0.0, HEAD)] + [(0.1, chunked(event(i))) for i in range(40)]
     paced.append((0.1, b"0\r\n\r\n"))
-    message = {"role": "user", "content": "lorem ipsum dolor sit amet " * 16}
-    count = 9_500_000 // len(json.dumps(message))
-    big = json.dumps({"model": "gpt-test", "stream": True, "messages": [message] * count})
-    assert 9_000_000 < len(big) < 10_000_000
-    out = tmp_path / "caps"
     out.mkdir()
     with ScriptedUpstream(paced) as up:
         proc, origin = proxy_process(up.url, out)
@@ -452,6 +447,7 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
             proc.terminate()
             proc.communicate(timeout=20)
     assert r.status_code == 200
+    assert any(len(body) == len(big) for _, _, body in up.requests)
     # each read against the schedule: the last event it completed was due 100 ms after the one
     # before; how late it came, beyond the earliest read's lateness, is the delay
     ends = list(itertools.accumulate(len(event(i)) for i in range(40)))
@@ -461,9 +457,25 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
         if done:
             lateness.append(t - (done - 1) * 0.1)
     assert len(lateness) >= 20 and ends[-1] == arrivals[-1][1]
-    late = max(lateness) - min(lateness)
-    # the issue's figure is < 50 ms on an idle machine (printed with -s); the bound here leaves
-    # room for a loaded test run and still fails on a proxy that parses on the event loop (~2 s)
-    print(f"the paced stream's latest read: {late * 1000:.0f} ms")
-    assert late < 0.5, f"a read of the paced stream came {late * 1000:.0f} ms late"
-    assert any(len(body) == len(big) for _, _, body in up.requests)
+    return max(lateness) - min(lateness)
+
+
+def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> None:
+    """A 9.5 MB request (parsed, scrubbed and recorded by the proxy) sent while another stream
+    is paced at one event per 100 ms: that stream's reads are not held by it."""
+    message = {"role": "user", "content": "lorem ipsum dolor sit amet " * 16}
+    count = 9_500_000 // len(json.dumps(message))
+    big = json.dumps({"model": "gpt-test", "stream": True, "messages": [message] * count})
+    assert 9_000_000 < len(big) < 10_000_000
+    # the issue's figure is < 50 ms on an idle machine (benchmarks/bench_proxy.py prints it); the
+    # bound here leaves room for a loaded test run and still fails on a proxy that parses on the
+    # event loop (0.7 s idle, more under load). The suite shares two cores: a trial that the
+    # other worker's load made late is run again, up to three trials; a proxy that holds the
+    # loop is late in every one.
+    late = []
+    for trial in range(3):
+        late.append(paced_lateness(tmp_path / f"caps{trial}", big))
+        if late[-1] < 0.5:
+            break
+    print(f"the paced stream's latest read: {', '.join(f'{x * 1000:.0f} ms' for x in late)}")
+    assert min(late) < 0.5, f"a read of the paced stream came {min(late) * 1000:.0f} ms late"
