@@ -141,47 +141,25 @@ def check_paths(
         check_parser_name(parser)
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
-    global _listed
-    _listed = {}  # temporaries are looked for afresh by every run
-    try:
-        return _check_paths(
-            paths, update, create_missing, converter, parser, stdin_golden, jobs, shard,
-            on_start, on_done,
-        )  # fmt: skip
-    finally:
-        _listed = None
-
-
-def _check_paths(
-    paths: Sequence[str | os.PathLike[str]],
-    update: bool,
-    create_missing: bool,
-    converter: str | None,
-    parser: str | None,
-    stdin_golden: str | os.PathLike[str] | None,
-    jobs: int | None,
-    shard: tuple[int, int] | None,
-    on_start: Callable[[int], None] | None,
-    on_done: Callable[[], None] | None,
-) -> CheckReport:
-    report = CheckReport()
-    targets = _find_targets(paths, report.results, stdin_golden)
-    if shard is not None:
-        targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
-    work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
-    if jobs is None:
-        jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
-    # standard input can be read once, here: a pool only for files
-    if on_start is not None:
-        on_start(len(work))
-    if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
-        results: Iterable[FileResult] = _in_processes(work, jobs)
-    else:
-        results = (_check_target(*args) for args in work)
-    for result in results:
-        report.results.append(result)
-        if on_done is not None:
-            on_done()
+    with _temporaries_listed_once():
+        report = CheckReport()
+        targets = _find_targets(paths, report.results, stdin_golden)
+        if shard is not None:
+            targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
+        work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
+        if jobs is None:
+            jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
+        # standard input can be read once, here: a pool only for files
+        if on_start is not None:
+            on_start(len(work))
+        if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
+            results: Iterable[FileResult] = _in_processes(work, jobs)
+        else:
+            results = (_check_target(*args) for args in work)
+        for result in results:
+            report.results.append(result)
+            if on_done is not None:
+                on_done()
     return report
 
 
@@ -517,6 +495,17 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
 
 # folder -> its temporaries' names, while check_paths runs (None otherwise: listed each time)
 _listed: dict[Path, list[str]] | None = None
+
+
+@contextlib.contextmanager
+def _temporaries_listed_once() -> Iterator[None]:
+    """Within: each folder's temporaries are listed once (a run looks for them afresh)."""
+    global _listed
+    _listed = {}
+    try:
+        yield
+    finally:
+        _listed = None
 
 
 def _temporaries(folder: Path) -> list[str]:
