@@ -101,14 +101,11 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     """:func:`loads` without the nesting limit, for a caller that keeps no nested value of the
     result (a recording's chunk record keeps two scalars) or calls :func:`check_depth` itself.
     Nesting that the decoder itself cannot take still raises :class:`NestingError`."""
-    if len(text) > ORJSON_MAX:
-        return stdlib_loads_unchecked(text)
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if _LONG_DIGITS not in data.translate(_DIGIT_MAP):
-        try:
-            return _orjson_loads(data)
-        except _OrjsonError:
-            pass
+    if len(text) <= ORJSON_MAX:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        obj = _by_orjson(data)
+        if obj is not _REFUSED:
+            return obj
     return stdlib_loads_unchecked(text)
 
 
@@ -122,12 +119,25 @@ def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
 def loads_utf8_unchecked(data: bytes) -> Any:
     """:func:`loads_unchecked` of bytes that must be UTF-8 text (a recording's line): bytes
     that are not raise ``UnicodeDecodeError``, whatever encoding ``json.loads`` would guess."""
-    if len(data) <= ORJSON_MAX and _LONG_DIGITS not in data.translate(_DIGIT_MAP):
-        try:
-            return _orjson_loads(data)
-        except _OrjsonError:
-            pass
+    if len(data) <= ORJSON_MAX:
+        obj = _by_orjson(data)
+        if obj is not _REFUSED:
+            return obj
     return _stdlib_unchecked(data.decode("utf-8"))
+
+
+_REFUSED = object()
+
+
+def _by_orjson(data: bytes | bytearray) -> Any:
+    """orjson's value of ``data``, or :data:`_REFUSED` where the standard library must read it
+    (a run of 19 digits, or anything orjson refuses)."""
+    if _LONG_DIGITS in data.translate(_DIGIT_MAP):
+        return _REFUSED
+    try:
+        return _orjson_loads(data)
+    except _OrjsonError:
+        return _REFUSED
 
 
 def _stdlib_unchecked(text: str) -> Any:
