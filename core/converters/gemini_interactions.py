@@ -48,34 +48,12 @@ from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
 from ..quirk_ids import QuirkId
 from ..tracker import TrackedCall
+from ..usage import normalize_usage
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 _MEDIA = frozenset({"image", "audio", "video", "document"})
-_USAGE = {
-    "total_input_tokens": "input_tokens",
-    "total_output_tokens": "output_tokens",
-    "total_thought_tokens": "reasoning_tokens",
-    "total_cached_tokens": "cached_input_tokens",
-    "total_tokens": "total_tokens",
-}
-
-
-def interactions_usage(raw: Any) -> dict[str, int] | None:
-    """An Interactions ``Usage`` object on the normalized keys; the output counts the thoughts
-    (``total_output_tokens`` does not), as Gemini's ``candidatesTokenCount`` is read."""
-    if not isinstance(raw, dict):
-        return None
-    out: dict[str, int] = {}
-    for key, target in _USAGE.items():
-        value = raw.get(key)
-        if type(value) is int:
-            out[target] = value
-    thoughts = out.get("reasoning_tokens")
-    if thoughts and "output_tokens" in out:
-        out["output_tokens"] += thoughts
-    return out or None
 
 
 def _str(value: Any) -> str | None:
@@ -160,12 +138,12 @@ class GeminiInteractionsConverter(Converter):
             model = _str(interaction.get("model"))
             if model:
                 chunk.model = model
-            chunk.usage = interactions_usage(interaction.get("usage"))
+            chunk.usage = normalize_usage(interaction.get("usage"))
         return [chunk] if chunk.model or chunk.usage else []
 
     def _status_update(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         self.status = _str(obj.get("status")) or self.status
-        usage = interactions_usage(obj.get("usage"))
+        usage = normalize_usage(obj.get("usage"))
         return [ChunkResponse(usage=usage)] if usage else []
 
     def _interaction_end(self, obj: dict[str, Any], legacy: bool = False) -> list[ChunkResponse]:
@@ -177,7 +155,7 @@ class GeminiInteractionsConverter(Converter):
         status = _str(interaction.get("status")) or self.status
         self.status = status
         chunk = ChunkResponse(is_complete=True, finish_reason=status)
-        chunk.usage = interactions_usage(interaction.get("usage"))
+        chunk.usage = normalize_usage(interaction.get("usage"))
         model = _str(interaction.get("model"))
         if model:
             chunk.model = model
@@ -290,7 +268,7 @@ class GeminiInteractionsConverter(Converter):
         if index is None:
             return []
         chunk = ChunkResponse()
-        usage = interactions_usage(obj.get("usage"))
+        usage = normalize_usage(obj.get("usage"))
         if usage:
             chunk.usage = usage
         block = self._blocks.get(index)
