@@ -168,8 +168,7 @@ class GeminiInteractionsConverter(Converter):
             ]
             detail = "; ".join(messages) or "no error given"
             self.error("provider_error", f"the interaction failed: {detail}", errors)
-        open_blocks = [b for b in self._blocks.values() if b.call is not None]
-        if any(b.call is not None and not b.call.complete for b in open_blocks):
+        if any(b.call is not None and not b.call.complete for b in self._blocks.values()):
             self.quirk(
                 QuirkId.INTERACTIONS_STEP_NOT_STOPPED,
                 "the interaction completed while a call step was still open",
@@ -251,7 +250,7 @@ class GeminiInteractionsConverter(Converter):
             return self._signature(delta)
         if kind == "arguments_delta":
             return self._arguments_piece(index, block, delta)
-        if kind == "function_call" or (kind.endswith("_call") and kind != "function_call"):
+        if kind.endswith("_call"):
             return self._call_delta(index, block, delta)
         if kind.endswith("_result"):
             if block is not None and block.result is not None:
