@@ -77,7 +77,7 @@ class _Block:
     def __init__(self, kind: str) -> None:
         self.kind = kind  # the step's or content's type
         self.call: TrackedCall | None = None  # a function or built-in call
-        self.arguments: Any = None  # the arguments object a start or a whole delta gave
+        self.arguments: Any = None  # a function call's arguments object (a start or a delta)
         self.result: dict[str, Any] | None = None  # a result step, completed by its deltas
         self.got_pieces = False  # arguments_delta pieces came
 
@@ -368,8 +368,6 @@ class GeminiInteractionsConverter(Converter):
                 announce=True,
                 raw=True,
             )
-            if isinstance(arguments, dict):
-                block.arguments = arguments
         else:
             block.arguments = item.get("arguments")
             first = tracker.update(
