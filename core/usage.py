@@ -7,7 +7,8 @@ Only keys the provider reported appear.
 ``output_tokens`` has one meaning for every provider: every generated token, reasoning included
 (``reasoning_tokens`` says how many of them were reasoning). OpenAI and Anthropic count it that
 way; Gemini's ``candidatesTokenCount`` leaves the thoughts out (``thoughtsTokenCount`` is added
-to it), and so does xAI's ``completion_tokens`` (seen by its ``total_tokens``, which is then
+to it), and so do the Interactions API's ``total_output_tokens`` (``total_thought_tokens`` is
+added) and xAI's ``completion_tokens`` (seen by its ``total_tokens``, which is then
 ``prompt + completion + reasoning``: the reasoning is added).
 
 Usage objects that providers repeat are cumulative: callers keep the latest value per key
@@ -35,6 +36,11 @@ _DIRECT = {
     "totalTokenCount": "total_tokens",
     "thoughtsTokenCount": "reasoning_tokens",
     "cachedContentTokenCount": "cached_input_tokens",
+    # Gemini Interactions
+    "total_input_tokens": "input_tokens",
+    "total_output_tokens": "output_tokens",
+    "total_thought_tokens": "reasoning_tokens",
+    "total_cached_tokens": "cached_input_tokens",
 }
 _NESTED = {
     "prompt_tokens_details": {"cached_tokens": "cached_input_tokens"},
@@ -69,6 +75,10 @@ def normalize_usage(raw: Any) -> dict[str, int] | None:
         if "thoughtsTokenCount" in raw:
             # Gemini: candidatesTokenCount counts the answer only
             out["output_tokens"] = out.get("output_tokens", 0) + reasoning
+        elif "total_thought_tokens" in raw:
+            # Gemini Interactions: total_output_tokens counts the answer only
+            if "output_tokens" in out:
+                out["output_tokens"] += reasoning
         elif (
             "output_tokens" in out
             and "input_tokens" in out

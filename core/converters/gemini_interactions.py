@@ -48,34 +48,12 @@ from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
 from ..quirk_ids import QuirkId
 from ..tracker import TrackedCall
+from ..usage import normalize_usage
 from ..wire.sse import SSEEvent
 from .base import Converter
 from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
 
 _MEDIA = frozenset({"image", "audio", "video", "document"})
-_USAGE = {
-    "total_input_tokens": "input_tokens",
-    "total_output_tokens": "output_tokens",
-    "total_thought_tokens": "reasoning_tokens",
-    "total_cached_tokens": "cached_input_tokens",
-    "total_tokens": "total_tokens",
-}
-
-
-def interactions_usage(raw: Any) -> dict[str, int] | None:
-    """An Interactions ``Usage`` object on the normalized keys; the output counts the thoughts
-    (``total_output_tokens`` does not), as Gemini's ``candidatesTokenCount`` is read."""
-    if not isinstance(raw, dict):
-        return None
-    out: dict[str, int] = {}
-    for key, target in _USAGE.items():
-        value = raw.get(key)
-        if type(value) is int:
-            out[target] = value
-    thoughts = out.get("reasoning_tokens")
-    if thoughts and "output_tokens" in out:
-        out["output_tokens"] += thoughts
-    return out or None
 
 
 def _str(value: Any) -> str | None:
@@ -99,7 +77,7 @@ class _Block:
     def __init__(self, kind: str) -> None:
         self.kind = kind  # the step's or content's type
         self.call: TrackedCall | None = None  # a function or built-in call
-        self.arguments: Any = None  # the arguments object a start or a whole delta gave
+        self.arguments: Any = None  # a function call's arguments object (a start or a delta)
         self.result: dict[str, Any] | None = None  # a result step, completed by its deltas
         self.got_pieces = False  # arguments_delta pieces came
 
@@ -160,12 +138,12 @@ class GeminiInteractionsConverter(Converter):
             model = _str(interaction.get("model"))
             if model:
                 chunk.model = model
-            chunk.usage = interactions_usage(interaction.get("usage"))
+            chunk.usage = normalize_usage(interaction.get("usage"))
         return [chunk] if chunk.model or chunk.usage else []
 
     def _status_update(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         self.status = _str(obj.get("status")) or self.status
-        usage = interactions_usage(obj.get("usage"))
+        usage = normalize_usage(obj.get("usage"))
         return [ChunkResponse(usage=usage)] if usage else []
 
     def _interaction_end(self, obj: dict[str, Any], legacy: bool = False) -> list[ChunkResponse]:
@@ -177,7 +155,7 @@ class GeminiInteractionsConverter(Converter):
         status = _str(interaction.get("status")) or self.status
         self.status = status
         chunk = ChunkResponse(is_complete=True, finish_reason=status)
-        chunk.usage = interactions_usage(interaction.get("usage"))
+        chunk.usage = normalize_usage(interaction.get("usage"))
         model = _str(interaction.get("model"))
         if model:
             chunk.model = model
@@ -190,8 +168,7 @@ class GeminiInteractionsConverter(Converter):
             ]
             detail = "; ".join(messages) or "no error given"
             self.error("provider_error", f"the interaction failed: {detail}", errors)
-        open_blocks = [b for b in self._blocks.values() if b.call is not None]
-        if any(b.call is not None and not b.call.complete for b in open_blocks):
+        if any(b.call is not None and not b.call.complete for b in self._blocks.values()):
             self.quirk(
                 QuirkId.INTERACTIONS_STEP_NOT_STOPPED,
                 "the interaction completed while a call step was still open",
@@ -273,7 +250,7 @@ class GeminiInteractionsConverter(Converter):
             return self._signature(delta)
         if kind == "arguments_delta":
             return self._arguments_piece(index, block, delta)
-        if kind == "function_call" or (kind.endswith("_call") and kind != "function_call"):
+        if kind.endswith("_call"):
             return self._call_delta(index, block, delta)
         if kind.endswith("_result"):
             if block is not None and block.result is not None:
@@ -290,7 +267,7 @@ class GeminiInteractionsConverter(Converter):
         if index is None:
             return []
         chunk = ChunkResponse()
-        usage = interactions_usage(obj.get("usage"))
+        usage = normalize_usage(obj.get("usage"))
         if usage:
             chunk.usage = usage
         block = self._blocks.get(index)
@@ -391,8 +368,6 @@ class GeminiInteractionsConverter(Converter):
                 announce=True,
                 raw=True,
             )
-            if isinstance(arguments, dict):
-                block.arguments = arguments
         else:
             block.arguments = item.get("arguments")
             first = tracker.update(

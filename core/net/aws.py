@@ -23,7 +23,9 @@ from urllib.parse import urlsplit
 
 from ..apis import api_for_path, served_api
 from ..recording.recorder import ResponseRecorder
+from ..recording.secrets import credential_values
 from ..records import RecordingError
+from ..wire import fastjson
 from ..wire.eventstream import EventStreamDecoder
 from .requests import PreparedRequest, RequestError
 
@@ -194,9 +196,6 @@ class BotocoreCapture:
         if pending is None:
             return
         method, url, headers, content, api, t0 = pending
-        from ..recording.secrets import credential_values
-        from ..wire import fastjson
-
         try:
             body: Any = fastjson.loads(content) if content else None
         except ValueError:
