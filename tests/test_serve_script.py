@@ -329,17 +329,22 @@ def test_a_bad_script_given_to_serve_is_one_line_and_exit_2(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("text", "said"),
+    ("name", "text", "said"),
     [
-        ("model: m\nturns: &t\n  - reply: {text: hi}\n  - *t\n", ":2: an alias refers to"),
-        ("turns: " + "[" * 5000 + "]" * 5000 + "\n", ":1: nested too deeply"),
+        (
+            "bad.yaml",
+            "model: m\nturns: &t\n  - reply: {text: hi}\n  - *t\n",
+            ":2: an alias refers to",
+        ),
+        ("bad.yaml", "turns: " + "[" * 5000 + "]" * 5000 + "\n", ":1: nested too deeply"),
+        ("bad.json", '{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}", ":1: nested too deeply"),
     ],
-    ids=["alias-in-itself", "deep"],
+    ids=["alias-in-itself", "deep-yaml", "deep-json"],
 )
-def test_a_script_yaml_cannot_read_is_one_line_and_exit_2(
-    tmp_path: Path, text: str, said: str
+def test_a_script_that_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, name: str, text: str, said: str
 ) -> None:
-    bad = tmp_path / "bad.yaml"
+    bad = tmp_path / name
     bad.write_text(text)
     proc = subprocess.run(
         [*STREAMTOOL, "serve", str(bad), "--port", "0"], capture_output=True, text=True, timeout=30
