@@ -228,7 +228,6 @@ def serve(
                 library = ScriptLibrary.from_file(paths[0])
             else:
                 library = TranslateLibrary.from_paths(paths)
-                assert isinstance(library, TranslateLibrary)
                 if not library.exchanges:
                     why = "".join(f"; {name}: {reason}" for name, reason in library.skipped[:3])
                     fail(f"{paths[0]}: no recording holds a request to translate{why}")

@@ -328,6 +328,32 @@ def test_a_bad_script_given_to_serve_is_one_line_and_exit_2(tmp_path: Path) -> N
     assert proc.returncode == 2 and "--tape is for tapes" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        (
+            "bad.yaml",
+            "model: m\nturns: &t\n  - reply: {text: hi}\n  - *t\n",
+            ":2: an alias refers to",
+        ),
+        ("bad.yaml", "turns: " + "[" * 5000 + "]" * 5000 + "\n", ":1: nested too deeply"),
+        ("bad.json", '{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}", ":1: nested too deeply"),
+    ],
+    ids=["alias-in-itself", "deep-yaml", "deep-json"],
+)
+def test_a_script_that_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, name: str, text: str, said: str
+) -> None:
+    bad = tmp_path / name
+    bad.write_text(text)
+    proc = subprocess.run(
+        [*STREAMTOOL, "serve", str(bad), "--port", "0"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert f"{bad}{said}" in proc.stderr
+
+
 # -- with quirks ---------------------------------------------------------------------------------
 def test_a_script_served_with_mutate_streams_the_quirk(loop: Path, tmp_path: Path) -> None:
     proc, _, origin = start_listening(

@@ -128,15 +128,14 @@ def is_script(path: str | os.PathLike[str]) -> bool:
         return False
     try:
         with p.open("rb") as f:
-            head = f.read(4096).lstrip()
-    except OSError:
-        return False
-    if not head.startswith(b"{"):
-        return False
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
+            head = f.read(4096)
+            if not head.lstrip().startswith(b"{"):
+                return False
+            obj = json.loads(head + f.read())
     except (OSError, ValueError):
         return False
+    except RecursionError:  # an object nested too deeply to read: load_script says so
+        return b'"turns"' in head
     return isinstance(obj, dict) and "turns" in obj
 
 
@@ -151,14 +150,25 @@ class _Node:
         self.line = line
 
 
-def _convert(node: Any) -> _Node:
+class _Cycle(Exception):
+    """An alias inside the value it names (``a: &x [*x]``): the line of that value."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+def _convert(node: Any, within: frozenset[int] = frozenset()) -> _Node:
     import yaml
 
     line = node.start_mark.line + 1
+    if isinstance(node, yaml.CollectionNode):
+        if id(node) in within:
+            raise _Cycle(line)
+        within = within | {id(node)}
     if isinstance(node, yaml.MappingNode):
-        return _Node({str(k.value): _convert(v) for k, v in node.value}, line)
+        return _Node({str(k.value): _convert(v, within) for k, v in node.value}, line)
     if isinstance(node, yaml.SequenceNode):
-        return _Node([_convert(v) for v in node.value], line)
+        return _Node([_convert(v, within) for v in node.value], line)
     value = yaml.safe_load(yaml.serialize(node))
     return _Node(value, line)
 
@@ -185,15 +195,20 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         raise ScriptError(name, None, "", "is not UTF-8 text") from None
     try:
         root = yaml.compose(text)
+        if root is None:
+            raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
+        converted = _convert(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise ScriptError(
             name, line, "", f"not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
         ) from None
-    if root is None:
-        raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
-    return _script(name, _convert(root))
+    except _Cycle as exc:
+        raise ScriptError(name, exc.line, "", "an alias refers to the value it is in") from None
+    except RecursionError:
+        raise ScriptError(name, 1, "", "nested too deeply to read") from None
+    return _script(name, converted)
 
 
 def _want(name: str, node: _Node, where: str, kind: type | tuple[type, ...], what: str) -> Any:

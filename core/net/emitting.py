@@ -39,7 +39,7 @@ from .listen import LibraryServer
 from .playback import Playback
 from .server import create_app
 from .tape import load_exchanges
-from .tape_match import canonical, first_difference
+from .tape_match import Exchange, Matcher, MatchRules
 
 SUBJECT_WIDTH = 80  # characters of a request's last message shown in a miss
 
@@ -157,9 +157,15 @@ class _Exchange:
     rec: Recording
     api: WireApi
     conversation: Conversation
-    key: str
-    served: int = 0
     reply: Reply | None = field(default=None, repr=False)
+
+
+# every conversation goes to one endpoint of the matcher: the API a request is in does not count
+_ANY_API = "conversation"
+
+
+def _matched(conversation: Conversation) -> dict[str, Any]:
+    return {"messages": as_json(conversation)}
 
 
 class TranslateLibrary(EmittingLibrary):
@@ -180,8 +186,15 @@ class TranslateLibrary(EmittingLibrary):
                 self.skipped.append((rec.name, f"its request ({label}) cannot be read"))
             else:
                 conversation = read_conversation(api.id, rec.request_body)
-                key = canonical(as_json(conversation))
-                self.exchanges.append(_Exchange(rec, api, conversation, key))
+                self.exchanges.append(_Exchange(rec, api, conversation))
+        # a tape's matching, on conversations: the exchanges are named by their position
+        self.matcher = Matcher(
+            [
+                Exchange(str(i), _ANY_API, _matched(ex.conversation))
+                for i, ex in enumerate(self.exchanges)
+            ],
+            MatchRules(ignore=()),
+        )
 
     @classmethod
     def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> TranslateLibrary:
@@ -197,14 +210,11 @@ class TranslateLibrary(EmittingLibrary):
 
     def _choose(self, request: Incoming) -> Recording:
         api = route_api(request)
-        conversation = read_conversation(api.id, request.body)
-        key = canonical(as_json(conversation))
-        same = [ex for ex in self.exchanges if ex.key == key]
-        if not same:
-            raise NoMatch(self._miss(conversation, request.path))
-        fewest = min(ex.served for ex in same)
-        ex = next(ex for ex in same if ex.served == fewest)
-        ex.served += 1
+        body = _matched(read_conversation(api.id, request.body))
+        found = self.matcher.match(_ANY_API, body)
+        if found is None:
+            raise NoMatch(self._miss(body, request.path))
+        ex = self.exchanges[int(found.name)]
         if ex.api.id == api.id:
             return self._kept((ex.rec.name, api.id), lambda: ex.rec)
 
@@ -215,24 +225,17 @@ class TranslateLibrary(EmittingLibrary):
 
         return self._kept((ex.rec.name, api.id), make)
 
-    def _miss(self, conversation: Conversation, path: str) -> str:
+    def _miss(self, body: dict[str, Any], path: str) -> str:
         where = redact_keys(path)
         if not self.exchanges:
             return f"no recorded exchange holds a request to match on {where}"
-        ours = {"messages": as_json(conversation)}
-        best: tuple[int, int, _Exchange, Any] | None = None
-        for order, ex in enumerate(self.exchanges):
-            diff = first_difference(ours, {"messages": as_json(ex.conversation)})
-            if diff is None:
-                continue
-            rank = (diff.same, -order)
-            if best is None or rank > (best[0], best[1]):
-                best = (diff.same, -order, ex, diff)
-        if best is None:
+        miss = self.matcher.miss(_ANY_API, body)
+        if miss.closest is None or miss.difference is None:
             return f"no recorded exchange has this conversation on {where}"
         return (
             f"no recorded exchange has this conversation on {where}; closest is "
-            f"{best[2].rec.name} (request vs recording): {best[3].describe()}"
+            f"{self.exchanges[int(miss.closest)].rec.name} (request vs recording): "
+            f"{miss.difference.describe()}"
         )
 
 

@@ -275,21 +275,20 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     mode: str = config.getoption("--stream-tape-mode")
     run: str = config.stash[_RUN]
     folder = _tape_folder(request)
+    if _is_script_path(folder):
+        server, switch = request.getfixturevalue("_stream_tape_server")
+        yield from _serve_script(request, folder, mode, server, switch)
+        return
     exists = _has_tape(folder)
     record = mode in ("new", "all") or (
         mode == "once" and (not exists or _recorded_by(folder, run))
     )
-    if _is_script_path(folder):
-        record = False
-    elif not record and not exists:
+    if not record and not exists:
         pytest.fail(
             f"stream_tape: no tape at {folder}; record it with --stream-tape-mode=once",
             pytrace=False,
         )
     server, switch = request.getfixturevalue("_stream_tape_server")
-    if _is_script_path(folder):
-        yield from _serve_script(request, folder, mode, server, switch)
-        return
     tape = StreamTape(folder, mode, record, server.url)
 
     class _Noting(TapeLibrary):
@@ -377,7 +376,7 @@ def _serve_script(
     request: pytest.FixtureRequest, path: Path, mode: str, server: Any, switch: _Switch
 ) -> Iterator[StreamTape]:
     """The stream_tape fixture for a script of turns: served as it is, nothing recorded."""
-    from ..drive.script import ScriptError
+    from ..drive.script import ScriptError, load_script
     from ..speed import parse_speed
     from .emitting import ScriptLibrary
     from .library import NoMatch
@@ -398,7 +397,7 @@ def _serve_script(
                 raise
 
     try:
-        library = _Noting(ScriptLibrary.from_file(path).script)
+        library = _Noting(load_script(path))
     except ScriptError as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
     mutate = config.getoption("--stream-tape-mutate")
