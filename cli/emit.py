@@ -7,10 +7,12 @@ import sys
 from enum import StrEnum
 from typing import IO
 
-from streamtool.core.outputs.emit import ReplyBuilder, emitter
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import warn
+
+# streamtool.core.outputs.emit (the emitters) is imported when a sink is made: a replay
+# without --emit does not load it
 
 
 class Emit(StrEnum):
@@ -26,6 +28,8 @@ class EmitSink:
 
     def __init__(self, api: str = "openai-chat", out: IO[bytes] | None = None) -> None:
         self.api = api
+        from streamtool.core.outputs.emit import ReplyBuilder
+
         self.out = out if out is not None else sys.stdout.buffer
         self.builder = ReplyBuilder()
 
@@ -33,6 +37,8 @@ class EmitSink:
         self.builder.feed(t, items)
 
     def close(self, engine: ReplayEngine) -> None:
+        from streamtool.core.outputs.emit import emitter
+
         reply = self.builder.build(engine)
         # stdout carries no HTTP status: an HTTP error is written in the stream, where each API
         # reports an error that comes after its headers
