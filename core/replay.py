@@ -9,7 +9,9 @@ Memory follows what the outputs hold, not the length of the stream: segment even
 the caller as they come and not kept; the engine keeps only what its results need from them (the
 text and the reasoning, citations, whether a text was a refusal). The segments of a transcript
 (every segment's content and metadata) are kept with ``transcript=True``, the handler's whole event
-log with ``keep_events=True``.
+log with ``keep_events=True``. With ``string_pieces=True`` (for a caller that only writes the
+summary with ``iter_json``), a long string in a tool call's arguments is kept in the pieces it
+was decoded in (``TextPieces``), never joined: a call that writes a large file is held once.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class ReplayEngine:
         handler_options: dict[str, Any] | None = None,
         transcript: bool = False,
         keep_events: bool = False,
+        string_pieces: bool = False,
     ) -> None:
         self.header = header or Header(raw_body=True)
         self.source = source
@@ -77,6 +80,9 @@ class ReplayEngine:
         if keep_events:
             options["keep_events"] = True
         self.handler = make_handler(parser, **options)
+        # only the summary is wanted, written by iter_json: a long string argument stays in
+        # pieces (see StreamingResponseHandler.string_pieces)
+        self.handler.string_pieces = string_pieces
         self.converter_name: str | None = None
         self.converter: Converter | None = None
         if converter != "auto":

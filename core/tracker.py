@@ -77,6 +77,13 @@ class TrackedCall:
             raise RuntimeError(f"the arguments of call {self.call_id} were released")
         return self._text.text()
 
+    def argument_blocks(self) -> list[str]:
+        """The argument text accepted so far as the blocks it is kept in (joined, they are
+        :attr:`arguments`), for a reader that does not need it as one string."""
+        if self._text is None:
+            raise RuntimeError(f"the arguments of call {self.call_id} were released")
+        return self._text.blocks()
+
     def release_arguments(self) -> None:
         """The handler has taken the text of the complete call: drop it, unless it is kept."""
         if self.complete and not self.keep_completed:
