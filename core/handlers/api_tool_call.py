@@ -45,7 +45,7 @@ from .long_arguments import NOT_HERE, parse_blocks
 
 _CONTENT = SegmentEventType.CONTENT
 # with ``string_pieces``: argument text from this long on is parsed from its blocks
-PIECES_FROM = 1 << 20
+PIECES_FROM = 1 << 18
 DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
 PATH_FIELD = "path"
 # CONTENT metadata of a file segment: the top-level string arguments complete so far

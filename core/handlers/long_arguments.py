@@ -31,7 +31,7 @@ from typing import Any
 from ..textbuf import TextPieces
 
 LONG = 1 << 16  # a string literal at least this long (its JSON text) is kept in pieces
-CUT = 1 << 18  # characters of a literal decoded at a time
+CUT = 1 << 16  # characters of a literal decoded at a time
 MAX_LITERALS = 10_000  # more string literals than this: the usual parse is as good
 ESCAPE_REACH = 12  # an escape sequence (a surrogate pair of \uXXXX) is at most this long
 
@@ -60,11 +60,8 @@ def parse_blocks(blocks: list[str], parse: Any) -> Any:
     spans = _long_literals(blocks)
     if not spans:
         return NOT_HERE
-    for span in spans:
-        for _ in _decoded(blocks, span, free=False):
-            pass
-        if _decode_failed(blocks, span):
-            return NOT_HERE
+    if any(_decode_failed(blocks, span) for span in spans):
+        return NOT_HERE
     marks = _marks(blocks, len(spans))
     if marks is None:
         return NOT_HERE
