@@ -10,21 +10,21 @@ except that each long string in it is a :class:`~streamtool.core.textbuf.TextPie
 decoded text, and it decodes the long strings a block at a time, letting each block of argument
 text go once it is decoded: the text is held about once.
 
-How: the long string literals are found in the blocks (a regular expression for a JSON string's
-body, run from each opening quote), checked by decoding them slice by slice (each slice cut where
-no escape sequence can straddle the cut), and replaced by short placeholders; that skeleton is
-parsed as any argument text is. The arguments parse exactly when the skeleton does, to the same
-value but for the placeholders (a JSON parser reads the same tokens up to each literal, and a
-valid literal leaves it where the placeholder does), so anything else (an error, a top-level
-string, a placeholder text found in the arguments themselves, a long string as a key) is left
-to the usual parse of the joined text: the results and the error messages stay those of
-``json.loads``.
+How: the string literals are found in the blocks and checked by decoding them (the standard
+decoder finds where each ends; one that runs across blocks is decoded slice by slice, each slice
+cut where no escape sequence can straddle the cut), and the long ones are replaced by short
+placeholders; that skeleton is parsed as any argument text is. The arguments parse exactly
+when the skeleton does, to the same value but for the placeholders (a JSON parser reads the
+same tokens up to each literal, and a valid literal leaves it where the placeholder does), so
+anything else (an error, a top-level string, a placeholder text found in the arguments
+themselves, a long string as a key) is left to the usual parse of the joined text: the results
+and the error messages stay those of ``json.loads``. Only once every check has passed are the
+long literals decoded for good, the blocks let go as they are read.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,10 +35,7 @@ CUT = 1 << 16  # characters of a literal decoded at a time
 MAX_LITERALS = 10_000  # more string literals than this: the usual parse is as good
 ESCAPE_REACH = 12  # an escape sequence (a surrogate pair of \uXXXX) is at most this long
 
-# the body of a JSON string literal after its opening quote: up to its closing quote, an escape
-# cut by the end of the text (a backslash last), or the end of the text (possessive: the
-# matcher keeps no backtracking state, which would cost memory for every escape)
-_BODY = re.compile(r'[^"\\]*+(?:\\[\s\S][^"\\]*+)*+')
+_decoder = json.JSONDecoder()
 
 
 class _NotHere:
@@ -60,8 +57,6 @@ def parse_blocks(blocks: list[str], parse: Any) -> Any:
     spans = _long_literals(blocks)
     if not spans:
         return NOT_HERE
-    if any(_decode_failed(blocks, span) for span in spans):
-        return NOT_HERE
     marks = _marks(blocks, len(spans))
     if marks is None:
         return NOT_HERE
@@ -82,41 +77,77 @@ Span = tuple[int, int, int, int]  # block and offset of the opening quote; of th
 
 
 def _long_literals(blocks: list[str]) -> list[Span] | None:
-    """Every string literal at least :data:`LONG` long, in order; None when the text is not
-    worth it (an unterminated string, too many strings)."""
+    """Every string literal at least :data:`LONG` long, in order, each checked to be a JSON
+    string (decoded once); None when the text is not worth it (a string that is not valid or
+    not terminated, too many strings)."""
     spans: list[Span] = []
-    body = _BODY.match
+    raw_decode = _decoder.raw_decode
     n = len(blocks)
     i, pos = 0, 0
     literals = 0
     while i < n:
-        start = blocks[i].find('"', pos)
+        block = blocks[i]
+        start = block.find('"', pos)
         if start < 0:
             i, pos = i + 1, 0
             continue
         literals += 1
         if literals > MAX_LITERALS:
             return None
-        j, p, length = i, start + 1, 0
-        while True:
-            block = blocks[j]
-            m = body(block, p)
-            assert m is not None  # the pattern matches the empty string
-            end = m.end()
-            length += end - p
-            if end < len(block) and block[end] == '"':
-                break
-            j += 1
-            if j == n:
-                return None  # unterminated: the usual parse says how
-            # the body ran to the end of the block, or to a backslash last in it (the escaped
-            # character opens the next block)
-            p = 1 if end < len(block) else 0
-            length += 1 + p
-        if length + 2 >= LONG:
+        try:
+            _, after = raw_decode(block, start)  # a literal within its block
+            j, end = i, after - 1
+            length = after - start
+        except ValueError:
+            closing = _closing_quote(blocks, i, start)  # across blocks, or not valid
+            if closing is None:
+                return None
+            j, end, length = closing
+        if length >= LONG:
             spans.append((i, start, j, end))
         i, pos = j, end + 1
     return spans
+
+
+def _closing_quote(blocks: list[str], i: int, start: int) -> tuple[int, int, int] | None:
+    """The block and offset of the closing quote of the literal opened at ``start`` in block
+    ``i``, and the literal's length, checked a slice at a time; None when it is not a valid
+    JSON string (or has no end)."""
+    raw_decode = _decoder.raw_decode
+    carry = ""
+    read = 1  # characters of the literal before ``carry``
+    last_block = len(blocks) - 1
+    for k in range(i, last_block + 1):
+        block = blocks[k]
+        pos = start + 1 if k == i else 0
+        while pos < len(block):
+            window = carry + block[pos : pos + CUT]
+            pos += CUT
+            if k == last_block and pos >= len(block):
+                cut = len(window)
+            else:
+                cut = _cut(window, len(window))
+            text, carry = window[:cut], window[cut:]
+            del window
+            if not text:
+                continue
+            try:
+                json.loads('"' + text + '"')  # no closing quote in it (else "Extra data")
+            except ValueError:
+                try:
+                    _, after = raw_decode('"' + text)
+                except ValueError:
+                    return None
+                # the closing quote is at ``after - 2`` in ``text``: which block holds it
+                at = after - 2 - len(text) - len(carry)  # from ``pos`` in block k (< 0)
+                offset = min(pos, len(block)) + at
+                length = read + after - 1
+                while offset < 0:
+                    k -= 1
+                    offset += len(blocks[k])
+                return k, offset, length
+            read += len(text)
+    return None
 
 
 def _cut(text: str, limit: int) -> int:
@@ -173,15 +204,6 @@ def _decode(body: str) -> str:
     text = json.loads('"' + body + '"')  # a quote inside the body: "Extra data"
     assert type(text) is str
     return text
-
-
-def _decode_failed(blocks: list[str], span: Span) -> bool:
-    try:
-        for _ in _decoded(blocks, span, free=False):
-            pass
-    except ValueError:
-        return True
-    return False
 
 
 def _marks(blocks: list[str], count: int) -> list[str] | None:
