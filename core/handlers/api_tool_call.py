@@ -112,6 +112,13 @@ class _ToolState:
         self.done = False
 
 
+# what is kept of a call the provider closed: that it is finished (later deltas are ignored);
+# thousands of short calls do not each keep their state
+_FINISHED = _ToolState("", "", {}, None)
+_FINISHED.done = True
+_FINISHED.parts = None
+
+
 class _FileState(_ToolState):
     __slots__ = ("field", "kind", "extractor", "stripper", "parts_of", "known", "news", "streamed")
 
@@ -209,6 +216,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._emit(SegmentEvent.content(state.segment_id, delta.arguments_delta), out)
         if delta.is_complete:
             self._end_tool(state, out, closed=True)
+            self._tools[delta.index] = _FINISHED
 
     @staticmethod
     def _raw(state: _ToolState) -> str:
@@ -343,6 +351,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
         if delta.is_complete:
             self._end_file(state, out, closed=True)
+            self._tools[delta.index] = _FINISHED
 
     def _file_pieces(self, state: _FileState, pieces: list[tuple[str, str, bool]]) -> str:
         """Route decoded pieces: the file field through the marker stripper, the path aside."""
