@@ -98,7 +98,7 @@ class _ToolState:
         self,
         segment_id: str,
         name: str,
-        metadata: dict[str, Any],
+        metadata: dict[str, Any] | None,
         source: ArgumentsSource | None,
     ) -> None:
         self.segment_id = segment_id
@@ -107,14 +107,14 @@ class _ToolState:
         # source); the handler keeps the fragments itself only for deltas that come without one
         self.source = source
         self.parts: TextBuffer | None = None if source is not None else TextBuffer()
-        self.metadata = metadata
+        self.metadata = metadata  # the START's, until the START is emitted (then None)
         self.late: dict[str, Any] | None = None  # metadata of later deltas (a server tool's result)
         self.done = False
 
 
 # what is kept of a call the provider closed: that it is finished (later deltas are ignored);
 # thousands of short calls do not each keep their state
-_FINISHED = _ToolState("", "", {}, None)
+_FINISHED = _ToolState("", "", None, None)
 _FINISHED.done = True
 _FINISHED.parts = None
 
@@ -198,9 +198,9 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 self._tools[delta.index] = file_state
                 self._file_delta(file_state, delta, out, first=True)
                 return
-            state = _ToolState(segment_id, name, metadata, delta.arguments_source)
+            state = _ToolState(segment_id, name, None, delta.arguments_source)
             self._tools[delta.index] = state
-            self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, dict(metadata)), out)
+            self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, metadata), out)
             self._adapter.arguments_at_end(segment_id)
         elif state.done:
             return
@@ -328,7 +328,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 else:
                     text = self._file_pieces(state, pieces)
         if first:
-            metadata = dict(state.metadata)
+            metadata = state.metadata or {}
+            state.metadata = None  # the START's own: an open call keeps no copy
             if state.path is not None:
                 metadata[PATH_FIELD] = state.path
             self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
