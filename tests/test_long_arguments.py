@@ -272,3 +272,61 @@ def test_a_huge_call_is_held_once_while_it_is_parsed(tmp_path: Path) -> None:
     assert size > 1_000_000
     assert peaks[False] > 2 * size  # the usual parse: two copies at once, and more
     assert peaks[False] - peaks[True] > 0.8 * size, (peaks, size)  # about one copy less
+
+
+# -- what an open or finished call keeps ------------------------------------------------------
+@pytest.mark.parametrize("name", ["run", "write_file"], ids=["tool-call", "file-call"])
+def test_a_finished_call_ignores_later_deltas_and_keeps_its_metadata(name: str) -> None:
+    """A finished call keeps no state of its own, yet a later delta for its index opens nothing
+    and changes nothing; the START metadata (not copied while the call is open) reaches the
+    invocation, and the END's wins where both say something."""
+    from streamtool.core.handlers import make_handler
+    from streamtool.core.model import ChunkResponse, SegmentEventType, ToolCallDelta
+
+    h = make_handler("api_tool_call")
+    start = ToolCallDelta(0, "c1", name, '{"path": "a.py", "content": "x"', metadata={"k": 1})
+    out = h.feed(ChunkResponse(tool_calls=[start]))
+    out += h.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, arguments_delta="}")]))
+    out += h.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, is_complete=True)]))
+    late = h.feed(ChunkResponse(tool_calls=[ToolCallDelta(0, "c1", name, '{"b": 2}', True)]))
+    out += late + h.finalize()
+    assert late == []
+    kinds = [e.event_type for e in out if e.segment_id == "c1"]
+    assert kinds[0] is SegmentEventType.START and kinds[-1] is SegmentEventType.END
+    assert kinds.count(SegmentEventType.START) == kinds.count(SegmentEventType.END) == 1
+    (inv,) = h.get_all_invocations()
+    assert inv.arguments == {"path": "a.py", "content": "x"}
+    start_event = next(e for e in out if e.segment_id == "c1")
+    assert start_event.metadata is not None and start_event.metadata["k"] == 1
+    assert start_event.metadata["tool_name"] == name
+
+
+def short_calls(calls: int) -> Iterator[str]:
+    """Thousands of short calls, all closed together by the finish (as Chat Completions does)."""
+    yield _sse({"role": "assistant", "content": None})
+    for i in range(calls):
+        yield _call(i, "", name="run_query")
+        yield _call(i, '{"query": "select ' + str(i) + '", ')
+        yield _call(i, '"limit": 10}')
+    yield from _ending("tool_calls")
+
+
+def test_many_open_calls_cost_little_beside_their_summary(tmp_path: Path) -> None:
+    """Thousands of short calls stay open until the stream's finish: what each keeps while open
+    and once finished (tracker, handler, adapter) is a small part of the replay's peak."""
+    path = write_events(tmp_path / "short.jsonl", short_calls(4000))
+    replay_file(path, batched=True, string_pieces=True)  # warm
+    tracemalloc.start()
+    try:
+        engine = replay_file(path, batched=True, string_pieces=True)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    summary = len(summary_text(engine))
+    assert len(engine.invocations()) == 4000
+    # per call: about 150 bytes of summary; 0.93 KB held once finished and a peak of 1.4 KB
+    # (1.3 KB and 1.8 KB when every open and finished call kept its state and copies of its
+    # metadata); the 64 KB reads batched at a time and the modules' caches make the rest
+    assert summary < 200 * 4000
+    assert held < 1100 * 4000, (peak, held, summary)
+    assert peak < 1600 * 4000, (peak, held, summary)
