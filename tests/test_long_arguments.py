@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core import textbuf, tracker
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import api_tool_call, long_arguments
 from streamtool.core.handlers.api_tool_call import parse_arguments
@@ -220,9 +221,11 @@ def test_for_every_chunking_the_summary_in_pieces_is_the_summary(
         patch.setattr(api_tool_call, "PIECES_FROM", 64)
         patch.setattr(long_arguments, "LONG", 16)
         patch.setattr(long_arguments, "CUT", 7)
+        patch.setattr(textbuf, "SEAL", 2)  # argument text in many blocks
+        patch.setattr(tracker, "SEAL", 2)
         path = write_events(tmp_path_factory.mktemp("c") / "c.jsonl", big_calls(3_000))
         header, body, end = recording_body(path)
-        points = data.draw(st.lists(st.integers(1, len(body) - 1), max_size=60), "cuts")
+        points = data.draw(st.lists(st.integers(1, len(body) - 1), max_size=80), "cuts")
         reads = cut(body, points)
 
         def replay(**options: Any) -> ReplayEngine:

@@ -254,7 +254,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             raw = self._raw(state)
             return (raw, *parse_arguments(raw))
         blocks = self._blocks(state)
-        if sum(map(len, blocks)) >= PIECES_FROM:
+        # text in one block is held twice either way (the block, then the value)
+        if len(blocks) > 1 and sum(map(len, blocks)) >= PIECES_FROM:
             arguments = parse_blocks(blocks, parse_arguments)
             if arguments is not NOT_HERE:
                 return None, arguments, None
