@@ -513,10 +513,20 @@ class ReplayEngine:
             "wire_quirks": list(self.wire.found),
         }
 
+    def _invocation_dicts(self, joined: bool) -> list[dict[str, Any]]:
+        """The invocations as dicts; ``joined``: a long string argument kept in pieces
+        (``string_pieces``) is one string again, for a writer that is not ``iter_json``."""
+        out = [inv.to_dict() for inv in self.invocations()]
+        if joined and self.handler.string_pieces:
+            out = [_join_pieces(d) for d in out]
+        return out
+
     def summary(self, *, pieces: bool = False) -> dict[str, Any]:
         """The summary of DESIGN.md. ``pieces=True``: the text and the reasoning are
         :class:`~streamtool.core.textbuf.TextPieces` (the blocks they are kept in,
-        not joined), for a writer that streams them (``iter_json``) without holding them twice."""
+        not joined), for a writer that streams them (``iter_json``) without holding them twice,
+        and so are the long string arguments of a replay made with ``string_pieces=True``
+        (joined in the summary without ``pieces``)."""
         if pieces:
             text: Any = TextPieces(self._text.blocks())
             reasoning: Any = TextPieces(self._reasoning.blocks())
@@ -529,7 +539,7 @@ class ReplayEngine:
             "text": text,
             "refusal": self.refusal(),
             "reasoning": reasoning,
-            "invocations": [inv.to_dict() for inv in self.invocations()],
+            "invocations": self._invocation_dicts(joined=not pieces),
             "citations": self.citations(),
             "finish_reason": self.finish_reason,
             "finish_class": self.finish_class(),
@@ -538,6 +548,17 @@ class ReplayEngine:
             "quirks": [q.to_dict() for q in self.quirks],
             "stats": self.stats(),
         }
+
+
+def _join_pieces(value: Any) -> Any:
+    """``value`` with every ``TextPieces`` in it joined (the containers holding one copied)."""
+    if type(value) is TextPieces:
+        return value.joined()
+    if isinstance(value, dict):
+        return {k: _join_pieces(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_pieces(v) for v in value]
+    return value
 
 
 # the first bytes of what is often saved instead of a stream's text, and what to do about it

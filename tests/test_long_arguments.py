@@ -204,6 +204,8 @@ def test_the_summary_of_long_calls_in_pieces_is_the_summary(
     pieces = replay_file(path, batched=batched, string_pieces=True)
     expected = json.dumps(plain.summary(), ensure_ascii=False, indent=2)
     assert summary_text(pieces) == expected
+    # the summary without pieces, for any writer, holds plain strings again
+    assert json.dumps(pieces.summary(), ensure_ascii=False, indent=2) == expected
     invocations = pieces.invocations()
     assert type(invocations[0].arguments["content"]) is TextPieces  # the markers stripped
     assert type(invocations[1].arguments["query"]) is TextPieces
