@@ -55,11 +55,12 @@ def has_pieces(value: Any) -> bool:
 
 @contextmanager
 def small() -> Iterator[None]:
-    """Long strings from 8 characters of JSON text, decoded 5 characters at a time: every block
-    boundary, every cut and every escape meets the slicing."""
+    """Long strings from 8 characters of JSON text, decoded 5 characters at a time, a literal
+    tried whole within 6: every block boundary, every cut and every escape meets the slicing."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(long_arguments, "LONG", 8)
         patch.setattr(long_arguments, "CUT", 5)
+        patch.setattr(long_arguments, "SHORT", 6)
         yield
 
 

@@ -32,6 +32,7 @@ from ..textbuf import TextPieces
 
 LONG = 1 << 16  # a string literal at least this long (its JSON text) is kept in pieces
 CUT = 1 << 16  # characters of a literal decoded at a time
+SHORT = 1 << 12  # a literal first tried within this many characters
 MAX_LITERALS = 10_000  # more string literals than this: the usual parse is as good
 ESCAPE_REACH = 12  # an escape sequence (a surrogate pair of \uXXXX) is at most this long
 
@@ -95,11 +96,13 @@ def _long_literals(blocks: list[str]) -> list[Span] | None:
         if literals > MAX_LITERALS:
             return None
         try:
-            _, after = raw_decode(block, start)  # a literal within its block
-            j, end = i, after - 1
-            length = after - start
+            # a short literal: decoded from a short slice (a long one is not decoded past
+            # this slice twice, and the rest of the block is not copied for a short one)
+            _, after = raw_decode(block[start : start + SHORT])
+            j, end = i, start + after - 1
+            length = after
         except ValueError:
-            closing = _closing_quote(blocks, i, start)  # across blocks, or not valid
+            closing = _closing_quote(blocks, i, start)  # long, across blocks, or not valid
             if closing is None:
                 return None
             j, end, length = closing
