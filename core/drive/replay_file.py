@@ -26,19 +26,19 @@ def replay_file(
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
-        ``on_items(engine, t, items)`` is called after every chunk that produced something (and once
-        at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
-        called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
-        the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
-        log; ``string_pieces=True`` is for a caller that only writes the summary with
-    ``iter_json`` (see :class:`~streamtool.core.replay.ReplayEngine`).
+    ``on_items(engine, t, items)`` is called after every chunk that produced something (and once
+    at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
+    called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
+    the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
+    log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
+    (see :class:`~streamtool.core.replay.ReplayEngine`).
 
-        ``batched=True`` is for callers that do not show the stream read by read (a summary, a
-        transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
-        (:meth:`ReplayEngine.feed_batches`), which is faster. The summary and the transcript are
-        the same; the handler's events are fewer (a run of text or fragments is one CONTENT event,
-        its deltas joined), and ``on_items`` is called once per batch that produced something. It
-        takes no ``before_chunk`` (there is no read by read to pace).
+    ``batched=True`` is for callers that do not show the stream read by read (a summary, a
+    transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
+    (:meth:`ReplayEngine.feed_batches`), which is faster. The summary and the transcript are
+    the same; the handler's events are fewer (a run of text or fragments is one CONTENT event,
+    its deltas joined), and ``on_items`` is called once per batch that produced something. It
+    takes no ``before_chunk`` (there is no read by read to pace).
     """
     if batched and before_chunk is not None:
         raise ValueError("a batched replay takes no before_chunk")
