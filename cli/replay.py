@@ -206,6 +206,7 @@ def replay(
                 handler_options=handler_options,
                 # the summary alone needs no items
                 on_items=None if isinstance(sink, JsonSink) else sink.on_items,
+                string_pieces=isinstance(sink, JsonSink),
                 before_chunk=before_chunk,
                 batched=batched,
             )

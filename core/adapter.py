@@ -32,8 +32,10 @@ _INVOCATION_METADATA = ("thought_signature", "extra_content", "result")
 class _Open:
     __slots__ = ("type", "metadata", "content")
 
-    def __init__(self, segment_type: SegmentType, metadata: dict[str, Any]) -> None:
+    def __init__(self, segment_type: SegmentType, metadata: dict[str, Any] | None) -> None:
         self.type = segment_type
+        # the START event's own metadata, read (copied) at the END: an event is a value that
+        # nobody changes, and an open call keeps no copy of its own
         self.metadata = metadata
         self.content: TextBuffer | None = TextBuffer()  # None: the END metadata has the arguments
 
@@ -65,12 +67,12 @@ class ToolInvocationAdapter:
         if kind is SegmentEventType.START:
             assert event.segment_type is not None
             if event.segment_type in _TOOL_TYPES:
-                self._open[event.segment_id] = _Open(event.segment_type, dict(event.metadata or {}))
+                self._open[event.segment_id] = _Open(event.segment_type, event.metadata)
             return None
         state = self._open.pop(event.segment_id, None)
         if state is None:
             return None
-        metadata = state.metadata
+        metadata = dict(state.metadata or {})
         end_metadata = event.metadata or {}
         metadata.update(end_metadata)
         if metadata.get("incomplete"):

@@ -94,6 +94,11 @@ class ArgumentsSource(Protocol):
     @property
     def arguments(self) -> str: ...
 
+    def argument_blocks(self) -> list[str]:
+        """The same text as the blocks it is kept in (a list of one's own; joined, they are
+        ``arguments``)."""
+        ...
+
     def release_arguments(self) -> None:
         """The reader has taken the whole text of the finished call: the keeper may drop it."""
 

@@ -9,7 +9,9 @@ Memory follows what the outputs hold, not the length of the stream: segment even
 the caller as they come and not kept; the engine keeps only what its results need from them (the
 text and the reasoning, citations, whether a text was a refusal). The segments of a transcript
 (every segment's content and metadata) are kept with ``transcript=True``, the handler's whole event
-log with ``keep_events=True``.
+log with ``keep_events=True``. With ``string_pieces=True`` (for a caller that only writes the
+summary with ``iter_json``), a long string in a tool call's arguments is kept in the pieces it
+was decoded in (``TextPieces``), never joined: a call that writes a large file is held once.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class ReplayEngine:
         handler_options: dict[str, Any] | None = None,
         transcript: bool = False,
         keep_events: bool = False,
+        string_pieces: bool = False,
     ) -> None:
         self.header = header or Header(raw_body=True)
         self.source = source
@@ -77,6 +80,9 @@ class ReplayEngine:
         if keep_events:
             options["keep_events"] = True
         self.handler = make_handler(parser, **options)
+        # only the summary is wanted, written by iter_json: a long string argument stays in
+        # pieces (see StreamingResponseHandler.string_pieces)
+        self.handler.string_pieces = string_pieces
         self.converter_name: str | None = None
         self.converter: Converter | None = None
         if converter != "auto":
@@ -507,10 +513,20 @@ class ReplayEngine:
             "wire_quirks": list(self.wire.found),
         }
 
+    def _invocation_dicts(self, joined: bool) -> list[dict[str, Any]]:
+        """The invocations as dicts; ``joined``: a long string argument kept in pieces
+        (``string_pieces``) is one string again, for a writer that is not ``iter_json``."""
+        out = [inv.to_dict() for inv in self.invocations()]
+        if joined and self.handler.string_pieces:
+            out = [_join_pieces(d) for d in out]
+        return out
+
     def summary(self, *, pieces: bool = False) -> dict[str, Any]:
         """The summary of DESIGN.md. ``pieces=True``: the text and the reasoning are
         :class:`~streamtool.core.textbuf.TextPieces` (the blocks they are kept in,
-        not joined), for a writer that streams them (``iter_json``) without holding them twice."""
+        not joined), for a writer that streams them (``iter_json``) without holding them twice,
+        and so are the long string arguments of a replay made with ``string_pieces=True``
+        (joined in the summary without ``pieces``)."""
         if pieces:
             text: Any = TextPieces(self._text.blocks())
             reasoning: Any = TextPieces(self._reasoning.blocks())
@@ -523,7 +539,7 @@ class ReplayEngine:
             "text": text,
             "refusal": self.refusal(),
             "reasoning": reasoning,
-            "invocations": [inv.to_dict() for inv in self.invocations()],
+            "invocations": self._invocation_dicts(joined=not pieces),
             "citations": self.citations(),
             "finish_reason": self.finish_reason,
             "finish_class": self.finish_class(),
@@ -532,6 +548,17 @@ class ReplayEngine:
             "quirks": [q.to_dict() for q in self.quirks],
             "stats": self.stats(),
         }
+
+
+def _join_pieces(value: Any) -> Any:
+    """``value`` with every ``TextPieces`` in it joined (the containers holding one copied)."""
+    if type(value) is TextPieces:
+        return value.joined()
+    if isinstance(value, dict):
+        return {k: _join_pieces(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_pieces(v) for v in value]
+    return value
 
 
 # the first bytes of what is often saved instead of a stream's text, and what to do about it

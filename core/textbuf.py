@@ -38,8 +38,10 @@ class TextBuffer:
     __slots__ = ("_large", "_small", "tail")
 
     def __init__(self) -> None:
-        self._large: list[str] = []
-        self._small: list[str] = []
+        # None until the first block of each size (thousands of short tool calls keep a
+        # buffer each while they are open: two empty lists each would be most of it)
+        self._large: list[str] | None = None
+        self._small: list[str] | None = None
         self.tail: list[str] = []
 
     def append(self, text: str) -> None:
@@ -54,9 +56,13 @@ class TextBuffer:
         if not tail:
             return
         small = self._small
+        if small is None:
+            small = self._small = []
         small.append("".join(tail) if len(tail) > 1 else tail[0])
         tail.clear()
         if len(small) >= SEAL:
+            if self._large is None:
+                self._large = []
             self._large.append("".join(small))
             small.clear()
 
@@ -64,17 +70,19 @@ class TextBuffer:
         """Everything appended so far, as the blocks it is kept in (joined, they are
         :meth:`text`): for a writer that writes them one after another."""
         self.seal()
-        return [*self._large, *self._small]
+        return [*(self._large or ()), *(self._small or ())]
 
     def text(self) -> str:
         """Everything appended so far, as one string (kept as the only block from then on)."""
         large = self._large
-        if len(large) == 1 and not self._small and not self.tail:
+        small = self._small
+        tail = self.tail
+        if large is not None and len(large) == 1 and not small and not tail:
             return large[0]
-        joined = "".join(large + self._small + self.tail)
-        large.clear()
-        self._small.clear()
-        self.tail.clear()
-        if joined:
-            large.append(joined)
+        if large is None and not small and len(tail) == 1:
+            return tail[0]
+        joined = "".join([*(large or ()), *(small or ()), *tail])
+        self._small = None
+        tail.clear()
+        self._large = [joined] if joined else None
         return joined

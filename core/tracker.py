@@ -30,6 +30,10 @@ from .model import ToolCallDelta
 from .quirk_ids import QuirkId
 from .textbuf import SEAL, TextBuffer
 
+# the fragments of a released call: none, and none to come (a complete call takes no text);
+# one list for all of them rather than one each
+_RELEASED: list[str] = []
+
 
 class TrackedCall:
     __slots__ = (
@@ -67,7 +71,8 @@ class TrackedCall:
         self._text: TextBuffer | None = TextBuffer()
         self._parts: list[str] = self._text.tail
         self._len = 0
-        self._pending: list[str] = []  # accepted but not yet emitted (call not announced)
+        # accepted but not yet emitted (call not announced); None while there is none
+        self._pending: list[str] | None = None
         self.fragments = 0  # argument fragments the provider sent (how the arguments arrived)
 
     @property
@@ -77,11 +82,18 @@ class TrackedCall:
             raise RuntimeError(f"the arguments of call {self.call_id} were released")
         return self._text.text()
 
+    def argument_blocks(self) -> list[str]:
+        """The argument text accepted so far as the blocks it is kept in (joined, they are
+        :attr:`arguments`), for a reader that does not need it as one string."""
+        if self._text is None:
+            raise RuntimeError(f"the arguments of call {self.call_id} were released")
+        return self._text.blocks()
+
     def release_arguments(self) -> None:
         """The handler has taken the text of the complete call: drop it, unless it is kept."""
         if self.complete and not self.keep_completed:
             self._text = None
-            self._parts = []
+            self._parts = _RELEASED
 
     def _seal(self) -> None:
         """Join the fragments since the last block into one."""
@@ -189,8 +201,10 @@ class ToolCallTracker:
             first = True
             if call._pending:
                 emit = "".join(call._pending) + emit
-                call._pending = []
+                call._pending = None
         elif not call.announced and emit:
+            if call._pending is None:
+                call._pending = []
             call._pending.append(emit)
             emit = ""
         if complete:

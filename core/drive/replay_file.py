@@ -22,6 +22,7 @@ def replay_file(
     batched: bool = False,
     transcript: bool = False,
     keep_events: bool = False,
+    string_pieces: bool = False,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
@@ -29,7 +30,8 @@ def replay_file(
     at the end), for sinks that show the stream as it goes. ``before_chunk(engine, chunk)`` is
     called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
     the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
-    log (see :class:`~streamtool.core.replay.ReplayEngine`).
+    log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
+    (see :class:`~streamtool.core.replay.ReplayEngine`).
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
@@ -49,6 +51,7 @@ def replay_file(
         handler_options=handler_options,
         transcript=transcript,
         keep_events=keep_events,
+        string_pieces=string_pieces,
     )
     if batched:
         if on_items is None:

@@ -37,12 +37,15 @@ from ..model import (
     ToolCallDelta,
 )
 from ..quirk_ids import QuirkId
-from ..textbuf import TextBuffer
+from ..textbuf import TextBuffer, TextPieces
 from ..wire import fastjson
 from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 from .base import SegmentCallback, StreamingResponseHandler
+from .long_arguments import NOT_HERE, parse_blocks
 
 _CONTENT = SegmentEventType.CONTENT
+# with ``string_pieces``: argument text from this long on is parsed from its blocks
+PIECES_FROM = 1 << 18
 DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
 PATH_FIELD = "path"
 # CONTENT metadata of a file segment: the top-level string arguments complete so far
@@ -95,7 +98,7 @@ class _ToolState:
         self,
         segment_id: str,
         name: str,
-        metadata: dict[str, Any],
+        metadata: dict[str, Any] | None,
         source: ArgumentsSource | None,
     ) -> None:
         self.segment_id = segment_id
@@ -104,9 +107,16 @@ class _ToolState:
         # source); the handler keeps the fragments itself only for deltas that come without one
         self.source = source
         self.parts: TextBuffer | None = None if source is not None else TextBuffer()
-        self.metadata = metadata
+        self.metadata = metadata  # the START's, until the START is emitted (then None)
         self.late: dict[str, Any] | None = None  # metadata of later deltas (a server tool's result)
         self.done = False
+
+
+# what is kept of a call the provider closed: that it is finished (later deltas are ignored);
+# thousands of short calls do not each keep their state
+_FINISHED = _ToolState("", "", None, None)
+_FINISHED.done = True
+_FINISHED.parts = None
 
 
 class _FileState(_ToolState):
@@ -188,9 +198,9 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 self._tools[delta.index] = file_state
                 self._file_delta(file_state, delta, out, first=True)
                 return
-            state = _ToolState(segment_id, name, metadata, delta.arguments_source)
+            state = _ToolState(segment_id, name, None, delta.arguments_source)
             self._tools[delta.index] = state
-            self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, dict(metadata)), out)
+            self._emit(SegmentEvent.start(segment_id, SegmentType.TOOL_CALL, metadata), out)
             self._adapter.arguments_at_end(segment_id)
         elif state.done:
             return
@@ -206,6 +216,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._emit(SegmentEvent.content(state.segment_id, delta.arguments_delta), out)
         if delta.is_complete:
             self._end_tool(state, out, closed=True)
+            self._tools[delta.index] = _FINISHED
 
     @staticmethod
     def _raw(state: _ToolState) -> str:
@@ -221,10 +232,40 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             state.parts = None
         return raw
 
+    @staticmethod
+    def _blocks(state: _ToolState) -> list[str]:
+        """The call's whole argument text as the blocks it is kept in, at its end (the list
+        returned is then their only holder, unless the tracker keeps finished calls' text)."""
+        state.done = True
+        if state.source is not None:
+            blocks = state.source.argument_blocks()
+            state.source.release_arguments()
+            state.source = None
+        else:
+            assert state.parts is not None
+            blocks = state.parts.blocks()
+            state.parts = None
+        return blocks
+
+    def _parsed(self, state: _ToolState) -> tuple[str | None, Any, str | None]:
+        """``(raw, arguments, error)`` of a finished call; with :attr:`string_pieces`, a long
+        string in long arguments is ``TextPieces`` and ``raw`` is None (it was not joined)."""
+        if not self.string_pieces:
+            raw = self._raw(state)
+            return (raw, *parse_arguments(raw))
+        blocks = self._blocks(state)
+        # text in one block is held twice either way (the block, then the value)
+        if len(blocks) > 1 and sum(map(len, blocks)) >= PIECES_FROM:
+            arguments = parse_blocks(blocks, parse_arguments)
+            if arguments is not NOT_HERE:
+                return None, arguments, None
+        raw = "".join(blocks)
+        blocks.clear()
+        return (raw, *parse_arguments(raw))
+
     def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
-        raw = self._raw(state)
-        arguments, error = parse_arguments(raw)
-        no_args = error is None and arguments == {} and not raw.strip()
+        raw, arguments, error = self._parsed(state)
+        no_args = error is None and arguments == {} and raw is not None and not raw.strip()
         metadata = self._end_metadata(
             state,
             raw,
@@ -238,7 +279,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     @staticmethod
     def _end_metadata(
         state: _ToolState,
-        raw: str,
+        raw: str | None,
         arguments: Any,
         error: str | None,
         *,
@@ -288,7 +329,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 else:
                     text = self._file_pieces(state, pieces)
         if first:
-            metadata = dict(state.metadata)
+            metadata = state.metadata or {}
+            state.metadata = None  # the START's own: an open call keeps no copy
             if state.path is not None:
                 metadata[PATH_FIELD] = state.path
             self._emit(SegmentEvent.start(state.segment_id, state.kind, metadata), out)
@@ -311,6 +353,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
                 self._emit(SegmentEvent(_CONTENT, state.segment_id, None, text, None), out)
         if delta.is_complete:
             self._end_file(state, out, closed=True)
+            self._tools[delta.index] = _FINISHED
 
     def _file_pieces(self, state: _FileState, pieces: list[tuple[str, str, bool]]) -> str:
         """Route decoded pieces: the file field through the marker stripper, the path aside."""
@@ -340,10 +383,14 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
 
     def _end_file(self, state: _FileState, out: list[SegmentEvent], *, closed: bool) -> None:
         tail = "" if state.stripper.finished else state.stripper.finish(closed=False)
-        raw = self._raw(state)
-        arguments, error = parse_arguments(raw)
+        raw, arguments, error = self._parsed(state)
         path = state.path
         if error is None and isinstance(arguments, dict):
+            if type(arguments.get(state.field)) is TextPieces:
+                if state.extractor.seen.get(state.field):
+                    _strip_pieces(arguments, state.field, *MARKERS[state.kind])
+                else:  # not streamed: the tail below needs it whole
+                    arguments[state.field] = arguments[state.field].joined()
             value = arguments.get(state.field)
             if isinstance(value, str):
                 stripped = strip_markers(value, *MARKERS[state.kind])
@@ -369,6 +416,24 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             error_note=f"{shown}; the invocation keeps the raw arguments",
         )
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
+
+
+def _strip_pieces(arguments: dict[str, Any], field: str, start: str, end: str) -> None:
+    """:func:`strip_markers` of the ``TextPieces`` of ``arguments[field]``, in place and in
+    pieces (each let go once read: the text is not held twice when the markers are there)."""
+    stripper = MarkerStripper(start, end)
+    rest = list(arguments[field])
+    arguments[field] = None  # the key keeps its place
+    rest.reverse()
+    out: list[str] = []
+    while rest:
+        text = stripper.feed(rest.pop())
+        if text:
+            out.append(text)
+    tail = stripper.finish(closed=True)
+    if tail:
+        out.append(tail)
+    arguments[field] = TextPieces(out)
 
 
 def parse_arguments(raw: str) -> tuple[Any, str | None]:

@@ -26,6 +26,10 @@ class StreamingResponseHandler(ABC):
 
     name = "base"
     _finalized: bool
+    # a long string in the parsed arguments of a finished tool call may be a ``TextPieces``
+    # (its text in pieces, never joined), for a caller that only writes the invocations with
+    # ``iter_json`` (the summary of ``replay --format json``); handlers may ignore it
+    string_pieces = False
 
     def __init__(
         self,
