@@ -164,7 +164,11 @@ def check_paths(
 
 
 POOL_MIN_BYTES = 2_000_000
-BATCH = 64  # recordings handed to a process at a time
+# what checking a file costs beyond its bytes (opening it and its golden file, parsing and
+# comparing), in bytes of recording: the weight batches are balanced by
+FILE_WEIGHT = 4096
+LARGEST_BATCH = 8  # the largest batch is 1 / (jobs * LARGEST_BATCH) of the work ...
+SMALLEST_BATCH = 128  # ... the smallest (but one recording) 1 / (jobs * SMALLEST_BATCH)
 
 
 def _total_bytes(targets: list[_Target]) -> int:
@@ -206,10 +210,60 @@ def _check_star(args: tuple[Any, ...]) -> FileResult:
     return _check_target(*args)
 
 
+# a result as a process hands it back: (status, golden, recording, diff, message)
+_Row = tuple[str, str | None, str | None, str | None, str | None]
+
+
+def _check_batch(options: tuple[Any, ...], pairs: list[tuple[str | None, str]]) -> list[_Row]:
+    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): paths go and
+    results come back as plain strings, which cost far less to pass between processes than
+    :class:`~pathlib.Path` and :class:`FileResult` objects."""
+    rows: list[_Row] = []
+    with _temporaries_listed_once():
+        for recording, golden in pairs:
+            r = _check_target(
+                None if recording is None else Path(recording), Path(golden), *options
+            )
+            rows.append((r.status, r.golden, r.recording, r.diff, r.message))
+    return rows
+
+
+def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of consecutive batches of work items of these ``weights`` for
+    ``jobs`` processes that each take the next batch when done with one: a batch is a
+    quarter of what remains per process (guided scheduling), so that the processes finish
+    together, yet no more than 1 / (``jobs`` * :data:`LARGEST_BATCH`) of the whole (results
+    come back in steady steps) and no less than 1 / (``jobs`` * :data:`SMALLEST_BATCH`) of it
+    (few messages between processes), nor less than one item."""
+    total = sum(weights)
+    largest = total / (jobs * LARGEST_BATCH)
+    smallest = total / (jobs * SMALLEST_BATCH)
+    out: list[tuple[int, int]] = []
+    start, remaining = 0, total
+    while start < len(weights):
+        target = min(largest, max(smallest, remaining / (2 * jobs)))
+        stop, weight = start, 0
+        while stop < len(weights) and (stop == start or weight + weights[stop] <= target):
+            weight += weights[stop]
+            stop += 1
+        out.append((start, stop))
+        start, remaining = stop, remaining - weight
+    return out
+
+
+def _weight(recording: Path | None) -> int:
+    size = 0
+    if recording is not None:
+        with contextlib.suppress(OSError):
+            size = os.stat(recording).st_size
+    return size + FILE_WEIGHT
+
+
 def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
     """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order,
     each as soon as it and those before it are done."""
-    from concurrent.futures import ProcessPoolExecutor
+    import gc
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     # the first recording is checked here, before the pool starts: its replay loads the
     # modules a replay needs (converter, parser, handlers), which forked workers then share
@@ -219,11 +273,28 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     if not work:
         return
     jobs = min(jobs, len(work))
-    # batches of up to BATCH files: little messaging for many small files, a few batches per
-    # process for balance when there are few
-    chunksize = max(1, min(BATCH, len(work) // (jobs * 4)))
+    options = work[0][2:]  # the same for every item
+    pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
+    spans = batches([_weight(w[0]) for w in work], jobs)
+    futures: list[Future[list[_Row]]] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_check_star, work, chunksize=chunksize)
+        try:
+            # what the parent holds is frozen while the workers are forked (the first
+            # submit forks them): their garbage collector then never walks (and so never
+            # copies) the parent's objects (see the gc module's documentation of freeze)
+            gc.freeze()
+            try:
+                for start, stop in spans:
+                    futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+            finally:
+                gc.unfreeze()
+            for future in futures:
+                for row in future.result():
+                    yield FileResult(*row)
+        except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def default_jobs() -> int:
