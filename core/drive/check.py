@@ -251,7 +251,7 @@ def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
     return out
 
 
-def _weight(recording: Path | None) -> int:
+def _weight(recording: str | None) -> int:
     size = 0
     if recording is not None:
         with contextlib.suppress(OSError):
@@ -260,39 +260,56 @@ def _weight(recording: Path | None) -> int:
 
 
 def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
-    """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order,
-    each as soon as it and those before it are done."""
-    import gc
-    from concurrent.futures import Future, ProcessPoolExecutor
+    """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
+    workers), in ``work``'s order, each as soon as it and those before it are done.
 
-    # the first recording is checked here, before the pool starts: its replay loads the
-    # modules a replay needs (converter, parser, handlers), which forked workers then share
-    # instead of each loading them again
-    yield _check_star(work[0])
-    work = work[1:]
-    if not work:
-        return
-    jobs = min(jobs, len(work))
+    The work is cut into :func:`batches`. The workers are kept fed (each with one batch at
+    work and one waiting); this process checks the next batch itself meanwhile, instead of
+    waiting: it is warm (its modules loaded and its caches full, where a new process starts
+    cold) and what it checks needs no passing between processes."""
+    import gc
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
     options = work[0][2:]  # the same for every item
     pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
-    spans = batches([_weight(w[0]) for w in work], jobs)
-    futures: list[Future[list[_Row]]] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    spans = batches([_weight(recording) for recording, _ in pairs], jobs)
+    workers = min(jobs - 1, len(spans) - 1)
+    done: dict[int, list[_Row]] = {}  # batch -> its results, until handed on
+    running: dict[int, Future[list[_Row]]] = {}
+    taken = handed = 0  # batches taken (by a worker or here), batches handed on
+    if workers < 1:
+        yield from (FileResult(*row) for row in _check_batch(options, pairs))
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
         try:
-            # what the parent holds is frozen while the workers are forked (the first
-            # submit forks them): their garbage collector then never walks (and so never
-            # copies) the parent's objects (see the gc module's documentation of freeze)
-            gc.freeze()
-            try:
-                for start, stop in spans:
-                    futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
-            finally:
-                gc.unfreeze()
-            for future in futures:
-                for row in future.result():
-                    yield FileResult(*row)
+            while handed < len(spans):
+                while taken < len(spans) and len(running) < 2 * workers:
+                    start, stop = spans[taken]
+                    # what this process holds is frozen while the first submit forks the
+                    # workers: their garbage collector then never walks (and so never
+                    # copies) its objects (see the gc module's freeze)
+                    if not taken:
+                        gc.freeze()
+                    try:
+                        running[taken] = pool.submit(_check_batch, options, pairs[start:stop])
+                    finally:
+                        if not taken:
+                            gc.unfreeze()
+                    taken += 1
+                for index in [i for i, f in running.items() if f.done()]:
+                    done[index] = running.pop(index).result()
+                while handed in done:
+                    for row in done.pop(handed):
+                        yield FileResult(*row)
+                    handed += 1
+                if taken < len(spans):  # this process takes the next batch itself
+                    start, stop = spans[taken]
+                    done[taken] = _check_batch(options, pairs[start:stop])
+                    taken += 1
+                elif running and handed not in done:
+                    wait(running.values(), return_when=FIRST_COMPLETED)
         except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
-            for future in futures:
+            for future in running.values():
                 future.cancel()
             raise
 
@@ -572,6 +589,9 @@ _listed: dict[Path, list[str]] | None = None
 def _temporaries_listed_once() -> Iterator[None]:
     """Within: each folder's temporaries are listed once (a run looks for them afresh)."""
     global _listed
+    if _listed is not None:  # within a run already
+        yield
+        return
     _listed = {}
     try:
         yield
