@@ -280,7 +280,7 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     if workers < 1:
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
         try:
             while handed < len(spans):
                 while taken < len(spans) and len(running) < 2 * workers:
@@ -312,6 +312,24 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
             for future in running.values():
                 future.cancel()
             raise
+
+
+def _end_with_parent() -> None:
+    """In a worker: end when the process that started it is gone (killed with -9, it cannot
+    stop its workers, which would otherwise wait for work for ever)."""
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        sentinel = parent.sentinel
+
+        def watch() -> None:
+            wait([sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def default_jobs() -> int:
