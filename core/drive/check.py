@@ -126,8 +126,8 @@ def check_paths(
     ``on_start(n)`` is told how many recordings will be replayed, ``on_done()`` after each (a
     progress display).
 
-    ``jobs`` > 1 replays in that many processes; the report is the same as with one, in the same
-    order. ``jobs=None``: one process per core when the recordings add up to
+    ``jobs`` > 1 replays in that many processes (this one and ``jobs - 1`` workers, see
+    :func:`_in_processes`); the report is the same as with one, in the same order. ``jobs=None``: one process per core when the recordings add up to
     :data:`POOL_MIN_BYTES` or more (below that, starting processes costs more than it saves).
     ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
     chosen by a hash of each golden file's path, so ``n`` machines given the same paths check
