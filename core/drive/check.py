@@ -127,8 +127,9 @@ def check_paths(
     progress display).
 
     ``jobs`` > 1 replays in that many processes (this one and ``jobs - 1`` workers, see
-    :func:`_in_processes`); the report is the same as with one, in the same order. ``jobs=None``: one process per core when the recordings add up to
-    :data:`POOL_MIN_BYTES` or more (below that, starting processes costs more than it saves).
+    :func:`_in_processes`); the report is the same as with one, in the same order.
+    ``jobs=None``: one process per core when the recordings add up to :data:`POOL_MIN_BYTES`
+    or more (below that, starting processes costs more than it saves).
     ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
     chosen by a hash of each golden file's path, so ``n`` machines given the same paths check
     every golden file exactly once between them (see :func:`shard_of`).
@@ -263,53 +264,50 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
     workers), in ``work``'s order, each as soon as it and those before it are done.
 
-    The work is cut into :func:`batches`. The workers are kept fed (each with one batch at
-    work and one waiting); this process checks the next batch itself meanwhile, instead of
-    waiting: it is warm (its modules loaded and its caches full, where a new process starts
-    cold) and what it checks needs no passing between processes."""
+    The work is cut into :func:`batches`, all handed to the pool of workers, which take them
+    in order; while the batch due next is not done, this process takes the first batch no
+    worker has started (it cancels it in the pool) and checks it itself: it is warm (its
+    modules loaded and its caches full, where a new process starts cold), what it checks
+    needs no passing between processes, and the workers never wait for it."""
     import gc
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     options = work[0][2:]  # the same for every item
     pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
     spans = batches([_weight(recording) for recording, _ in pairs], jobs)
     workers = min(jobs - 1, len(spans) - 1)
-    done: dict[int, list[_Row]] = {}  # batch -> its results, until handed on
-    running: dict[int, Future[list[_Row]]] = {}
-    taken = handed = 0  # batches taken (by a worker or here), batches handed on
     if workers < 1:
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
+    futures: list[Future[list[_Row]]] = []
     with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
         try:
-            while handed < len(spans):
-                while taken < len(spans) and len(running) < 2 * workers:
-                    start, stop = spans[taken]
-                    # what this process holds is frozen while the first submit forks the
-                    # workers: their garbage collector then never walks (and so never
-                    # copies) its objects (see the gc module's freeze)
-                    if not taken:
-                        gc.freeze()
-                    try:
-                        running[taken] = pool.submit(_check_batch, options, pairs[start:stop])
-                    finally:
-                        if not taken:
-                            gc.unfreeze()
-                    taken += 1
-                for index in [i for i, f in running.items() if f.done()]:
-                    done[index] = running.pop(index).result()
-                while handed in done:
-                    for row in done.pop(handed):
-                        yield FileResult(*row)
-                    handed += 1
-                if taken < len(spans):  # this process takes the next batch itself
-                    start, stop = spans[taken]
-                    done[taken] = _check_batch(options, pairs[start:stop])
-                    taken += 1
-                elif running and handed not in done:
-                    wait(running.values(), return_when=FIRST_COMPLETED)
+            # what this process holds is frozen while the first submit forks the workers:
+            # their garbage collector then never walks (and so never copies) its objects
+            # (see the gc module's freeze)
+            gc.freeze()
+            try:
+                for start, stop in spans:
+                    futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+            finally:
+                gc.unfreeze()
+            mine: dict[int, list[_Row]] = {}  # the batches checked here
+            free = 0  # batches before it are started (by a worker) or checked here
+            for index, future in enumerate(futures):
+                while not future.done():
+                    free = max(free, index)
+                    while free < len(futures) and not futures[free].cancel():
+                        free += 1  # a worker has it
+                    if free == len(futures):
+                        break  # nothing left to take: wait for the workers
+                    start, stop = spans[free]
+                    mine[free] = _check_batch(options, pairs[start:stop])
+                    free += 1
+                rows = mine.pop(index) if index in mine else future.result()
+                for row in rows:
+                    yield FileResult(*row)
         except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
-            for future in running.values():
+            for future in futures:
                 future.cancel()
             raise
 
