@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -234,8 +235,11 @@ def test_this_process_checks_batches_beside_its_workers(
         return real(recording, golden, *options)
 
     monkeypatch.setattr(check_module, "_check_target", counting)
+    switch = sys.getswitchinterval()
     two = check_paths([folder], jobs=2)
     assert 0 < len(here) < len(two.results)  # a share, not all
+    assert sys.getswitchinterval() == switch  # shortened for the run only
+    assert gc.get_freeze_count() == 0  # nothing left frozen
     assert two.to_dict() == check_paths([folder], jobs=1).to_dict()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,7 +170,9 @@ POOL_MIN_BYTES = 2_000_000
 # comparing), in bytes of recording: the weight batches are balanced by
 FILE_WEIGHT = 4096
 LARGEST_BATCH = 8  # the largest batch is 1 / (jobs * LARGEST_BATCH) of the work ...
-SMALLEST_BATCH = 128  # ... the smallest (but one recording) 1 / (jobs * SMALLEST_BATCH)
+SMALLEST_BATCH = 256  # ... the smallest (but one recording) 1 / (jobs * SMALLEST_BATCH) ...
+GUIDED = 6  # ... and in between, 1 / (jobs * GUIDED) of what remains
+SWITCH_INTERVAL = 0.0002  # seconds: see _in_processes
 
 
 def _total_bytes(targets: list[_Target]) -> int:
@@ -232,17 +235,18 @@ def _check_batch(options: tuple[Any, ...], pairs: list[tuple[str | None, str]]) 
 def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
     """``(start, stop)`` of consecutive batches of work items of these ``weights`` for
     ``jobs`` processes that each take the next batch when done with one: a batch is a
-    quarter of what remains per process (guided scheduling), so that the processes finish
-    together, yet no more than 1 / (``jobs`` * :data:`LARGEST_BATCH`) of the whole (results
-    come back in steady steps) and no less than 1 / (``jobs`` * :data:`SMALLEST_BATCH`) of it
-    (few messages between processes), nor less than one item."""
+    share of what remains (1 / (``jobs`` * :data:`GUIDED`): guided scheduling), so that the
+    processes finish together even though a worker of a pool holds a batch or two ahead, yet
+    no more than 1 / (``jobs`` * :data:`LARGEST_BATCH`) of the whole (results come back in
+    steady steps) and no less than 1 / (``jobs`` * :data:`SMALLEST_BATCH`) of it (few
+    messages between processes), nor less than one item."""
     total = sum(weights)
     largest = total / (jobs * LARGEST_BATCH)
     smallest = total / (jobs * SMALLEST_BATCH)
     out: list[tuple[int, int]] = []
     start, remaining = 0, total
     while start < len(weights):
-        target = min(largest, max(smallest, remaining / (2 * jobs)))
+        target = min(largest, max(smallest, remaining / (GUIDED * jobs)))
         stop, weight = start, 0
         while stop < len(weights) and (stop == start or weight + weights[stop] <= target):
             weight += weights[stop]
@@ -280,6 +284,11 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
     futures: list[Future[list[_Row]]] = []
+    # the pool's threads here (taking the workers' results, handing them their next batch)
+    # get their turn within a fraction of a millisecond while this thread replays, instead of
+    # the default 5 ms, which a worker would spend waiting for its next batch
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
         try:
             # what this process holds is frozen while the first submit forks the workers:
@@ -310,6 +319,8 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
             for future in futures:
                 future.cancel()
             raise
+        finally:
+            sys.setswitchinterval(switch)
 
 
 def _end_with_parent() -> None:
