@@ -289,38 +289,39 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     # the default 5 ms, which a worker would spend waiting for its next batch
     switch = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL)
-    with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
-        try:
-            # what this process holds is frozen while the first submit forks the workers:
-            # their garbage collector then never walks (and so never copies) its objects
-            # (see the gc module's freeze)
-            gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
             try:
-                for start, stop in spans:
-                    futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
-            finally:
-                gc.unfreeze()
-            mine: dict[int, list[_Row]] = {}  # the batches checked here
-            free = 0  # batches before it are started (by a worker) or checked here
-            for index, future in enumerate(futures):
-                while not future.done():
-                    free = max(free, index)
-                    while free < len(futures) and not futures[free].cancel():
-                        free += 1  # a worker has it
-                    if free == len(futures):
-                        break  # nothing left to take: wait for the workers
-                    start, stop = spans[free]
-                    mine[free] = _check_batch(options, pairs[start:stop])
-                    free += 1
-                rows = mine.pop(index) if index in mine else future.result()
-                for row in rows:
-                    yield FileResult(*row)
-        except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
-            for future in futures:
-                future.cancel()
-            raise
-        finally:
-            sys.setswitchinterval(switch)
+                # what this process holds is frozen while the first submit forks the workers:
+                # their garbage collector then never walks (and so never copies) its objects
+                # (see the gc module's freeze)
+                gc.freeze()
+                try:
+                    for start, stop in spans:
+                        futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+                finally:
+                    gc.unfreeze()
+                mine: dict[int, list[_Row]] = {}  # the batches checked here
+                free = 0  # batches before it are started (by a worker) or checked here
+                for index, future in enumerate(futures):
+                    while not future.done():
+                        free = max(free, index)
+                        while free < len(futures) and not futures[free].cancel():
+                            free += 1  # a worker has it
+                        if free == len(futures):
+                            break  # nothing left to take: wait for the workers
+                        start, stop = spans[free]
+                        mine[free] = _check_batch(options, pairs[start:stop])
+                        free += 1
+                    rows = mine.pop(index) if index in mine else future.result()
+                    for row in rows:
+                        yield FileResult(*row)
+            except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        sys.setswitchinterval(switch)
 
 
 def _end_with_parent() -> None:
