@@ -257,11 +257,12 @@ def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
 
 
 def _weight(recording: str | None) -> int:
-    size = 0
-    if recording is not None:
-        with contextlib.suppress(OSError):
-            size = os.stat(recording).st_size
-    return size + FILE_WEIGHT
+    if recording is None:
+        return FILE_WEIGHT
+    try:
+        return os.stat(recording).st_size + FILE_WEIGHT
+    except OSError:  # reported when it is checked
+        return FILE_WEIGHT
 
 
 def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
