@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,17 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.drive.check import check_paths, shard_of
+from streamtool.core.drive.check import (
+    LARGEST_BATCH,
+    SMALLEST_BATCH,
+    batches,
+    check_paths,
+    shard_of,
+)
 from streamtool.core.outputs.golden import golden_name
 
 from .conftest import RECORDINGS
+from .serve_helpers import STREAMTOOL
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -176,3 +186,132 @@ def test_default_jobs_start_processes_only_for_enough_work(
     big = check_paths([folder], jobs=None)
     assert used == [2]
     assert big.to_dict() == small.to_dict() == check_paths([folder], jobs=1).to_dict()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.integers(1, 5_000_000), min_size=1, max_size=400),
+    jobs=st.integers(2, 8),
+)
+def test_batches_cover_the_work_in_order_and_stay_within_their_bounds(
+    weights: list[int], jobs: int
+) -> None:
+    spans = batches(weights, jobs)
+    # consecutive, not empty, everything once
+    assert spans[0][0] == 0 and spans[-1][1] == len(weights)
+    assert all(a < b for a, b in spans)
+    assert all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1))
+    total = sum(weights)
+    for a, b in spans:
+        # a batch of more than one item is never more than its share of the whole
+        assert b - a == 1 or sum(weights[a:b]) <= total / (jobs * LARGEST_BATCH)
+    if len(weights) > 1:
+        assert len(spans) > 1  # a second process always gets something to do
+
+
+def test_batches_get_smaller_towards_the_end_so_processes_finish_together() -> None:
+    spans = batches([10_000] * 2000, 2)
+    sizes = [b - a for a, b in spans]
+    assert max(sizes) <= 2000 // (2 * LARGEST_BATCH)
+    assert sizes[-1] <= 2000 // (2 * SMALLEST_BATCH) + 1
+    assert sizes == sorted(sizes, reverse=True)[: len(sizes) - 1] + sizes[-1:]  # never grow
+    # weighed by bytes: one large file is a batch of its own, many small ones share one
+    spans = batches([4_000_000] + [1_000] * 400, 2)
+    assert spans[0] == (0, 1)
+    assert any(b - a > 10 for a, b in spans[1:])
+
+
+def test_this_process_checks_batches_beside_its_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamtool.core.drive import check as check_module
+
+    folder = suite(tmp_path)
+    here: list[str] = []  # what this process checked (a forked worker's list stays there)
+    real = check_module._check_target
+
+    def counting(recording: Path | None, golden: Path, *options: object) -> object:
+        here.append(str(golden))
+        return real(recording, golden, *options)
+
+    monkeypatch.setattr(check_module, "_check_target", counting)
+    switch = sys.getswitchinterval()
+    two = check_paths([folder], jobs=2)
+    assert 0 < len(here) < len(two.results)  # a share, not all
+    assert sys.getswitchinterval() == switch  # shortened for the run only
+    assert gc.get_freeze_count() == 0  # nothing left frozen
+    assert two.to_dict() == check_paths([folder], jobs=1).to_dict()
+
+
+def big_suite(tmp_path: Path, copies: int = 30) -> Path:
+    """About 2,000 recordings without golden files (each is replayed, then reported missing)."""
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for rec in sorted(RECORDINGS.glob("*.jsonl")):
+        data = rec.read_bytes()
+        for i in range(copies):
+            (folder / f"{i:02d}-{rec.name}").write_bytes(data)
+    return folder
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("how", ["ctrl-c", "kill-9"])
+def test_stopping_check_stops_its_workers(tmp_path: Path, how: str) -> None:
+    folder = big_suite(tmp_path)
+    err_file = tmp_path / "stderr"
+    proc = subprocess.Popen(
+        [*STREAMTOOL, "check", "-j", "2", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=err_file.open("w"),  # a file: a worker left behind cannot hold a pipe open
+        start_new_session=True,  # its own process group, as a shell gives a foreground job
+    )
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not workers:
+            assert proc.poll() is None, "check ended before its worker started"
+            assert time.monotonic() < deadline, "no worker started"
+            workers = children(proc.pid)
+            time.sleep(0.005)
+        time.sleep(0.05)  # at work
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        else:
+            proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not [w for w in workers if alive(w)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for w in workers:
+            if alive(w):
+                os.kill(w, signal.SIGKILL)
+    if how == "ctrl-c":
+        assert proc.returncode == 130
+        assert "Traceback" not in err_file.read_text()
+    else:
+        assert proc.returncode == -signal.SIGKILL

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,9 +127,10 @@ def check_paths(
     ``on_start(n)`` is told how many recordings will be replayed, ``on_done()`` after each (a
     progress display).
 
-    ``jobs`` > 1 replays in that many processes; the report is the same as with one, in the same
-    order. ``jobs=None``: one process per core when the recordings add up to
-    :data:`POOL_MIN_BYTES` or more (below that, starting processes costs more than it saves).
+    ``jobs`` > 1 replays in that many processes (this one and ``jobs - 1`` workers, see
+    :func:`_in_processes`); the report is the same as with one, in the same order.
+    ``jobs=None``: one process per core when the recordings add up to :data:`POOL_MIN_BYTES`
+    or more (below that, starting processes costs more than it saves).
     ``shard=(i, n)`` (1 <= i <= n) takes only the golden files of shard ``i`` of ``n``,
     chosen by a hash of each golden file's path, so ``n`` machines given the same paths check
     every golden file exactly once between them (see :func:`shard_of`).
@@ -164,7 +166,13 @@ def check_paths(
 
 
 POOL_MIN_BYTES = 2_000_000
-BATCH = 64  # recordings handed to a process at a time
+# what checking a file costs beyond its bytes (opening it and its golden file, parsing and
+# comparing), in bytes of recording: the weight batches are balanced by
+FILE_WEIGHT = 4096
+LARGEST_BATCH = 8  # the largest batch is 1 / (jobs * LARGEST_BATCH) of the work ...
+SMALLEST_BATCH = 256  # ... the smallest (but one recording) 1 / (jobs * SMALLEST_BATCH) ...
+GUIDED = 6  # ... and in between, 1 / (jobs * GUIDED) of what remains
+SWITCH_INTERVAL = 0.0002  # seconds: see _in_processes
 
 
 def _total_bytes(targets: list[_Target]) -> int:
@@ -206,24 +214,133 @@ def _check_star(args: tuple[Any, ...]) -> FileResult:
     return _check_target(*args)
 
 
-def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
-    """The results of ``work`` replayed by a pool of ``jobs`` processes, in ``work``'s order,
-    each as soon as it and those before it are done."""
-    from concurrent.futures import ProcessPoolExecutor
+# a result as a process hands it back: (status, golden, recording, diff, message)
+_Row = tuple[str, str | None, str | None, str | None, str | None]
 
-    # the first recording is checked here, before the pool starts: its replay loads the
-    # modules a replay needs (converter, parser, handlers), which forked workers then share
-    # instead of each loading them again
-    yield _check_star(work[0])
-    work = work[1:]
-    if not work:
+
+def _check_batch(options: tuple[Any, ...], pairs: list[tuple[str | None, str]]) -> list[_Row]:
+    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): paths go and
+    results come back as plain strings, which cost far less to pass between processes than
+    :class:`~pathlib.Path` and :class:`FileResult` objects."""
+    rows: list[_Row] = []
+    with _temporaries_listed_once():
+        for recording, golden in pairs:
+            r = _check_target(
+                None if recording is None else Path(recording), Path(golden), *options
+            )
+            rows.append((r.status, r.golden, r.recording, r.diff, r.message))
+    return rows
+
+
+def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of consecutive batches of work items of these ``weights`` for
+    ``jobs`` processes that each take the next batch when done with one: a batch is a
+    share of what remains (1 / (``jobs`` * :data:`GUIDED`): guided scheduling), so that the
+    processes finish together even though a worker of a pool holds a batch or two ahead, yet
+    no more than 1 / (``jobs`` * :data:`LARGEST_BATCH`) of the whole (results come back in
+    steady steps) and no less than 1 / (``jobs`` * :data:`SMALLEST_BATCH`) of it (few
+    messages between processes), nor less than one item."""
+    total = sum(weights)
+    largest = total / (jobs * LARGEST_BATCH)
+    smallest = total / (jobs * SMALLEST_BATCH)
+    out: list[tuple[int, int]] = []
+    start, remaining = 0, total
+    while start < len(weights):
+        target = min(largest, max(smallest, remaining / (GUIDED * jobs)))
+        stop, weight = start, 0
+        while stop < len(weights) and (stop == start or weight + weights[stop] <= target):
+            weight += weights[stop]
+            stop += 1
+        out.append((start, stop))
+        start, remaining = stop, remaining - weight
+    return out
+
+
+def _weight(recording: str | None) -> int:
+    if recording is None:
+        return FILE_WEIGHT
+    try:
+        return os.stat(recording).st_size + FILE_WEIGHT
+    except OSError:  # reported when it is checked
+        return FILE_WEIGHT
+
+
+def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
+    """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
+    workers), in ``work``'s order, each as soon as it and those before it are done.
+
+    The work is cut into :func:`batches`, all handed to the pool of workers, which take them
+    in order; while the batch due next is not done, this process takes the first batch no
+    worker has started (it cancels it in the pool) and checks it itself: it is warm (its
+    modules loaded and its caches full, where a new process starts cold), what it checks
+    needs no passing between processes, and the workers never wait for it."""
+    import gc
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    options = work[0][2:]  # the same for every item
+    pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
+    spans = batches([_weight(recording) for recording, _ in pairs], jobs)
+    workers = min(jobs - 1, len(spans) - 1)
+    if workers < 1:
+        yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
-    jobs = min(jobs, len(work))
-    # batches of up to BATCH files: little messaging for many small files, a few batches per
-    # process for balance when there are few
-    chunksize = max(1, min(BATCH, len(work) // (jobs * 4)))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_check_star, work, chunksize=chunksize)
+    futures: list[Future[list[_Row]]] = []
+    # the pool's threads here (taking the workers' results, handing them their next batch)
+    # get their turn within a fraction of a millisecond while this thread replays, instead of
+    # the default 5 ms, which a worker would spend waiting for its next batch
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    try:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
+            try:
+                # what this process holds is frozen while the first submit forks the workers:
+                # their garbage collector then never walks (and so never copies) its objects
+                # (see the gc module's freeze)
+                gc.freeze()
+                try:
+                    for start, stop in spans:
+                        futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+                finally:
+                    gc.unfreeze()
+                mine: dict[int, list[_Row]] = {}  # the batches checked here
+                free = 0  # batches before it are started (by a worker) or checked here
+                for index, future in enumerate(futures):
+                    while not future.done():
+                        free = max(free, index)
+                        while free < len(futures) and not futures[free].cancel():
+                            free += 1  # a worker has it
+                        if free == len(futures):
+                            break  # nothing left to take: wait for the workers
+                        start, stop = spans[free]
+                        mine[free] = _check_batch(options, pairs[start:stop])
+                        free += 1
+                    rows = mine.pop(index) if index in mine else future.result()
+                    for row in rows:
+                        yield FileResult(*row)
+            except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _end_with_parent() -> None:
+    """In a worker: end when the process that started it is gone (killed with -9, it cannot
+    stop its workers, which would otherwise wait for work for ever)."""
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        sentinel = parent.sentinel
+
+        def watch() -> None:
+            wait([sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def default_jobs() -> int:
@@ -501,6 +618,9 @@ _listed: dict[Path, list[str]] | None = None
 def _temporaries_listed_once() -> Iterator[None]:
     """Within: each folder's temporaries are listed once (a run looks for them afresh)."""
     global _listed
+    if _listed is not None:  # within a run already
+        yield
+        return
     _listed = {}
     try:
         yield
