@@ -31,7 +31,7 @@ imported inside the functions that use them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
@@ -304,16 +304,19 @@ class Forwarder:
         transform: StreamTransform | None = None,
         error_style: str = "openai",
         on_end: Callable[[Exchange], None] | None = None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> Any:
         """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
 
         ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
         receives the transformed body (the upstream is asked for an uncompressed one) while the
         recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
-        its end record.
+        its end record. ``prepare`` (e.g. claiming the recording's file name in a worker thread)
+        is started as the request goes upstream and awaited before the recorder is used: its
+        work overlaps the upstream's; if it raises, the exchange is forwarded unrecorded.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
-        if recorder is not None and ex.file is None:
+        if recorder is not None and ex.file is None and prepare is None:
             ex.file = recorder.path
         if recorder is not None and self.max_recording_bytes is not None:
             recorder.max_bytes = self.max_recording_bytes
@@ -333,6 +336,7 @@ class Forwarder:
             transform=transform,
             error_style=error_style,
             on_end=on_end,
+            prepare=prepare,
         )
 
 
@@ -409,8 +413,11 @@ class _ForwardedResponse:
         transform: StreamTransform | None,
         error_style: str,
         on_end: Callable[[Exchange], None] | None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.forwarder = forwarder
+        self.prepare = prepare
+        self._prepared: Awaitable[Any] | None = None
         self.method = method
         self.url = url
         self.headers = headers
@@ -502,12 +509,29 @@ class _ForwardedResponse:
                 cut = await self._run(send)
             finally:
                 if not self._ended:
+                    with anyio.CancelScope(shield=True):  # the recorder needs its file name
+                        await self._ready()
                     received = self.ex.bytes
                     who = "the client closed the connection" if client_gone else "stopped"
                     self._finish("interrupted", f"{who} after {received} bytes")
                 tg.cancel_scope.cancel()
         if cut is not None:
             raise CutConnection(str(cut))
+
+    async def _ready(self) -> None:
+        """Wait for :attr:`prepare`'s work; a failure of it stops the recording."""
+        import asyncio
+
+        pending = self._prepared
+        if pending is None:
+            return
+        try:
+            # shielded: a cancelled exchange still waits for it in its ``finally``
+            await asyncio.shield(pending)
+        except Exception as exc:
+            self.ex.record_error = getattr(exc, "message", None) or str(exc)
+            self.recorder = None
+        self._prepared = None
 
     async def _run(self, send: Any) -> BaseException | None:
         import anyio
@@ -518,9 +542,12 @@ class _ForwardedResponse:
         self._notify("started")
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
+        if self.prepare is not None:
+            self._prepared = self.prepare()
         try:
             response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            await self._ready()
             timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
@@ -541,6 +568,7 @@ class _ForwardedResponse:
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return None
         try:
+            await self._ready()
             return await self._stream(response, send)
         finally:
             with anyio.CancelScope(shield=True):  # also when the client went away

@@ -18,8 +18,8 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -173,17 +173,26 @@ def _append_line(fh: Any, line: bytes) -> None:
 
 
 def append_entries(
-    folder: str | os.PathLike[str], entries: list[IndexEntry], *, locked: bool = False
+    folder: str | os.PathLike[str],
+    entries: list[IndexEntry],
+    *,
+    locked: bool = False,
+    lock: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> None:
     """Append entries to ``folder/index.jsonl`` under the tape's lock (``locked``: the caller
-    holds it already), then flush them to disk. An empty list makes an empty index."""
+    holds it already; ``lock``: how to take it, by default :func:`tape_lock`), then flush them
+    to disk. An empty list makes an empty index."""
     index = Path(folder) / INDEX_NAME
     data = b"".join(
         (json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         for e in entries
     )
+    if locked:
+        held: AbstractContextManager[None] = nullcontext()
+    else:
+        held = lock() if lock is not None else tape_lock(folder)
     try:
-        with nullcontext() if locked else tape_lock(folder):
+        with held:
             fh = open(index, "ab+")  # noqa: SIM115 (closed below, after the lock is let go)
             try:
                 if data:
@@ -365,13 +374,16 @@ class Tape:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
+        # this instance's threads queue here, woken as soon as the lock is free, before they
+        # take the file lock (which another process may hold: its waiters poll)
         self._lock = threading.Lock()
         # the index may name numbers whose files are gone: never hand them out again
         self._last = max(after, max((e.seq for e in read_index(self.folder)), default=0))
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        with tape_lock(self.folder):
+        """The tape's lock: this instance's threads one at a time, then the file lock."""
+        with self._lock, tape_lock(self.folder):
             yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
@@ -380,7 +392,7 @@ class Tape:
         The number is held by a hidden reservation file until :meth:`append` or
         :meth:`release`: no other writer, in this process or another, gets it.
         """
-        with self._lock, self.lock():
+        with self.lock():
             seq = max(self._last, highest_seq(self.folder))
             while True:
                 seq += 1
@@ -406,7 +418,7 @@ class Tape:
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
-        append_entry(self.folder, entry)
+        append_entries(self.folder, [entry], lock=self.lock)  # the fsync after the lock
         self.release(entry.file)
 
     def exchanges(self) -> list[Path]:
