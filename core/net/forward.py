@@ -206,6 +206,9 @@ def recorder_for(
 # them; a POST may have been acted on (a generation paid for) and is answered with the error
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 READ_AHEAD = 1024 * 1024  # bytes read from the upstream that may wait for a slow client
+# seconds between two writes while an upstream's reads keep coming: one record and one client
+# write (not one per socket read) for a burst, at most this much later (see :class:`_Reads`)
+GATHER = 0.001
 # seconds a streaming exchange goes on after its client went away, for the upstream's body to
 # end (an SDK leaves as soon as it has read a stream's last event, often before the end of the
 # HTTP body arrives); then the upstream request is cancelled
@@ -344,14 +347,19 @@ class _Reads:
     """The upstream's body as it arrives, gathered between two wake-ups of the writer.
 
     httpx yields one piece per HTTP chunk (thousands of small server-sent events in one socket
-    read); a reader task :meth:`put`s them here and the writer :meth:`take`s all that arrived
+    read); a reader task :meth:`pump`s them here and the writer :meth:`take`s all that arrived
     since its last turn as one ``bytes``: one record and one client write per wake-up, which
-    against a paced upstream is one per event as it came. At most :data:`READ_AHEAD` bytes wait.
+    against a paced upstream is one per event as it came. While reads keep coming (a burst),
+    the writer takes at most once per :data:`GATHER` seconds, and the reader waits with it, so
+    that what arrives meanwhile is gathered in the socket and read at once: a read after a
+    quiet :data:`GATHER` (the first one, each event of a paced stream) is taken at once. At most
+    :data:`READ_AHEAD` bytes wait.
     """
 
     def __init__(self) -> None:
         import asyncio
 
+        self._loop = asyncio.get_running_loop()
         self._pieces: list[bytes] = []
         self._size = 0
         self._ended = False
@@ -359,17 +367,20 @@ class _Reads:
         self._ready = asyncio.Event()
         self._room = asyncio.Event()
         self._room.set()
+        self._taken = -GATHER  # loop time of the last take
 
     async def pump(self, response: httpx.Response) -> None:
         """The reader task: the whole body into the box (or the error that stopped it)."""
+        room = self._room
         try:
             async for piece in response.aiter_raw():
                 self._pieces.append(piece)
                 self._size += len(piece)
                 self._ready.set()
                 if self._size >= READ_AHEAD:
-                    self._room.clear()
-                    await self._room.wait()
+                    room.clear()
+                if not room.is_set():  # a full box, or the writer gathering
+                    await room.wait()
         except Exception as exc:
             self._error = exc
         finally:
@@ -379,6 +390,8 @@ class _Reads:
     async def take(self) -> bytes:
         """Everything that arrived since the last call; ``b""`` at the end; the upstream's
         error once what came before it was taken."""
+        import asyncio
+
         while not self._pieces:
             if self._ended:
                 if self._error is not None:
@@ -386,11 +399,19 @@ class _Reads:
                 return b""
             self._ready.clear()
             await self._ready.wait()
+        wait = self._taken + GATHER - self._loop.time()
+        if wait > 0 and not self._ended:
+            self._room.clear()  # the reader waits too: the socket gathers what comes
+            try:
+                await asyncio.sleep(wait)
+            finally:
+                self._room.set()
         pieces = self._pieces
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         self._pieces = []
         self._size = 0
         self._room.set()
+        self._taken = self._loop.time()
         return data
 
 
