@@ -315,8 +315,9 @@ class Forwarder:
         receives the transformed body (the upstream is asked for an uncompressed one) while the
         recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
         its end record. ``prepare`` (e.g. claiming the recording's file name in a worker thread)
-        is started as the request goes upstream and awaited before the recorder is used: its
-        work overlaps the upstream's; if it raises, the exchange is forwarded unrecorded.
+        is started as the request goes upstream and awaited before the recorder is used (and
+        before ``on_end``): its work overlaps the upstream's; if it raises, the exchange is
+        forwarded unrecorded.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
         if recorder is not None and ex.file is None and prepare is None:

@@ -248,7 +248,10 @@ class ProxyApp:
             max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
-        self._tape_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape")
+        # the tape's file work, off the event loop: recordings named in one thread (while their
+        # requests go upstream), the fsynced index appended in another, each in order
+        self._namer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-names")
+        self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -319,7 +322,8 @@ class ProxyApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
-                self._tape_writer.shutdown(wait=True)
+                self._namer.shutdown(wait=True)
+                self._index_writer.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -356,7 +360,7 @@ class ProxyApp:
         prepare = None
         if recorder is not None:
             claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
-            prepare = partial(self._on_tape_thread, claim)
+            prepare = partial(self._naming, claim)
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
             transform = self.config.transform(parsed)
@@ -375,10 +379,10 @@ class ProxyApp:
             prepare=prepare,
         )
 
-    # the tape's file work (naming recordings, the fsynced index) is done off the event loop,
-    # in order, by one thread: an exchange's end is written after its file was named
-    def _on_tape_thread(self, work: Callable[[], None]) -> Any:
-        return asyncio.get_running_loop().run_in_executor(self._tape_writer, work)
+    def _naming(self, claim: Callable[[], None]) -> Any:
+        """``claim`` started on the naming thread (the forwarder awaits it before recording,
+        and before an exchange ends: its index entry is written after its file was named)."""
+        return asyncio.get_running_loop().run_in_executor(self._namer, claim)
 
     def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
         """Name the recording of ``ex`` (its sequence number, held by a reservation)."""
@@ -387,7 +391,7 @@ class ProxyApp:
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
-        self._tape_writer.submit(self._index, ex)
+        self._index_writer.submit(self._index, ex)
 
     def _index(self, ex: Exchange) -> None:
         if ex.file is not None and Path(ex.file).exists():
