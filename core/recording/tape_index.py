@@ -30,6 +30,8 @@ from ..wire import fastjson
 INDEX_NAME = "index.jsonl"
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
+# the highest sequence number handed out in the folder, by any writer (under the tape's lock)
+COUNTER_NAME = ".seq"
 LOCK_TIMEOUT = 60.0  # seconds a writer waits for the lock before it gives up with an error
 # the files a tape serves (golden files and the index itself are not exchanges)
 EXCHANGE_SUFFIXES = (".jsonl", ".sse", ".txt")
@@ -342,6 +344,27 @@ def highest_seq(folder: str | os.PathLike[str]) -> int:
     return highest
 
 
+def read_counter(folder: str | os.PathLike[str]) -> int | None:
+    """The folder's counter (:data:`COUNTER_NAME`): the highest sequence number handed out;
+    ``None`` when there is none (or it does not hold a number)."""
+    try:
+        text = (Path(folder) / COUNTER_NAME).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RecordingError(str(Path(folder) / COUNTER_NAME), None, os_error_text(exc)) from None
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def _write_counter(folder: Path, seq: int) -> None:
+    fd = os.open(folder / COUNTER_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"%d\n" % seq)
+    finally:
+        os.close(fd)
+
+
 def reservation(path: str | os.PathLike[str]) -> Path:
     """The hidden file that holds the sequence number of the recording ``path``."""
     p = Path(path)
@@ -361,6 +384,11 @@ class Tape:
     Any number of instances, in any number of threads and processes, may write to one folder:
     names and index lines are handed out under the tape's file lock. ``after``: the first
     sequence number is above it (a staging folder continuing a tape's numbering).
+
+    An instance's first allocation looks at every file the folder holds; the next ones read
+    the folder's counter (:data:`COUNTER_NAME`), which every allocation leaves at the number it
+    handed out: other writers' numbers are seen without listing a folder that grows with every
+    exchange. (A numbered file put in by hand while an instance writes is not looked for.)
     """
 
     def __init__(
@@ -379,6 +407,7 @@ class Tape:
         self._lock = threading.Lock()
         # the index may name numbers whose files are gone: never hand them out again
         self._last = max(after, max((e.seq for e in read_index(self.folder)), default=0))
+        self._listed = False  # the folder's files were looked at (the first allocation)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -393,11 +422,18 @@ class Tape:
         :meth:`release`: no other writer, in this process or another, gets it.
         """
         with self.lock():
-            seq = max(self._last, highest_seq(self.folder))
+            counter = read_counter(self.folder)
+            if counter is None or not self._listed:
+                counter = max(counter or 0, highest_seq(self.folder))
+                self._listed = True
+            seq = max(self._last, counter)
             while True:
                 seq += 1
                 path = self.folder / exchange_name(seq, api, model)
                 try:
+                    # the counter first: a writer cut off here leaves a number unused, never
+                    # one that another writer could hand out again
+                    _write_counter(self.folder, seq)
                     fd = os.open(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
                 except FileExistsError:
                     continue
