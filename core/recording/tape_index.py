@@ -130,14 +130,15 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
 
 
 @contextmanager
-def tape_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
+def tape_lock(folder: str | os.PathLike[str], held: Any = None) -> Iterator[None]:
     """Hold the tape's file lock (``folder/.lock``): one writer at a time, across threads and
-    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`."""
+    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`.
+    ``held``: the ``filelock.FileLock`` of that file to use (a writer's own, made once)."""
     from filelock import FileLock, Timeout
 
     path = Path(folder) / LOCK_NAME
     try:
-        with FileLock(str(path), timeout=LOCK_TIMEOUT):
+        with held if held is not None else FileLock(str(path), timeout=LOCK_TIMEOUT):
             yield
     except Timeout:
         raise RecordingError(
@@ -408,11 +409,19 @@ class Tape:
         # the index may name numbers whose files are gone: never hand them out again
         self._last = max(after, max((e.seq for e in read_index(self.folder)), default=0))
         self._listed = False  # the folder's files were looked at (the first allocation)
+        self._file_lock: Any = None
+
+    def _held(self) -> Any:
+        if self._file_lock is None:
+            from filelock import FileLock
+
+            self._file_lock = FileLock(str(self.folder / LOCK_NAME), timeout=LOCK_TIMEOUT)
+        return self._file_lock
 
     @contextmanager
     def lock(self) -> Iterator[None]:
         """The tape's lock: this instance's threads one at a time, then the file lock."""
-        with self._lock, tape_lock(self.folder):
+        with self._lock, tape_lock(self.folder, self._held()):
             yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
