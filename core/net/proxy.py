@@ -349,18 +349,10 @@ class ProxyApp:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
-        recorder = None
-        try:
-            # its file is named in :meth:`_claim`, while the request goes upstream
-            recorder = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
-            recorder.preflight()
-        except RecordingError as exc:
-            ex.record_error = exc.message
-            recorder = None
-        prepare = None
-        if recorder is not None:
-            claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
-            prepare = partial(self._naming, claim)
+        # checked for key patterns and its file named in :meth:`_claim`, while the request goes
+        # upstream
+        recorder = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
+        claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
             transform = self.config.transform(parsed)
@@ -376,7 +368,7 @@ class ProxyApp:
             transform=transform,
             error_style=r.style,
             on_end=self._ended,
-            prepare=prepare,
+            prepare=partial(self._naming, claim),
         )
 
     def _naming(self, claim: Callable[[], None]) -> Any:
@@ -385,7 +377,9 @@ class ProxyApp:
         return asyncio.get_running_loop().run_in_executor(self._namer, claim)
 
     def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
-        """Name the recording of ``ex`` (its sequence number, held by a reservation)."""
+        """Check the request of ``ex`` for key patterns (a request holding one is forwarded,
+        not recorded) and name its recording (a sequence number, held by a reservation)."""
+        recorder.preflight()
         ex.seq, file = self.tape.allocate(api, model)
         ex.file = recorder.path = str(file)
 
