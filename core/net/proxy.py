@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..apis import API_TABLE, api_for_path, error_body, find_api, official_origins
-from ..recording.recorder import MAX_RECORDING_BYTES, ResponseRecorder
+from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
@@ -348,11 +348,10 @@ class ProxyApp:
         ex.api = r.api
         # checked for key patterns and its file named in :meth:`_claim`, while the upstream
         # works on the request (a large body is checked here, off the event loop)
-        made = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
-        recorder: ResponseRecorder | None = made
+        recorder = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
         if len(body) >= OFF_LOOP:
             try:
-                made.preflight()
+                recorder.preflight()
             except RecordingError as exc:
                 ex.record_error = exc.message
                 recorder = None
@@ -377,7 +376,7 @@ class ProxyApp:
             prepare=claim,
         )
 
-    def _claim(self, ex: Exchange, recorder: ResponseRecorder, api: str, model: str | None) -> None:
+    def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
         """Check the request of ``ex`` for key patterns (a request holding one is forwarded,
         not recorded) and name its recording (a sequence number, held by a reservation)."""
         if not recorder.checked:
