@@ -31,7 +31,7 @@ imported inside the functions that use them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
@@ -275,36 +275,19 @@ class Forwarder:
             self._client = None
 
     async def send(
-        self,
-        method: str,
-        url: str,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        *,
-        sent: Callable[[], None] | None = None,
+        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> httpx.Response:
         """Send a request upstream; return once the response head arrived (its body unread).
 
         Only the given headers go, with ``Host`` and ``Content-Length`` (httpx adds no headers
         of its own to a request built this way). An idempotent request whose connection broke
-        before any response is sent once more, on a new connection. ``sent`` is called when the
-        request has gone out and the response head is awaited (httpx's ``trace`` extension).
+        before any response is sent once more, on a new connection.
         """
         import httpx
 
-        extensions = {}
-        if sent is not None:
-
-            async def trace(event: str, info: Any) -> None:
-                if event.endswith("receive_response_headers.started"):
-                    sent()
-
-            extensions["trace"] = trace
         client = self.client
         for attempt in (1, 2):
-            request = httpx.Request(
-                method, url, headers=headers, content=body, extensions=extensions
-            )
+            request = httpx.Request(method, url, headers=headers, content=body)
             try:
                 return await client.send(request, stream=True)
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
@@ -324,17 +307,17 @@ class Forwarder:
         transform: StreamTransform | None = None,
         error_style: str = "openai",
         on_end: Callable[[Exchange], None] | None = None,
-        prepare: Callable[[], None] | None = None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> Any:
         """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
 
         ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
         receives the transformed body (the upstream is asked for an uncompressed one) while the
         recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
-        its end record. ``prepare`` (e.g. naming the recording's file) is called once, on the
-        event loop, as soon as the request has gone upstream, so that its work overlaps the
-        upstream's (or before the recorder is first used, and before ``on_end``, when the
-        request never went out); if it raises, the exchange is forwarded unrecorded.
+        its end record. ``prepare`` (e.g. claiming the recording's file name in a worker thread)
+        is started as the request goes upstream and awaited before the recorder is used (and
+        before ``on_end``): its work overlaps the upstream's; if it raises, the exchange is
+        forwarded unrecorded.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
         if recorder is not None and ex.file is None and prepare is None:
@@ -452,10 +435,11 @@ class _ForwardedResponse:
         transform: StreamTransform | None,
         error_style: str,
         on_end: Callable[[Exchange], None] | None,
-        prepare: Callable[[], None] | None = None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.forwarder = forwarder
         self.prepare = prepare
+        self._prepared: Awaitable[Any] | None = None
         self.method = method
         self.url = url
         self.headers = headers
@@ -547,7 +531,8 @@ class _ForwardedResponse:
                 cut = await self._run(send)
             finally:
                 if not self._ended:
-                    self._ready()  # the recorder needs its file name
+                    with anyio.CancelScope(shield=True):  # the recorder needs its file name
+                        await self._ready()
                     received = self.ex.bytes
                     who = "the client closed the connection" if client_gone else "stopped"
                     self._finish("interrupted", f"{who} after {received} bytes")
@@ -555,16 +540,20 @@ class _ForwardedResponse:
         if cut is not None:
             raise CutConnection(str(cut))
 
-    def _ready(self) -> None:
-        """:attr:`prepare`'s work, once; a failure of it stops the recording."""
-        prepare, self.prepare = self.prepare, None
-        if prepare is None:
+    async def _ready(self) -> None:
+        """Wait for :attr:`prepare`'s work; a failure of it stops the recording."""
+        import asyncio
+
+        pending = self._prepared
+        if pending is None:
             return
         try:
-            prepare()
+            # shielded: a cancelled exchange still waits for it in its ``finally``
+            await asyncio.shield(pending)
         except Exception as exc:
             self.ex.record_error = getattr(exc, "message", None) or str(exc)
             self.recorder = None
+        self._prepared = None
 
     async def _run(self, send: Any) -> BaseException | None:
         import anyio
@@ -575,13 +564,12 @@ class _ForwardedResponse:
         self._notify("started")
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
-        sent = self._ready if self.prepare is not None else None
+        if self.prepare is not None:
+            self._prepared = self.prepare()
         try:
-            response = await self.forwarder.send(
-                self.method, self.url, self.headers, self.body, sent=sent
-            )
+            response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-            self._ready()
+            await self._ready()
             timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
@@ -602,7 +590,7 @@ class _ForwardedResponse:
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return None
         try:
-            self._ready()
+            await self._ready()
             return await self._stream(response, send)
         finally:
             with anyio.CancelScope(shield=True):  # also when the client went away

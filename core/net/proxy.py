@@ -29,7 +29,7 @@ from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
 from ..records import RecordingError
-from .bodies import BODY_TIMEOUT, MAX_BODY, OFF_LOOP, BodyRefused, off_loop, read_body, refusal
+from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
     Forwarder,
@@ -248,7 +248,9 @@ class ProxyApp:
             max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
-        # the index is fsynced: off the event loop, in order, by one thread
+        # the tape's file work, off the event loop: recordings named in one thread (while their
+        # requests go upstream), the fsynced index appended in another, each in order
+        self._namer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-names")
         self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -320,6 +322,7 @@ class ProxyApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
+                self._namer.shutdown(wait=True)
                 self._index_writer.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -346,18 +349,10 @@ class ProxyApp:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
-        # checked for key patterns and its file named in :meth:`_claim`, while the upstream
-        # works on the request (a large body is checked here, off the event loop)
+        # checked for key patterns and its file named in :meth:`_claim`, while the request goes
+        # upstream
         recorder = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
-        if len(body) >= OFF_LOOP:
-            try:
-                recorder.preflight()
-            except RecordingError as exc:
-                ex.record_error = exc.message
-                recorder = None
-        claim = None
-        if recorder is not None:
-            claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
+        claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
             transform = self.config.transform(parsed)
@@ -373,14 +368,18 @@ class ProxyApp:
             transform=transform,
             error_style=r.style,
             on_end=self._ended,
-            prepare=claim,
+            prepare=partial(self._naming, claim),
         )
+
+    def _naming(self, claim: Callable[[], None]) -> Any:
+        """``claim`` started on the naming thread (the forwarder awaits it before recording,
+        and before an exchange ends: its index entry is written after its file was named)."""
+        return asyncio.get_running_loop().run_in_executor(self._namer, claim)
 
     def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
         """Check the request of ``ex`` for key patterns (a request holding one is forwarded,
         not recorded) and name its recording (a sequence number, held by a reservation)."""
-        if not recorder.checked:
-            recorder.preflight()
+        recorder.preflight()
         ex.seq, file = self.tape.allocate(api, model)
         ex.file = recorder.path = str(file)
 

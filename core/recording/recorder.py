@@ -140,11 +140,6 @@ class ResponseRecorder:
         self.write_error: str | None = None
         self._checked_request: dict[str, Any] | None = None  # by :meth:`preflight`
 
-    @property
-    def checked(self) -> bool:
-        """:meth:`preflight` passed."""
-        return self._checked_request is not None
-
     def now(self) -> float:
         return time.monotonic() - self.t0
 
