@@ -177,19 +177,21 @@ def recorder_for(
     api: str | None,
     url: str,
     force: bool = False,
+    parsed: Any = None,
 ) -> ResponseRecorder:
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
     (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
-    is scrubbed from all that is written.
+    is scrubbed from all that is written. ``parsed``: the body as :func:`request_body` parsed
+    it already (``None``: parsed here).
     """
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-    parsed: Any
-    try:
-        parsed = fastjson.loads(body) if body else None
-    except ValueError:
-        parsed = body.decode("utf-8", "replace")
+    if parsed is None and body:
+        try:
+            parsed = fastjson.loads(body)
+        except ValueError:
+            parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
     description = {"method": request.method, "url": url, "headers": kept, "body": parsed}
     return ResponseRecorder(

@@ -351,7 +351,9 @@ class ProxyApp:
         ex.api = r.api
         # checked for key patterns and its file named in :meth:`_claim`, while the request goes
         # upstream
-        recorder = recorder_for(request, body, "", provider=r.provider, api=r.api, url=url)
+        recorder = recorder_for(
+            request, body, "", provider=r.provider, api=r.api, url=url, parsed=parsed
+        )
         claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
