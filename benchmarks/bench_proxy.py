@@ -17,8 +17,8 @@ pair) so both see the same machine load. Figures and targets:
    upstream pool as it is) <= +3 ms, and on a kept-alive connection <= +1 ms;
 3. burst throughput on a large generated recording at ``--speed max``: proxied / direct per
    pair, median of ``--rounds`` >= 0.9x. ``serve`` writes one HTTP chunk per recorded read
-   (thousands of small server-sent events); the proxy records one chunk per socket read (how
-   many its recordings hold is printed);
+   (thousands of small server-sent events); the proxy records one chunk per read, reads less
+   than 1 ms apart gathered (how many its recordings hold is printed);
 4. ``--streams`` concurrent streams through the proxy: every one byte-exact, and every recording
    holds exactly the bytes served;
 5. a 9.5 MB request body sent through the proxy beside a stream paced at one event per 100 ms:

@@ -301,6 +301,38 @@ def test_echoed_secret_never_written(tmp_path: Path) -> None:
     no_secret_in(out, token)
 
 
+def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(tmp_path: Path) -> None:
+    key = "sk-proj-Body7xQ2wLp9Vn4Rt8Yb6Zc1Md3"  # in the body, not in any credential header
+    ended: list = []
+
+    class Ends:
+        def started(self, ex: object) -> None: ...
+        def head(self, ex: object) -> None: ...
+        def read(self, ex: object, chunk: object) -> None: ...
+        def ended(self, ex: object) -> None:
+            ended.append(ex)
+
+    upstream = Upstream()
+    out = tmp_path / "caps"
+    with ServerThread(upstream.app) as up:
+        config = ProxyConfig(out=out, upstreams=parse_upstreams([up.url]), observer=Ends())
+        with ProxyThread(config) as px:
+            url = px.url + "/v1/chat/completions"
+            leaking = {"model": "gpt-test", "messages": [{"role": "user", "content": key}]}
+            first = httpx.post(url, json=leaking, timeout=10)
+            second = httpx.post(url, json={"model": "gpt-test", "messages": []}, timeout=10)
+            [entry] = wait_for_index(out, 1)
+    assert first.status_code == second.status_code == 200
+    assert key in first.json()["body"]  # the upstream got the request as it was sent
+    assert json.loads(upstream.seen[0]["body"]) == leaking
+    assert "refusing to record" in ended[0].record_error and ended[0].file is None
+    assert ended[1].record_error is None
+    # the refused exchange took no number and left no file or reservation behind
+    assert [p.name for p in captured(out)] == [entry["file"]] and entry["seq"] == 1
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+    no_secret_in(out, key)
+
+
 # -- faults are passed on as they happened, recorded, and the proxy goes on serving --------------
 def test_upstream_http_error(tmp_path: Path) -> None:
     rec = recording("anthropic-http-529-overloaded")

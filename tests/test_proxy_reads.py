@@ -1,4 +1,5 @@
-"""The proxy's upstream client on real sockets: one chunk record per socket read, keep-alive,
+"""The proxy's upstream client on real sockets: one chunk record per socket read (reads that
+come quicker than GATHER gathered into one), keep-alive,
 TLS verification, and request bodies the JSON decoder cannot walk."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import trustme
 
 from benchmarks.raw_http import read_arrivals
+from streamtool.core.net.forward import GATHER
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.recording.reader import Source
@@ -63,6 +65,31 @@ def test_a_burst_is_one_record_and_paced_events_one_each(tmp_path: Path) -> None
     assert entry["chunks"] == len(chunks) == 6
     times = [c.t for c in Source(f).chunks()]
     assert all(b - a > 0.15 for a, b in zip(times[1:], times[2:], strict=False))
+
+
+def test_quick_reads_are_gathered_into_one_record_per_gather(tmp_path: Path) -> None:
+    # an event every 0.2 ms, each in a write of its own: one record (and one client write) per
+    # GATHER seconds at most, every byte kept, in order
+    events = [event(i) for i in range(300)]
+    done = b"data: [DONE]\n\n"
+    writes = [(0.0, HEAD), *((0.0002, chunked(e)) for e in events)]
+    writes.append((0.0002, chunked(done) + b"0\r\n\r\n"))
+    out = tmp_path / "caps"
+    with (
+        ScriptedUpstream(writes) as up,
+        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+    ):
+        status, reads = raw_post(px.url + "/v1/chat/completions", BODY)
+        [entry] = wait_for_index(out, 1)
+    assert status == 200
+    assert b"".join(reads) == b"".join([*events, done])
+    [f] = captured(out)
+    _, chunks, end = read_all(f)
+    assert b"".join(chunks) == b"".join([*events, done])
+    assert end.reason == "complete"
+    assert entry["chunks"] == len(chunks) < len(events)
+    times = [c.t for c in Source(f).chunks()]
+    assert all(b - a >= GATHER * 0.9 for a, b in zip(times, times[1:], strict=False))
 
 
 def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) -> None:

@@ -11,12 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.recording.tape_index import (
+    COUNTER_NAME,
     INDEX_NAME,
     IndexEntry,
     Tape,
     append_entry,
     exchange_name,
     list_exchanges,
+    read_counter,
     read_index,
     slug,
 )
@@ -184,6 +186,22 @@ def test_allocation_creates_the_folder_and_starts_at_one(tmp_path: Path) -> None
     tape = Tape(tmp_path / "new" / "tape")
     assert tape.allocate("gemini", "gemini-2.5-flash")[0] == 1
     assert tape.allocate("gemini", "gemini-2.5-flash")[0] == 2
+
+
+def test_allocation_reads_the_counter_other_writers_leave_after_one_listing(tmp_path: Path) -> None:
+    first, second = Tape(tmp_path), Tape(tmp_path)  # two writers, as two processes would be
+    assert first.allocate("openai-chat", "a")[0] == 1
+    assert second.allocate("openai-chat", "b")[0] == 2
+    assert read_counter(tmp_path) == 2
+    touch(tmp_path, "0050-hand-made.jsonl")  # after both listed the folder: not looked for
+    assert first.allocate("openai-chat", "a")[0] == 3  # the other writer's 2, by the counter
+    assert second.allocate("openai-chat", "b")[0] == 4
+    assert Tape(tmp_path).allocate("openai-chat", "c")[0] == 51  # a new writer lists it
+    (tmp_path / COUNTER_NAME).unlink()  # no counter: the folder is listed again
+    assert first.allocate("openai-chat", "a")[0] == 52
+    (tmp_path / COUNTER_NAME).write_text("not a number\n")
+    assert second.allocate("openai-chat", "b")[0] == 53
+    assert read_counter(tmp_path) == 53
 
 
 def test_concurrent_allocations_and_appends_never_collide(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ imported inside the functions that use them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
@@ -177,19 +177,21 @@ def recorder_for(
     api: str | None,
     url: str,
     force: bool = False,
+    parsed: Any = None,
 ) -> ResponseRecorder:
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
     (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
-    is scrubbed from all that is written.
+    is scrubbed from all that is written. ``parsed``: the body as :func:`request_body` parsed
+    it already (``None``: parsed here).
     """
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-    parsed: Any
-    try:
-        parsed = fastjson.loads(body) if body else None
-    except ValueError:
-        parsed = body.decode("utf-8", "replace")
+    if parsed is None and body:
+        try:
+            parsed = fastjson.loads(body)
+        except ValueError:
+            parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}
     description = {"method": request.method, "url": url, "headers": kept, "body": parsed}
     return ResponseRecorder(
@@ -206,6 +208,9 @@ def recorder_for(
 # them; a POST may have been acted on (a generation paid for) and is answered with the error
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 READ_AHEAD = 1024 * 1024  # bytes read from the upstream that may wait for a slow client
+# seconds between two writes while an upstream's reads keep coming: one record and one client
+# write (not one per socket read) for a burst, at most this much later (see :class:`_Reads`)
+GATHER = 0.001
 # seconds a streaming exchange goes on after its client went away, for the upstream's body to
 # end (an SDK leaves as soon as it has read a stream's last event, often before the end of the
 # HTTP body arrives); then the upstream request is cancelled
@@ -304,16 +309,20 @@ class Forwarder:
         transform: StreamTransform | None = None,
         error_style: str = "openai",
         on_end: Callable[[Exchange], None] | None = None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> Any:
         """The ASGI response that forwards ``request`` (whose body is ``body``) to ``url``.
 
         ``url`` is the full upstream URL (origin, path and query). With ``transform`` the client
         receives the transformed body (the upstream is asked for an uncompressed one) while the
         recording keeps the upstream's bytes. ``on_end`` is called once, when the recording has
-        its end record.
+        its end record. ``prepare`` (e.g. claiming the recording's file name in a worker thread)
+        is started as the request goes upstream and awaited before the recorder is used (and
+        before ``on_end``): its work overlaps the upstream's; if it raises, the exchange is
+        forwarded unrecorded.
         """
         ex = exchange or Exchange(method=request.method, path=request.url.path)
-        if recorder is not None and ex.file is None:
+        if recorder is not None and ex.file is None and prepare is None:
             ex.file = recorder.path
         if recorder is not None and self.max_recording_bytes is not None:
             recorder.max_bytes = self.max_recording_bytes
@@ -333,6 +342,7 @@ class Forwarder:
             transform=transform,
             error_style=error_style,
             on_end=on_end,
+            prepare=prepare,
         )
 
 
@@ -340,14 +350,19 @@ class _Reads:
     """The upstream's body as it arrives, gathered between two wake-ups of the writer.
 
     httpx yields one piece per HTTP chunk (thousands of small server-sent events in one socket
-    read); a reader task :meth:`put`s them here and the writer :meth:`take`s all that arrived
+    read); a reader task :meth:`pump`s them here and the writer :meth:`take`s all that arrived
     since its last turn as one ``bytes``: one record and one client write per wake-up, which
-    against a paced upstream is one per event as it came. At most :data:`READ_AHEAD` bytes wait.
+    against a paced upstream is one per event as it came. While reads keep coming (a burst),
+    the writer takes at most once per :data:`GATHER` seconds, and the reader waits with it, so
+    that what arrives meanwhile is gathered in the socket and read at once: a read after a
+    quiet :data:`GATHER` (the first one, each event of a paced stream) is taken at once. At most
+    :data:`READ_AHEAD` bytes wait.
     """
 
     def __init__(self) -> None:
         import asyncio
 
+        self._loop = asyncio.get_running_loop()
         self._pieces: list[bytes] = []
         self._size = 0
         self._ended = False
@@ -355,17 +370,20 @@ class _Reads:
         self._ready = asyncio.Event()
         self._room = asyncio.Event()
         self._room.set()
+        self._taken = -GATHER  # loop time of the last take
 
     async def pump(self, response: httpx.Response) -> None:
         """The reader task: the whole body into the box (or the error that stopped it)."""
+        room = self._room
         try:
             async for piece in response.aiter_raw():
                 self._pieces.append(piece)
                 self._size += len(piece)
                 self._ready.set()
                 if self._size >= READ_AHEAD:
-                    self._room.clear()
-                    await self._room.wait()
+                    room.clear()
+                if not room.is_set():  # a full box, or the writer gathering
+                    await room.wait()
         except Exception as exc:
             self._error = exc
         finally:
@@ -375,6 +393,8 @@ class _Reads:
     async def take(self) -> bytes:
         """Everything that arrived since the last call; ``b""`` at the end; the upstream's
         error once what came before it was taken."""
+        import asyncio
+
         while not self._pieces:
             if self._ended:
                 if self._error is not None:
@@ -382,11 +402,19 @@ class _Reads:
                 return b""
             self._ready.clear()
             await self._ready.wait()
+        wait = self._taken + GATHER - self._loop.time()
+        if wait > 0 and not self._ended:
+            self._room.clear()  # the reader waits too: the socket gathers what comes
+            try:
+                await asyncio.sleep(wait)
+            finally:
+                self._room.set()
         pieces = self._pieces
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         self._pieces = []
         self._size = 0
         self._room.set()
+        self._taken = self._loop.time()
         return data
 
 
@@ -409,8 +437,11 @@ class _ForwardedResponse:
         transform: StreamTransform | None,
         error_style: str,
         on_end: Callable[[Exchange], None] | None,
+        prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.forwarder = forwarder
+        self.prepare = prepare
+        self._prepared: Awaitable[Any] | None = None
         self.method = method
         self.url = url
         self.headers = headers
@@ -502,12 +533,29 @@ class _ForwardedResponse:
                 cut = await self._run(send)
             finally:
                 if not self._ended:
+                    with anyio.CancelScope(shield=True):  # the recorder needs its file name
+                        await self._ready()
                     received = self.ex.bytes
                     who = "the client closed the connection" if client_gone else "stopped"
                     self._finish("interrupted", f"{who} after {received} bytes")
                 tg.cancel_scope.cancel()
         if cut is not None:
             raise CutConnection(str(cut))
+
+    async def _ready(self) -> None:
+        """Wait for :attr:`prepare`'s work; a failure of it stops the recording."""
+        import asyncio
+
+        pending = self._prepared
+        if pending is None:
+            return
+        try:
+            # shielded: a cancelled exchange still waits for it in its ``finally``
+            await asyncio.shield(pending)
+        except Exception as exc:
+            self.ex.record_error = getattr(exc, "message", None) or str(exc)
+            self.recorder = None
+        self._prepared = None
 
     async def _run(self, send: Any) -> BaseException | None:
         import anyio
@@ -518,9 +566,12 @@ class _ForwardedResponse:
         self._notify("started")
         if self.recorder is not None:
             self.recorder.t0 = ex.t0
+        if self.prepare is not None:
+            self._prepared = self.prepare()
         try:
             response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            await self._ready()
             timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
@@ -541,6 +592,7 @@ class _ForwardedResponse:
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return None
         try:
+            await self._ready()
             return await self._stream(response, send)
         finally:
             with anyio.CancelScope(shield=True):  # also when the client went away

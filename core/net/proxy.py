@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -247,6 +248,9 @@ class ProxyApp:
             max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
+        # the tape's file work, off the event loop: recordings named in one thread (while their
+        # requests go upstream), the fsynced index appended in another, each in order
+        self._namer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-names")
         self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -318,6 +322,7 @@ class ProxyApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
+                self._namer.shutdown(wait=True)
                 self._index_writer.shutdown(wait=True)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -344,17 +349,12 @@ class ProxyApp:
             return self.forwarder.forward(request, url, body=body, exchange=ex, error_style=r.style)
         assert r.api is not None
         ex.api = r.api
-        ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api}", model)
-        ex.file = str(file)
-        recorder = None
-        try:
-            recorder = recorder_for(
-                request, body, str(file), provider=r.provider, api=r.api, url=url
-            )
-            recorder.preflight()
-        except RecordingError as exc:
-            ex.record_error = exc.message
-            recorder = None
+        # checked for key patterns and its file named in :meth:`_claim`, while the request goes
+        # upstream
+        recorder = recorder_for(
+            request, body, "", provider=r.provider, api=r.api, url=url, parsed=parsed
+        )
+        claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
         if self.config.transform is not None and r.api == "chat.completions":
             transform = self.config.transform(parsed)
@@ -370,14 +370,29 @@ class ProxyApp:
             transform=transform,
             error_style=r.style,
             on_end=self._ended,
+            prepare=partial(self._naming, claim),
         )
+
+    def _naming(self, claim: Callable[[], None]) -> Any:
+        """``claim`` started on the naming thread (the forwarder awaits it before recording,
+        and before an exchange ends: its index entry is written after its file was named)."""
+        return asyncio.get_running_loop().run_in_executor(self._namer, claim)
+
+    def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
+        """Check the request of ``ex`` for key patterns (a request holding one is forwarded,
+        not recorded) and name its recording (a sequence number, held by a reservation)."""
+        recorder.preflight()
+        ex.seq, file = self.tape.allocate(api, model)
+        ex.file = recorder.path = str(file)
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
+        self._index_writer.submit(self._index, ex)
+
+    def _index(self, ex: Exchange) -> None:
         if ex.file is not None and Path(ex.file).exists():
             self.recorded += 1
-            # the index is fsynced: off the event loop, in order, by one thread
-            self._index_writer.submit(self.tape.append, IndexEntry(**index_entry(ex)))
+            self.tape.append(IndexEntry(**index_entry(ex)))
         elif ex.file is not None:
             self.tape.release(ex.file)  # nothing was recorded: its number is free again
 

@@ -138,6 +138,7 @@ class ResponseRecorder:
         self.end_t: float | None = None
         # set when the file could not be written (a full disk): recording stopped there
         self.write_error: str | None = None
+        self._checked_request: dict[str, Any] | None = None  # by :meth:`preflight`
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -153,6 +154,7 @@ class ResponseRecorder:
             raise RecordingError(
                 self.path, None, f"refusing to record: the request holds {with_article(leaked)}"
             )
+        self._checked_request = request  # the header's request, ready for :meth:`start`
 
     # -- events ----------------------------------------------------------------------------
     def start(self, status: int | None, headers: Iterable[tuple[str, str]]) -> None:
@@ -170,11 +172,12 @@ class ResponseRecorder:
         if self.decoder.decoded:
             response["decoded"] = self.decoder.encoding
         response = self.scrubber.deep(response, keys=True)
+        request = self._checked_request
         header = Header(
             provider=self.provider,
             api=self.api,
             recorded_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            request=self.scrubber.deep(self.request),
+            request=self.scrubber.deep(self.request) if request is None else request,
             response=response,
         )
         try:

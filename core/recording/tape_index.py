@@ -18,8 +18,8 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from ..wire import fastjson
 INDEX_NAME = "index.jsonl"
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
+# the highest sequence number handed out in the folder, by any writer (under the tape's lock)
+COUNTER_NAME = ".seq"
 LOCK_TIMEOUT = 60.0  # seconds a writer waits for the lock before it gives up with an error
 # the files a tape serves (golden files and the index itself are not exchanges)
 EXCHANGE_SUFFIXES = (".jsonl", ".sse", ".txt")
@@ -128,14 +130,15 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
 
 
 @contextmanager
-def tape_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
+def tape_lock(folder: str | os.PathLike[str], held: Any = None) -> Iterator[None]:
     """Hold the tape's file lock (``folder/.lock``): one writer at a time, across threads and
-    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`."""
+    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`.
+    ``held``: the ``filelock.FileLock`` of that file to use (a writer's own, made once)."""
     from filelock import FileLock, Timeout
 
     path = Path(folder) / LOCK_NAME
     try:
-        with FileLock(str(path), timeout=LOCK_TIMEOUT):
+        with held if held is not None else FileLock(str(path), timeout=LOCK_TIMEOUT):
             yield
     except Timeout:
         raise RecordingError(
@@ -173,17 +176,26 @@ def _append_line(fh: Any, line: bytes) -> None:
 
 
 def append_entries(
-    folder: str | os.PathLike[str], entries: list[IndexEntry], *, locked: bool = False
+    folder: str | os.PathLike[str],
+    entries: list[IndexEntry],
+    *,
+    locked: bool = False,
+    lock: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> None:
     """Append entries to ``folder/index.jsonl`` under the tape's lock (``locked``: the caller
-    holds it already), then flush them to disk. An empty list makes an empty index."""
+    holds it already; ``lock``: how to take it, by default :func:`tape_lock`), then flush them
+    to disk. An empty list makes an empty index."""
     index = Path(folder) / INDEX_NAME
     data = b"".join(
         (json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         for e in entries
     )
+    if locked:
+        held: AbstractContextManager[None] = nullcontext()
+    else:
+        held = lock() if lock is not None else tape_lock(folder)
     try:
-        with nullcontext() if locked else tape_lock(folder):
+        with held:
             fh = open(index, "ab+")  # noqa: SIM115 (closed below, after the lock is let go)
             try:
                 if data:
@@ -333,6 +345,27 @@ def highest_seq(folder: str | os.PathLike[str]) -> int:
     return highest
 
 
+def read_counter(folder: str | os.PathLike[str]) -> int | None:
+    """The folder's counter (:data:`COUNTER_NAME`): the highest sequence number handed out;
+    ``None`` when there is none (or it does not hold a number)."""
+    try:
+        text = (Path(folder) / COUNTER_NAME).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RecordingError(str(Path(folder) / COUNTER_NAME), None, os_error_text(exc)) from None
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def _write_counter(folder: Path, seq: int) -> None:
+    fd = os.open(folder / COUNTER_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"%d\n" % seq)
+    finally:
+        os.close(fd)
+
+
 def reservation(path: str | os.PathLike[str]) -> Path:
     """The hidden file that holds the sequence number of the recording ``path``."""
     p = Path(path)
@@ -352,6 +385,11 @@ class Tape:
     Any number of instances, in any number of threads and processes, may write to one folder:
     names and index lines are handed out under the tape's file lock. ``after``: the first
     sequence number is above it (a staging folder continuing a tape's numbering).
+
+    An instance's first allocation looks at every file the folder holds; the next ones read
+    the folder's counter (:data:`COUNTER_NAME`), which every allocation leaves at the number it
+    handed out: other writers' numbers are seen without listing a folder that grows with every
+    exchange. (A numbered file put in by hand while an instance writes is not looked for.)
     """
 
     def __init__(
@@ -365,13 +403,25 @@ class Tape:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
+        # this instance's threads queue here, woken as soon as the lock is free, before they
+        # take the file lock (which another process may hold: its waiters poll)
         self._lock = threading.Lock()
         # the index may name numbers whose files are gone: never hand them out again
         self._last = max(after, max((e.seq for e in read_index(self.folder)), default=0))
+        self._listed = False  # the folder's files were looked at (the first allocation)
+        self._file_lock: Any = None
+
+    def _held(self) -> Any:
+        if self._file_lock is None:
+            from filelock import FileLock
+
+            self._file_lock = FileLock(str(self.folder / LOCK_NAME), timeout=LOCK_TIMEOUT)
+        return self._file_lock
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        with tape_lock(self.folder):
+        """The tape's lock: this instance's threads one at a time, then the file lock."""
+        with self._lock, tape_lock(self.folder, self._held()):
             yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
@@ -380,12 +430,19 @@ class Tape:
         The number is held by a hidden reservation file until :meth:`append` or
         :meth:`release`: no other writer, in this process or another, gets it.
         """
-        with self._lock, self.lock():
-            seq = max(self._last, highest_seq(self.folder))
+        with self.lock():
+            counter = read_counter(self.folder)
+            if counter is None or not self._listed:
+                counter = max(counter or 0, highest_seq(self.folder))
+                self._listed = True
+            seq = max(self._last, counter)
             while True:
                 seq += 1
                 path = self.folder / exchange_name(seq, api, model)
                 try:
+                    # the counter first: a writer cut off here leaves a number unused, never
+                    # one that another writer could hand out again
+                    _write_counter(self.folder, seq)
                     fd = os.open(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
                 except FileExistsError:
                     continue
@@ -406,7 +463,7 @@ class Tape:
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
-        append_entry(self.folder, entry)
+        append_entries(self.folder, [entry], lock=self.lock)  # the fsync after the lock
         self.release(entry.file)
 
     def exchanges(self) -> list[Path]:

@@ -7,8 +7,20 @@ import json
 import os
 from typing import Any
 
+import orjson
+
 from ..records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
 from .secrets import find_secret, redact_headers, redact_request, with_article
+
+
+def _dumps(record: dict[str, Any]) -> bytes:
+    """One record as compact UTF-8 JSON: orjson's (a chunk record, once per read, is on the
+    forwarding path), else the standard library's (an integer beyond 64 bits in a request body;
+    text that is not UTF-8 fails there too, as it would in a text file)."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class RecordingWriter:
@@ -34,14 +46,14 @@ class RecordingWriter:
             raise RecordingError(
                 self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
             )
-        mode = "w" if force else "x"
+        mode = "wb" if force else "xb"
         try:
-            self._fh = open(self.path, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
+            self._fh = open(self.path, mode)  # noqa: SIM115
         except FileExistsError:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
-        self._writer = jsonlines.Writer(self._fh, compact=True, flush=True)
+        self._writer = jsonlines.Writer(self._fh, flush=True, dumps=_dumps)
         self.closed = False
         self._put(header.to_record())
 
