@@ -210,10 +210,6 @@ def _check_target(
     return _check_one(recording, golden, update, create_missing, converter, parser)
 
 
-def _check_star(args: tuple[Any, ...]) -> FileResult:
-    return _check_target(*args)
-
-
 # a result as a process hands it back: (status, golden, recording, diff, message)
 _Row = tuple[str, str | None, str | None, str | None, str | None]
 

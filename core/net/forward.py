@@ -363,6 +363,7 @@ class _Reads:
         import asyncio
 
         self._loop = asyncio.get_running_loop()
+        self._sleep = asyncio.sleep
         self._pieces: list[bytes] = []
         self._size = 0
         self._ended = False
@@ -393,8 +394,6 @@ class _Reads:
     async def take(self) -> bytes:
         """Everything that arrived since the last call; ``b""`` at the end; the upstream's
         error once what came before it was taken."""
-        import asyncio
-
         while not self._pieces:
             if self._ended:
                 if self._error is not None:
@@ -406,7 +405,7 @@ class _Reads:
         if wait > 0 and not self._ended:
             self._room.clear()  # the reader waits too: the socket gathers what comes
             try:
-                await asyncio.sleep(wait)
+                await self._sleep(wait)
             finally:
                 self._room.set()
         pieces = self._pieces
