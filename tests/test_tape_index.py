@@ -204,6 +204,28 @@ def test_allocation_reads_the_counter_other_writers_leave_after_one_listing(tmp_
     assert read_counter(tmp_path) == 53
 
 
+def test_the_counter_written_over_its_old_text_never_reads_as_a_wrong_number(
+    tmp_path: Path,
+) -> None:
+    # the counter is written in place (not truncated) while it holds a number: what the new text
+    # does not cover must leave either the new number or no number (then the folder is listed)
+    writer = Tape(tmp_path)
+    last = writer.allocate("openai-chat", "a")[0]
+    for old in ["  12  \n", "12\n\n\n\n", "   99\n", "7", "9 ", "   3\n"]:
+        (tmp_path / COUNTER_NAME).write_text(old)
+        seq = writer.allocate("openai-chat", "a")[0]
+        assert seq == max(last, int(old)) + 1, old
+        assert read_counter(tmp_path) in (seq, None), old
+        last = writer.allocate("openai-chat", "a")[0]
+        assert last == seq + 1
+        assert read_counter(tmp_path) == last  # a garbled counter is rewritten whole
+    assert (tmp_path / COUNTER_NAME).read_text().strip() == str(last)
+    touch(tmp_path, "0500-hand-made.jsonl")
+    (tmp_path / COUNTER_NAME).write_text("x" * 30)  # longer than any number written over it
+    assert writer.allocate("openai-chat", "a")[0] == 501  # no number: the folder is listed
+    assert (tmp_path / COUNTER_NAME).read_text() == "501\n"
+
+
 def test_concurrent_allocations_and_appends_never_collide(tmp_path: Path) -> None:
     tape = Tape(tmp_path)
     got: list[tuple[int, Path]] = []
