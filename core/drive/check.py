@@ -38,7 +38,6 @@ from ..outputs.golden import (
     recording_stem,
 )
 from ..outputs.transcript import build_transcript, render
-from ..recording.tape_index import INDEX_NAME
 from ..records import RecordingError, os_error_text
 from ..replay import DetectionError
 from .replay_file import replay_file
@@ -47,6 +46,9 @@ SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
 STATUSES = ("match", "drift", "missing", "orphan", "created", "updated", "error")
 FAILING = frozenset({"drift", "missing", "orphan"})
+# a tape's index (``recording.tape_index.INDEX_NAME``), never a recording: named here, as
+# importing that module costs every check's start some milliseconds
+INDEX_NAME = "index.jsonl"
 
 
 @dataclass(slots=True)
@@ -97,10 +99,9 @@ class CheckReport:
         }
 
 
-@dataclass(slots=True)
-class _Target:
-    recording: Path | None  # None: an orphan golden file
-    golden: Path
+# what to check: (recording, golden file), paths as given or found (strings: a check of
+# thousands of files makes no Path objects for them); recording None: an orphan golden file
+_Pair = tuple[str | None, str]
 
 
 def check_paths(
@@ -143,21 +144,23 @@ def check_paths(
         check_parser_name(parser)
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
+    options = (update, create_missing, converter, parser)
     with _temporaries_listed_once():
         report = CheckReport()
-        targets = _find_targets(paths, report.results, stdin_golden)
+        pairs = _find_targets(paths, report.results, stdin_golden)
         if shard is not None:
-            targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
-        work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
+            pairs = [p for p in pairs if shard_of(p[1], shard[1]) == shard[0]]
+        sizes: list[int] | None = None
         if jobs is None:
-            jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
-        # standard input can be read once, here: a pool only for files
+            sizes = _sizes(pairs)
+            jobs = default_jobs() if sum(sizes) >= POOL_MIN_BYTES else 1
         if on_start is not None:
-            on_start(len(work))
-        if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
-            results: Iterable[FileResult] = _in_processes(work, jobs)
+            on_start(len(pairs))
+        # standard input can be read once, here: a pool only for files
+        if jobs > 1 and len(pairs) > 1 and all(rec != "-" for rec, _ in pairs):
+            results: Iterable[FileResult] = _in_processes(options, pairs, jobs, sizes)
         else:
-            results = (_check_target(*args) for args in work)
+            results = (_check_target(rec, gold, *options) for rec, gold in pairs)
         for result in results:
             report.results.append(result)
             if on_done is not None:
@@ -175,22 +178,13 @@ GUIDED = 6  # ... and in between, 1 / (jobs * GUIDED) of what remains
 SWITCH_INTERVAL = 0.0002  # seconds: see _in_processes
 
 
-def _total_bytes(targets: list[_Target]) -> int:
-    total = 0
-    for t in targets:
-        if t.recording is not None and str(t.recording) != "-":
-            with contextlib.suppress(OSError):
-                total += t.recording.stat().st_size
-    return total
-
-
-def shard_of(golden: Path, shards: int) -> int:
+def shard_of(golden: str | os.PathLike[str], shards: int) -> int:
     """The shard (1..``shards``) a golden file belongs to: a hash of its path relative to the
     current folder (``/`` separators), the same on every machine and every run."""
     try:
         where = Path(os.path.relpath(golden))
     except ValueError:  # another drive (Windows)
-        where = golden
+        where = Path(golden)
     key = where.as_posix().encode("utf-8", "surrogateescape")
     import hashlib  # here: only --shard needs it, and it costs every check's start-up
 
@@ -198,8 +192,8 @@ def shard_of(golden: Path, shards: int) -> int:
 
 
 def _check_target(
-    recording: Path | None,
-    golden: Path,
+    recording: str | None,
+    golden: str,
     update: bool,
     create_missing: bool,
     converter: str | None,
@@ -214,16 +208,14 @@ def _check_target(
 _Row = tuple[str, str | None, str | None, str | None, str | None]
 
 
-def _check_batch(options: tuple[Any, ...], pairs: list[tuple[str | None, str]]) -> list[_Row]:
-    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): paths go and
-    results come back as plain strings, which cost far less to pass between processes than
-    :class:`~pathlib.Path` and :class:`FileResult` objects."""
+def _check_batch(options: tuple[Any, ...], pairs: list[_Pair]) -> list[_Row]:
+    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): results come
+    back as plain tuples, which cost far less to pass between processes than
+    :class:`FileResult` objects."""
     rows: list[_Row] = []
     with _temporaries_listed_once():
         for recording, golden in pairs:
-            r = _check_target(
-                None if recording is None else Path(recording), Path(golden), *options
-            )
+            r = _check_target(recording, golden, *options)
             rows.append((r.status, r.golden, r.recording, r.diff, r.message))
     return rows
 
@@ -252,16 +244,21 @@ def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
     return out
 
 
-def _weight(recording: str | None) -> int:
-    if recording is None:
-        return FILE_WEIGHT
+def _sizes(pairs: list[_Pair]) -> list[int]:
+    """The size of each pair's recording (0 for none, or one that cannot be read)."""
+    return [0 if rec is None or rec == "-" else _size(rec) for rec, _ in pairs]
+
+
+def _size(path: str) -> int:
     try:
-        return os.stat(recording).st_size + FILE_WEIGHT
+        return os.stat(path).st_size
     except OSError:  # reported when it is checked
-        return FILE_WEIGHT
+        return 0
 
 
-def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
+def _in_processes(
+    options: tuple[Any, ...], pairs: list[_Pair], jobs: int, sizes: list[int] | None = None
+) -> Iterator[FileResult]:
     """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
     workers), in ``work``'s order, each as soon as it and those before it are done.
 
@@ -273,9 +270,9 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     import gc
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    options = work[0][2:]  # the same for every item
-    pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
-    spans = batches([_weight(recording) for recording, _ in pairs], jobs)
+    if sizes is None:
+        sizes = _sizes(pairs)
+    spans = batches([size + FILE_WEIGHT for size in sizes], jobs)
     workers = min(jobs - 1, len(spans) - 1)
     if workers < 1:
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
@@ -352,22 +349,27 @@ def _find_targets(
     paths: Sequence[str | os.PathLike[str]],
     errors: list[FileResult],
     stdin_golden: str | os.PathLike[str] | None = None,
-) -> list[_Target]:
-    targets: list[_Target] = []
-    seen: set[Path] = set()  # golden files already taken (resolved)
+) -> list[_Pair]:
+    targets: list[_Pair] = []
+    seen: set[str] = set()  # golden files already taken (resolved)
+    folders: dict[str, str] = {}  # each folder resolved once
 
-    folders: dict[Path, Path] = {}  # each folder resolved once
-
-    def add(recording: Path | None, golden: Path) -> None:
-        parent = golden.parent
-        real = folders.get(parent)
-        if real is None:
-            real = folders[parent] = parent.resolve()
+    def add(recording: str | None, golden: str, folder: str, is_link: bool) -> None:
         # the file itself resolved only when it is a link
-        key = golden.resolve() if golden.is_symlink() else real / golden.name
+        if is_link:
+            key = os.path.realpath(golden)
+        else:
+            real = folders.get(folder)
+            if real is None:
+                real = folders[folder] = os.path.realpath(folder)
+            key = os.path.join(real, os.path.basename(golden))
+        key = os.path.normcase(key)
         if key not in seen:
             seen.add(key)
-            targets.append(_Target(recording, golden))
+            targets.append((recording, golden))
+
+    def add_file(recording: str | None, golden: str) -> None:
+        add(recording, golden, os.path.dirname(golden), os.path.islink(golden))
 
     for raw in paths:
         path = Path(raw)
@@ -375,20 +377,21 @@ def _find_targets(
             if stdin_golden is None:
                 errors.append(_error(None, "- (standard input) needs --golden FILE"))
             else:
-                add(path, Path(stdin_golden))
+                add_file("-", str(Path(stdin_golden)))
         elif path.is_dir():
-            found = _scan_folder(path, errors)
+            found = _scan_folder(str(path), errors)
             if not found:
                 errors.append(
                     _error(None, f"{path}: no recordings (*.jsonl, *.sse) or golden files in it")
                 )
-            for recording, golden in found:
-                add(recording, golden)
+            for recording, golden, folder, is_link in found:
+                add(recording, golden, folder, is_link)
         elif path.is_file():
+            name = str(path)
             if is_golden_name(path.name):
-                add(_recording_beside(path), path)
+                add_file(_recording_beside(name), name)
             else:
-                add(path, path.with_name(golden_name(path.name)))
+                add_file(name, str(path.with_name(golden_name(path.name))))
         elif path.exists():  # a FIFO or a device: reading it would block or never end
             errors.append(_error(None, f"{path}: is not a regular file"))
         else:
@@ -396,57 +399,100 @@ def _find_targets(
     return targets
 
 
-def _scan_folder(folder: Path, errors: list[FileResult]) -> list[tuple[Path | None, Path]]:
-    """``(recording, golden)`` pairs under ``folder``; ``recording`` is ``None`` for orphans."""
-    found: list[tuple[Path | None, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        here = Path(dirpath)
-        goldens = {name for name in filenames if is_golden_name(name)}
+def _scan_folder(top: str, errors: list[FileResult]) -> list[tuple[str | None, str, str, bool]]:
+    """``(recording, golden, folder, golden is a link)`` under the folder ``top`` (as
+    :func:`os.walk` goes: hidden folders and links to folders skipped, a folder that cannot be
+    listed left out); ``recording`` is ``None`` for orphans. One :func:`os.scandir` per
+    folder: whether a golden file is a link is known from it, without a call per file."""
+    found: list[tuple[str | None, str, str, bool]] = []
+    folders = [top]  # to list, the next one last
+    while folders:
+        where = folders.pop()
+        try:
+            with os.scandir(where) as listing:
+                entries = {entry.name: entry for entry in listing}
+        except OSError:
+            continue
+        # names as pathlib writes them (``./a`` is ``a``), for the report
+        prefix = "" if where == "." else os.path.join(where, "")
+        subfolders: list[str] = []
+        names: list[str] = []
+        for name, entry in entries.items():
+            if _is_dir(entry):
+                if not name.startswith("."):
+                    subfolders.append(name)
+            else:
+                names.append(name)
+        names.sort()
+        goldens = {name for name in names if is_golden_name(name)}
         claimed: dict[str, str] = {}
-        for name in sorted(filenames):
+        for name in names:
             if name in goldens or name == INDEX_NAME or not name.endswith(SCAN_SUFFIXES):
                 continue
             gname = golden_name(name)
             if gname in claimed:
+                here = prefix + name
                 errors.append(
                     _error(
-                        str(here / name),
-                        f"{here / name}: its golden file name {gname} is taken by "
+                        here,
+                        f"{here}: its golden file name {gname} is taken by "
                         f"{claimed[gname]}; rename one of the two recordings",
                     )
                 )
                 continue
             claimed[gname] = name
-            found.append((here / name, here / gname))
+            golden = entries.get(gname)
+            found.append((prefix + name, prefix + gname, where, _is_link(golden)))
         for gname in sorted(goldens - claimed.keys()):
-            found.append((_recording_beside(here / gname), here / gname))
+            golden_path = prefix + gname
+            found.append(
+                (_recording_beside(golden_path), golden_path, where, _is_link(entries[gname]))
+            )
+        subfolders.sort(reverse=True)
+        folders.extend(prefix + name for name in subfolders if not _is_link(entries[name]))
     return found
 
 
-def _recording_beside(golden: Path) -> Path | None:
-    stem = recording_stem(golden.name)
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str] | None) -> bool:
+    if entry is None:
+        return False
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _recording_beside(golden: str) -> str | None:
+    folder, name = os.path.split(golden)
+    stem = recording_stem(name)
     for suffix in RECORDING_SUFFIXES:
-        candidate = golden.with_name(stem + suffix)
-        if candidate.is_file() and not is_golden_name(candidate.name):
-            return candidate
+        candidate = stem + suffix
+        if not is_golden_name(candidate) and os.path.isfile(os.path.join(folder, candidate)):
+            return os.path.join(folder, candidate)
     return None
 
 
 # -- checking one file ---------------------------------------------------------------------
 def _check_one(
-    recording: Path,
-    golden_path: Path,
+    rec: str,
+    gold: str,
     update: bool,
     create_missing: bool,
     converter: str | None,
     parser: str | None,
 ) -> FileResult:
-    rec, gold = str(recording), str(golden_path)
     stored: Golden | None = None
-    clean_stale_temporaries(golden_path)  # left by a check --update that was killed
+    clean_stale_temporaries(gold)  # left by a check --update that was killed
     try:
-        text = golden_path.read_text(encoding="utf-8")
+        with open(gold, encoding="utf-8") as fh:
+            text = fh.read()
     except FileNotFoundError:
         text = None
     except (OSError, UnicodeDecodeError) as exc:
@@ -460,7 +506,7 @@ def _check_one(
             gold,
             rec,
             # with CI set, --update alone refreshes existing golden files only
-            message=f"no golden file ({golden_path.name}); create it with: "
+            message=f"no golden file ({os.path.basename(gold)}); create it with: "
             f"streamtool check --update{'' if create_missing else ' --create-missing'} {rec}",
         )
     elif text is None and not create_missing:
@@ -468,7 +514,7 @@ def _check_one(
             "missing",
             gold,
             rec,
-            message=f"no golden file ({golden_path.name}); not created because CI is set "
+            message=f"no golden file ({os.path.basename(gold)}); not created because CI is set "
             f"(add --create-missing to create it there)",
         )
     if text is not None:
@@ -487,7 +533,7 @@ def _check_one(
     try:
         # a golden file holds the transcript alone: the replay may be batched
         engine = replay_file(
-            recording,
+            rec,
             converter=options.converter,
             parser=options.parser,
             batched=True,
@@ -499,18 +545,18 @@ def _check_one(
         return _error(rec, f"{rec}: {exc}", gold)
     if missing is not None:
         return missing
-    name = recording.name
+    name = os.path.basename(rec)
     if rec == "-":  # standard input: the golden file names its recording
         name = str((stored.document if stored else {}).get("recording") or name)
     actual = make_golden(name, options, build_transcript(engine))
 
     if stored is None:
-        return _write(golden_path, actual, FileResult("created", gold, rec))
+        return _write(gold, actual, FileResult("created", gold, rec))
     diff = golden_diff(stored.document, actual, f"{gold} (golden)", f"{rec} (replayed now)")
     if diff is None:
         return FileResult("match", gold, rec)
     if update:
-        return _write(golden_path, actual, FileResult("updated", gold, rec, diff=diff))
+        return _write(gold, actual, FileResult("updated", gold, rec, diff=diff))
     return FileResult(
         "drift",
         gold,
@@ -520,11 +566,11 @@ def _check_one(
     )
 
 
-def _orphan(golden: Path) -> FileResult:
-    stem = recording_stem(golden.name)
+def _orphan(golden: str) -> FileResult:
+    stem = recording_stem(os.path.basename(golden))
     return FileResult(
         "orphan",
-        str(golden),
+        golden,
         None,
         message=f"its recording is gone (no {stem}.jsonl or {stem}.sse beside it); "
         "delete the golden file or restore the recording",
@@ -541,10 +587,10 @@ def _reason(exc: BaseException) -> str:
     return "not UTF-8 text"
 
 
-def _write(path: Path, document: dict[str, Any], result: FileResult) -> FileResult:
+def _write(path: str, document: dict[str, Any], result: FileResult) -> FileResult:
     """Write a golden file atomically (a crash never leaves half a file); ``result`` on success."""
     try:
-        _write_atomic(path, render(document))
+        _write_atomic(Path(path), render(document))
     except OSError as exc:
         message = f"{path}: cannot write the golden file ({_reason(exc)})"
         return _error(result.recording, message, result.golden)
@@ -556,7 +602,7 @@ def _write_atomic(path: Path, data: str) -> None:
     a crash leaves the old file or the new one, never half of one. A symlinked golden file is
     written through to its target (the link stays a link), and the file keeps its mode."""
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    clean_stale_temporaries(target)
+    clean_stale_temporaries(str(target))
     try:
         mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -584,13 +630,14 @@ def _write_atomic(path: Path, data: str) -> None:
             os.close(fd)
 
 
-def clean_stale_temporaries(golden: Path) -> list[Path]:
+def clean_stale_temporaries(golden: str) -> list[str]:
     """Remove the temporaries a killed ``check --update`` left beside ``golden``
     (``.NAME.PID.tmp`` of a process that is gone); a live process's file is left alone."""
-    removed: list[Path] = []
-    prefix = f".{golden.name}."
+    removed: list[str] = []
+    folder, name = os.path.split(golden)
+    prefix = f".{name}."
     try:
-        names = [n for n in _temporaries(golden.parent) if n.startswith(prefix)]
+        names = [n for n in _temporaries(folder) if n.startswith(prefix)]
     except OSError:
         return removed
     for name in names:
@@ -601,13 +648,13 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
         if pid != os.getpid() and _alive(pid):
             continue
         with contextlib.suppress(OSError):
-            os.unlink(golden.parent / name)
-            removed.append(golden.parent / name)
+            os.unlink(os.path.join(folder, name))
+            removed.append(os.path.join(folder, name))
     return removed
 
 
 # folder -> its temporaries' names, while check_paths runs (None otherwise: listed each time)
-_listed: dict[Path, list[str]] | None = None
+_listed: dict[str, list[str]] | None = None
 
 
 @contextlib.contextmanager
@@ -624,13 +671,13 @@ def _temporaries_listed_once() -> Iterator[None]:
         _listed = None
 
 
-def _temporaries(folder: Path) -> list[str]:
+def _temporaries(folder: str) -> list[str]:
     """The names of ``.NAME.PID.tmp`` files in ``folder``, listed once per check run (a check
     of a folder of many golden files lists it once, not once per file)."""
     listed = _listed
     names = None if listed is None else listed.get(folder)
     if names is None:
-        names = [n for n in os.listdir(folder) if n[:1] == "." and n.endswith(".tmp")]
+        names = [n for n in os.listdir(folder or ".") if n[:1] == "." and n.endswith(".tmp")]
         if listed is not None:
             listed[folder] = names
     return names
