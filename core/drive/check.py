@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..converters import check_converter_name
 from ..handlers import check_parser_name, default_parser
@@ -41,6 +41,9 @@ from ..outputs.transcript import build_transcript, render
 from ..records import RecordingError, os_error_text
 from ..replay import DetectionError
 from .replay_file import replay_file
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
@@ -145,7 +148,9 @@ def check_paths(
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
     options = (update, create_missing, converter, parser)
-    with _temporaries_listed_once():
+    with contextlib.ExitStack() as stack, _temporaries_listed_once():
+        # with -j N, the workers start (and warm up) while this process finds the files
+        pool = stack.enter_context(_pool(jobs - 1)) if jobs and _start_early(paths, jobs) else None
         report = CheckReport()
         pairs = _find_targets(paths, report.results, stdin_golden)
         if shard is not None:
@@ -158,7 +163,7 @@ def check_paths(
             on_start(len(pairs))
         # standard input can be read once, here: a pool only for files
         if jobs > 1 and len(pairs) > 1 and all(rec != "-" for rec, _ in pairs):
-            results: Iterable[FileResult] = _in_processes(options, pairs, jobs, sizes)
+            results: Iterable[FileResult] = _in_processes(options, pairs, jobs, sizes, pool)
         else:
             results = (_check_target(rec, gold, *options) for rec, gold in pairs)
         for result in results:
@@ -257,19 +262,21 @@ def _size(path: str) -> int:
 
 
 def _in_processes(
-    options: tuple[Any, ...], pairs: list[_Pair], jobs: int, sizes: list[int] | None = None
+    options: tuple[Any, ...],
+    pairs: list[_Pair],
+    jobs: int,
+    sizes: list[int] | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> Iterator[FileResult]:
-    """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
-    workers), in ``work``'s order, each as soon as it and those before it are done.
+    """The results of ``pairs`` checked by ``jobs`` processes (this one and ``jobs - 1``
+    workers: those of ``pool`` when given, see :func:`_pool`), in order, each as soon as it
+    and those before it are done.
 
     The work is cut into :func:`batches`, all handed to the pool of workers, which take them
     in order; while the batch due next is not done, this process takes the first batch no
     worker has started (it cancels it in the pool) and checks it itself: it is warm (its
     modules loaded and its caches full, where a new process starts cold), what it checks
     needs no passing between processes, and the workers never wait for it."""
-    import gc
-    from concurrent.futures import Future, ProcessPoolExecutor
-
     if sizes is None:
         sizes = _sizes(pairs)
     spans = batches([size + FILE_WEIGHT for size in sizes], jobs)
@@ -278,6 +285,41 @@ def _in_processes(
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
     futures: list[Future[list[_Row]]] = []
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(_pool(workers))
+        try:
+            for start, stop in spans:
+                futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+            mine: dict[int, list[_Row]] = {}  # the batches checked here
+            free = 0  # batches before it are started (by a worker) or checked here
+            for index, future in enumerate(futures):
+                while not future.done():
+                    free = max(free, index)
+                    while free < len(futures) and not futures[free].cancel():
+                        free += 1  # a worker has it
+                    if free == len(futures):
+                        break  # nothing left to take: wait for the workers
+                    start, stop = spans[free]
+                    mine[free] = _check_batch(options, pairs[start:stop])
+                    free += 1
+                rows = mine.pop(index) if index in mine else future.result()
+                for row in rows:
+                    yield FileResult(*row)
+        except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
+            for future in futures:
+                future.cancel()
+            raise
+
+
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes, started now and warming up (see :func:`_warm_up`)
+    while this process finds the files to check; they end with it (see
+    :func:`_end_with_parent`)."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
     # the pool's threads here (taking the workers' results, handing them their next batch)
     # get their turn within a fraction of a millisecond while this thread replays, instead of
     # the default 5 ms, which a worker would spend waiting for its next batch
@@ -285,37 +327,38 @@ def _in_processes(
     sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
+            # what this process holds is frozen while the first submit forks the workers:
+            # their garbage collector then never walks (and so never copies) its objects
+            # (see the gc module's freeze)
+            gc.freeze()
             try:
-                # what this process holds is frozen while the first submit forks the workers:
-                # their garbage collector then never walks (and so never copies) its objects
-                # (see the gc module's freeze)
-                gc.freeze()
-                try:
-                    for start, stop in spans:
-                        futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
-                finally:
-                    gc.unfreeze()
-                mine: dict[int, list[_Row]] = {}  # the batches checked here
-                free = 0  # batches before it are started (by a worker) or checked here
-                for index, future in enumerate(futures):
-                    while not future.done():
-                        free = max(free, index)
-                        while free < len(futures) and not futures[free].cancel():
-                            free += 1  # a worker has it
-                        if free == len(futures):
-                            break  # nothing left to take: wait for the workers
-                        start, stop = spans[free]
-                        mine[free] = _check_batch(options, pairs[start:stop])
-                        free += 1
-                    rows = mine.pop(index) if index in mine else future.result()
-                    for row in rows:
-                        yield FileResult(*row)
-            except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
-                for future in futures:
-                    future.cancel()
-                raise
+                for _ in range(workers):
+                    pool.submit(_warm_up)
+                yield pool
+            finally:
+                gc.unfreeze()
     finally:
         sys.setswitchinterval(switch)
+
+
+def _warm_up() -> None:
+    """In a worker, before its first batch: import the built-in converters and handlers (what
+    a first replay of each kind of recording would import, some milliseconds)."""
+    from ..converters import CONVERTERS
+    from ..handlers import PARSERS
+
+    for registry in (CONVERTERS, PARSERS):
+        for name in registry.builtins:
+            registry.load(name)
+
+
+def _start_early(paths: Sequence[str | os.PathLike[str]], jobs: int | None) -> bool:
+    """Whether to start the workers before the files are found: ``jobs`` is given (more than
+    one) and there will be files to share (a folder, or several files), none of them standard
+    input (read here only)."""
+    if jobs is None or jobs < 2 or any(str(p) == "-" for p in paths):
+        return False
+    return len(paths) > 1 or any(os.path.isdir(p) for p in paths)
 
 
 def _end_with_parent() -> None:
