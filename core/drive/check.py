@@ -394,25 +394,26 @@ def _find_targets(
     stdin_golden: str | os.PathLike[str] | None = None,
 ) -> list[_Pair]:
     targets: list[_Pair] = []
-    seen: set[str] = set()  # golden files already taken (resolved)
+    seen: set[_Key] = set()  # golden files already taken (resolved)
     folders: dict[str, str] = {}  # each folder resolved once
 
-    def add(recording: str | None, golden: str, folder: str, is_link: bool) -> None:
-        # the file itself resolved only when it is a link
-        if is_link:
-            key = os.path.realpath(golden)
-        else:
-            real = folders.get(folder)
-            if real is None:
-                real = folders[folder] = os.path.realpath(folder)
-            key = os.path.join(real, os.path.basename(golden))
-        key = os.path.normcase(key)
+    def real(folder: str) -> str:
+        found = folders.get(folder)
+        if found is None:
+            found = folders[folder] = os.path.normcase(os.path.realpath(folder))
+        return found
+
+    def add(recording: str | None, golden: str, key: _Key) -> None:
         if key not in seen:
             seen.add(key)
             targets.append((recording, golden))
 
     def add_file(recording: str | None, golden: str) -> None:
-        add(recording, golden, os.path.dirname(golden), os.path.islink(golden))
+        if os.path.islink(golden):
+            add(recording, golden, _link_key(golden))
+        else:
+            folder, name = os.path.split(golden)
+            add(recording, golden, (real(folder), os.path.normcase(name)))
 
     for raw in paths:
         path = Path(raw)
@@ -422,13 +423,13 @@ def _find_targets(
             else:
                 add_file("-", str(Path(stdin_golden)))
         elif path.is_dir():
-            found = _scan_folder(str(path), errors)
+            found = _scan_folder(str(path), errors, real)
             if not found:
                 errors.append(
                     _error(None, f"{path}: no recordings (*.jsonl, *.sse) or golden files in it")
                 )
-            for recording, golden, folder, is_link in found:
-                add(recording, golden, folder, is_link)
+            for recording, golden, key in found:
+                add(recording, golden, key)
         elif path.is_file():
             name = str(path)
             if is_golden_name(path.name):
@@ -442,12 +443,27 @@ def _find_targets(
     return targets
 
 
-def _scan_folder(top: str, errors: list[FileResult]) -> list[tuple[str | None, str, str, bool]]:
-    """``(recording, golden, folder, golden is a link)`` under the folder ``top`` (as
-    :func:`os.walk` goes: hidden folders and links to folders skipped, a folder that cannot be
-    listed left out); ``recording`` is ``None`` for orphans. One :func:`os.scandir` per
-    folder: whether a golden file is a link is known from it, without a call per file."""
-    found: list[tuple[str | None, str, str, bool]] = []
+# a golden file as itself, however it is reached: (its real folder, its name), case-folded
+# where the file system folds case
+_Key = tuple[str, str]
+
+
+def _link_key(golden: str) -> _Key:
+    """The key of a golden file that is a link: where the link leads."""
+    folder, name = os.path.split(os.path.realpath(golden))
+    return os.path.normcase(folder), os.path.normcase(name)
+
+
+def _scan_folder(
+    top: str, errors: list[FileResult], real: Callable[[str], str]
+) -> list[tuple[str | None, str, _Key]]:
+    """``(recording, golden, key)`` under the folder ``top`` as :func:`os.walk` goes (hidden
+    folders and links to folders skipped, a folder that cannot be listed left out);
+    ``recording`` is ``None`` for orphans; ``key`` is the golden file's key (``real`` gives a
+    folder's real path). One :func:`os.scandir` per folder: whether a golden file is a link
+    is known from it, without a call per file."""
+    found: list[tuple[str | None, str, _Key]] = []
+    normcase = os.path.normcase
     folders = [top]  # to list, the next one last
     while folders:
         where = folders.pop()
@@ -461,51 +477,46 @@ def _scan_folder(top: str, errors: list[FileResult]) -> list[tuple[str | None, s
         subfolders: list[str] = []
         names: list[str] = []
         for name, entry in entries.items():
-            if _is_dir(entry):
-                if not name.startswith("."):
-                    subfolders.append(name)
-            else:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
                 names.append(name)
+            elif not name.startswith("."):
+                subfolders.append(name)
         names.sort()
         goldens = {name for name in names if is_golden_name(name)}
         claimed: dict[str, str] = {}
+        here = real(where) if names else ""
         for name in names:
             if name in goldens or name == INDEX_NAME or not name.endswith(SCAN_SUFFIXES):
                 continue
             gname = golden_name(name)
             if gname in claimed:
-                here = prefix + name
                 errors.append(
                     _error(
-                        here,
-                        f"{here}: its golden file name {gname} is taken by "
+                        prefix + name,
+                        f"{prefix + name}: its golden file name {gname} is taken by "
                         f"{claimed[gname]}; rename one of the two recordings",
                     )
                 )
                 continue
             claimed[gname] = name
-            golden = entries.get(gname)
-            found.append((prefix + name, prefix + gname, where, _is_link(golden)))
+            golden = prefix + gname
+            link = gname in entries and _is_link(entries[gname])
+            key = _link_key(golden) if link else (here, normcase(gname))
+            found.append((prefix + name, golden, key))
         for gname in sorted(goldens - claimed.keys()):
-            golden_path = prefix + gname
-            found.append(
-                (_recording_beside(golden_path), golden_path, where, _is_link(entries[gname]))
-            )
+            golden = prefix + gname
+            key = _link_key(golden) if _is_link(entries[gname]) else (here, normcase(gname))
+            found.append((_recording_beside(golden), golden, key))
         subfolders.sort(reverse=True)
         folders.extend(prefix + name for name in subfolders if not _is_link(entries[name]))
     return found
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
-def _is_link(entry: os.DirEntry[str] | None) -> bool:
-    if entry is None:
-        return False
+def _is_link(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_symlink()
     except OSError:
