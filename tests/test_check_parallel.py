@@ -174,9 +174,9 @@ def test_default_jobs_start_processes_only_for_enough_work(
     used: list[int] = []
     real = check_module._in_processes
 
-    def spy(work: list, jobs: int) -> list:
+    def spy(options: tuple, pairs: list, jobs: int, *rest: object) -> object:
         used.append(jobs)
-        return real(work, jobs)
+        return real(options, pairs, jobs, *rest)
 
     monkeypatch.setattr(check_module, "_in_processes", spy)
     monkeypatch.setattr(check_module, "default_jobs", lambda: 2)

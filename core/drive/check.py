@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..converters import check_converter_name
 from ..handlers import check_parser_name, default_parser
@@ -38,15 +38,20 @@ from ..outputs.golden import (
     recording_stem,
 )
 from ..outputs.transcript import build_transcript, render
-from ..recording.tape_index import INDEX_NAME
 from ..records import RecordingError, os_error_text
 from ..replay import DetectionError
 from .replay_file import replay_file
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
 STATUSES = ("match", "drift", "missing", "orphan", "created", "updated", "error")
 FAILING = frozenset({"drift", "missing", "orphan"})
+# a tape's index (``recording.tape_index.INDEX_NAME``), never a recording: named here, as
+# importing that module costs every check's start some milliseconds
+INDEX_NAME = "index.jsonl"
 
 
 @dataclass(slots=True)
@@ -97,10 +102,9 @@ class CheckReport:
         }
 
 
-@dataclass(slots=True)
-class _Target:
-    recording: Path | None  # None: an orphan golden file
-    golden: Path
+# what to check: (recording, golden file), paths as given or found (strings: a check of
+# thousands of files makes no Path objects for them); recording None: an orphan golden file
+_Pair = tuple[str | None, str]
 
 
 def check_paths(
@@ -143,21 +147,25 @@ def check_paths(
         check_parser_name(parser)
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard {shard[0]}/{shard[1]}: the first number goes from 1 to the second")
-    with _temporaries_listed_once():
+    options = (update, create_missing, converter, parser)
+    with contextlib.ExitStack() as stack, _temporaries_listed_once():
+        # with -j N, the workers start (and warm up) while this process finds the files
+        pool = stack.enter_context(_pool(jobs - 1)) if jobs and _start_early(paths, jobs) else None
         report = CheckReport()
-        targets = _find_targets(paths, report.results, stdin_golden)
+        pairs = _find_targets(paths, report.results, stdin_golden)
         if shard is not None:
-            targets = [t for t in targets if shard_of(t.golden, shard[1]) == shard[0]]
-        work = [(t.recording, t.golden, update, create_missing, converter, parser) for t in targets]
+            pairs = [p for p in pairs if shard_of(p[1], shard[1]) == shard[0]]
+        sizes: list[int] | None = None
         if jobs is None:
-            jobs = default_jobs() if _total_bytes(targets) >= POOL_MIN_BYTES else 1
-        # standard input can be read once, here: a pool only for files
+            sizes = _sizes(pairs)
+            jobs = default_jobs() if sum(sizes) >= POOL_MIN_BYTES else 1
         if on_start is not None:
-            on_start(len(work))
-        if jobs > 1 and len(work) > 1 and all(str(args[0]) != "-" for args in work):
-            results: Iterable[FileResult] = _in_processes(work, jobs)
+            on_start(len(pairs))
+        # standard input can be read once, here: a pool only for files
+        if jobs > 1 and len(pairs) > 1 and all(rec != "-" for rec, _ in pairs):
+            results: Iterable[FileResult] = _in_processes(options, pairs, jobs, sizes, pool)
         else:
-            results = (_check_target(*args) for args in work)
+            results = (_check_target(rec, gold, *options) for rec, gold in pairs)
         for result in results:
             report.results.append(result)
             if on_done is not None:
@@ -175,22 +183,13 @@ GUIDED = 6  # ... and in between, 1 / (jobs * GUIDED) of what remains
 SWITCH_INTERVAL = 0.0002  # seconds: see _in_processes
 
 
-def _total_bytes(targets: list[_Target]) -> int:
-    total = 0
-    for t in targets:
-        if t.recording is not None and str(t.recording) != "-":
-            with contextlib.suppress(OSError):
-                total += t.recording.stat().st_size
-    return total
-
-
-def shard_of(golden: Path, shards: int) -> int:
+def shard_of(golden: str | os.PathLike[str], shards: int) -> int:
     """The shard (1..``shards``) a golden file belongs to: a hash of its path relative to the
     current folder (``/`` separators), the same on every machine and every run."""
     try:
         where = Path(os.path.relpath(golden))
     except ValueError:  # another drive (Windows)
-        where = golden
+        where = Path(golden)
     key = where.as_posix().encode("utf-8", "surrogateescape")
     import hashlib  # here: only --shard needs it, and it costs every check's start-up
 
@@ -198,8 +197,8 @@ def shard_of(golden: Path, shards: int) -> int:
 
 
 def _check_target(
-    recording: Path | None,
-    golden: Path,
+    recording: str | None,
+    golden: str,
     update: bool,
     create_missing: bool,
     converter: str | None,
@@ -214,16 +213,14 @@ def _check_target(
 _Row = tuple[str, str | None, str | None, str | None, str | None]
 
 
-def _check_batch(options: tuple[Any, ...], pairs: list[tuple[str | None, str]]) -> list[_Row]:
-    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): paths go and
-    results come back as plain strings, which cost far less to pass between processes than
-    :class:`~pathlib.Path` and :class:`FileResult` objects."""
+def _check_batch(options: tuple[Any, ...], pairs: list[_Pair]) -> list[_Row]:
+    """Check the ``(recording, golden)`` pairs of one batch (in a worker process): results come
+    back as plain tuples, which cost far less to pass between processes than
+    :class:`FileResult` objects."""
     rows: list[_Row] = []
     with _temporaries_listed_once():
         for recording, golden in pairs:
-            r = _check_target(
-                None if recording is None else Path(recording), Path(golden), *options
-            )
+            r = _check_target(recording, golden, *options)
             rows.append((r.status, r.golden, r.recording, r.diff, r.message))
     return rows
 
@@ -252,35 +249,77 @@ def batches(weights: Sequence[int], jobs: int) -> list[tuple[int, int]]:
     return out
 
 
-def _weight(recording: str | None) -> int:
-    if recording is None:
-        return FILE_WEIGHT
+def _sizes(pairs: list[_Pair]) -> list[int]:
+    """The size of each pair's recording (0 for none, or one that cannot be read)."""
+    return [0 if rec is None or rec == "-" else _size(rec) for rec, _ in pairs]
+
+
+def _size(path: str) -> int:
     try:
-        return os.stat(recording).st_size + FILE_WEIGHT
+        return os.stat(path).st_size
     except OSError:  # reported when it is checked
-        return FILE_WEIGHT
+        return 0
 
 
-def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult]:
-    """The results of ``work`` replayed by ``jobs`` processes (this one and ``jobs - 1``
-    workers), in ``work``'s order, each as soon as it and those before it are done.
+def _in_processes(
+    options: tuple[Any, ...],
+    pairs: list[_Pair],
+    jobs: int,
+    sizes: list[int] | None = None,
+    pool: ProcessPoolExecutor | None = None,
+) -> Iterator[FileResult]:
+    """The results of ``pairs`` checked by ``jobs`` processes (this one and ``jobs - 1``
+    workers: those of ``pool`` when given, see :func:`_pool`), in order, each as soon as it
+    and those before it are done.
 
     The work is cut into :func:`batches`, all handed to the pool of workers, which take them
     in order; while the batch due next is not done, this process takes the first batch no
     worker has started (it cancels it in the pool) and checks it itself: it is warm (its
     modules loaded and its caches full, where a new process starts cold), what it checks
     needs no passing between processes, and the workers never wait for it."""
-    import gc
-    from concurrent.futures import Future, ProcessPoolExecutor
-
-    options = work[0][2:]  # the same for every item
-    pairs = [(None if w[0] is None else str(w[0]), str(w[1])) for w in work]
-    spans = batches([_weight(recording) for recording, _ in pairs], jobs)
+    if sizes is None:
+        sizes = _sizes(pairs)
+    spans = batches([size + FILE_WEIGHT for size in sizes], jobs)
     workers = min(jobs - 1, len(spans) - 1)
     if workers < 1:
         yield from (FileResult(*row) for row in _check_batch(options, pairs))
         return
     futures: list[Future[list[_Row]]] = []
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(_pool(workers))
+        try:
+            for start, stop in spans:
+                futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
+            mine: dict[int, list[_Row]] = {}  # the batches checked here
+            free = 0  # batches before it are started (by a worker) or checked here
+            for index, future in enumerate(futures):
+                while not future.done():
+                    free = max(free, index)
+                    while free < len(futures) and not futures[free].cancel():
+                        free += 1  # a worker has it
+                    if free == len(futures):
+                        break  # nothing left to take: wait for the workers
+                    start, stop = spans[free]
+                    mine[free] = _check_batch(options, pairs[start:stop])
+                    free += 1
+                rows = mine.pop(index) if index in mine else future.result()
+                for row in rows:
+                    yield FileResult(*row)
+        except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
+            for future in futures:
+                future.cancel()
+            raise
+
+
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes, started now and warming up (see :func:`_warm_up`)
+    while this process finds the files to check; they end with it (see
+    :func:`_end_with_parent`)."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
     # the pool's threads here (taking the workers' results, handing them their next batch)
     # get their turn within a fraction of a millisecond while this thread replays, instead of
     # the default 5 ms, which a worker would spend waiting for its next batch
@@ -288,37 +327,38 @@ def _in_processes(work: list[tuple[Any, ...]], jobs: int) -> Iterator[FileResult
     sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         with ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent) as pool:
+            # what this process holds is frozen while the first submit forks the workers:
+            # their garbage collector then never walks (and so never copies) its objects
+            # (see the gc module's freeze)
+            gc.freeze()
             try:
-                # what this process holds is frozen while the first submit forks the workers:
-                # their garbage collector then never walks (and so never copies) its objects
-                # (see the gc module's freeze)
-                gc.freeze()
-                try:
-                    for start, stop in spans:
-                        futures.append(pool.submit(_check_batch, options, pairs[start:stop]))
-                finally:
-                    gc.unfreeze()
-                mine: dict[int, list[_Row]] = {}  # the batches checked here
-                free = 0  # batches before it are started (by a worker) or checked here
-                for index, future in enumerate(futures):
-                    while not future.done():
-                        free = max(free, index)
-                        while free < len(futures) and not futures[free].cancel():
-                            free += 1  # a worker has it
-                        if free == len(futures):
-                            break  # nothing left to take: wait for the workers
-                        start, stop = spans[free]
-                        mine[free] = _check_batch(options, pairs[start:stop])
-                        free += 1
-                    rows = mine.pop(index) if index in mine else future.result()
-                    for row in rows:
-                        yield FileResult(*row)
-            except BaseException:  # Ctrl-C, or the caller stopped early: no batch more
-                for future in futures:
-                    future.cancel()
-                raise
+                for _ in range(workers):
+                    pool.submit(_warm_up)
+                yield pool
+            finally:
+                gc.unfreeze()
     finally:
         sys.setswitchinterval(switch)
+
+
+def _warm_up() -> None:
+    """In a worker, before its first batch: import the built-in converters and handlers (what
+    a first replay of each kind of recording would import, some milliseconds)."""
+    from ..converters import CONVERTERS
+    from ..handlers import PARSERS
+
+    for registry in (CONVERTERS, PARSERS):
+        for name in registry.builtins:
+            registry.load(name)
+
+
+def _start_early(paths: Sequence[str | os.PathLike[str]], jobs: int | None) -> bool:
+    """Whether to start the workers before the files are found: ``jobs`` is given (more than
+    one) and there will be files to share (a folder, or several files), none of them standard
+    input (read here only)."""
+    if jobs is None or jobs < 2 or any(str(p) == "-" for p in paths):
+        return False
+    return len(paths) > 1 or any(os.path.isdir(p) for p in paths)
 
 
 def _end_with_parent() -> None:
@@ -352,22 +392,28 @@ def _find_targets(
     paths: Sequence[str | os.PathLike[str]],
     errors: list[FileResult],
     stdin_golden: str | os.PathLike[str] | None = None,
-) -> list[_Target]:
-    targets: list[_Target] = []
-    seen: set[Path] = set()  # golden files already taken (resolved)
+) -> list[_Pair]:
+    targets: list[_Pair] = []
+    seen: set[_Key] = set()  # golden files already taken (resolved)
+    folders: dict[str, str] = {}  # each folder resolved once
 
-    folders: dict[Path, Path] = {}  # each folder resolved once
+    def real(folder: str) -> str:
+        found = folders.get(folder)
+        if found is None:
+            found = folders[folder] = os.path.normcase(os.path.realpath(folder))
+        return found
 
-    def add(recording: Path | None, golden: Path) -> None:
-        parent = golden.parent
-        real = folders.get(parent)
-        if real is None:
-            real = folders[parent] = parent.resolve()
-        # the file itself resolved only when it is a link
-        key = golden.resolve() if golden.is_symlink() else real / golden.name
+    def add(recording: str | None, golden: str, key: _Key) -> None:
         if key not in seen:
             seen.add(key)
-            targets.append(_Target(recording, golden))
+            targets.append((recording, golden))
+
+    def add_file(recording: str | None, golden: str) -> None:
+        if os.path.islink(golden):
+            add(recording, golden, _link_key(golden))
+        else:
+            folder, name = os.path.split(golden)
+            add(recording, golden, (real(folder), os.path.normcase(name)))
 
     for raw in paths:
         path = Path(raw)
@@ -375,20 +421,21 @@ def _find_targets(
             if stdin_golden is None:
                 errors.append(_error(None, "- (standard input) needs --golden FILE"))
             else:
-                add(path, Path(stdin_golden))
+                add_file("-", str(Path(stdin_golden)))
         elif path.is_dir():
-            found = _scan_folder(path, errors)
+            found = _scan_folder(str(path), errors, real)
             if not found:
                 errors.append(
                     _error(None, f"{path}: no recordings (*.jsonl, *.sse) or golden files in it")
                 )
-            for recording, golden in found:
-                add(recording, golden)
+            for recording, golden, key in found:
+                add(recording, golden, key)
         elif path.is_file():
+            name = str(path)
             if is_golden_name(path.name):
-                add(_recording_beside(path), path)
+                add_file(_recording_beside(name), name)
             else:
-                add(path, path.with_name(golden_name(path.name)))
+                add_file(name, str(path.with_name(golden_name(path.name))))
         elif path.exists():  # a FIFO or a device: reading it would block or never end
             errors.append(_error(None, f"{path}: is not a regular file"))
         else:
@@ -396,57 +443,110 @@ def _find_targets(
     return targets
 
 
-def _scan_folder(folder: Path, errors: list[FileResult]) -> list[tuple[Path | None, Path]]:
-    """``(recording, golden)`` pairs under ``folder``; ``recording`` is ``None`` for orphans."""
-    found: list[tuple[Path | None, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        here = Path(dirpath)
-        goldens = {name for name in filenames if is_golden_name(name)}
+# a golden file as itself, however it is reached: (its real folder, its name), case-folded
+# where the file system folds case
+_Key = tuple[str, str]
+
+
+def _link_key(golden: str) -> _Key:
+    """The key of a golden file that is a link: where the link leads."""
+    folder, name = os.path.split(os.path.realpath(golden))
+    return os.path.normcase(folder), os.path.normcase(name)
+
+
+def _scan_folder(
+    top: str, errors: list[FileResult], real: Callable[[str], str]
+) -> list[tuple[str | None, str, _Key]]:
+    """``(recording, golden, key)`` under the folder ``top`` as :func:`os.walk` goes (hidden
+    folders and links to folders skipped, a folder that cannot be listed left out);
+    ``recording`` is ``None`` for orphans; ``key`` is the golden file's key (``real`` gives a
+    folder's real path). One :func:`os.scandir` per folder: whether a golden file is a link
+    is known from it, without a call per file."""
+    found: list[tuple[str | None, str, _Key]] = []
+    normcase = os.path.normcase
+    folders = [top]  # to list, the next one last
+    while folders:
+        where = folders.pop()
+        try:
+            with os.scandir(where) as listing:
+                entries = {entry.name: entry for entry in listing}
+        except OSError:
+            continue
+        # names as pathlib writes them (``./a`` is ``a``), for the report
+        prefix = "" if where == "." else os.path.join(where, "")
+        subfolders: list[str] = []
+        names: list[str] = []
+        for name, entry in entries.items():
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                names.append(name)
+            elif not name.startswith("."):
+                subfolders.append(name)
+        names.sort()
+        goldens = {name for name in names if is_golden_name(name)}
         claimed: dict[str, str] = {}
-        for name in sorted(filenames):
+        here = real(where) if names else ""
+        for name in names:
             if name in goldens or name == INDEX_NAME or not name.endswith(SCAN_SUFFIXES):
                 continue
             gname = golden_name(name)
             if gname in claimed:
                 errors.append(
                     _error(
-                        str(here / name),
-                        f"{here / name}: its golden file name {gname} is taken by "
+                        prefix + name,
+                        f"{prefix + name}: its golden file name {gname} is taken by "
                         f"{claimed[gname]}; rename one of the two recordings",
                     )
                 )
                 continue
             claimed[gname] = name
-            found.append((here / name, here / gname))
+            golden = prefix + gname
+            link = gname in entries and _is_link(entries[gname])
+            key = _link_key(golden) if link else (here, normcase(gname))
+            found.append((prefix + name, golden, key))
         for gname in sorted(goldens - claimed.keys()):
-            found.append((_recording_beside(here / gname), here / gname))
+            golden = prefix + gname
+            key = _link_key(golden) if _is_link(entries[gname]) else (here, normcase(gname))
+            found.append((_recording_beside(golden), golden, key))
+        subfolders.sort(reverse=True)
+        folders.extend(prefix + name for name in subfolders if not _is_link(entries[name]))
     return found
 
 
-def _recording_beside(golden: Path) -> Path | None:
-    stem = recording_stem(golden.name)
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _recording_beside(golden: str) -> str | None:
+    folder, name = os.path.split(golden)
+    stem = recording_stem(name)
     for suffix in RECORDING_SUFFIXES:
-        candidate = golden.with_name(stem + suffix)
-        if candidate.is_file() and not is_golden_name(candidate.name):
-            return candidate
+        candidate = stem + suffix
+        if not is_golden_name(candidate) and os.path.isfile(os.path.join(folder, candidate)):
+            return os.path.join(folder, candidate)
     return None
 
 
 # -- checking one file ---------------------------------------------------------------------
 def _check_one(
-    recording: Path,
-    golden_path: Path,
+    rec: str,
+    gold: str,
     update: bool,
     create_missing: bool,
     converter: str | None,
     parser: str | None,
 ) -> FileResult:
-    rec, gold = str(recording), str(golden_path)
     stored: Golden | None = None
-    clean_stale_temporaries(golden_path)  # left by a check --update that was killed
+    clean_stale_temporaries(gold)  # left by a check --update that was killed
     try:
-        text = golden_path.read_text(encoding="utf-8")
+        with open(gold, encoding="utf-8") as fh:
+            text = fh.read()
     except FileNotFoundError:
         text = None
     except (OSError, UnicodeDecodeError) as exc:
@@ -460,7 +560,7 @@ def _check_one(
             gold,
             rec,
             # with CI set, --update alone refreshes existing golden files only
-            message=f"no golden file ({golden_path.name}); create it with: "
+            message=f"no golden file ({os.path.basename(gold)}); create it with: "
             f"streamtool check --update{'' if create_missing else ' --create-missing'} {rec}",
         )
     elif text is None and not create_missing:
@@ -468,7 +568,7 @@ def _check_one(
             "missing",
             gold,
             rec,
-            message=f"no golden file ({golden_path.name}); not created because CI is set "
+            message=f"no golden file ({os.path.basename(gold)}); not created because CI is set "
             f"(add --create-missing to create it there)",
         )
     if text is not None:
@@ -487,7 +587,7 @@ def _check_one(
     try:
         # a golden file holds the transcript alone: the replay may be batched
         engine = replay_file(
-            recording,
+            rec,
             converter=options.converter,
             parser=options.parser,
             batched=True,
@@ -499,18 +599,18 @@ def _check_one(
         return _error(rec, f"{rec}: {exc}", gold)
     if missing is not None:
         return missing
-    name = recording.name
+    name = os.path.basename(rec)
     if rec == "-":  # standard input: the golden file names its recording
         name = str((stored.document if stored else {}).get("recording") or name)
     actual = make_golden(name, options, build_transcript(engine))
 
     if stored is None:
-        return _write(golden_path, actual, FileResult("created", gold, rec))
+        return _write(gold, actual, FileResult("created", gold, rec))
     diff = golden_diff(stored.document, actual, f"{gold} (golden)", f"{rec} (replayed now)")
     if diff is None:
         return FileResult("match", gold, rec)
     if update:
-        return _write(golden_path, actual, FileResult("updated", gold, rec, diff=diff))
+        return _write(gold, actual, FileResult("updated", gold, rec, diff=diff))
     return FileResult(
         "drift",
         gold,
@@ -520,11 +620,11 @@ def _check_one(
     )
 
 
-def _orphan(golden: Path) -> FileResult:
-    stem = recording_stem(golden.name)
+def _orphan(golden: str) -> FileResult:
+    stem = recording_stem(os.path.basename(golden))
     return FileResult(
         "orphan",
-        str(golden),
+        golden,
         None,
         message=f"its recording is gone (no {stem}.jsonl or {stem}.sse beside it); "
         "delete the golden file or restore the recording",
@@ -541,10 +641,10 @@ def _reason(exc: BaseException) -> str:
     return "not UTF-8 text"
 
 
-def _write(path: Path, document: dict[str, Any], result: FileResult) -> FileResult:
+def _write(path: str, document: dict[str, Any], result: FileResult) -> FileResult:
     """Write a golden file atomically (a crash never leaves half a file); ``result`` on success."""
     try:
-        _write_atomic(path, render(document))
+        _write_atomic(Path(path), render(document))
     except OSError as exc:
         message = f"{path}: cannot write the golden file ({_reason(exc)})"
         return _error(result.recording, message, result.golden)
@@ -556,7 +656,7 @@ def _write_atomic(path: Path, data: str) -> None:
     a crash leaves the old file or the new one, never half of one. A symlinked golden file is
     written through to its target (the link stays a link), and the file keeps its mode."""
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    clean_stale_temporaries(target)
+    clean_stale_temporaries(str(target))
     try:
         mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -584,13 +684,14 @@ def _write_atomic(path: Path, data: str) -> None:
             os.close(fd)
 
 
-def clean_stale_temporaries(golden: Path) -> list[Path]:
+def clean_stale_temporaries(golden: str) -> list[str]:
     """Remove the temporaries a killed ``check --update`` left beside ``golden``
     (``.NAME.PID.tmp`` of a process that is gone); a live process's file is left alone."""
-    removed: list[Path] = []
-    prefix = f".{golden.name}."
+    removed: list[str] = []
+    folder, name = os.path.split(golden)
+    prefix = f".{name}."
     try:
-        names = [n for n in _temporaries(golden.parent) if n.startswith(prefix)]
+        names = [n for n in _temporaries(folder) if n.startswith(prefix)]
     except OSError:
         return removed
     for name in names:
@@ -601,13 +702,13 @@ def clean_stale_temporaries(golden: Path) -> list[Path]:
         if pid != os.getpid() and _alive(pid):
             continue
         with contextlib.suppress(OSError):
-            os.unlink(golden.parent / name)
-            removed.append(golden.parent / name)
+            os.unlink(os.path.join(folder, name))
+            removed.append(os.path.join(folder, name))
     return removed
 
 
 # folder -> its temporaries' names, while check_paths runs (None otherwise: listed each time)
-_listed: dict[Path, list[str]] | None = None
+_listed: dict[str, list[str]] | None = None
 
 
 @contextlib.contextmanager
@@ -624,13 +725,13 @@ def _temporaries_listed_once() -> Iterator[None]:
         _listed = None
 
 
-def _temporaries(folder: Path) -> list[str]:
+def _temporaries(folder: str) -> list[str]:
     """The names of ``.NAME.PID.tmp`` files in ``folder``, listed once per check run (a check
     of a folder of many golden files lists it once, not once per file)."""
     listed = _listed
     names = None if listed is None else listed.get(folder)
     if names is None:
-        names = [n for n in os.listdir(folder) if n[:1] == "." and n.endswith(".tmp")]
+        names = [n for n in os.listdir(folder or ".") if n[:1] == "." and n.endswith(".tmp")]
         if listed is not None:
             listed[folder] = names
     return names
