@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import msgspec
+
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
-from ..wire.fastjson import loads
+from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
 from .prose_runs import REASONING, TEXT
 
@@ -45,6 +47,9 @@ class Converter:
     ignored_events: ClassVar[frozenset[str]] = frozenset()
     # the table of events and ignored_events, resolved: built by __init_subclass__
     _handlers: ClassVar[dict[str, _Handler]] = {}
+    # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
+    # reads in feed_many; an event that does not decode as one is parsed as JSON
+    hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -143,17 +148,32 @@ class Converter:
             return out
         run: list[str] = []  # the texts of the run being collected
         key: Any = None  # what it continues: a TrackedCall, TEXT or REASONING
+        hot_decode = None if self.hot_decoder is None else self.hot_decoder.decode
+        hot_struct = self.hot_struct
         for item in items:
             if type(item) is SSEEvent:
-                try:
-                    obj = loads(item.data)
-                except ValueError:
-                    pass  # not JSON: feed() says what it is
-                else:
-                    found = hot(obj)
-                    if found is None:
-                        crs = self.on_object(obj, item)
-                    elif isinstance(found, tuple):
+                found: Any = None
+                data = item.data
+                # JSON nested too deeply is no event's shape, even in a field the Struct skips
+                if hot_decode is not None and (len(data) <= _SHALLOW or not too_deep_text(data)):
+                    try:
+                        shaped = hot_decode(data)
+                    except _NotShaped:
+                        pass
+                    else:
+                        found = hot_struct(shaped)
+                parsed = True
+                if found is None:
+                    try:
+                        obj = loads(data)
+                    except ValueError:
+                        parsed = False  # not JSON: feed() says what it is
+                    else:
+                        found = hot(obj)
+                        if found is None:
+                            found = self.on_object(obj, item)
+                if parsed:
+                    if isinstance(found, tuple):
                         if found:
                             if found[0] is not key:
                                 if run:
@@ -162,8 +182,7 @@ class Converter:
                                 key = found[0]
                             run.append(found[1])
                         continue
-                    else:
-                        crs = found
+                    crs = found
                     if run:
                         out.append(_run_chunk(key, run))
                         run = []
@@ -181,6 +200,12 @@ class Converter:
         if run:
             out.append(_run_chunk(key, run))
         return out
+
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`hot_event` for an event that decoded as the class's :attr:`hot_decode` Struct:
+        for every such event, exactly what :meth:`hot_event` does with the event parsed as a
+        dict (the same result, the same bookkeeping), or ``None`` having changed nothing."""
+        return None
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """The hot path of :meth:`feed_many`, for converters that have one.
@@ -327,6 +352,13 @@ class Converter:
                 return MultiPayload(parts)
         self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
         return None
+
+
+# text this short holds no JSON nested deeper than MAX_DEPTH (fastjson.check_depth)
+_SHALLOW = 2 * MAX_DEPTH
+# what a Struct decoder raises for data of another shape (ValidationError is a DecodeError),
+# for a str holding a lone surrogate, for deep nesting
+_NotShaped = (msgspec.DecodeError, UnicodeError, RecursionError)
 
 
 def _ignore(converter: Converter, obj: dict[str, Any]) -> list[ChunkResponse]:
