@@ -58,6 +58,8 @@ class Converter:
             name, *args = (entry,) if isinstance(entry, str) else entry
             handlers[kind] = (getattr(cls, name), tuple(args))
         cls._handlers = handlers
+        if "hot_event" in cls.__dict__ and "hot_struct" not in cls.__dict__:
+            cls.hot_decoder = None  # a hot_event of its own: no inherited Struct reads for it
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
