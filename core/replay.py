@@ -17,7 +17,7 @@ was decoded in (``TextPieces``), never joined: a call that writes a large file i
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from .coalesce import join_argument_runs
 from .converters import (
@@ -236,30 +236,28 @@ class ReplayEngine:
     def _feed_reads(self, chunks: list[Chunk]) -> list[Item]:
         """Several text reads fed as one, after the first output (see :meth:`feed_batches`);
         the statistics count every read."""
-        nbytes = 0
-        first_t = self.first_t
-        last_t = self.last_t
-        t = None
-        texts: list[str] = []
-        read = self.wire.read
-        for chunk in chunks:
-            data = chunk.data
-            assert type(data) is str
-            read(data)
-            texts.append(data)
-            nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))
-            t = chunk.t
-            if t is not None:
-                if first_t is None:
-                    first_t = t
-                last_t = t
+        texts = cast("list[str]", [chunk.data for chunk in chunks])  # text reads only
+        text = "".join(texts)
+        self.wire.read_texts(texts, text)
+        if text.isascii():
+            nbytes = len(text)
+        else:
+            try:
+                nbytes = len(text.encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate: the error of the read that holds it
+                nbytes = sum(len(data.encode("utf-8")) for data in texts)
+        times = [chunk.t for chunk in chunks]
+        t = times[-1]
+        last_t = next((t for t in reversed(times) if t is not None), None)
+        if last_t is not None:
+            if self.first_t is None:
+                self.first_t = next(t for t in times if t is not None)
+            self.last_t = last_t
         self.chunks += len(chunks)
         self.bytes += nbytes
-        self.first_t = first_t
-        self.last_t = last_t
         self.now = t
         out: list[Item] = []
-        self._items(self.decoder.feed("".join(texts)), out)
+        self._items(self.decoder.feed(text), out)
         if self._framing is not None:
             self._framing_errors(out)
         return out
