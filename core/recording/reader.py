@@ -33,7 +33,7 @@ from ..wire.fastjson import loads_utf8_unchecked as fast_loads
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
 RAW_BLOCK = 64 * 1024
-READ_BLOCK = 1024 * 1024  # a recording is read in blocks of whole lines of about this size
+READ_BLOCK = 64 * 1024  # a recording is read in blocks of whole lines of about this size
 GOLDEN_FORMAT = "streamtool-golden"  # what check writes (outputs/golden.py)
 GOLDEN_READ_LIMIT = 64 * 1024 * 1024
 STDIN = "-"  # the path that names standard input
@@ -374,14 +374,14 @@ def _first_line(fh: IO[bytes]) -> tuple[str | None, int]:
             return line, lineno
 
 
-class _PlainChunk(msgspec.Struct):
-    """A chunk record of text whose time is a finite number or null (what ``Chunk`` holds);
-    any other record (``b64``, a text that is not a string, ``t`` that is not a number, the end
-    record) fails to decode as one. Other fields are ignored, as the line-by-line reading
-    ignores them; msgspec refuses the non-finite numbers (``NaN``, ``1e400``)."""
+class _PlainChunk(Chunk, kw_only=True, rename={"data": "text"}):
+    """A chunk record of text whose time is a finite number or null, decoded as the
+    :class:`Chunk` it is; any other record (``b64``, a text that is not a string, ``t`` that is
+    not a number, the end record) fails to decode as one. Other fields are ignored, as the line
+    by line reading ignores them; msgspec refuses the non-finite numbers (``NaN``, ``1e400``)."""
 
     type: Literal["chunk"]
-    text: str
+    data: str
     t: int | float | None = None
     b64: msgspec.UnsetType = msgspec.UNSET
 
@@ -390,7 +390,7 @@ _decode_plain_lines = msgspec.json.Decoder(_PlainChunk).decode_lines
 _NotPlain = (msgspec.DecodeError, UnicodeError, RecursionError)
 
 
-def _plain_chunks(block: bytes) -> list[Chunk] | None:
+def _plain_chunks(block: bytes) -> list[_PlainChunk] | None:
     """The chunks of a block of whole lines that are all plain chunk records, or ``None``.
 
     ``decode_lines`` reads values separated by any whitespace; the block is taken only when every
@@ -409,6 +409,4 @@ def _plain_chunks(block: bytes) -> list[Chunk] | None:
         records = _decode_plain_lines(block)
     except _NotPlain:
         return None
-    if len(records) != n:
-        return None
-    return [Chunk(r.t, r.text) for r in records]
+    return records if len(records) == n else None
