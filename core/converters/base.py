@@ -155,19 +155,29 @@ class Converter:
         for item in items:
             if type(item) is SSEEvent:
                 found: Any = None
-                data = item.data
-                # JSON nested too deeply is no event's shape, even in a field the Struct skips
-                if hot_decode is not None and (len(data) <= _SHALLOW or not too_deep_text(data)):
-                    try:
-                        shaped = hot_decode(data)
-                    except _NotShaped:
-                        pass
-                    else:
-                        found = hot_struct(shaped)
+                if hot_decode is not None:
+                    data = item.data
+                    # JSON nested too deeply is no event's shape, even in a field it skips
+                    if len(data) <= _SHALLOW or not too_deep_text(data):
+                        try:
+                            shaped = hot_decode(data)
+                        except _NotShaped:
+                            pass
+                        else:
+                            found = hot_struct(shaped)
+                            if type(found) is tuple:  # the commonest case first
+                                if found:
+                                    if found[0] is not key:
+                                        if run:
+                                            out.append(_run_chunk(key, run))
+                                            run = []
+                                        key = found[0]
+                                    run.append(found[1])
+                                continue
                 parsed = True
                 if found is None:
                     try:
-                        obj = loads(data)
+                        obj = loads(item.data)
                     except ValueError:
                         parsed = False  # not JSON: feed() says what it is
                     else:
