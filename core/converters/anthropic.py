@@ -64,6 +64,7 @@ class _Block:
 
 class AnthropicConverter(Converter):
     name = "anthropic"
+    defers_takes = True  # the hot path checks that a call is announced and open: no length
 
     def __init__(self) -> None:
         super().__init__()
@@ -106,7 +107,6 @@ class AnthropicConverter(Converter):
             call = tracker.find(index)
             if call is None or not call.announced or call.complete:
                 return None
-            tracker.take(call, fragment)
             return call, fragment
         streamed = _HOT_TEXT.get(kind) if type(kind) is str else None
         if streamed is None:
@@ -131,7 +131,6 @@ class AnthropicConverter(Converter):
             call = tracker.find(index)
             if call is None or not call.announced or call.complete:
                 return None
-            tracker.take(call, fragment)
             return call, fragment
         if kind == "text_delta":
             text, run = delta.text, TEXT

@@ -47,6 +47,10 @@ class Converter:
     ignored_events: ClassVar[frozenset[str]] = frozenset()
     # the table of events and ignored_events, resolved: built by __init_subclass__
     _handlers: ClassVar[dict[str, _Handler]] = {}
+    # the hot path's argument fragments are taken by the tracker when their run ends, joined
+    # (one take per run), not one by one: for converters whose hot checks read no state that a
+    # take changes (the arguments' length)
+    defers_takes: ClassVar[bool] = False
     # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
     # reads in feed_many; an event that does not decode as one is parsed as JSON
     hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
@@ -169,7 +173,7 @@ class Converter:
                                 if found:
                                     if found[0] is not key:
                                         if run:
-                                            out.append(_run_chunk(key, run))
+                                            out.append(self._run_chunk(key, run))
                                             run = []
                                         key = found[0]
                                     run.append(found[1])
@@ -183,20 +187,23 @@ class Converter:
                     else:
                         found = hot(obj)
                         if found is None:
+                            if run:  # the run is whole before anything else is read
+                                out.append(self._run_chunk(key, run))
+                                run = []
                             found = self.on_object(obj, item)
                 if parsed:
                     if isinstance(found, tuple):
                         if found:
                             if found[0] is not key:
                                 if run:
-                                    out.append(_run_chunk(key, run))
+                                    out.append(self._run_chunk(key, run))
                                     run = []
                                 key = found[0]
                             run.append(found[1])
                         continue
                     crs = found
                     if run:
-                        out.append(_run_chunk(key, run))
+                        out.append(self._run_chunk(key, run))
                         run = []
                     if self._quirks or self._errors:
                         crs = self._attach(crs)
@@ -204,14 +211,27 @@ class Converter:
                         out += crs
                     continue
             if run:
-                out.append(_run_chunk(key, run))
+                out.append(self._run_chunk(key, run))
                 run = []
             crs = self.feed(item)
             if crs:
                 out += crs
         if run:
-            out.append(_run_chunk(key, run))
+            out.append(self._run_chunk(key, run))
         return out
+
+    def _run_chunk(self, key: Any, texts: list[str]) -> ChunkResponse:
+        """The one chunk of a run of :meth:`feed_many` (its fragments taken by the tracker now,
+        joined, for a converter that :attr:`defers_takes`)."""
+        text = texts[0] if len(texts) == 1 else "".join(texts)
+        if key is TEXT:
+            return ChunkResponse(content=text)
+        if key is REASONING:
+            return ChunkResponse(reasoning=text)
+        if self.defers_takes:
+            key.fragments += len(texts) - 1  # take() counts one
+            self.tracker.take(key, text)
+        return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """:meth:`hot_event` for an event that decoded as the class's :attr:`hot_decode` Struct:
@@ -224,7 +244,8 @@ class Converter:
 
         ``obj`` is an event's data parsed as JSON (by ``fastjson.loads``, as converters parse
         it). For an event of the commonest shapes the hook does all of the event's bookkeeping
-        (the tracker takes a fragment, a text is noted for reconciliation...) and returns
+        (the tracker takes a fragment, or the run's fragments at the run's end for a converter
+        that :attr:`defers_takes`; a text is noted for reconciliation...) and returns
         ``(key, text)``: ``text`` continues ``key``, a tracked call's arguments (taken by the
         tracker already) or the prose of kind ``TEXT`` / ``REASONING``; or ``()`` when the event
         gives nothing; or the event's own chunks when it needs them (it noted a quirk). For any
@@ -376,16 +397,6 @@ _NotShaped = (msgspec.DecodeError, UnicodeError, RecursionError)
 def _ignore(converter: Converter, obj: dict[str, Any]) -> list[ChunkResponse]:
     """The handler of an ignored event type."""
     return []
-
-
-def _run_chunk(key: Any, texts: list[str]) -> ChunkResponse:
-    """The one chunk of a run of :meth:`Converter.feed_many`."""
-    text = texts[0] if len(texts) == 1 else "".join(texts)
-    if key is TEXT:
-        return ChunkResponse(content=text)
-    if key is REASONING:
-        return ChunkResponse(reasoning=text)
-    return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
 
 class MultiPayload(list[Any]):

@@ -232,6 +232,7 @@ class OpenAIResponsesConverter(Converter):
     name = "openai-responses"
     # response.completed restates every call: its arguments are checked against the streamed ones
     keeps_completed_arguments = True
+    defers_takes = True  # the hot path checks which call is open: not its arguments' length
 
     def __init__(self) -> None:
         super().__init__()
@@ -336,7 +337,6 @@ class OpenAIResponsesConverter(Converter):
             ):
                 return None
             self.payloads += 1
-            tracker.take(call, fragment)
             return call, fragment
         if kind == "response.output_text.delta":
             run, part = TEXT, "text"
@@ -377,7 +377,6 @@ class OpenAIResponsesConverter(Converter):
             ):
                 return None
             self.payloads += 1
-            tracker.take(call, delta)
             return call, delta
         if kind == "response.output_text.delta":
             run, part, index = TEXT, "text", shaped.content_index
