@@ -9,7 +9,8 @@
   reference is the same converter with the Struct path off (``hot_event`` on the parsed dict,
   then ``on_object``): the same chunks, quirks and errors for events of the hot shapes with any
   field missing, null, empty, of another type, repeated or added.
-- ``WireWatch.read_texts`` notes what ``read`` of each read notes.
+- ``WireWatch.read_texts`` notes what ``read`` of each read notes, and
+  ``ToolCallTracker.take_run`` keeps what ``take`` of each fragment keeps (the same blocks).
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from streamtool.core import textbuf
+from streamtool.core import tracker as tracker_module
 from streamtool.core.converters import make_converter
 from streamtool.core.faults import WireWatch
 from streamtool.core.recording import reader
 from streamtool.core.recording.reader import Source
 from streamtool.core.records import RecordingError
+from streamtool.core.tracker import ToolCallTracker
 from streamtool.core.wire.sse import SSEComment, SSEEvent
 
 SETTINGS = settings(
@@ -353,3 +357,36 @@ def test_read_texts_notes_what_reads_note(batches: list[list[str]]) -> None:
     one.finish(None, reads, reads, None)  # whole events in every read: noted at the end
     many.finish(None, reads, reads, None)
     assert many.found == one.found
+
+
+# -- the tracker's runs ------------------------------------------------------------------------
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.lists(st.text("ab", min_size=1, max_size=3), max_size=9)),
+        max_size=12,
+    ),
+    st.sampled_from([2, 3, 256]),
+)
+def test_a_run_taken_at_once_is_kept_as_taken_one_by_one(
+    runs: list[tuple[int, list[str]]], seal: int
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tracker_module, "SEAL", seal)
+        patch.setattr(textbuf, "SEAL", seal)
+        one, many = ToolCallTracker(lambda *a: None), ToolCallTracker(lambda *a: None)
+        for t in (one, many):
+            for i in range(3):
+                t.update(t.open(i), call_id=f"c{i}", name="f", arguments="{")
+        for index, fragments in runs:
+            if not fragments:
+                continue
+            a, b = one.find(index), many.find(index)
+            assert a is not None and b is not None
+            for fragment in fragments:
+                one.take(a, fragment)
+            many.take_run(b, fragments, "".join(fragments))
+        for a, b in zip(one.calls, many.calls, strict=True):
+            assert b.argument_blocks() == a.argument_blocks()
+            assert (b.fragments, len(b.arguments)) == (a.fragments, len(a.arguments))
+            assert many.appends_plainly(b, "x") == one.appends_plainly(a, "x")

@@ -229,8 +229,7 @@ class Converter:
         if key is REASONING:
             return ChunkResponse(reasoning=text)
         if self.defers_takes:
-            key.fragments += len(texts) - 1  # take() counts one
-            self.tracker.take(key, text)
+            self.tracker.take_run(key, texts, text)
         return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:

@@ -35,6 +35,10 @@ _REASONING_FIELDS = {
 
 class OpenAIChatConverter(Converter):
     name = "openai-chat"
+    # a run's fragments are taken when it ends: the hot check reads the arguments' length as
+    # it was before the run (shorter: a fragment it lets through would pass the check after
+    # the takes too; one it stops is read by on_object after them)
+    defers_takes = True
     sniff_kimi_tokens = True  # note Kimi special tokens in the text (kimi-k2 reads them instead)
 
     def __init__(self) -> None:
@@ -189,7 +193,8 @@ class OpenAIChatConverter(Converter):
             return None
         self.payloads += 1
         self._last = call
-        tracker.take(call, args)
+        if not self.defers_takes:
+            tracker.take(call, args)
         return call, args
 
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
