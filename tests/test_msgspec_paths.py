@@ -184,6 +184,10 @@ def test_a_block_of_plain_lines_is_decoded_at_once(tmp_path: Path) -> None:
     finally:
         reader._plain_chunks = original
     assert sum(decoded) == 301 and len(decoded) >= 2
+    blocks = list(Source(path).chunk_blocks())  # the same chunks in lists, text ones said so
+    assert [c for block, _ in blocks for c in block] == chunks
+    assert all(type(c.data) is str for block, texts in blocks if texts for c in block)
+    assert sum(len(block) for block, texts in blocks if texts) == 301
     assert [c.t for c in chunks] == [*range(300), None]
     assert chunks[299].data == "y" * 299 and chunks[-1].data == "z" * 200_000
     assert source.end is not None and source.end.reason == "complete"

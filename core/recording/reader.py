@@ -196,8 +196,15 @@ class Source:
 
     # -- reading ---------------------------------------------------------------------------
     def chunks(self) -> Iterator[Chunk]:
+        for block, _ in self.chunk_blocks():
+            yield from block
+
+    def chunk_blocks(self) -> Iterator[tuple[list[Chunk], bool]]:
+        """:meth:`chunks` in lists, as they are read: ``(chunks, texts)``, ``texts`` true when
+        every chunk of the list is text (a block of plain chunk lines, decoded at once)."""
         if self.raw:
-            yield from self._raw_chunks()
+            for chunk in self._raw_chunks():
+                yield [chunk], False
             return
         fh = self._fh
         blocks = False
@@ -214,13 +221,13 @@ class Source:
         assert fh is not None
         try:
             if blocks:
-                yield from self._block_chunks(fh)
+                yield from self._blocks(fh)
             else:
-                yield from self._line_chunks(fh, fh)
+                yield from _singles(self._line_chunks(fh, fh))
         finally:
             fh.close()
 
-    def _block_chunks(self, fh: IO[bytes]) -> Iterator[Chunk]:
+    def _blocks(self, fh: IO[bytes]) -> Generator[tuple[list[Chunk], bool], None, None]:
         """The records of a file, read in blocks of whole lines: a block of plain chunk records
         (each line one compact object, as the writer writes them) is decoded in one call
         (:func:`_plain_chunks`); any other block, and the last line when the file does not end
@@ -241,22 +248,22 @@ class Source:
             if cut < len(data):
                 pending.append(data[cut:])
             if self.end is None:
-                chunks = _plain_chunks(block)
+                chunks: list[Chunk] | None = _plain_chunks(block)
                 if chunks is not None:
                     self._lineno += len(chunks)
-                    yield from chunks
+                    yield chunks, True
                     continue
                 # often the end record alone (the last line): the lines before it at once
                 last = block.rfind(b"\n", 0, -1) + 1
                 chunks = _plain_chunks(block[:last]) if last else None
                 if chunks is not None:
                     self._lineno += len(chunks)
-                    yield from chunks
+                    yield chunks, True
                     block = block[last:]
-            if (yield from self._line_chunks(fh, io.BytesIO(block))):
+            if (yield from _singles(self._line_chunks(fh, io.BytesIO(block)))):
                 return
         if pending:
-            yield from self._line_chunks(fh, (b"".join(pending),))
+            yield from _singles(self._line_chunks(fh, (b"".join(pending),)))
 
     def _line_chunks(self, fh: IO[bytes], lines: Iterable[bytes]) -> Generator[Chunk, None, bool]:
         """The records of ``lines`` (the next lines of ``fh``), one by one; ``True`` when the
@@ -390,7 +397,19 @@ _decode_plain_lines = msgspec.json.Decoder(_PlainChunk).decode_lines
 _NotPlain = (msgspec.DecodeError, UnicodeError, RecursionError)
 
 
-def _plain_chunks(block: bytes) -> list[_PlainChunk] | None:
+def _singles(
+    chunks: Generator[Chunk, None, bool],
+) -> Generator[tuple[list[Chunk], bool], None, bool]:
+    """Each chunk of ``chunks`` as a list of its own (not said to be text); their return."""
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration as stop:
+            return bool(stop.value)
+        yield [chunk], False
+
+
+def _plain_chunks(block: bytes) -> list[Chunk] | None:
     """The chunks of a block of whole lines that are all plain chunk records, or ``None``.
 
     ``decode_lines`` reads values separated by any whitespace; the block is taken only when every
@@ -409,4 +428,4 @@ def _plain_chunks(block: bytes) -> list[_PlainChunk] | None:
         records = _decode_plain_lines(block)
     except _NotPlain:
         return None
-    return records if len(records) == n else None
+    return records if len(records) == n else None  # type: ignore[return-value]
