@@ -108,6 +108,21 @@ class WireWatch:
         if not ends:
             self._whole_events = False
 
+    def read_texts(self, texts: list[str], joined: str) -> None:
+        """:meth:`read` of each of several text reads in turn (``joined``: their text)."""
+        if not joined:
+            return
+        if "\r" in joined:
+            for data in texts:
+                self.read(data)
+            return
+        # no read ends with CR: only the first one that is not empty may end a split CRLF
+        if self._cr and next(data for data in texts if data)[0] == "\n":
+            self._note(QuirkId.READS_CRLF_SPLIT)
+        self._cr = False
+        if self._whole_events and not all(data.endswith("\n\n") for data in texts if data):
+            self._whole_events = False
+
     def finish(self, decoder: Any, reads: int, items: int, converter: str | None) -> None:
         """At the stream's end: ``reads`` network reads held ``items`` events and comments."""
         inner = getattr(decoder, "inner", None) or decoder

@@ -16,8 +16,8 @@ was decoded in (``TextPieces``), never joined: a call that writes a large file i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from .coalesce import join_argument_runs
 from .converters import (
@@ -199,19 +199,34 @@ class ReplayEngine:
         of feeding every read by itself: only the handler's events are fewer (a run of text or
         fragments is one CONTENT event, its deltas joined). The caller then calls
         :meth:`finish`."""
+        return self.feed_block_batches((((chunk,), False) for chunk in chunks), batch_chars)
+
+    def feed_block_batches(
+        self,
+        blocks: Iterable[tuple[Sequence[Chunk], bool]],
+        batch_chars: int = BATCH_CHARS,
+    ) -> Iterator[tuple[float | None, list[Item]]]:
+        """:meth:`feed_batches` of reads that come in lists, ``(chunks, texts)``, ``texts``
+        true when all of them are text (``Source.chunk_blocks``): such a list is gathered
+        whole into the batch, the others read by read."""
         self._runs = True
         feed = self.feed_chunk
         feed_reads = self._feed_reads
         ready = False
         batch: list[Chunk] = []
         size = 0
-        for chunk in chunks:
-            data = chunk.data
-            if not ready:
-                ready = self.ttft is not None and self.converter is not None
-            if ready and type(data) is str:
-                batch.append(chunk)
-                size += len(data)
+        for chunks, texts in blocks:
+            if texts and ready:
+                n = sum(map(len, [chunk.data for chunk in chunks]))
+                if batch and size + n > batch_chars:
+                    # a batch stays within batch_chars where it can (what it holds is copied)
+                    out = feed_reads(batch)
+                    if out:
+                        yield self.now, out
+                    batch = []
+                    size = 0
+                batch += chunks
+                size += n
                 if size >= batch_chars:
                     out = feed_reads(batch)
                     if out:
@@ -219,15 +234,29 @@ class ReplayEngine:
                     batch = []
                     size = 0
                 continue
-            if batch:
-                out = feed_reads(batch)
+            for chunk in chunks:
+                data = chunk.data
+                if not ready:
+                    ready = self.ttft is not None and self.converter is not None
+                if ready and type(data) is str:
+                    batch.append(chunk)
+                    size += len(data)
+                    if size >= batch_chars:
+                        out = feed_reads(batch)
+                        if out:
+                            yield self.now, out
+                        batch = []
+                        size = 0
+                    continue
+                if batch:
+                    out = feed_reads(batch)
+                    if out:
+                        yield self.now, out
+                    batch = []
+                    size = 0
+                out = feed(chunk)
                 if out:
-                    yield self.now, out
-                batch = []
-                size = 0
-            out = feed(chunk)
-            if out:
-                yield chunk.t, out
+                    yield chunk.t, out
         if batch:
             out = feed_reads(batch)
             if out:
@@ -236,30 +265,28 @@ class ReplayEngine:
     def _feed_reads(self, chunks: list[Chunk]) -> list[Item]:
         """Several text reads fed as one, after the first output (see :meth:`feed_batches`);
         the statistics count every read."""
-        nbytes = 0
-        first_t = self.first_t
-        last_t = self.last_t
-        t = None
-        texts: list[str] = []
-        read = self.wire.read
-        for chunk in chunks:
-            data = chunk.data
-            assert type(data) is str
-            read(data)
-            texts.append(data)
-            nbytes += len(data) if data.isascii() else len(data.encode("utf-8"))
-            t = chunk.t
-            if t is not None:
-                if first_t is None:
-                    first_t = t
-                last_t = t
+        texts = cast("list[str]", [chunk.data for chunk in chunks])  # text reads only
+        text = "".join(texts)
+        self.wire.read_texts(texts, text)
+        if text.isascii():
+            nbytes = len(text)
+        else:
+            try:
+                nbytes = len(text.encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate: the error of the read that holds it
+                nbytes = sum(len(data.encode("utf-8")) for data in texts)
+        times = [chunk.t for chunk in chunks]
+        t = times[-1]
+        last_t = next((t for t in reversed(times) if t is not None), None)
+        if last_t is not None:
+            if self.first_t is None:
+                self.first_t = next(t for t in times if t is not None)
+            self.last_t = last_t
         self.chunks += len(chunks)
         self.bytes += nbytes
-        self.first_t = first_t
-        self.last_t = last_t
         self.now = t
         out: list[Item] = []
-        self._items(self.decoder.feed("".join(texts)), out)
+        self._items(self.decoder.feed(text), out)
         if self._framing is not None:
             self._framing_errors(out)
         return out

@@ -259,6 +259,26 @@ class ToolCallTracker:
         call.fragments += 1
         self._accept(call, fragment)
 
+    def take_run(self, call: TrackedCall, fragments: list[str], text: str) -> None:
+        """:meth:`take` of each of ``fragments`` in turn (``text``: them joined), at once: a
+        converter's batch path takes a run of fragments when the run ends (``Converter.feed_many``
+        with ``defers_takes``). The text is kept in the same blocks as by the takes one by one."""
+        if len(fragments) == 1:
+            self.take(call, text)
+            return
+        call.fragments += len(fragments)
+        self._accept(call, fragments[0])  # another call's turn: what the first take does
+        parts = call._parts
+        rest = fragments[1:]
+        room = SEAL - len(parts)
+        while len(rest) >= room:  # a block every SEAL fragments, as _accept seals them
+            parts.extend(rest[:room])
+            call._seal()
+            rest = rest[room:]
+            room = SEAL
+        parts.extend(rest)
+        call._len += len(text) - len(fragments[0])
+
     def _append_plain(self, call: TrackedCall, text: str) -> ToolCallDelta:
         """The hot path: an announced, open call takes ``text`` as it is."""
         call.fragments += 1

@@ -151,13 +151,13 @@ def test_unpaced_replay_feeds_the_tree_in_batches_and_paced_read_by_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[str] = []
-    real = ReplayEngine.feed_batches
+    real = ReplayEngine.feed_block_batches
 
     def spy(self: ReplayEngine, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(self.source)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(ReplayEngine, "feed_batches", spy)
+    monkeypatch.setattr(ReplayEngine, "feed_block_batches", spy)
     path = RECORDINGS / "openai-write-file.jsonl"
     runner = CliRunner()
     outputs = {}

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from ..citations import from_anthropic
 from ..model import ChunkResponse, ToolCallDelta
@@ -62,6 +64,7 @@ class _Block:
 
 class AnthropicConverter(Converter):
     name = "anthropic"
+    defers_takes = True  # the hot path checks that a call is announced and open: no length
 
     def __init__(self) -> None:
         super().__init__()
@@ -104,7 +107,6 @@ class AnthropicConverter(Converter):
             call = tracker.find(index)
             if call is None or not call.announced or call.complete:
                 return None
-            tracker.take(call, fragment)
             return call, fragment
         streamed = _HOT_TEXT.get(kind) if type(kind) is str else None
         if streamed is None:
@@ -112,6 +114,31 @@ class AnthropicConverter(Converter):
         field, run = streamed
         text = delta.get(field)
         if type(text) is not str or not text:
+            return None
+        self._runs.enter(run)
+        return run, text
+
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`hot_event` of an event that decoded as :class:`_HotBlockDelta`."""
+        delta = shaped.delta
+        kind = delta.type
+        if kind == "input_json_delta":
+            fragment = delta.partial_json
+            index = shaped.index
+            if not fragment or index is None:
+                return None
+            tracker = self.tracker
+            call = tracker.find(index)
+            if call is None or not call.announced or call.complete:
+                return None
+            return call, fragment
+        if kind == "text_delta":
+            text, run = delta.text, TEXT
+        elif kind == "thinking_delta":
+            text, run = delta.thinking, REASONING
+        else:
+            return None
+        if not text:
             return None
         self._runs.enter(run)
         return run, text
@@ -405,3 +432,21 @@ class AnthropicConverter(Converter):
             if not self.failed and self.started:
                 self.truncated("message_stop")
         return [ChunkResponse(tool_calls=deltas)] if deltas else []
+
+
+# The hot shape of feed_many (AnthropicConverter.hot_struct): a content_block_delta whose index
+# is an integer (or absent) and whose delta's text fields are strings; other fields are skipped.
+class _HotDelta(msgspec.Struct):
+    type: str
+    text: str = ""
+    thinking: str = ""
+    partial_json: str = ""
+
+
+class _HotBlockDelta(msgspec.Struct):
+    type: Literal["content_block_delta"]
+    delta: _HotDelta
+    index: int | None = None
+
+
+AnthropicConverter.hot_decoder = msgspec.json.Decoder(_HotBlockDelta)

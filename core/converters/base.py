@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import msgspec
+
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..quirk_ids import QuirkId
 from ..records import Header
 from ..tracker import ToolCallTracker
 from ..wire import fastjson
-from ..wire.fastjson import loads
+from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
 from .prose_runs import REASONING, TEXT
 
@@ -45,6 +47,13 @@ class Converter:
     ignored_events: ClassVar[frozenset[str]] = frozenset()
     # the table of events and ignored_events, resolved: built by __init_subclass__
     _handlers: ClassVar[dict[str, _Handler]] = {}
+    # the hot path's argument fragments are taken by the tracker when their run ends, joined
+    # (one take per run), not one by one: for converters whose hot checks read no state that a
+    # take changes (the arguments' length)
+    defers_takes: ClassVar[bool] = False
+    # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
+    # reads in feed_many; an event that does not decode as one is parsed as JSON
+    hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -53,6 +62,8 @@ class Converter:
             name, *args = (entry,) if isinstance(entry, str) else entry
             handlers[kind] = (getattr(cls, name), tuple(args))
         cls._handlers = handlers
+        if "hot_event" in cls.__dict__ and "hot_struct" not in cls.__dict__:
+            cls.hot_decoder = None  # a hot_event of its own: no inherited Struct reads for it
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
@@ -143,29 +154,56 @@ class Converter:
             return out
         run: list[str] = []  # the texts of the run being collected
         key: Any = None  # what it continues: a TrackedCall, TEXT or REASONING
+        hot_decode = None if self.hot_decoder is None else self.hot_decoder.decode
+        hot_struct = self.hot_struct
         for item in items:
             if type(item) is SSEEvent:
-                try:
-                    obj = loads(item.data)
-                except ValueError:
-                    pass  # not JSON: feed() says what it is
-                else:
-                    found = hot(obj)
-                    if found is None:
-                        crs = self.on_object(obj, item)
-                    elif isinstance(found, tuple):
+                found: Any = None
+                if hot_decode is not None:
+                    data = item.data
+                    # JSON nested too deeply is no event's shape, even in a field it skips
+                    if len(data) <= _SHALLOW or not too_deep_text(data):
+                        try:
+                            shaped = hot_decode(data)
+                        except _NotShaped:
+                            pass
+                        else:
+                            found = hot_struct(shaped)
+                            if type(found) is tuple:  # the commonest case first
+                                if found:
+                                    if found[0] is not key:
+                                        if run:
+                                            out.append(self._run_chunk(key, run))
+                                            run = []
+                                        key = found[0]
+                                    run.append(found[1])
+                                continue
+                parsed = True
+                if found is None:
+                    try:
+                        obj = loads(item.data)
+                    except ValueError:
+                        parsed = False  # not JSON: feed() says what it is
+                    else:
+                        found = hot(obj)
+                        if found is None:
+                            if run:  # the run is whole before anything else is read
+                                out.append(self._run_chunk(key, run))
+                                run = []
+                            found = self.on_object(obj, item)
+                if parsed:
+                    if isinstance(found, tuple):
                         if found:
                             if found[0] is not key:
                                 if run:
-                                    out.append(_run_chunk(key, run))
+                                    out.append(self._run_chunk(key, run))
                                     run = []
                                 key = found[0]
                             run.append(found[1])
                         continue
-                    else:
-                        crs = found
+                    crs = found
                     if run:
-                        out.append(_run_chunk(key, run))
+                        out.append(self._run_chunk(key, run))
                         run = []
                     if self._quirks or self._errors:
                         crs = self._attach(crs)
@@ -173,21 +211,40 @@ class Converter:
                         out += crs
                     continue
             if run:
-                out.append(_run_chunk(key, run))
+                out.append(self._run_chunk(key, run))
                 run = []
             crs = self.feed(item)
             if crs:
                 out += crs
         if run:
-            out.append(_run_chunk(key, run))
+            out.append(self._run_chunk(key, run))
         return out
+
+    def _run_chunk(self, key: Any, texts: list[str]) -> ChunkResponse:
+        """The one chunk of a run of :meth:`feed_many` (its fragments taken by the tracker now,
+        joined, for a converter that :attr:`defers_takes`)."""
+        text = texts[0] if len(texts) == 1 else "".join(texts)
+        if key is TEXT:
+            return ChunkResponse(content=text)
+        if key is REASONING:
+            return ChunkResponse(reasoning=text)
+        if self.defers_takes:
+            self.tracker.take_run(key, texts, text)
+        return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
+
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`hot_event` for an event that decoded as the class's :attr:`hot_decode` Struct:
+        for every such event, exactly what :meth:`hot_event` does with the event parsed as a
+        dict (the same result, the same bookkeeping), or ``None`` having changed nothing."""
+        return None
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """The hot path of :meth:`feed_many`, for converters that have one.
 
         ``obj`` is an event's data parsed as JSON (by ``fastjson.loads``, as converters parse
         it). For an event of the commonest shapes the hook does all of the event's bookkeeping
-        (the tracker takes a fragment, a text is noted for reconciliation...) and returns
+        (the tracker takes a fragment, or the run's fragments at the run's end for a converter
+        that :attr:`defers_takes`; a text is noted for reconciliation...) and returns
         ``(key, text)``: ``text`` continues ``key``, a tracked call's arguments (taken by the
         tracker already) or the prose of kind ``TEXT`` / ``REASONING``; or ``()`` when the event
         gives nothing; or the event's own chunks when it needs them (it noted a quirk). For any
@@ -329,19 +386,16 @@ class Converter:
         return None
 
 
+# text this short holds no JSON nested deeper than MAX_DEPTH (fastjson.check_depth)
+_SHALLOW = 2 * MAX_DEPTH
+# what a Struct decoder raises for data of another shape (ValidationError is a DecodeError),
+# for a str holding a lone surrogate, for deep nesting
+_NotShaped = (msgspec.DecodeError, UnicodeError, RecursionError)
+
+
 def _ignore(converter: Converter, obj: dict[str, Any]) -> list[ChunkResponse]:
     """The handler of an ignored event type."""
     return []
-
-
-def _run_chunk(key: Any, texts: list[str]) -> ChunkResponse:
-    """The one chunk of a run of :meth:`Converter.feed_many`."""
-    text = texts[0] if len(texts) == 1 else "".join(texts)
-    if key is TEXT:
-        return ChunkResponse(content=text)
-    if key is REASONING:
-        return ChunkResponse(reasoning=text)
-    return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
 
 class MultiPayload(list[Any]):

@@ -43,6 +43,9 @@ _FOUND = {
 class KimiK2Converter(OpenAIChatConverter):
     name = "kimi-k2"
     sniff_kimi_tokens = False  # this converter reads the tokens instead
+    # a text's tokens may complete the calls (a section begins): their fragments are taken
+    # one by one, not when a run ends
+    defers_takes = False
 
     def __init__(self) -> None:
         super().__init__()

@@ -11,7 +11,9 @@ calls, and streams that end without ``[DONE]``. Each quirk met is reported by it
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from ..citations import from_openai_annotation, from_search_results
 from ..model import ChunkResponse, ToolCallDelta
@@ -33,6 +35,10 @@ _REASONING_FIELDS = {
 
 class OpenAIChatConverter(Converter):
     name = "openai-chat"
+    # a run's fragments are taken when it ends: the hot check reads the arguments' length as
+    # it was before the run (shorter: a fragment it lets through would pass the check after
+    # the takes too; one it stops is read by on_object after them)
+    defers_takes = True
     sniff_kimi_tokens = True  # note Kimi special tokens in the text (kimi-k2 reads them instead)
 
     def __init__(self) -> None:
@@ -142,7 +148,36 @@ class OpenAIChatConverter(Converter):
             return None
         index = tc.get("index")
         args = fn.get("arguments")
-        if type(index) is not int or type(args) is not str or not self._fragments_pass():
+        if type(index) is not int or type(args) is not str:
+            return None
+        return self._hot_fragment(index, args)
+
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`hot_event` of an event that decoded as :class:`_HotChunk` (the shape's checks
+        made by the decoder: no error, usage, x_groq, citations, search results, finish reason,
+        refusal, annotations or reasoning; a tool call without id or name)."""
+        if self.done:
+            return None
+        model = shaped.model
+        choices = shaped.choices
+        if (model and model != self._model) or len(choices) != 1:
+            return None
+        delta = choices[0].delta
+        content = delta.content
+        tool_calls = delta.tool_calls
+        if content:
+            if not self._content_started or tool_calls:
+                return None
+            self.payloads += 1
+            return self._hot_content(content)
+        if tool_calls is None or len(tool_calls) != 1:
+            return None
+        tc = tool_calls[0]
+        return self._hot_fragment(tc.index, tc.function.arguments)
+
+    def _hot_fragment(self, index: int, args: str) -> tuple[Any, ...] | None:
+        """An argument fragment of a hot chunk (see :meth:`hot_event`)."""
+        if not self._fragments_pass():
             return None
         tracker = self.tracker
         call = tracker.find(index)
@@ -158,7 +193,8 @@ class OpenAIChatConverter(Converter):
             return None
         self.payloads += 1
         self._last = call
-        tracker.take(call, args)
+        if not self.defers_takes:
+            tracker.take(call, args)
         return call, args
 
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
@@ -564,6 +600,51 @@ class OpenAIChatConverter(Converter):
 
 
 PARALLEL_WRAPPER = "multi_tool_use.parallel"
+
+
+# The hot shape of feed_many (OpenAIChatConverter.hot_struct): a chunk of choices whose delta
+# holds text or one argument fragment of a call without id or name. Every field that sends a
+# chunk off the hot path is declared, so that the decoder refuses it: typed ``None`` (only null
+# allowed, or absent) or ``UnsetType`` (never allowed); other fields are skipped.
+class _HotFunction(msgspec.Struct):
+    arguments: str
+    name: msgspec.UnsetType = msgspec.UNSET
+
+
+class _HotToolCall(msgspec.Struct):
+    index: int
+    function: _HotFunction
+    id: msgspec.UnsetType = msgspec.UNSET
+
+
+class _HotDelta(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_HotToolCall] | None = None
+    function_call: None = None
+    refusal: None = None
+    annotations: None = None
+    reasoning_content: None = None
+    reasoning: None = None
+    reasoning_details: None = None
+
+
+class _HotChoice(msgspec.Struct):
+    delta: _HotDelta
+    index: Literal[0] | None = 0
+    finish_reason: None = None
+
+
+class _HotChunk(msgspec.Struct):
+    choices: list[_HotChoice]
+    model: str | None = None
+    error: None = None
+    usage: None = None
+    x_groq: msgspec.UnsetType = msgspec.UNSET
+    citations: msgspec.UnsetType = msgspec.UNSET
+    search_results: msgspec.UnsetType = msgspec.UNSET
+
+
+OpenAIChatConverter.hot_decoder = msgspec.json.Decoder(_HotChunk)
 
 
 class _Wrapper:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from ..citations import from_openai_annotation
 from ..model import ChunkResponse, ToolCallDelta
 from ..quirk_ids import QuirkId
@@ -230,6 +232,7 @@ class OpenAIResponsesConverter(Converter):
     name = "openai-responses"
     # response.completed restates every call: its arguments are checked against the streamed ones
     keeps_completed_arguments = True
+    defers_takes = True  # the hot path checks which call is open: not its arguments' length
 
     def __init__(self) -> None:
         super().__init__()
@@ -334,7 +337,6 @@ class OpenAIResponsesConverter(Converter):
             ):
                 return None
             self.payloads += 1
-            tracker.take(call, fragment)
             return call, fragment
         if kind == "response.output_text.delta":
             run, part = TEXT, "text"
@@ -357,10 +359,49 @@ class OpenAIResponsesConverter(Converter):
             self._runs.enter(run)
         return run, delta
 
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`hot_event` of an event that decoded as :class:`_HotDelta`."""
+        kind = shaped.type
+        delta = shaped.delta
+        if not delta:
+            return None
+        if kind == "response.function_call_arguments.delta":
+            tracker = self.tracker
+            call = tracker.find(shaped.item_id)
+            if (
+                call is None
+                or call is not tracker.calls[-1]
+                or not call.announced
+                or call.complete
+                or not self._follows(shaped.sequence_number)
+            ):
+                return None
+            self.payloads += 1
+            return call, delta
+        if kind == "response.output_text.delta":
+            run, part, index = TEXT, "text", shaped.content_index
+        elif kind == "response.reasoning_summary_text.delta":
+            run, part, index = REASONING, "summary", shaped.summary_index
+        elif kind == "response.reasoning_text.delta":
+            run, part, index = REASONING, "content", shaped.content_index
+        else:
+            return None
+        item = self._items.get(shaped.item_id)
+        if item is None or not self._follows(shaped.sequence_number):
+            return None
+        self.payloads += 1
+        item.add_text((part, index), delta)
+        if self._runs.kind != run:
+            self._runs.enter(run)
+        return run, delta
+
     def _in_sequence(self, obj: dict[str, Any]) -> bool:
         """The event's ``sequence_number`` follows the last one (or there is none); it becomes
         the last one."""
-        seq = obj.get("sequence_number")
+        return self._follows(obj.get("sequence_number"))
+
+    def _follows(self, seq: Any) -> bool:
+        """:meth:`_in_sequence` of the ``sequence_number`` ``seq``."""
         if seq is None:
             return True
         if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
@@ -1166,3 +1207,18 @@ def _part_index(obj: dict[str, Any], part: str) -> Any:
     if isinstance(index, list | dict):
         return json.dumps(index, sort_keys=True)
     return index
+
+
+# The hot shape of feed_many (OpenAIResponsesConverter.hot_struct): an event with a string
+# delta and item id, an integer (or absent) sequence number and part indexes; other fields are
+# skipped.
+class _HotDelta(msgspec.Struct):
+    type: str
+    delta: str
+    item_id: str
+    sequence_number: int | None = None
+    content_index: int = 0
+    summary_index: int = 0
+
+
+OpenAIResponsesConverter.hot_decoder = msgspec.json.Decoder(_HotDelta)

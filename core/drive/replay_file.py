@@ -35,7 +35,7 @@ def replay_file(
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
-    (:meth:`ReplayEngine.feed_batches`), which is faster. The summary and the transcript are
+    (:meth:`ReplayEngine.feed_block_batches`), which is faster. The summary and the transcript are
     the same; the handler's events are fewer (a run of text or fragments is one CONTENT event,
     its deltas joined), and ``on_items`` is called once per batch that produced something. It
     takes no ``before_chunk`` (there is no read by read to pace).
@@ -54,11 +54,13 @@ def replay_file(
         string_pieces=string_pieces,
     )
     if batched:
+        batches = engine.feed_block_batches(source.chunk_blocks())
         if on_items is None:
-            engine.feed_chunks(source.chunks())
+            for _ in batches:
+                pass
             engine.finish(source.end)
             return engine
-        for t, items in engine.feed_batches(source.chunks()):
+        for t, items in batches:
             on_items(engine, t, items)
         on_items(engine, None, engine.finish(source.end))
         return engine

@@ -11,9 +11,11 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
+
+import msgspec
 
 from ..records import (
     Chunk,
@@ -31,6 +33,7 @@ from ..wire.fastjson import loads_utf8_unchecked as fast_loads
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
 RAW_BLOCK = 64 * 1024
+READ_BLOCK = 64 * 1024  # a recording is read in blocks of whole lines of about this size
 GOLDEN_FORMAT = "streamtool-golden"  # what check writes (outputs/golden.py)
 GOLDEN_READ_LIMIT = 64 * 1024 * 1024
 STDIN = "-"  # the path that names standard input
@@ -193,12 +196,20 @@ class Source:
 
     # -- reading ---------------------------------------------------------------------------
     def chunks(self) -> Iterator[Chunk]:
+        for block, _ in self.chunk_blocks():
+            yield from block
+
+    def chunk_blocks(self) -> Iterator[tuple[list[Chunk], bool]]:
+        """:meth:`chunks` in lists, as they are read: ``(chunks, texts)``, ``texts`` true when
+        every chunk of the list is text (a block of plain chunk lines, decoded at once)."""
         if self.raw:
-            yield from self._raw_chunks()
+            for chunk in self._raw_chunks():
+                yield [chunk], False
             return
         fh = self._fh
+        blocks = False
         if fh is None and self._resume is not None:
-            # bytes: orjson reads each line's UTF-8 as it is, no text decoded twice
+            # bytes: each line's UTF-8 is parsed as it is, no text decoded twice
             try:
                 fh = open(self.path, "rb")  # noqa: SIM115
                 fh.seek(self._resume)
@@ -206,12 +217,62 @@ class Source:
                 raise RecordingError(self.path, None, os_error_text(exc)) from None
             self._resume = None
             self._fh = fh
+            blocks = True  # a file (standard input is read line by line, as it comes)
         assert fh is not None
+        try:
+            if blocks:
+                yield from self._blocks(fh)
+            else:
+                yield from _singles(self._line_chunks(fh, fh))
+        finally:
+            fh.close()
+
+    def _blocks(self, fh: IO[bytes]) -> Generator[tuple[list[Chunk], bool], None, None]:
+        """The records of a file, read in blocks of whole lines: a block of plain chunk records
+        (each line one compact object, as the writer writes them) is decoded in one call
+        (:func:`_plain_chunks`); any other block, and the last line when the file does not end
+        with a line end, goes line by line (:meth:`_line_chunks`: its errors, its line numbers,
+        the cut last line)."""
+        pending: list[bytes] = []  # the start of a line that has not ended yet
+        read = fh.read
+        while data := read(READ_BLOCK):
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                pending.append(data)  # a long line: joined once it has ended
+                continue
+            block = data if cut == len(data) else data[:cut]
+            if pending:
+                pending.append(block)
+                block = b"".join(pending)
+                pending = []
+            if cut < len(data):
+                pending.append(data[cut:])
+            if self.end is None:
+                chunks: list[Chunk] | None = _plain_chunks(block)
+                if chunks is not None:
+                    self._lineno += len(chunks)
+                    yield chunks, True
+                    continue
+                # often the end record alone (the last line): the lines before it at once
+                last = block.rfind(b"\n", 0, -1) + 1
+                chunks = _plain_chunks(block[:last]) if last else None
+                if chunks is not None:
+                    self._lineno += len(chunks)
+                    yield chunks, True
+                    block = block[last:]
+            if (yield from _singles(self._line_chunks(fh, io.BytesIO(block)))):
+                return
+        if pending:
+            yield from _singles(self._line_chunks(fh, (b"".join(pending),)))
+
+    def _line_chunks(self, fh: IO[bytes], lines: Iterable[bytes]) -> Generator[Chunk, None, bool]:
+        """The records of ``lines`` (the next lines of ``fh``), one by one; ``True`` when the
+        last line of the file was cut mid-way (the reader stops there)."""
         path = self.path
         lineno = self._lineno
         loads = fast_loads
         try:
-            for line in fh:
+            for line in lines:
                 lineno += 1
                 if self.end is not None:
                     if line.strip():
@@ -228,7 +289,7 @@ class Source:
                         # the last line was cut mid-way (a crash, a full disk, kill -9): what
                         # came before it is whole; the reader says so and stops there
                         self.cut_line = lineno
-                        return
+                        return True
                     msg = str(exc.args[0]).split(":")[0]
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
                 if type(obj) is dict and obj.get("type") == "chunk":
@@ -249,7 +310,8 @@ class Source:
                 else:
                     yield rec
         finally:
-            fh.close()
+            self._lineno = lineno
+        return False
 
     @staticmethod
     def _at_end(fh: IO[bytes]) -> bool:
@@ -317,3 +379,53 @@ def _first_line(fh: IO[bytes]) -> tuple[str | None, int]:
             raise _NotUTF8(lineno) from None
         if line.strip():
             return line, lineno
+
+
+class _PlainChunk(Chunk, kw_only=True, rename={"data": "text"}):
+    """A chunk record of text whose time is a finite number or null, decoded as the
+    :class:`Chunk` it is; any other record (``b64``, a text that is not a string, ``t`` that is
+    not a number, the end record) fails to decode as one. Other fields are ignored, as the line
+    by line reading ignores them; msgspec refuses the non-finite numbers (``NaN``, ``1e400``)."""
+
+    type: Literal["chunk"]
+    data: str
+    t: int | float | None = None
+    b64: msgspec.UnsetType = msgspec.UNSET
+
+
+_decode_plain_lines = msgspec.json.Decoder(_PlainChunk).decode_lines
+_NotPlain = (msgspec.DecodeError, UnicodeError, RecursionError)
+
+
+def _singles(
+    chunks: Generator[Chunk, None, bool],
+) -> Generator[tuple[list[Chunk], bool], None, bool]:
+    """Each chunk of ``chunks`` as a list of its own (not said to be text); their return."""
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration as stop:
+            return bool(stop.value)
+        yield [chunk], False
+
+
+def _plain_chunks(block: bytes) -> list[Chunk] | None:
+    """The chunks of a block of whole lines that are all plain chunk records, or ``None``.
+
+    ``decode_lines`` reads values separated by any whitespace; the block is taken only when every
+    line is one value, which holds when each line starts with ``{`` and ends with ``}`` (a line
+    end between ``}`` and ``{`` cannot be inside a JSON value, and a JSON string holds no line
+    end) and there are as many values as lines."""
+    n = block.count(b"\n")
+    if (
+        not n
+        or block[:1] != b"{"
+        or block[-2:] != b"}\n"
+        or (n > 1 and block.count(b"}\n{") != n - 1)
+    ):
+        return None
+    try:
+        records = _decode_plain_lines(block)
+    except _NotPlain:
+        return None
+    return records if len(records) == n else None  # type: ignore[return-value]

@@ -1,14 +1,14 @@
-"""``loads``: ``json.loads``'s results and errors at orjson's speed (the hot path of replay), with
-a nesting limit and without the non-JSON constants ``NaN`` and ``Infinity``.
+"""``loads``: ``json.loads``'s results and errors at msgspec's speed (the hot path of replay),
+with a nesting limit and without the non-JSON constants ``NaN`` and ``Infinity``.
 
-orjson parses; whatever it refuses (invalid JSON, ``NaN``, numbers beyond a double, lone
-surrogates, other encodings than UTF-8) is handed to the standard library's C scanner, and from
-there to ``json.loads``, so results and error messages are those of ``json.loads`` (with
-``parse_constant`` refusing the constants). Integers too long for orjson's 64 bits (it would
-read them as floats) are never given to it: text holding a run of 19 digits goes to the
-standard library, and so does a document larger than :data:`ORJSON_MAX` (orjson's working memory
-for one reaches ten times its size). Duplicate keys: both keep the last value, at the first key's
-place.
+msgspec parses (``str`` as it is, no encoding first; integers of any length exactly, as the
+standard library reads them); whatever it refuses (invalid JSON, ``NaN``, numbers beyond a double,
+integers longer than the standard library takes, lone surrogates, other encodings than UTF-8) is
+handed to the standard library's C scanner, and from there to ``json.loads``, so results and error
+messages are those of ``json.loads`` (with ``parse_constant`` refusing the constants). A document
+larger than :data:`FAST_MAX` goes to the standard library too (msgspec keeps the UTF-8 copy of a
+text that is not ASCII beside it: a whole file written by a tool call would be held twice).
+Duplicate keys: both keep the last value, at the first key's place.
 
 JSON nested deeper than :data:`MAX_DEPTH` is refused with a ``json.JSONDecodeError`` ("nested too
 deeply"), like any other text that is not usable JSON: the standard decoder would raise
@@ -22,7 +22,7 @@ import json
 import json.scanner
 from typing import Any
 
-import orjson
+import msgspec
 
 MAX_DEPTH = 200
 
@@ -63,15 +63,14 @@ class NestingError(json.JSONDecodeError):
         return str(self.msg)
 
 
-# a run of digits that may be an integer beyond 64 bits (2**63 has 19 digits), found by mapping
-# every digit to "0" and every other byte to " " (bytes.translate: as fast as orjson's parse)
-_DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_LONG_DIGITS = b"0" * 19
-# orjson's working memory for a document reaches about ten times its size: a larger document
-# (a whole file written by a tool call) goes to the standard library, which needs about its size
-ORJSON_MAX = 256 * 1024
-_orjson_loads = orjson.loads
-_OrjsonError = orjson.JSONDecodeError
+# a larger document goes to the standard library, which needs about its size (msgspec adds the
+# UTF-8 copy of a text that is not ASCII, kept as long as the text)
+FAST_MAX = 256 * 1024
+_fast = msgspec.json.Decoder().decode
+# what msgspec raises for what it refuses: invalid or unusual JSON (DecodeError, ValidationError
+# for numbers out of range), a str holding a lone surrogate (no UTF-8 of it) or bytes that are not
+# UTF-8 (UnicodeError), deep nesting
+_Refused = (msgspec.DecodeError, UnicodeError, RecursionError)
 
 
 def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
@@ -83,7 +82,7 @@ def loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
 
 
 def stdlib_loads(text: str | bytes | bytearray, **kwargs: Any) -> Any:
-    """:func:`loads` through the standard library alone (the reference orjson's path keeps to)."""
+    """:func:`loads` through the standard library alone (the reference msgspec's path keeps to)."""
     if not isinstance(text, str):  # as json.loads: UTF-8/16/32 bytes
         text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
     if kwargs:
@@ -101,11 +100,11 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     """:func:`loads` without the nesting limit, for a caller that keeps no nested value of the
     result (a recording's chunk record keeps two scalars) or calls :func:`check_depth` itself.
     Nesting that the decoder itself cannot take still raises :class:`NestingError`."""
-    if len(text) <= ORJSON_MAX:
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        obj = _by_orjson(data)
-        if obj is not _REFUSED:
-            return obj
+    if len(text) <= FAST_MAX:
+        try:
+            return _fast(text)
+        except _Refused:
+            pass
     return stdlib_loads_unchecked(text)
 
 
@@ -119,25 +118,12 @@ def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
 def loads_utf8_unchecked(data: bytes) -> Any:
     """:func:`loads_unchecked` of bytes that must be UTF-8 text (a recording's line): bytes
     that are not raise ``UnicodeDecodeError``, whatever encoding ``json.loads`` would guess."""
-    if len(data) <= ORJSON_MAX:
-        obj = _by_orjson(data)
-        if obj is not _REFUSED:
-            return obj
+    if len(data) <= FAST_MAX:
+        try:
+            return _fast(data)
+        except _Refused:
+            pass
     return _stdlib_unchecked(data.decode("utf-8"))
-
-
-_REFUSED = object()
-
-
-def _by_orjson(data: bytes | bytearray) -> Any:
-    """orjson's value of ``data``, or :data:`_REFUSED` where the standard library must read it
-    (a run of 19 digits, or anything orjson refuses)."""
-    if _LONG_DIGITS in data.translate(_DIGIT_MAP):
-        return _REFUSED
-    try:
-        return _orjson_loads(data)
-    except _OrjsonError:
-        return _REFUSED
 
 
 def _stdlib_unchecked(text: str) -> Any:
