@@ -142,6 +142,17 @@ class KimiTokenScanner:
         out: list[Piece] = []
         if not text:
             return out
+        if "<" not in text and not self._tail:
+            # the commonest read: no marker, nothing held back (as the loop below would do)
+            mode = self._mode
+            if mode == _TEXT:
+                out.append(Text(text))
+                return out
+            if mode == _ARGUMENTS and self._raw_len + len(text) <= self.limit:
+                self._raw.append(text)
+                self._raw_len += len(text)
+                self._args.append(text)
+                return out
         if self._tail:
             buf = self._tail + text
             self._tail = ""
