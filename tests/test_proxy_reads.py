@@ -92,6 +92,57 @@ def test_quick_reads_are_gathered_into_one_record_per_gather(tmp_path: Path) -> 
     assert all(b - a >= GATHER * 0.9 for a, b in zip(times, times[1:], strict=False))
 
 
+def test_the_recording_is_named_while_the_upstream_works_on_the_request(tmp_path: Path) -> None:
+    # the upstream answers 1 s after the request came: well before that, the proxy has checked
+    # the request and claimed its recording's number (a reservation), off the first byte's path
+    writes = [(1.0, HEAD + chunked(event(0)) + b"0\r\n\r\n")]
+    out = tmp_path / "caps"
+    with (
+        ScriptedUpstream(writes) as up,
+        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+    ):
+        start = time.monotonic()
+        client = threading.Thread(target=raw_post, args=(px.url + "/v1/chat/completions", BODY))
+        client.start()
+        reserved: list[str] = []
+        while not reserved and time.monotonic() < start + 5:
+            reserved = [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+            time.sleep(0.005)
+        named_after = time.monotonic() - start
+        client.join(10)
+        [entry] = wait_for_index(out, 1)
+    assert reserved == [f".{entry['file']}.reserved"]
+    assert named_after < 0.8, f"named {named_after:.2f} s after the request, not before the answer"
+
+
+def test_a_client_gone_after_the_head_leaves_the_head_recorded(tmp_path: Path) -> None:
+    # the head reaches the client before the recording's header record is written: a client
+    # that leaves as soon as it has the head (no body has come) still leaves a recording with
+    # the upstream's status and headers, ended "interrupted"
+    head = HEAD.replace(b"\r\n\r\n", b"\r\nx-upstream-note: kept\r\n\r\n")
+    writes = [(0.0, head), (3.0, chunked(event(0)) + b"0\r\n\r\n")]
+    out = tmp_path / "caps"
+    with (
+        ScriptedUpstream(writes) as up,
+        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+    ):
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream("POST", px.url + "/v1/chat/completions", json=BODY) as resp,
+        ):
+            assert resp.status_code == 200
+            assert resp.headers["x-upstream-note"] == "kept"
+        [entry] = wait_for_index(out, 1)
+    [f] = captured(out)
+    header, chunks, end = read_all(f)
+    assert header.response["status"] == 200
+    assert header.response["headers"]["x-upstream-note"] == "kept"
+    assert header.request["body"] == BODY
+    assert chunks == []
+    assert end.reason == "interrupted" and "client" in end.error
+    assert entry["end"] == "interrupted" and entry["status"] == 200
+
+
 def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) -> None:
     writes = [(0.0, HEAD + chunked(event(1), b"data: [DONE]\n\n") + b"0\r\n\r\n")]
     out = tmp_path / "caps"
