@@ -178,13 +178,15 @@ def recorder_for(
     url: str,
     force: bool = False,
     parsed: Any = None,
+    secrets: list[str] | None = None,
 ) -> ResponseRecorder:
     """A recorder for a starlette ``request`` about to be forwarded to ``url``.
 
     The recording header keeps the request's headers (credentials redacted) and its body
     (parsed JSON, else the text: also JSON nested too deeply to walk); every credential value
     is scrubbed from all that is written. ``parsed``: the body as :func:`request_body` parsed
-    it already (``None``: parsed here).
+    it already (``None``: parsed here); ``secrets``: what :func:`request_secrets` found in it
+    already (``None``: looked for here).
     """
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
     if parsed is None and body:
@@ -199,7 +201,7 @@ def recorder_for(
         request=description,
         provider=provider,
         api=api,
-        secrets=request_secrets(headers, url),
+        secrets=request_secrets(headers, url) if secrets is None else secrets,
         force=force,
     )
 

@@ -337,7 +337,8 @@ class ProxyApp:
         url = self.config.upstreams.url(r, path, query)
         # the model and path name the file, the index entry and the journal's row: a credential
         # the request carries (a model set to the key) reaches none of them
-        scrub = SecretScrubber(request_secrets(request.headers.items(), url))
+        secrets = request_secrets(request.headers.items(), url)
+        scrub = SecretScrubber(secrets)
         model = None if r.model is None else redact_keys(scrub.text(r.model))
         ex = Exchange(
             method=request.method,
@@ -352,7 +353,14 @@ class ProxyApp:
         # checked for key patterns and its file named in :meth:`_claim`, while the request goes
         # upstream
         recorder = recorder_for(
-            request, body, "", provider=r.provider, api=r.api, url=url, parsed=parsed
+            request,
+            body,
+            "",
+            provider=r.provider,
+            api=r.api,
+            url=url,
+            parsed=parsed,
+            secrets=secrets,
         )
         claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
