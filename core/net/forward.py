@@ -455,8 +455,6 @@ class _ForwardedResponse:
         self.on_end = on_end
         self._ended = False
         self._started = False
-        # the upstream's status and headers (text) until its header record is written
-        self._head: tuple[int, list[tuple[str, str]]] | None = None
 
     # -- recording, never allowed to stop the forwarding ----------------------------------------
     def _rec(self, method: str, *args: Any) -> Any:
@@ -538,19 +536,12 @@ class _ForwardedResponse:
                 if not self._ended:
                     with anyio.CancelScope(shield=True):  # the recorder needs its file name
                         await self._ready()
-                    self._record_head()  # a head that came is recorded, whatever cut it short
                     received = self.ex.bytes
                     who = "the client closed the connection" if client_gone else "stopped"
                     self._finish("interrupted", f"{who} after {received} bytes")
                 tg.cancel_scope.cancel()
         if cut is not None:
             raise CutConnection(str(cut))
-
-    def _record_head(self) -> None:
-        """The header record, once, when the response head has come (before any read)."""
-        head, self._head = self._head, None
-        if head is not None:
-            self._rec("start", *head)
 
     async def _ready(self) -> None:
         """Wait for :attr:`prepare`'s work; a failure of it stops the recording."""
@@ -602,6 +593,7 @@ class _ForwardedResponse:
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return None
         try:
+            await self._ready()
             return await self._stream(response, send)
         finally:
             with anyio.CancelScope(shield=True):  # also when the client went away
@@ -616,19 +608,18 @@ class _ForwardedResponse:
         ex = self.ex
         ex.status = response.status_code
         raw_headers = response.headers.raw
+        text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
+        if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
+            await asyncio.to_thread(self._rec, "start", response.status_code, text_headers)
+        else:
+            self._rec("start", response.status_code, text_headers)
+        self._notify("head")
         transform = self.transform
         content_type = response.headers.get("content-type", "")
         if transform is not None and not (
             response.status_code < 300 and "text/event-stream" in content_type
         ):
             transform = None  # errors and non-streamed bodies reach the client untouched
-        self._head = (
-            response.status_code,
-            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers],
-        )
-        # the head goes to the client first (it is no read: the promise below is about body
-        # bytes), and the body's reader starts: the client takes the head, and the first read
-        # arrives, while the recording is named and its header record written
         await send(
             {
                 "type": "http.response.start",
@@ -641,13 +632,6 @@ class _ForwardedResponse:
         reader = asyncio.create_task(reads.pump(response))
         take = reads.take
         try:
-            await self._ready()
-            if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
-                with anyio.CancelScope(shield=True):  # not written twice by a cut exchange
-                    await asyncio.to_thread(self._record_head)
-            else:
-                self._record_head()
-            self._notify("head")
             # one item per wake-up: all the body bytes that arrived since the last one
             while data := await take():
                 if ex.ttft is None:
