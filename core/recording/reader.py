@@ -33,7 +33,10 @@ from ..wire.fastjson import loads_utf8_unchecked as fast_loads
 RAW_SUFFIXES = {".sse", ".txt"}
 RECORDING_SUFFIXES = {".jsonl", ".json"}
 RAW_BLOCK = 64 * 1024
-READ_BLOCK = 64 * 1024  # a recording is read in blocks of whole lines of about this size
+# a recording is read in blocks of whole lines of about this size (measured: at 64 KB the peak
+# memory of a 200 MB replay of many calls was 2 MB higher, the freed blocks' room scattered
+# among what the replay keeps; the speed is the same)
+READ_BLOCK = 256 * 1024
 GOLDEN_FORMAT = "streamtool-golden"  # what check writes (outputs/golden.py)
 GOLDEN_READ_LIMIT = 64 * 1024 * 1024
 STDIN = "-"  # the path that names standard input
