@@ -165,7 +165,10 @@ def test_lines_that_are_not_one_value_each_are_refused_where_they_are(
 def test_a_block_of_plain_lines_is_decoded_at_once(tmp_path: Path) -> None:
     """The fast path is taken (a long line too), and its chunks are the reader's Chunk."""
     body = b"".join(b'{"type":"chunk","t":%d,"text":"%s"}\n' % (i, b"y" * i) for i in range(300))
-    long_line = b'{"type":"chunk","t":null,"text":"' + b"z" * 200_000 + b'"}\n'
+    # a line longer than a read: the lines before it and the long line are decoded apart
+    long_line = (
+        b'{"type":"chunk","t":null,"text":"' + b"z" * (reader.READ_BLOCK + 100_000) + b'"}\n'
+    )
     path = tmp_path / "rec.jsonl"
     path.write_bytes(HEADER.encode() + b"\n" + body + long_line + b'{"type":"end"}\n')
     decoded: list[int] = []
@@ -189,7 +192,7 @@ def test_a_block_of_plain_lines_is_decoded_at_once(tmp_path: Path) -> None:
     assert all(type(c.data) is str for block, texts in blocks if texts for c in block)
     assert sum(len(block) for block, texts in blocks if texts) == 301
     assert [c.t for c in chunks] == [*range(300), None]
-    assert chunks[299].data == "y" * 299 and chunks[-1].data == "z" * 200_000
+    assert chunks[299].data == "y" * 299 and chunks[-1].data == "z" * (reader.READ_BLOCK + 100_000)
     assert source.end is not None and source.end.reason == "complete"
 
 
