@@ -168,16 +168,7 @@ class Converter:
                         except _NotShaped:
                             pass
                         else:
-                            found = hot_struct(shaped)
-                            if type(found) is tuple:  # the commonest case first
-                                if found:
-                                    if found[0] is not key:
-                                        if run:
-                                            out.append(self._run_chunk(key, run))
-                                            run = []
-                                        key = found[0]
-                                    run.append(found[1])
-                                continue
+                            found = hot_struct(shaped)  # None: read as a dict below
                 parsed = True
                 if found is None:
                     try:
