@@ -21,8 +21,10 @@ replay within 1.5x of the orjson floor (``TARGET``).
 Beside it, for what the target's ratio is made of: the same commands on a recording of the same
 stream of a few KB (``start-up``: the process, its imports, a first replay; timed in the same
 rounds), and the ratio of what each whole-process time adds to its own start-up
-(``/orjson beyond start-up``). These are figures to read, not targets. It also checks that neither ``--help`` nor a
-small replay imports the openai or anthropic SDKs (bench_startup.py holds the start-up targets).
+(``/orjson beyond start-up``). These are figures to read, not targets.
+
+It also checks that neither ``--help`` nor a small replay imports the openai or anthropic SDKs
+(bench_startup.py holds the start-up targets).
 Exits 1 when a target is missed.
 """
 
