@@ -124,12 +124,38 @@ class KimiK2Converter(OpenAIChatConverter):
         return out
 
     # -- the hot path of feed_many ----------------------------------------------------------
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`OpenAIChatConverter.hot_struct`, the commonest text read taken here (one
+        call fewer per event)."""
+        if self.done:
+            return None
+        model = shaped.model
+        if model and model != self._model:
+            return None
+        delta = shaped.choices[0].delta  # one choice: the shape's
+        content = delta.content
+        if not content:
+            return super().hot_struct(shaped)
+        if not self._content_started or delta.tool_calls:
+            return None
+        self.payloads += 1
+        if not self.reasoning_scanner.tail:
+            plain = self.content_scanner.feed_plain(content)
+            if plain is not None:
+                if not self._quirks and not self._errors:
+                    return (TEXT, plain) if plain else ()
+                return self._plain_read(content, plain)
+        return self._hot_content(content)
+
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
         """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
         out as a run's text when the scanner gave it back whole and noted nothing."""
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
         cscan = self.content_scanner
+        plain = cscan.feed_plain(content)
+        if plain is not None:
+            return self._plain_read(content, plain)
         before = cscan.sections
         pieces = cscan.feed(content)
         if cscan.sections != before:
@@ -140,6 +166,15 @@ class KimiK2Converter(OpenAIChatConverter):
             if len(pieces) == 1 and type(pieces[0]) is Text:
                 return TEXT, pieces[0].text
         return self._chunks_of(ChunkResponse(content=content), [("content", p) for p in pieces])
+
+    def _plain_read(self, content: str, plain: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """:meth:`_hot_content` of a read the content scanner took as plain (``plain``: what
+        :meth:`KimiTokenScanner.feed_plain` returned for it)."""
+        if not self._quirks and not self._errors:
+            # ordinary text as it is (a run's text), or held inside a call's arguments
+            return (TEXT, plain) if plain else ()
+        pieces: list[tuple[str, Piece]] = [("content", Text(plain))] if plain else []
+        return self._chunks_of(ChunkResponse(content=content), pieces)
 
     def _fragments_pass(self) -> bool:
         # a structured call's chunk flushes a marker prefix held back by a scanner
