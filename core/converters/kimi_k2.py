@@ -125,8 +125,8 @@ class KimiK2Converter(OpenAIChatConverter):
 
     # -- the hot path of feed_many ----------------------------------------------------------
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`OpenAIChatConverter.hot_struct`, the commonest text read taken here (one
-        call fewer per event)."""
+        """:meth:`OpenAIChatConverter.hot_struct` with :meth:`_hot_content` in place: most
+        events of a Kimi stream are text that the content scanner takes as plain."""
         if self.done:
             return None
         model = shaped.model
@@ -139,23 +139,29 @@ class KimiK2Converter(OpenAIChatConverter):
         if not self._content_started or delta.tool_calls:
             return None
         self.payloads += 1
-        if not self.reasoning_scanner.tail:
-            plain = self.content_scanner.feed_plain(content)
-            if plain is not None:
-                if not self._quirks and not self._errors:
-                    return (TEXT, plain) if plain else ()
-                return self._plain_read(content, plain)
-        return self._hot_content(content)
+        if self.reasoning_scanner.tail:
+            return self._split(ChunkResponse(content=content))
+        plain = self.content_scanner.feed_plain(content)
+        if plain is None:
+            return self._scanned_content(content)
+        if not self._quirks and not self._errors:
+            # ordinary text as it is (a run's text), or held inside a call's arguments
+            return (TEXT, plain) if plain else ()
+        return self._plain_read(content, plain)
 
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
         """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
         out as a run's text when the scanner gave it back whole and noted nothing."""
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
+        plain = self.content_scanner.feed_plain(content)
+        if plain is None:
+            return self._scanned_content(content)
+        return self._plain_read(content, plain)
+
+    def _scanned_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """:meth:`_hot_content` of a text the content scanner must read piece by piece."""
         cscan = self.content_scanner
-        plain = cscan.feed_plain(content)
-        if plain is not None:
-            return self._plain_read(content, plain)
         before = cscan.sections
         pieces = cscan.feed(content)
         if cscan.sections != before:
@@ -171,7 +177,6 @@ class KimiK2Converter(OpenAIChatConverter):
         """:meth:`_hot_content` of a read the content scanner took as plain (``plain``: what
         :meth:`KimiTokenScanner.feed_plain` returned for it)."""
         if not self._quirks and not self._errors:
-            # ordinary text as it is (a run's text), or held inside a call's arguments
             return (TEXT, plain) if plain else ()
         pieces: list[tuple[str, Piece]] = [("content", Text(plain))] if plain else []
         return self._chunks_of(ChunkResponse(content=content), pieces)
