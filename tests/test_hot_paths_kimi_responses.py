@@ -48,17 +48,18 @@ class GeneralScanner(KimiTokenScanner):
     def feed_plain(self, text: str) -> str | None:
         return None
 
+    def plain_room(self) -> int:
+        return -1
+
 
 class CountingScanner(KimiTokenScanner):
-    """The scanner as it is, counting the reads it took as plain."""
+    """The scanner as it is, counting the reads that reach ``feed`` (not taken as plain)."""
 
-    plain_reads = 0
+    loop_reads = 0
 
-    def feed_plain(self, text: str) -> str | None:
-        plain = super().feed_plain(text)
-        if plain is not None:
-            self.plain_reads += 1
-        return plain
+    def feed(self, text: str) -> list[Piece]:
+        self.loop_reads += 1
+        return super().feed(text)
 
 
 def cut(text: str, points: list[int]) -> list[str]:
@@ -178,11 +179,13 @@ def kimi_stream(draw: st.DrawFn) -> list[str]:
     return events
 
 
-def kimi_replay(events: list[str], scanner: type[KimiTokenScanner], batched: bool) -> Any:
+def kimi_replay(
+    events: list[str], scanner: type[KimiTokenScanner], batched: bool, limit: int = SECTION_LIMIT
+) -> Any:
     engine = ReplayEngine(tools_header(), converter="kimi-k2")
     converter: Any = engine.converter
-    converter.content_scanner = scanner()
-    converter.reasoning_scanner = scanner()
+    converter.content_scanner = scanner(limit)
+    converter.reasoning_scanner = scanner(limit)
     chunks = [Chunk(round(0.01 * (i + 1), 3), raw) for i, raw in enumerate(events)]
     if batched:
         engine.feed_chunks(chunks)  # feed_many: the Struct path, the plain reads
@@ -196,10 +199,13 @@ def kimi_replay(events: list[str], scanner: type[KimiTokenScanner], batched: boo
 
 
 @SETTINGS
-@given(events=kimi_stream())
-def test_kimi_batched_replay_keeps_what_the_general_path_keeps(events: list[str]) -> None:
-    fast, _ = kimi_replay(events, CountingScanner, batched=True)
-    general, _ = kimi_replay(events, GeneralScanner, batched=False)
+@given(events=kimi_stream(), limit=st.sampled_from([40, 120, 300, SECTION_LIMIT]))
+def test_kimi_batched_replay_keeps_what_the_general_path_keeps(
+    events: list[str], limit: int
+) -> None:
+    """Sections past the limit too: the reads kept for the scanner never pass it."""
+    fast, _ = kimi_replay(events, CountingScanner, batched=True, limit=limit)
+    general, _ = kimi_replay(events, GeneralScanner, batched=False, limit=limit)
     assert fast == general
 
 
@@ -230,7 +236,8 @@ def test_kimi_batched_replay_takes_the_plain_reads() -> None:
     fast, converter = kimi_replay(events, CountingScanner, batched=True)
     general, _ = kimi_replay(events, GeneralScanner, batched=False)
     assert fast == general
-    assert converter.content_scanner.plain_reads >= 200
+    # the 5 markers, the call id, the first text (the text not yet begun): not the 200 lines
+    assert converter.content_scanner.loop_reads == 7
     assert fast["text"] == "I will write it. Done."
     [invocation] = fast["invocations"]
     assert invocation["id"] == "functions.write_file:0"

@@ -51,6 +51,11 @@ class KimiK2Converter(OpenAIChatConverter):
         super().__init__()
         self.content_scanner = KimiTokenScanner()
         self.reasoning_scanner = KimiTokenScanner()
+        # hot reads of plain argument text kept for the content scanner, given to it joined
+        # before anything else (_give_held); what it may still hold so (plain_room), less them
+        # (None: ask it)
+        self._held: list[str] = []
+        self._room: int | None = None
         self.tools: list[tuple[str, frozenset[str] | None]] = []
 
     def use_header(self, header: Header) -> None:
@@ -73,6 +78,7 @@ class KimiK2Converter(OpenAIChatConverter):
         rscan, cscan = self.reasoning_scanner, self.content_scanner
         if not content and not reasoning and not (chunk.tool_calls and (rscan.tail or cscan.tail)):
             return [chunk]
+        self._give_held()
         pieces: list[tuple[str, Piece]] = []
         if reasoning:
             if cscan.tail:
@@ -141,11 +147,24 @@ class KimiK2Converter(OpenAIChatConverter):
         self.payloads += 1
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
+        room = self._room
+        if room is None:
+            room = self._room = self.content_scanner.plain_room()
+        if len(content) <= room and "<" not in content:
+            # inside a call's arguments: the scanner's plain read, kept for it
+            self._room = room - len(content)
+            self._held.append(content)
+            if not self._quirks and not self._errors:
+                return ()
+            return self._plain_read(content, "")
+        if self._held:
+            self._give_held()
         plain = self.content_scanner.feed_plain(content)
         if plain is None:
+            self._room = None
             return self._scanned_content(content)
         if not self._quirks and not self._errors:
-            # ordinary text as it is (a run's text), or held inside a call's arguments
+            # ordinary text as it is (a run's text): the scanner is as it was
             return (TEXT, plain) if plain else ()
         return self._plain_read(content, plain)
 
@@ -154,6 +173,7 @@ class KimiK2Converter(OpenAIChatConverter):
         out as a run's text when the scanner gave it back whole and noted nothing."""
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
+        self._give_held()
         plain = self.content_scanner.feed_plain(content)
         if plain is None:
             return self._scanned_content(content)
@@ -180,6 +200,16 @@ class KimiK2Converter(OpenAIChatConverter):
             return (TEXT, plain) if plain else ()
         pieces: list[tuple[str, Piece]] = [("content", Text(plain))] if plain else []
         return self._chunks_of(ChunkResponse(content=content), pieces)
+
+    def _give_held(self) -> None:
+        """Give the content scanner the plain argument text kept for it (the same state as
+        read by read: :meth:`KimiTokenScanner.plain_room`); its room is asked again."""
+        self._room = None
+        if self._held:
+            held = self._held[0] if len(self._held) == 1 else "".join(self._held)
+            self._held = []
+            taken = self.content_scanner.feed_plain(held)
+            assert taken == "", "held text the scanner did not hold"
 
     def _fragments_pass(self) -> bool:
         # a structured call's chunk flushes a marker prefix held back by a scanner
@@ -272,6 +302,7 @@ class KimiK2Converter(OpenAIChatConverter):
 
     # -- end of stream ---------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
+        self._give_held()
         pieces: list[tuple[str, Piece]] = []
         pieces.extend(("reasoning", p) for p in self.reasoning_scanner.finish())
         pieces.extend(("content", p) for p in self.content_scanner.finish())

@@ -156,6 +156,15 @@ class KimiTokenScanner:
                 return ""
         return None
 
+    def plain_room(self) -> int:
+        """How many characters of text holding no ``<`` :meth:`feed_plain` now holds (inside a
+        call's arguments, nothing held back), read after read, in all; ``-1`` when it holds
+        none. A caller may keep such reads and give them joined, by one :meth:`feed_plain`,
+        before it gives anything else: the scanner ends in the same state."""
+        if self.tail or self._mode != _ARGUMENTS:
+            return -1
+        return self.limit - self._raw_len
+
     def feed(self, text: str) -> list[Piece]:
         out: list[Piece] = []
         if not text:
