@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -223,6 +224,26 @@ def test_kimi_marker_prefix_held_in_the_reasoning_is_text_once_content_comes() -
     assert fast == general
     assert fast["reasoning"] == "Think <|tool_call_begin|>functions.f:0"
     assert fast["text"] == "Hi. Hello there" and fast["invocations"] == []
+
+
+@pytest.mark.parametrize("limit", [120, 151, 152, 153, 200, 257, 400])
+def test_kimi_arguments_read_plainly_past_the_limit_are_given_back_at_the_same_read(
+    limit: int,
+) -> None:
+    """The arguments stream in plain reads (kept by the converter) until the section passes
+    the limit: the read that passes it, and no other, gives the section back."""
+    pieces = ["Hi. ", SECTION_BEGIN + CALL_BEGIN, "functions.f:0", ARGUMENT_BEGIN]
+    pieces += ["0123456789"] * 30 + [CALL_END + SECTION_END, " Bye."]
+    events = [chat_event({"role": "assistant", "content": ""})]
+    events += [chat_event({"content": p}) for p in pieces]
+    events += [chat_event({}, "stop"), "data: [DONE]\n\n"]
+    fast, converter = kimi_replay(events, CountingScanner, batched=True, limit=limit)
+    general, _ = kimi_replay(events, GeneralScanner, batched=False, limit=limit)
+    assert fast == general
+    assert [e["kind"] for e in fast["errors"]] == ["kimi_section_too_large"]
+    assert fast["invocations"] == []
+    assert fast["text"] == "".join(pieces)  # every character given back, in order
+    assert converter.content_scanner.loop_reads < 10  # the plain reads were kept, not fed
 
 
 def test_kimi_batched_replay_takes_the_plain_reads() -> None:
