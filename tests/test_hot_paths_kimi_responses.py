@@ -226,6 +226,37 @@ def test_kimi_marker_prefix_held_in_the_reasoning_is_text_once_content_comes() -
     assert fast["text"] == "Hi. Hello there" and fast["invocations"] == []
 
 
+OPEN_CALL = [SECTION_BEGIN, CALL_BEGIN, "functions.f:0", ARGUMENT_BEGIN, '{"a": "']
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        # a read with "<" inside the arguments, then the call's end: the text after is text
+        [*OPEN_CALL, "x < y", CALL_END + SECTION_END, " Bye", " now."],
+        [*OPEN_CALL, "1", "x < y", "2", "3", CALL_END, SECTION_END, " Bye"],
+        # a chunk that also holds reasoning continues the arguments after the kept reads
+        [*OPEN_CALL, "1", "2", ("reasoning_content", "hmm", "3"), "4", '"}', CALL_END, " Bye"],
+        [*OPEN_CALL, "1", ("reasoning_content", "<|tool_call", "2"), "3", CALL_END, " Bye"],
+        # the stream ends inside the arguments: the kept reads are given back too
+        [*OPEN_CALL, "1", "2", "3"],
+    ],
+)
+def test_kimi_kept_reads_reach_the_scanner_before_anything_else(reads: list[Any]) -> None:
+    events = [chat_event({"role": "assistant", "content": ""}), chat_event({"content": "Hi. "})]
+    for read in reads:
+        if isinstance(read, tuple):
+            field, reasoning, content = read
+            events.append(chat_event({field: reasoning, "content": content}))
+        else:
+            events.append(chat_event({"content": read}))
+    events += [chat_event({}, "stop"), "data: [DONE]\n\n"]
+    fast, _ = kimi_replay(events, CountingScanner, batched=True)
+    general, _ = kimi_replay(events, GeneralScanner, batched=False)
+    assert fast == general
+    assert fast["text"].startswith("Hi. ")
+
+
 @pytest.mark.parametrize("limit", [120, 151, 152, 153, 200, 257, 400])
 def test_kimi_arguments_read_plainly_past_the_limit_are_given_back_at_the_same_read(
     limit: int,
