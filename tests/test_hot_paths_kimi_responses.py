@@ -238,6 +238,9 @@ OPEN_CALL = [SECTION_BEGIN, CALL_BEGIN, "functions.f:0", ARGUMENT_BEGIN, '{"a": 
         # a chunk that also holds reasoning continues the arguments after the kept reads
         [*OPEN_CALL, "1", "2", ("reasoning_content", "hmm", "3"), "4", '"}', CALL_END, " Bye"],
         [*OPEN_CALL, "1", ("reasoning_content", "<|tool_call", "2"), "3", CALL_END, " Bye"],
+        [*OPEN_CALL, ("reasoning_content", "hmm", "1"), "x < y", CALL_END, " Bye", " now."],
+        # a chunk the Struct path refuses and the dict path takes (an empty refusal)
+        [*OPEN_CALL, "1", "2", {"content": "3", "refusal": ""}, "4", '"}', CALL_END, " Bye"],
         # the stream ends inside the arguments: the kept reads are given back too
         [*OPEN_CALL, "1", "2", "3"],
     ],
@@ -248,6 +251,8 @@ def test_kimi_kept_reads_reach_the_scanner_before_anything_else(reads: list[Any]
         if isinstance(read, tuple):
             field, reasoning, content = read
             events.append(chat_event({field: reasoning, "content": content}))
+        elif isinstance(read, dict):
+            events.append(chat_event(read))
         else:
             events.append(chat_event({"content": read}))
     events += [chat_event({}, "stop"), "data: [DONE]\n\n"]
