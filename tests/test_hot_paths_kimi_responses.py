@@ -4,9 +4,10 @@
   a piece: fed through it first, a scanner gives the same pieces, read after read, as one whose
   every read goes through ``feed``'s marker loop, for texts full of markers, marker fragments and
   ``<``, cut anywhere, with sections that overflow the limit.
-- The ``kimi-k2`` converter's ``hot_struct`` reads such text in place: a batched replay (the
-  Struct path, the plain reads) keeps every piece of text, reasoning and every call of a replay
-  read by read whose scanners take no plain read.
+- The ``kimi-k2`` converter's ``hot_struct`` reads such text in place, and keeps plain argument
+  reads for the content scanner (given joined before anything else): a batched replay keeps
+  every piece of text, reasoning and every call of a replay read by read whose scanners take no
+  plain read, sections past the limit included.
 - The ``openai-responses`` converter's ``hot_struct`` keeps the call its argument deltas go to
   until another event is read: it reads what the dict path (every check made each time) reads,
   for streams whose calls open, close and interleave, with sequence numbers missing or skipped.
