@@ -161,8 +161,10 @@ class Converter:
                 found: Any = None
                 if hot_decode is not None:
                     data = item.data
-                    # JSON nested too deeply is no event's shape, even in a field it skips
-                    if len(data) <= _SHALLOW or not too_deep_text(data):
+                    size = len(data)
+                    # JSON nested too deeply is no event's shape, even in a field it skips; a
+                    # long event is read as a dict at once (a Struct decode scans it all first)
+                    if size <= _SHALLOW or (size <= _HOT_MAX and not too_deep_text(data)):
                         try:
                             shaped = hot_decode(data)
                         except _NotShaped:
@@ -379,6 +381,9 @@ class Converter:
 
 # text this short holds no JSON nested deeper than MAX_DEPTH (fastjson.check_depth)
 _SHALLOW = 2 * MAX_DEPTH
+# the longest event data feed_many tries as a Struct: hot events are small, and the dict path
+# reads every event as the Struct path does (hot_struct is hot_event of the same event)
+_HOT_MAX = 64 * 1024
 # what a Struct decoder raises for data of another shape (ValidationError is a DecodeError),
 # for a str holding a lone surrogate, for deep nesting
 _NotShaped = (msgspec.DecodeError, UnicodeError, RecursionError)

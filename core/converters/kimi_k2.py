@@ -51,6 +51,11 @@ class KimiK2Converter(OpenAIChatConverter):
         super().__init__()
         self.content_scanner = KimiTokenScanner()
         self.reasoning_scanner = KimiTokenScanner()
+        # hot reads of plain argument text kept for the content scanner, given to it joined
+        # before anything else (_give_held); what it may still hold so (plain_room), less them
+        # (None: ask it)
+        self._held: list[str] = []
+        self._room: int | None = None
         self.tools: list[tuple[str, frozenset[str] | None]] = []
 
     def use_header(self, header: Header) -> None:
@@ -73,6 +78,7 @@ class KimiK2Converter(OpenAIChatConverter):
         rscan, cscan = self.reasoning_scanner, self.content_scanner
         if not content and not reasoning and not (chunk.tool_calls and (rscan.tail or cscan.tail)):
             return [chunk]
+        self._give_held()
         pieces: list[tuple[str, Piece]] = []
         if reasoning:
             if cscan.tail:
@@ -124,11 +130,57 @@ class KimiK2Converter(OpenAIChatConverter):
         return out
 
     # -- the hot path of feed_many ----------------------------------------------------------
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """:meth:`OpenAIChatConverter.hot_struct` with :meth:`_hot_content` in place: most
+        events of a Kimi stream are text that the content scanner takes as plain."""
+        if self.done:
+            return None
+        model = shaped.model
+        if model and model != self._model:
+            return None
+        delta = shaped.choices[0].delta  # one choice: the shape's
+        content = delta.content
+        if not content:
+            return super().hot_struct(shaped)
+        if not self._content_started or delta.tool_calls:
+            return None
+        self.payloads += 1
+        if self.reasoning_scanner.tail:
+            return self._split(ChunkResponse(content=content))
+        room = self._room
+        if room is None:
+            room = self._room = self.content_scanner.plain_room()
+        if len(content) <= room and "<" not in content:
+            # inside a call's arguments: the scanner's plain read, kept for it
+            self._room = room - len(content)
+            self._held.append(content)
+            if not self._quirks and not self._errors:
+                return ()
+            return self._plain_read(content, "")
+        if self._held:
+            self._give_held()
+        plain = self.content_scanner.feed_plain(content)
+        if plain is None:
+            self._room = None
+            return self._scanned_content(content)
+        if not self._quirks and not self._errors:
+            # ordinary text as it is (a run's text): the scanner is as it was
+            return (TEXT, plain) if plain else ()
+        return self._plain_read(content, plain)
+
     def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
         """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
         out as a run's text when the scanner gave it back whole and noted nothing."""
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
+        self._give_held()
+        plain = self.content_scanner.feed_plain(content)
+        if plain is None:
+            return self._scanned_content(content)
+        return self._plain_read(content, plain)
+
+    def _scanned_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """:meth:`_hot_content` of a text the content scanner must read piece by piece."""
         cscan = self.content_scanner
         before = cscan.sections
         pieces = cscan.feed(content)
@@ -140,6 +192,24 @@ class KimiK2Converter(OpenAIChatConverter):
             if len(pieces) == 1 and type(pieces[0]) is Text:
                 return TEXT, pieces[0].text
         return self._chunks_of(ChunkResponse(content=content), [("content", p) for p in pieces])
+
+    def _plain_read(self, content: str, plain: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """:meth:`_hot_content` of a read the content scanner took as plain (``plain``: what
+        :meth:`KimiTokenScanner.feed_plain` returned for it)."""
+        if not self._quirks and not self._errors:
+            return (TEXT, plain) if plain else ()
+        pieces: list[tuple[str, Piece]] = [("content", Text(plain))] if plain else []
+        return self._chunks_of(ChunkResponse(content=content), pieces)
+
+    def _give_held(self) -> None:
+        """Give the content scanner the plain argument text kept for it (the same state as
+        read by read: :meth:`KimiTokenScanner.plain_room`); its room is asked again."""
+        self._room = None
+        if self._held:
+            held = self._held[0] if len(self._held) == 1 else "".join(self._held)
+            self._held = []
+            taken = self.content_scanner.feed_plain(held)
+            assert taken == "", "held text the scanner did not hold"
 
     def _fragments_pass(self) -> bool:
         # a structured call's chunk flushes a marker prefix held back by a scanner
@@ -232,6 +302,7 @@ class KimiK2Converter(OpenAIChatConverter):
 
     # -- end of stream ---------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
+        self._give_held()
         pieces: list[tuple[str, Piece]] = []
         pieces.extend(("reasoning", p) for p in self.reasoning_scanner.finish())
         pieces.extend(("content", p) for p in self.content_scanner.finish())

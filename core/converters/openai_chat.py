@@ -159,10 +159,9 @@ class OpenAIChatConverter(Converter):
         if self.done:
             return None
         model = shaped.model
-        choices = shaped.choices
-        if (model and model != self._model) or len(choices) != 1:
+        if model and model != self._model:
             return None
-        delta = choices[0].delta
+        delta = shaped.choices[0].delta  # one choice: the shape's
         content = delta.content
         tool_calls = delta.tool_calls
         if content:
@@ -602,22 +601,23 @@ class OpenAIChatConverter(Converter):
 PARALLEL_WRAPPER = "multi_tool_use.parallel"
 
 
-# The hot shape of feed_many (OpenAIChatConverter.hot_struct): a chunk of choices whose delta
+# The hot shape of feed_many (OpenAIChatConverter.hot_struct): a chunk of one choice whose delta
 # holds text or one argument fragment of a call without id or name. Every field that sends a
 # chunk off the hot path is declared, so that the decoder refuses it: typed ``None`` (only null
-# allowed, or absent) or ``UnsetType`` (never allowed); other fields are skipped.
-class _HotFunction(msgspec.Struct):
+# allowed, or absent) or ``UnsetType`` (never allowed); other fields are skipped. The Structs
+# hold only strings, numbers and each other (never a cycle): the collector need not track them.
+class _HotFunction(msgspec.Struct, gc=False):
     arguments: str
     name: msgspec.UnsetType = msgspec.UNSET
 
 
-class _HotToolCall(msgspec.Struct):
+class _HotToolCall(msgspec.Struct, gc=False):
     index: int
     function: _HotFunction
     id: msgspec.UnsetType = msgspec.UNSET
 
 
-class _HotDelta(msgspec.Struct):
+class _HotDelta(msgspec.Struct, gc=False):
     content: str | None = None
     tool_calls: list[_HotToolCall] | None = None
     function_call: None = None
@@ -628,14 +628,14 @@ class _HotDelta(msgspec.Struct):
     reasoning_details: None = None
 
 
-class _HotChoice(msgspec.Struct):
+class _HotChoice(msgspec.Struct, gc=False):
     delta: _HotDelta
     index: Literal[0] | None = 0
     finish_reason: None = None
 
 
-class _HotChunk(msgspec.Struct):
-    choices: list[_HotChoice]
+class _HotChunk(msgspec.Struct, gc=False):
+    choices: tuple[_HotChoice]
     model: str | None = None
     error: None = None
     usage: None = None

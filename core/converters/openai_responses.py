@@ -251,6 +251,9 @@ class OpenAIResponsesConverter(Converter):
         self._hosted_shell = False  # the request's shell tool runs in a hosted container
         self._xai_host = False  # the request went to xAI
         self.payloads = 0
+        # the call that hot_struct takes argument deltas for, and its item id (_hot_call_of)
+        self._hot_call: TrackedCall | None = None
+        self._hot_item_id = ""
 
     def use_header(self, header: Header) -> None:
         super().use_header(header)
@@ -360,22 +363,23 @@ class OpenAIResponsesConverter(Converter):
         return run, delta
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotDelta`."""
-        kind = shaped.type
+        """:meth:`hot_event` of an event that decoded as :class:`_HotDelta` (the sequence
+        number an int or absent: :meth:`_follows` read in place)."""
         delta = shaped.delta
         if not delta:
             return None
+        seq = shaped.sequence_number
+        if seq is not None and self._seq is not None and seq != self._seq + 1:
+            return None
+        kind = shaped.type
         if kind == "response.function_call_arguments.delta":
-            tracker = self.tracker
-            call = tracker.find(shaped.item_id)
-            if (
-                call is None
-                or call is not tracker.calls[-1]
-                or not call.announced
-                or call.complete
-                or not self._follows(shaped.sequence_number)
-            ):
-                return None
+            call = self._hot_call
+            if call is None or shaped.item_id != self._hot_item_id:
+                call = self._hot_call_of(shaped.item_id)
+                if call is None:
+                    return None
+            if seq is not None:
+                self._seq = seq
             self.payloads += 1
             return call, delta
         if kind == "response.output_text.delta":
@@ -387,13 +391,27 @@ class OpenAIResponsesConverter(Converter):
         else:
             return None
         item = self._items.get(shaped.item_id)
-        if item is None or not self._follows(shaped.sequence_number):
+        if item is None:
             return None
+        if seq is not None:
+            self._seq = seq
         self.payloads += 1
         item.add_text((part, index), delta)
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
+
+    def _hot_call_of(self, item_id: str) -> TrackedCall | None:
+        """The call whose argument deltas :meth:`hot_struct` takes for item ``item_id``: the call
+        opened last, announced and open (else ``None``). It stays that call until an event is
+        read otherwise (:meth:`on_object`): hot events change no call's state."""
+        tracker = self.tracker
+        call = tracker.find(item_id)
+        if call is None or call is not tracker.calls[-1] or not call.announced or call.complete:
+            return None
+        self._hot_call = call
+        self._hot_item_id = item_id
+        return call
 
     def _in_sequence(self, obj: dict[str, Any]) -> bool:
         """The event's ``sequence_number`` follows the last one (or there is none); it becomes
@@ -410,6 +428,7 @@ class OpenAIResponsesConverter(Converter):
         return True
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
+        self._hot_call = None  # the event may change the calls
         if (
             type(obj) is dict
             and obj.get("type") == "response.function_call_arguments.delta"
@@ -1142,6 +1161,7 @@ class OpenAIResponsesConverter(Converter):
 
     # -- end -------------------------------------------------------------------------------
     def on_finish(self) -> list[ChunkResponse]:
+        self._hot_call = None
         self.report_unknown_events()
         deltas = self.tracker.flush_unannounced()
         for call in self._held:  # done, but the response never said it ended
@@ -1212,7 +1232,7 @@ def _part_index(obj: dict[str, Any], part: str) -> Any:
 # The hot shape of feed_many (OpenAIResponsesConverter.hot_struct): an event with a string
 # delta and item id, an integer (or absent) sequence number and part indexes; other fields are
 # skipped.
-class _HotDelta(msgspec.Struct):
+class _HotDelta(msgspec.Struct, gc=False):
     type: str
     delta: str
     item_id: str

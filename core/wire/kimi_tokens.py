@@ -117,7 +117,9 @@ class KimiTokenScanner:
         self.sections = 0  # sections opened so far
         self.calls = 0  # calls found so far
         self._mode = _TEXT
-        self._tail = ""  # a possible marker prefix held back from the last feed
+        # the possible marker prefix held back at the end of the last feed (read by the
+        # converters before each read: a plain attribute)
+        self.tail = ""
         self._raw: list[str] = []  # section text not yet resolved into calls
         self._raw_len = 0
         self._call_at = 0  # where the current call starts in _raw
@@ -129,33 +131,52 @@ class KimiTokenScanner:
         self._finished = False
 
     @property
-    def tail(self) -> str:
-        """The possible marker prefix held back at the end of the last feed."""
-        return self._tail
-
-    @property
     def in_section(self) -> bool:
         return self._mode != _TEXT
 
     # -- input -----------------------------------------------------------------------------
+    def feed_plain(self, text: str) -> str | None:
+        """:meth:`feed` of the commonest read, without a piece made: ``text`` holds no ``<``
+        and nothing is held back. Outside any section it is ordinary text, returned as it is
+        (:meth:`feed` would give ``[Text(text)]``); inside a call's arguments it is held, and
+        ``""`` is returned (:meth:`feed` would give ``[]``). Anything else: ``None``, nothing
+        done (:meth:`feed` reads it)."""
+        if self.tail or "<" in text:
+            return None
+        mode = self._mode
+        if mode == _TEXT:
+            return text
+        if mode == _ARGUMENTS:
+            size = self._raw_len + len(text)
+            if size <= self.limit:
+                if text:
+                    self._raw.append(text)
+                    self._raw_len = size
+                    self._args.append(text)
+                return ""
+        return None
+
+    def plain_room(self) -> int:
+        """How many characters of text holding no ``<`` :meth:`feed_plain` now holds (inside a
+        call's arguments, nothing held back), read after read, in all; ``-1`` when it holds
+        none. A caller may keep such reads and give them joined, by one :meth:`feed_plain`,
+        before it gives anything else: the scanner ends in the same state."""
+        if self.tail or self._mode != _ARGUMENTS:
+            return -1
+        return self.limit - self._raw_len
+
     def feed(self, text: str) -> list[Piece]:
         out: list[Piece] = []
         if not text:
             return out
-        if "<" not in text and not self._tail:
-            # the commonest read: no marker, nothing held back (as the loop below would do)
-            mode = self._mode
-            if mode == _TEXT:
-                out.append(Text(text))
-                return out
-            if mode == _ARGUMENTS and self._raw_len + len(text) <= self.limit:
-                self._raw.append(text)
-                self._raw_len += len(text)
-                self._args.append(text)
-                return out
-        if self._tail:
-            buf = self._tail + text
-            self._tail = ""
+        plain = self.feed_plain(text)  # the commonest read (as the loop below would do)
+        if plain is not None:
+            if plain:
+                out.append(Text(plain))
+            return out
+        if self.tail:
+            buf = self.tail + text
+            self.tail = ""
         else:
             buf = text
         n = len(buf)
@@ -167,7 +188,7 @@ class KimiTokenScanner:
                 end = n - 1 if n > pos and buf[-1] == "<" else n
                 if end > pos:
                     self._consume(buf[pos:end], out)
-                self._tail = buf[end:]
+                self.tail = buf[end:]
                 return out
             marker = _match(buf, i)
             if marker is None:
@@ -176,7 +197,7 @@ class KimiTokenScanner:
             if i > pos:
                 self._consume(buf[pos:i], out)
             if marker == _PARTIAL:
-                self._tail = buf[i:]
+                self.tail = buf[i:]
                 return out
             self._marker(marker, out)
             pos = search = i + len(marker)
@@ -184,8 +205,8 @@ class KimiTokenScanner:
     def flush_tail(self) -> list[Piece]:
         """Give back a held marker prefix as text (outside sections only): another stream's
         text or a structured tool call comes next, so the prefix is not a marker."""
-        if self._tail and self._mode == _TEXT:
-            tail, self._tail = self._tail, ""
+        if self.tail and self._mode == _TEXT:
+            tail, self.tail = self.tail, ""
             return [Text(tail)]
         return []
 
@@ -195,8 +216,8 @@ class KimiTokenScanner:
         if self._finished:
             return out
         self._finished = True
-        if self._tail:
-            tail, self._tail = self._tail, ""
+        if self.tail:
+            tail, self.tail = self.tail, ""
             self._consume(tail, out)
         if self._mode == _TEXT:
             return out
