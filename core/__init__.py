@@ -9,8 +9,8 @@ by :class:`ReplayEngine`) never touches a file or a socket; ``recording`` is the
     engine = replay_file("recordings/openai-chat-write-file.jsonl")
     print(engine.summary()["invocations"])
 
-Every name below is importable from ``streamtool.core``; the heavier ones (the HTTP server,
-SDK capture) are loaded on first use, so importing this package stays cheap.
+Every name below is importable from ``streamtool.core``; each is loaded on first use (the
+HTTP server and SDK capture are the heavier ones), so importing this package stays cheap.
 """
 
 from __future__ import annotations
@@ -20,19 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .model import (
-    ChunkResponse,
-    Quirk,
-    SegmentEvent,
-    SegmentEventType,
-    SegmentType,
-    StreamError,
-    ToolCallDelta,
-    ToolInvocation,
-)
-
-# name -> module (relative to this package) that defines it, imported when first asked for.
+# name -> module (relative to this package) that defines it, imported when first asked for
+# (the data model too: ``streamtool --help`` loads the converters' registry, not the model)
 _LAZY = {
+    "ChunkResponse": ".model",
+    "Quirk": ".model",
+    "SegmentEvent": ".model",
+    "SegmentEventType": ".model",
+    "SegmentType": ".model",
+    "StreamError": ".model",
+    "ToolCallDelta": ".model",
+    "ToolInvocation": ".model",
     "ReplayEngine": ".replay",
     "DetectionError": ".replay",
     "replay_file": ".drive.replay_file",
@@ -92,6 +90,16 @@ if TYPE_CHECKING:
     from .drive.check import check_paths
     from .drive.replay_file import replay_file
     from .handlers import make_handler
+    from .model import (
+        ChunkResponse,
+        Quirk,
+        SegmentEvent,
+        SegmentEventType,
+        SegmentType,
+        StreamError,
+        ToolCallDelta,
+        ToolInvocation,
+    )
     from .net.capture import Capture
     from .net.playback import Playback
     from .net.server import serving

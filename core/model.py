@@ -11,6 +11,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 
 class SegmentType(enum.StrEnum):
     TEXT = "text"
@@ -34,8 +36,7 @@ class SegmentEventType(enum.StrEnum):
         return self.value
 
 
-@dataclass(slots=True)
-class Quirk:
+class Quirk(msgspec.Struct):
     """A provider behaviour that deviates from the reference wire format.
 
     ``id`` is one of the fixture names of the quirk catalogue (``oai_tool_index_missing``...).
@@ -48,8 +49,7 @@ class Quirk:
         return {"id": self.id, "detail": self.detail}
 
 
-@dataclass(slots=True)
-class StreamError:
+class StreamError(msgspec.Struct):
     """Something that went wrong in the stream: an in-band error, a truncation, bad arguments."""
 
     kind: str
@@ -103,8 +103,7 @@ class ArgumentsSource(Protocol):
         """The reader has taken the whole text of the finished call: the keeper may drop it."""
 
 
-@dataclass(slots=True)
-class ChunkResponse:
+class ChunkResponse(msgspec.Struct):
     """Everything one provider event contributed, normalized."""
 
     content: str = ""
@@ -121,8 +120,7 @@ class ChunkResponse:
     images: list[dict[str, Any]] | None = None  # generated images: metadata only, never the data
 
 
-@dataclass(slots=True)
-class SegmentEvent:
+class SegmentEvent(msgspec.Struct):
     """One handler output event (see reference/text-formats.md, "Segment events")."""
 
     event_type: SegmentEventType
@@ -160,8 +158,7 @@ class SegmentEvent:
         return out
 
 
-@dataclass(slots=True)
-class ToolInvocation:
+class ToolInvocation(msgspec.Struct):
     """A tool call ready to run. Its id is the id of the segment that produced it.
 
     ``arguments`` is ``None`` when the argument text could not be parsed; ``raw_arguments``
@@ -173,7 +170,7 @@ class ToolInvocation:
     arguments: Any
     raw_arguments: str | None = None
     server_side: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -33,15 +32,14 @@ class RecordingError(Exception):
         super().__init__(f"{where}: {message}")
 
 
-@dataclass(slots=True)
-class Header:
+class Header(msgspec.Struct):
     provider: str | None = None
     api: str | None = None
     recorded_at: str | None = None
-    request: dict[str, Any] = field(default_factory=dict)
-    response: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = msgspec.field(default_factory=dict)
+    response: dict[str, Any] = msgspec.field(default_factory=dict)
     raw_body: bool = False  # True when the source is a raw SSE body, not a recording
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def url(self) -> str | None:
@@ -91,8 +89,7 @@ class Chunk(msgspec.Struct, gc=False):
         return {"type": "chunk", "t": self.t, "text": data}
 
 
-@dataclass(slots=True)
-class End:
+class End(msgspec.Struct):
     t: float | None = None
     reason: str = "complete"
     error: Any = None

@@ -32,8 +32,9 @@ Rules (each repair is reported by a :class:`Note`):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..quirk_ids import QuirkId
 from . import fastjson
@@ -60,15 +61,13 @@ _LONGEST = max(len(m) for m in MARKERS)
 SECTION_LIMIT = 1 << 20  # characters of unresolved section text held at most
 
 
-@dataclass(slots=True, frozen=True)
-class Text:
+class Text(msgspec.Struct, frozen=True, gc=False):
     """Ordinary text of the stream (outside any section, or given back)."""
 
     text: str
 
 
-@dataclass(slots=True, frozen=True)
-class Call:
+class Call(msgspec.Struct, frozen=True, gc=False):
     """One whole tool call: ``call_id`` and ``arguments`` trimmed; ``raw`` the text it came from."""
 
     call_id: str
@@ -76,8 +75,7 @@ class Call:
     raw: str
 
 
-@dataclass(slots=True, frozen=True)
-class Note:
+class Note(msgspec.Struct, frozen=True):
     """A repair (``error=False``: a quirk) or a problem (``error=True``) met while scanning."""
 
     kind: str  # a repair's QuirkId, a problem's error kind
