@@ -316,3 +316,32 @@ def test_stopping_check_stops_its_workers(tmp_path: Path, how: str) -> None:
         assert "Traceback" not in err_file.read_text()
     else:
         assert proc.returncode == -signal.SIGKILL
+
+
+_CTRL_C_IN_A_WORKER = """
+import os, signal, sys, time
+from streamtool.core.drive import check
+check._end_with_parent()  # what the pool runs first in every worker
+os.kill(os.getpid(), signal.SIGINT)  # waiting for a batch: not taken
+time.sleep(0.05)
+print("waiting: went on", flush=True)
+try:
+    check._check_batch((False, True, None, None), [])  # a batch: Ctrl-C stops it
+    check._checking = True
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1)
+    print("checking: went on", flush=True)
+except KeyboardInterrupt:
+    print("checking: interrupted", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="no SIGINT")
+def test_ctrl_c_stops_a_workers_batch_but_not_its_wait() -> None:
+    # a worker waiting for its next batch when Ctrl-C comes must not end with a traceback (the
+    # pool ends it); one checking a batch stops it, and the pool hands that back to check
+    proc = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_A_WORKER], capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.splitlines() == ["waiting: went on", "checking: interrupted"], proc.stderr
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr

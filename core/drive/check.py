@@ -217,11 +217,16 @@ def _check_batch(options: tuple[Any, ...], pairs: list[_Pair]) -> list[_Row]:
     """Check the ``(recording, golden)`` pairs of one batch (in a worker process): results come
     back as plain tuples, which cost far less to pass between processes than
     :class:`FileResult` objects."""
+    global _checking
     rows: list[_Row] = []
-    with _temporaries_listed_once():
-        for recording, golden in pairs:
-            r = _check_target(recording, golden, *options)
-            rows.append((r.status, r.golden, r.recording, r.diff, r.message))
+    _checking = True
+    try:
+        with _temporaries_listed_once():
+            for recording, golden in pairs:
+                r = _check_target(recording, golden, *options)
+                rows.append((r.status, r.golden, r.recording, r.diff, r.message))
+    finally:
+        _checking = False
     return rows
 
 
@@ -366,10 +371,15 @@ def _start_early(paths: Sequence[str | os.PathLike[str]], jobs: int | None) -> b
 
 def _end_with_parent() -> None:
     """In a worker: end when the process that started it is gone (killed with -9, it cannot
-    stop its workers, which would otherwise wait for work for ever)."""
+    stop its workers, which would otherwise wait for work for ever); and take Ctrl-C (which the
+    terminal sends to every process of the job) only while it checks a batch (see
+    :func:`_interrupted`)."""
     import multiprocessing
+    import signal
     import threading
     from multiprocessing.connection import wait
+
+    signal.signal(signal.SIGINT, _interrupted)
 
     parent = multiprocessing.parent_process()
     if parent is not None:
@@ -380,6 +390,18 @@ def _end_with_parent() -> None:
             os._exit(1)
 
         threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    """A worker's Ctrl-C: the batch it is checking stops (the pool hands the interruption back
+    to ``check``, which stops the whole run and says so in one line); a worker waiting for its
+    next batch goes on waiting, for the pool's word to end (a ``KeyboardInterrupt`` there would
+    end the process with a traceback on the terminal)."""
+    if _checking:
+        raise KeyboardInterrupt
+
+
+_checking = False  # a worker is checking a batch (see _interrupted)
 
 
 def default_jobs() -> int:
