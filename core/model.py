@@ -3,6 +3,9 @@
 Names follow the design documents streamtool grew from (``ToolCallDelta``, ``ChunkResponse``,
 ``SegmentEvent``, ``ToolInvocation``) so that readers of those documents find their way.
 All classes are small and slotted: millions of them are made while replaying a large recording.
+They are msgspec Structs (quick to create, and to define at import), ``ToolCallDelta`` a slotted
+dataclass (one of its fields is outside equality and repr): made with keywords or positions,
+compared with ``==``; a copy with a field changed is ``msgspec.structs.replace(obj, ...)``.
 """
 
 from __future__ import annotations
