@@ -54,7 +54,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from benchmarks.raw_http import accept_each, read_arrivals, recv_until  # noqa: E402
+from benchmarks.raw_http import (  # noqa: E402
+    LAST_CHUNK,
+    STREAM_HEAD,
+    accept_each,
+    chunk,
+    read_arrivals,
+    recv_until,
+)
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
@@ -179,18 +186,10 @@ async def concurrent(proxied: str, n: int, expected: bytes) -> int:
 # -- a large request body beside a paced stream ------------------------------------------------
 PACE = 0.1
 EVENTS = 25
-HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-    b"connection: close\r\n\r\n"
-)
 
 
 def event(i: int) -> bytes:
     return b'data: {"choices":[{"index":0,"delta":{"content":"%d "}}]}\n\n' % i
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 class PacedUpstream:
@@ -223,11 +222,11 @@ class PacedUpstream:
                     if not piece:
                         return
                     rest += piece
-                conn.sendall(HEAD)
+                conn.sendall(STREAM_HEAD)
                 for i in range(EVENTS):
                     time.sleep(PACE)
                     conn.sendall(chunk(event(i)))
-                conn.sendall(b"0\r\n\r\n")
+                conn.sendall(LAST_CHUNK)
             except OSError:
                 return
 

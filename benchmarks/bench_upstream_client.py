@@ -38,46 +38,40 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.raw_http import LAST_CHUNK, STREAM_HEAD, accept_each, chunk, recv_until  # noqa: E402
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"' + b"x" * 40 + b'"}}]}\n\n'
 PACE = 0.1
 PACED = 5
-HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-    b"connection: close\r\n\r\n"
-)
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 # -- the server (a subprocess) ---------------------------------------------------------------------
 def serve(mb: float) -> None:
-    big = HEAD + chunk(EVENT) * int(mb * 1_000_000 / len(EVENT)) + b"0\r\n\r\n"
+    big = STREAM_HEAD + chunk(EVENT) * int(mb * 1_000_000 / len(EVENT)) + LAST_CHUNK
     sock = socket.create_server(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
 
     def answer(conn: socket.socket) -> None:
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                piece = conn.recv(65536)
-                if not piece:
-                    return
-                data += piece
+            data = recv_until(conn, b"\r\n\r\n")
+            if b"\r\n\r\n" not in data:
+                return
             if data.startswith(b"GET /paced "):
-                conn.sendall(HEAD)
+                conn.sendall(STREAM_HEAD)
                 for _ in range(PACED):
                     time.sleep(PACE)
                     conn.sendall(chunk(EVENT))
-                conn.sendall(b"0\r\n\r\n")
+                conn.sendall(LAST_CHUNK)
             else:
                 conn.sendall(big)
 
-    while True:
-        conn, _ = sock.accept()
+    def start(conn: socket.socket) -> None:
         threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    accept_each(sock, start)
+    threading.Event().wait()  # until the benchmark kills this process
 
 
 # -- the clients -----------------------------------------------------------------------------------

@@ -7,6 +7,18 @@ import threading
 import time
 from collections.abc import Callable
 
+# the head of a chunked event stream that closes when it ends
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+    b"connection: close\r\n\r\n"
+)
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    """``data`` as one HTTP/1.1 chunk."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
 
 def recv_until(sock: socket.socket, marker: bytes, size: int = 65536) -> bytes:
     """What ``sock`` sends until ``marker`` has come, or until it closes (then the result lacks
