@@ -215,24 +215,25 @@ class ReplayEngine:
         ready = False
         batch: list[Chunk] = []
         size = 0
+
+        def flush() -> Iterator[tuple[float | None, list[Item]]]:
+            nonlocal batch, size
+            out = feed_reads(batch)
+            batch = []
+            size = 0
+            if out:
+                yield self.now, out
+
         for chunks, texts in blocks:
             if texts and ready:
                 n = sum(map(len, [chunk.data for chunk in chunks]))
                 if batch and size + n > batch_chars:
                     # a batch stays within batch_chars where it can (what it holds is copied)
-                    out = feed_reads(batch)
-                    if out:
-                        yield self.now, out
-                    batch = []
-                    size = 0
+                    yield from flush()
                 batch += chunks
                 size += n
                 if size >= batch_chars:
-                    out = feed_reads(batch)
-                    if out:
-                        yield self.now, out
-                    batch = []
-                    size = 0
+                    yield from flush()
                 continue
             for chunk in chunks:
                 data = chunk.data
@@ -242,25 +243,15 @@ class ReplayEngine:
                     batch.append(chunk)
                     size += len(data)
                     if size >= batch_chars:
-                        out = feed_reads(batch)
-                        if out:
-                            yield self.now, out
-                        batch = []
-                        size = 0
+                        yield from flush()
                     continue
                 if batch:
-                    out = feed_reads(batch)
-                    if out:
-                        yield self.now, out
-                    batch = []
-                    size = 0
+                    yield from flush()
                 out = feed(chunk)
                 if out:
                     yield chunk.t, out
         if batch:
-            out = feed_reads(batch)
-            if out:
-                yield self.now, out
+            yield from flush()
 
     def _feed_reads(self, chunks: list[Chunk]) -> list[Item]:
         """Several text reads fed as one, after the first output (see :meth:`feed_batches`);
