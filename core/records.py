@@ -19,6 +19,9 @@ from .wire import fastjson
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1
 END_REASONS = ("complete", "interrupted", "error", "timeout", "limit")
+# the file a tape keeps its index in (``recording.tape_index``): in a folder of recordings, never
+# one of them
+INDEX_NAME = "index.jsonl"
 
 
 class RecordingError(Exception):

@@ -38,7 +38,7 @@ from ..outputs.golden import (
     recording_stem,
 )
 from ..outputs.transcript import build_transcript, render
-from ..records import RecordingError, os_error_text
+from ..records import INDEX_NAME, RecordingError, os_error_text
 from ..replay import DetectionError
 from .replay_file import replay_file
 
@@ -49,9 +49,6 @@ SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 RECORDING_SUFFIXES = (".jsonl", ".sse", ".txt", ".json")  # what a golden file's recording may be
 STATUSES = ("match", "drift", "missing", "orphan", "created", "updated", "error")
 FAILING = frozenset({"drift", "missing", "orphan"})
-# a tape's index (``recording.tape_index.INDEX_NAME``), never a recording: named here, as
-# importing that module costs every check's start some milliseconds
-INDEX_NAME = "index.jsonl"
 
 
 @dataclass(slots=True)

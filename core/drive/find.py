@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..outputs.golden import is_golden_name
-from ..recording.tape_index import INDEX_NAME
+from ..records import INDEX_NAME
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 STDIN = "-"

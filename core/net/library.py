@@ -23,8 +23,7 @@ from ..apis import api_for_converter, model_in_path, served_api
 from ..converters import detect_from_event, detect_from_header
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
-from ..recording.tape_index import INDEX_NAME
-from ..records import RecordingError
+from ..records import INDEX_NAME, RecordingError
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent

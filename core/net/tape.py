@@ -36,7 +36,6 @@ from ..drive.conversation import last_input, read_conversation
 from ..drive.script import TurnPicker
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
-    INDEX_NAME,
     IndexEntry,
     Tape,
     append_entries,
@@ -48,7 +47,7 @@ from ..recording.tape_index import (
     tape_files,
     tape_lock,
 )
-from ..records import RecordingError, os_error_text
+from ..records import INDEX_NAME, RecordingError, os_error_text
 from .library import (
     Incoming,
     Library,

@@ -24,10 +24,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..records import RecordingError, os_error_text
+from ..records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
 
-INDEX_NAME = "index.jsonl"
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
 # the highest sequence number handed out in the folder, by any writer (under the tape's lock)
