@@ -130,21 +130,12 @@ class KimiK2Converter(OpenAIChatConverter):
         return out
 
     # -- the hot path of feed_many ----------------------------------------------------------
-    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`OpenAIChatConverter.hot_struct` with :meth:`_hot_content` in place: most
-        events of a Kimi stream are text that the content scanner takes as plain."""
-        if self.done:
-            return None
-        model = shaped.model
-        if model and model != self._model:
-            return None
-        delta = shaped.choices[0].delta  # one choice: the shape's
-        content = delta.content
-        if not content:
-            return super().hot_struct(shaped)
-        if not self._content_started or delta.tool_calls:
-            return None
-        self.payloads += 1
+    def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
+        """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
+        out as a run's text when the scanner gave it back whole and noted nothing. Text inside
+        a call's arguments that the content scanner would take as plain (most events of a Kimi
+        stream) is kept for it, and given to it joined before anything else reads it
+        (:meth:`_give_held`)."""
         if self.reasoning_scanner.tail:
             return self._split(ChunkResponse(content=content))
         room = self._room
@@ -162,20 +153,6 @@ class KimiK2Converter(OpenAIChatConverter):
         plain = self.content_scanner.feed_plain(content)
         if plain is None:
             self._room = None
-            return self._scanned_content(content)
-        if not self._quirks and not self._errors:
-            # ordinary text as it is (a run's text): the scanner is as it was
-            return (TEXT, plain) if plain else ()
-        return self._plain_read(content, plain)
-
-    def _hot_content(self, content: str) -> tuple[Any, ...] | list[ChunkResponse]:
-        """What :meth:`_split` does with a chunk that holds only ``content``; the text comes
-        out as a run's text when the scanner gave it back whole and noted nothing."""
-        if self.reasoning_scanner.tail:
-            return self._split(ChunkResponse(content=content))
-        self._give_held()
-        plain = self.content_scanner.feed_plain(content)
-        if plain is None:
             return self._scanned_content(content)
         return self._plain_read(content, plain)
 
