@@ -93,3 +93,20 @@ def random_cuts(body: bytes, rng: random.Random, max_cuts: int = 30) -> list[byt
 def meaning(summary: dict) -> dict:
     """A summary without the fields that legitimately depend on chunking (stats)."""
     return {k: v for k, v in summary.items() if k != "stats"}
+
+
+def feed_many_replay(converter: str, items: list[Any], struct_path: bool, batch: int) -> list[str]:
+    """The chunks (their reprs) of ``items`` fed to a new ``converter`` by ``feed_many``, ``batch``
+    items at a time as the engine feeds them, then its ``finish``; ``struct_path=False`` without
+    its typed hot decoder (every event read as a dict)."""
+    from streamtool.core.converters import make_converter
+
+    conv = make_converter(converter)
+    assert type(conv).hot_decoder is not None
+    if not struct_path:
+        conv.hot_decoder = None  # type: ignore[misc]
+    out: list[Any] = []
+    for start in range(0, len(items), batch):
+        out += conv.feed_many(items[start : start + batch])
+    out += conv.finish()
+    return [repr(cr) for cr in out]

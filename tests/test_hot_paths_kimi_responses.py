@@ -39,6 +39,7 @@ from streamtool.core.wire.kimi_tokens import (
 )
 from streamtool.core.wire.sse import SSEEvent
 
+from .helpers import feed_many_replay
 from .kimi_streams import chat_event, tools_header
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -378,16 +379,8 @@ def responses_events(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 def responses_replay(events: list[dict[str, Any]], struct_path: bool) -> list[str]:
-    conv = make_converter("openai-responses")
-    assert type(conv).hot_decoder is not None
-    if not struct_path:
-        conv.hot_decoder = None  # type: ignore[misc]
     items = [SSEEvent(json.dumps(e), e["type"]) for e in events]
-    out: list[Any] = []
-    for start in range(0, len(items), 7):  # feed_many as the engine calls it, batch by batch
-        out += conv.feed_many(items[start : start + 7])
-    out += conv.finish()
-    return [repr(cr) for cr in out]
+    return feed_many_replay("openai-responses", items, struct_path, batch=7)
 
 
 @SETTINGS

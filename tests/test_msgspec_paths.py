@@ -33,6 +33,8 @@ from streamtool.core.records import RecordingError
 from streamtool.core.tracker import ToolCallTracker
 from streamtool.core.wire.sse import SSEComment, SSEEvent
 
+from .helpers import feed_many_replay
+
 SETTINGS = settings(
     max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -312,16 +314,8 @@ def odd_event(draw: st.DrawFn, converter: str) -> str:
     return text
 
 
-def replay(converter: str, items: list[Any], struct_path: bool) -> list[Any]:
-    conv = make_converter(converter)
-    assert type(conv).hot_decoder is not None
-    if not struct_path:
-        conv.hot_decoder = None  # type: ignore[misc]
-    out: list[Any] = []
-    for start in range(0, len(items), 5):  # feed_many as the engine calls it, batch by batch
-        out += conv.feed_many(items[start : start + 5])
-    out += conv.finish()
-    return [repr(cr) for cr in out]
+def replay(converter: str, items: list[Any], struct_path: bool) -> list[str]:
+    return feed_many_replay(converter, items, struct_path, batch=5)
 
 
 @SETTINGS
