@@ -5,6 +5,7 @@ request target says; a connection to a loopback address is answered only under a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -44,7 +45,11 @@ class Decoy:
             conn.close()
 
     def close(self) -> None:
+        # a thread blocked in accept() is not woken by close(); a shutdown wakes it (Linux)
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        self._thread.join(5)
 
 
 def exchange(port: int, head: str, body: bytes = b"") -> tuple[int, bytes]:

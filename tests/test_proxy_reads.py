@@ -358,11 +358,17 @@ def endless_app() -> Any:
     piece = event(1) * 1000  # ~60 KB of events a write
 
     async def endless(request: Any) -> Any:
+        import anyio
+
         await request.body()
 
         async def gen() -> Any:
             while True:
                 yield piece
+                # a write to a client that has gone returns at once: without a turn of the
+                # loop here, starlette's watch for the disconnect never runs and this loop
+                # spins for ever, holding the interpreter's lock
+                await anyio.sleep(0)
 
         return StreamingResponse(gen(), media_type="text/event-stream")
 

@@ -155,6 +155,10 @@ class ServerThread:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._sock.close()
+        if self._thread is not None and self._thread.is_alive() and exc[0] is None:
+            # an app that never lets its loop run (a stream writing to a client that has
+            # gone, without awaiting anything) holds the thread, and the interpreter's lock
+            raise RuntimeError("the server thread did not stop within 10 s")
 
 
 class _Serves(Protocol):
