@@ -15,6 +15,19 @@ RECORDINGS = ROOT / "recordings"
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores this process may use. About a quarter of the
+    suite's time is spent waiting (on the processes, servers and sockets the tests start), which
+    the extra worker fills (2 cores: 4:15 with 3 workers, 4:57 with 2, 4:34 with 4)."""
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 def corpus_files(pattern: str = "*/*.sse") -> list[Path]:
     """Corpus captures matching ``pattern`` (empty when the corpus is absent)."""
     if not CORPUS.is_dir():
