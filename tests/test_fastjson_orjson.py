@@ -53,6 +53,8 @@ def outcome(fn: Any, text: Any) -> tuple[Any, ...]:
 
 def same(text: str | bytes) -> None:
     assert outcome(fastjson.loads, text) == outcome(fastjson.stdlib_loads, text)
+    if isinstance(text, bytes):
+        assert outcome(fastjson.loads_bytes, text) == outcome(fastjson.stdlib_loads, text)
     if isinstance(text, str):
         assert outcome(fastjson.loads_unchecked, text) == outcome(fastjson.stdlib_loads, text) or (
             # loads_unchecked skips the nesting limit only
@@ -192,3 +194,17 @@ def has_nan(v: Any) -> bool:
     if isinstance(v, list):
         return any(has_nan(x) for x in v)
     return isinstance(v, float) and v != v
+
+
+@SETTINGS
+@given(VALUES, st.booleans())
+def test_large_bytes_parse_alike(value: Any, damaged: bool) -> None:
+    """Past ``FAST_MAX`` (where ``loads`` goes to the standard library), ``loads_bytes`` still
+    parses with msgspec: the same values and errors."""
+    unit = json.dumps(value, ensure_ascii=False)
+    text = "[" + ", ".join([unit] * (fastjson.FAST_MAX // (len(unit) + 2) + 1)) + "]"
+    if damaged:
+        text = text[:-1]
+    data = text.encode("utf-8", "surrogatepass")
+    assert len(data) > fastjson.FAST_MAX
+    same(data)

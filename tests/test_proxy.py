@@ -301,7 +301,12 @@ def test_echoed_secret_never_written(tmp_path: Path) -> None:
     no_secret_in(out, token)
 
 
-def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(tmp_path: Path) -> None:
+# an integer beyond 64 bits: the request's text is looked through as the standard library
+# writes it (orjson refuses it), else as orjson writes it
+@pytest.mark.parametrize("extra", [{}, {"seed": 2**70}], ids=["json", "beyond-64-bits"])
+def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(
+    tmp_path: Path, extra: dict
+) -> None:
     key = "sk-proj-Body7xQ2wLp9Vn4Rt8Yb6Zc1Md3"  # in the body, not in any credential header
     ended: list = []
 
@@ -319,6 +324,7 @@ def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(tmp_path: Pat
         with ProxyThread(config) as px:
             url = px.url + "/v1/chat/completions"
             leaking = {"model": "gpt-test", "messages": [{"role": "user", "content": key}]}
+            leaking.update(extra)
             first = httpx.post(url, json=leaking, timeout=10)
             second = httpx.post(url, json={"model": "gpt-test", "messages": []}, timeout=10)
             [entry] = wait_for_index(out, 1)

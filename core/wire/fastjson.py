@@ -108,6 +108,21 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     return stdlib_loads_unchecked(text)
 
 
+def loads_bytes(data: bytes) -> Any:
+    """:func:`loads` of UTF-8 bytes already held whole (a request body), by msgspec at any size:
+    from bytes it makes no copy of the text, where the standard library decodes it into one,
+    and it parses a large document in three quarters of the time (9.5 MB of chat messages:
+    57 against 76 ms). The C parsers hold the interpreter's lock throughout, so that time is
+    what other threads wait: a proxy's streams while it reads a large request. Results,
+    refusals and errors are :func:`loads`'s."""
+    try:
+        obj = _fast(data)
+    except _Refused:
+        return loads(data)
+    check_depth(data, obj)
+    return obj
+
+
 def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
     """:func:`loads_unchecked` through the standard library alone."""
     if not isinstance(text, str):
