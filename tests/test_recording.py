@@ -72,9 +72,12 @@ def test_writer_removes_secrets_and_never_overwrites(tmp_path):
     RecordingWriter(path, header(), force=True).close(0.0)
 
 
-def test_writer_refuses_a_header_that_still_holds_a_key(tmp_path):
+# an integer beyond 64 bits, or a lone surrogate: the header's text is looked through as the
+# standard library writes it (orjson refuses them), else as orjson writes it
+@pytest.mark.parametrize("extra", [{}, {"seed": 2**70}, {"odd": "\ud800"}])
+def test_writer_refuses_a_header_that_still_holds_a_key(tmp_path, extra):
     h = header()
-    h.request["body"] = {"model": "m", "note": "sk-ant-api03-abcdefghijklmnop"}
+    h.request["body"] = {"model": "m", "note": "sk-ant-api03-abcdefghijklmnop", **extra}
     with pytest.raises(RecordingError, match="Anthropic key"):
         RecordingWriter(tmp_path / "rec.jsonl", h)
     assert not (tmp_path / "rec.jsonl").exists()

@@ -163,7 +163,7 @@ def request_body(body: bytes) -> Any:
     if not body:
         return None
     try:
-        return fastjson.loads_bytes(body)
+        return fastjson.loads(body)
     except ValueError:
         return None
 
@@ -191,7 +191,7 @@ def recorder_for(
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
     if parsed is None and body:
         try:
-            parsed = fastjson.loads_bytes(body)
+            parsed = fastjson.loads(body)
         except ValueError:
             parsed = body.decode("utf-8", "replace")
     kept = {k: v for k, v in headers if k.lower() not in _REQUEST_DROPPED}

@@ -10,7 +10,6 @@ forwarding edge of the proxy and of tapes (httpx, :mod:`streamtool.core.net.forw
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -19,8 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
-
-import orjson
 
 from ..records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
@@ -32,7 +29,7 @@ from .secrets import (
     request_secrets,
     with_article,
 )
-from .writer import RecordingWriter
+from .writer import RecordingWriter, json_text
 
 ERROR_BODY_LIMIT = 64 * 1024  # bytes of an HTTP error body kept for its message
 MAX_RECORDING_BYTES = 1024**3  # the default of --max-recording-bytes (decoded body bytes)
@@ -151,7 +148,7 @@ class ResponseRecorder:
         (``RecordingWriter`` refuses such a header too, but by then the request was sent.)
         """
         request = redact_request(self.scrubber.deep(self.request))
-        leaked = find_secret(_as_text(request))
+        leaked = find_secret(json_text(request))
         if leaked:
             raise RecordingError(
                 self.path, None, f"refusing to record: the request holds {with_article(leaked)}"
@@ -300,14 +297,3 @@ class ResponseRecorder:
             duration=round(self.end_t if self.end_t is not None else self.now(), 6),
             write_failed=self.write_error is not None,
         )
-
-
-def _as_text(request: dict[str, Any]) -> str:
-    """The request as JSON text to look for key patterns in: orjson's (a tenth of the standard
-    library's time on a large body, which holds the interpreter's lock throughout), else, for
-    what orjson refuses (integers beyond 64 bits, lone surrogates), the standard library's. The
-    two write every string the same but for escapes, which no key pattern holds."""
-    try:
-        return orjson.dumps(request).decode("utf-8")
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(request, ensure_ascii=False)

@@ -5,7 +5,7 @@ msgspec parses (``str`` as it is, no encoding first; integers of any length exac
 standard library reads them); whatever it refuses (invalid JSON, ``NaN``, numbers beyond a double,
 integers longer than the standard library takes, lone surrogates, other encodings than UTF-8) is
 handed to the standard library's C scanner, and from there to ``json.loads``, so results and error
-messages are those of ``json.loads`` (with ``parse_constant`` refusing the constants). A document
+messages are those of ``json.loads`` (with ``parse_constant`` refusing the constants). A ``str``
 larger than :data:`FAST_MAX` goes to the standard library too (msgspec keeps the UTF-8 copy of a
 text that is not ASCII beside it: a whole file written by a tool call would be held twice).
 Duplicate keys: both keep the last value, at the first key's place.
@@ -63,8 +63,13 @@ class NestingError(json.JSONDecodeError):
         return str(self.msg)
 
 
-# a larger document goes to the standard library, which needs about its size (msgspec adds the
-# UTF-8 copy of a text that is not ASCII, kept as long as the text)
+# a larger ``str`` goes to the standard library, which needs about its size (msgspec adds the
+# UTF-8 copy of a text that is not ASCII, kept as long as the text). Bytes of any size go to
+# msgspec, which reads them as they are where the standard library decodes them into a copy;
+# it also parses a large document in three quarters of the time (a 9.5 MB request body: 57
+# against 76 ms, one call holding the interpreter's lock: what a proxy's other streams wait).
+# A recording's line (:func:`loads_utf8_unchecked`) keeps the limit, as the replay's peak
+# memory was measured with it.
 FAST_MAX = 256 * 1024
 _fast = msgspec.json.Decoder().decode
 # what msgspec raises for what it refuses: invalid or unusual JSON (DecodeError, ValidationError
@@ -100,27 +105,12 @@ def loads_unchecked(text: str | bytes | bytearray) -> Any:
     """:func:`loads` without the nesting limit, for a caller that keeps no nested value of the
     result (a recording's chunk record keeps two scalars) or calls :func:`check_depth` itself.
     Nesting that the decoder itself cannot take still raises :class:`NestingError`."""
-    if len(text) <= FAST_MAX:
+    if len(text) <= FAST_MAX or not isinstance(text, str):
         try:
             return _fast(text)
         except _Refused:
             pass
     return stdlib_loads_unchecked(text)
-
-
-def loads_bytes(data: bytes) -> Any:
-    """:func:`loads` of UTF-8 bytes already held whole (a request body), by msgspec at any size:
-    from bytes it makes no copy of the text, where the standard library decodes it into one,
-    and it parses a large document in three quarters of the time (9.5 MB of chat messages:
-    57 against 76 ms). The C parsers hold the interpreter's lock throughout, so that time is
-    what other threads wait: a proxy's streams while it reads a large request. Results,
-    refusals and errors are :func:`loads`'s."""
-    try:
-        obj = _fast(data)
-    except _Refused:
-        return loads(data)
-    check_depth(data, obj)
-    return obj
 
 
 def stdlib_loads_unchecked(text: str | bytes | bytearray) -> Any:
