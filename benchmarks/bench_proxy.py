@@ -87,11 +87,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Process:
-    """A streamtool command on port 0; its origin is read from the first stderr line."""
+    """A streamtool command on port 0 (or ``command`` as given); its origin is read from the
+    first stderr line."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], command: list[str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            [*CLI, *args, "--port", "0"], stderr=subprocess.PIPE, text=True
+            command or [*CLI, *args, "--port", "0"], stderr=subprocess.PIPE, text=True
         )
         assert self.proc.stderr is not None
         line = self.proc.stderr.readline()
@@ -126,52 +127,59 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[flo
     return first or total, total, bytes(got)
 
 
-async def ttfb(
-    direct: str, proxied: str, n: int, expected: bytes, *, fresh: bool
-) -> tuple[list[float], list[float]]:
-    """Paired first-byte times in ms, direct and proxied, ``n`` pairs in alternating order."""
+async def ttfb(urls: list[str], n: int, expected: bytes, *, fresh: bool) -> list[list[float]]:
+    """First-byte times in ms for each of ``urls`` (the first is direct), ``n`` rounds, every
+    origin once per round, the order turned by one each round."""
     pick = {"x-streamtool-recording": SMALL.stem}
     if fresh:
         pick["connection"] = "close"
-    a: list[float] = []
-    b: list[float] = []
+    times: list[list[float]] = [[] for _ in urls]
+    order = list(range(len(urls)))
     async with httpx.AsyncClient(timeout=30) as client:
-        for url in (direct, proxied, direct, proxied):  # warm both sides
+        for url in urls * 2:  # warm every side
             await fetch(client, url, pick)
         for i in range(n):
-            pair = ((direct, a), (proxied, b))
-            for url, out in pair if i % 2 == 0 else pair[::-1]:
-                first, _, body = await fetch(client, url, pick)
+            for k in order[i % len(order) :] + order[: i % len(order)]:
+                first, _, body = await fetch(client, urls[k], pick)
                 if body != expected:
                     raise SystemExit("FAIL: a small stream differs from the recording")
-                out.append(first * 1000)
-    return a, b
+                times[k].append(first * 1000)
+    return times
 
 
 async def throughput(
-    direct: str, proxied: str, name: str, expected: bytes, rounds: int, serve: int, proxy: int
-) -> list[tuple[float, float, float, float]]:
-    """Per round: (direct MB/s, proxied MB/s, proxy CPU s/MB, serve CPU s/MB), the serve and
-    proxy CPU both read around the proxied transfer."""
+    direct: str,
+    relays: list[tuple[str, int]],
+    name: str,
+    expected: bytes,
+    rounds: int,
+    serve: int,
+) -> list[tuple[float, ...]]:
+    """Per round: (direct MB/s, then for each relay ``(origin, pid)``: its MB/s, its CPU s/MB
+    and the serve upstream's CPU s/MB, both read around that relay's transfer). Every origin
+    once per round, the order turned by one each round."""
     pick = {"x-streamtool-recording": name}
     mb = len(expected) / 1e6
     out = []
+    urls = [direct, *(url for url, _ in relays)]
+    pids = [0, *(pid for _, pid in relays)]
     async with httpx.AsyncClient(timeout=120) as client:
-        for url in (direct, proxied):
+        for url in urls:
             await fetch(client, url, pick)
         for i in range(rounds):
-            rate = {}
-            cpu = (0.0, 0.0)
-            for url in (direct, proxied) if i % 2 == 0 else (proxied, direct):
-                s0, p0 = cpu_seconds(serve), cpu_seconds(proxy)
-                _, total, body = await fetch(client, url, pick)
-                s1, p1 = cpu_seconds(serve), cpu_seconds(proxy)
+            got: list[tuple[float, ...]] = [()] * len(urls)
+            for k in (
+                list(range(len(urls)))[i % len(urls) :] + list(range(len(urls)))[: i % len(urls)]
+            ):
+                s0, p0 = cpu_seconds(serve), cpu_seconds(pids[k]) if pids[k] else 0.0
+                _, total, body = await fetch(client, urls[k], pick)
+                s1, p1 = cpu_seconds(serve), cpu_seconds(pids[k]) if pids[k] else 0.0
                 if body != expected:
                     raise SystemExit("FAIL: a large stream differs from the recording")
-                rate[url] = mb / total
-                if url == proxied:
-                    cpu = ((p1 - p0) / mb, (s1 - s0) / mb)
-            out.append((rate[direct], rate[proxied], *cpu))
+                got[k] = (
+                    (mb / total,) if not pids[k] else (mb / total, (p1 - p0) / mb, (s1 - s0) / mb)
+                )
+            out.append(tuple(x for g in got for x in g))
     return out
 
 
@@ -312,16 +320,23 @@ def main() -> None:
             proxy = Process(
                 ["proxy", "--upstream", upstream.url, "--out", str(out), "--view", "none"]
             )
+            floors = [
+                Process([], [sys.executable, "-m", "benchmarks.floor_relay", kind, upstream.url])
+                for kind in ("http", "tcp")
+            ]
             try:
                 d, u = upstream.url, proxy.url
-                fa, fb = asyncio.run(ttfb(d, u, args.requests, small_body, fresh=True))
-                ka, kb = asyncio.run(ttfb(d, u, args.requests, small_body, fresh=False))
+                urls = [d, u, *(f.url for f in floors)]
+                fa, fb, fh, ft = asyncio.run(ttfb(urls, args.requests, small_body, fresh=True))
+                ka, kb, kh, kt = asyncio.run(ttfb(urls, args.requests, small_body, fresh=False))
+                relays = [(p.url, p.pid) for p in (proxy, *floors)]
                 rounds = asyncio.run(
-                    throughput(d, u, big.stem, big_body, args.rounds, upstream.pid, proxy.pid)
+                    throughput(d, relays, big.stem, big_body, args.rounds, upstream.pid)
                 )
                 exact = asyncio.run(concurrent(u, args.streams, small_body))
             finally:
-                proxy.stop()
+                for p in (proxy, *floors):
+                    p.stop()
         finally:
             upstream.stop()
         recordings = sorted(p for p in out.glob("*.jsonl") if p.name != "index.jsonl")
@@ -348,6 +363,10 @@ def main() -> None:
         f"  proxy {proxy_cpu:6.1f} ms/MB   serve upstream {serve_cpu:6.1f} ms/MB   "
         f"ratio {cpu_ratio:.2f}x (target <= {CPU_TARGET}x)"
     )
+    for label, at in (("uvicorn + httpx relay", 4), ("TCP relay", 7)):
+        floor_cpu = statistics.median(r[at + 1] for r in rounds) * 1000
+        floor_ratio = statistics.median(r[at + 1] / r[at + 2] for r in rounds if r[at + 2] > 0)
+        print(f"  floor: {label:<22} {floor_cpu:6.1f} ms/MB   ratio {floor_ratio:.2f}x")
     fresh = paired_median(fa, fb)
     kept = paired_median(ka, kb)
     print(f"time to first byte, {args.requests} pairs each (alternating order)")
@@ -361,6 +380,14 @@ def main() -> None:
         f"{statistics.median(kb):6.2f} ms   overhead (median of pairs) {kept:+.2f} ms "
         f"(target <= +{KEPT_TARGET_MS:.0f} ms)"
     )
+    for label, f_times, k_times in (
+        ("uvicorn + httpx relay", fh, kh),
+        ("TCP relay", ft, kt),
+    ):
+        print(
+            f"  floor: {label:<22} fresh {paired_median(fa, f_times):+.2f} ms   "
+            f"kept-alive {paired_median(ka, k_times):+.2f} ms"
+        )
     ratio = statistics.median(r[1] / r[0] for r in rounds)
     print(
         f"throughput, {mb:.1f} MB in {big_chunks} reads at --speed max, "

@@ -1,0 +1,133 @@
+"""Two floors for ``bench_proxy``: what a relay costs before the proxy does any work of its own.
+
+    python -m benchmarks.floor_relay tcp|http UPSTREAM_ORIGIN
+
+Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is terminated.
+
+- ``tcp``: every connection piped to a new connection to the upstream, bytes as they come, both
+  ways (asyncio streams; no HTTP read at all): the cost of the extra hop between processes;
+- ``http``: the libraries the proxy is built on, used as their documentation shows and nothing
+  more: uvicorn (its h11 protocol, the asyncio loop, as the proxy runs it) takes the request, an
+  ``httpx.AsyncClient`` sends it upstream and the response's raw bytes go back as they are
+  read. No recording, no checks, no scrubbing, no gathering of reads.
+
+The proxy's own work is what it costs beyond the ``http`` floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+# hop-by-hop headers (RFC 9110, 7.6.1) and the ones each side sets itself
+_REQUEST_SKIP = {b"host", b"connection", b"keep-alive", b"transfer-encoding", b"content-length"}
+_RESPONSE_SKIP = {b"connection", b"keep-alive", b"transfer-encoding"}
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+async def tcp_relay(upstream: str) -> None:
+    host, port = upstream.removeprefix("http://").rsplit(":", 1)
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    print(f"listening on http://127.0.0.1:{server.sockets[0].getsockname()[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    async with server:
+        await server.serve_forever()
+
+
+def http_app(upstream: str) -> Any:
+    import httpx
+
+    client = httpx.AsyncClient(base_url=upstream, timeout=None)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await client.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = [(k, v) for k, v in scope["headers"] if k not in _REQUEST_SKIP]
+        path = scope["raw_path"] + (b"?" + scope["query_string"] if scope["query_string"] else b"")
+        request = client.build_request(
+            scope["method"], path.decode(), headers=headers, content=body
+        )
+        response = await client.send(request, stream=True)
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status_code,
+                    "headers": [
+                        (k, v) for k, v in response.headers.raw if k.lower() not in _RESPONSE_SKIP
+                    ],
+                }
+            )
+            async for data in response.aiter_raw():
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+    return app
+
+
+def http_relay(upstream: str) -> None:
+    import socket
+
+    import uvicorn
+
+    # TCP by name, as the proxy's listening socket: asyncio turns Nagle's algorithm off only on
+    # sockets whose proto says TCP (else small writes wait for the client's delayed ACK)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    config = uvicorn.Config(
+        http_app(upstream),
+        http="h11",
+        loop="asyncio",
+        ws="none",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        date_header=False,
+    )
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def main() -> None:
+    kind, upstream = sys.argv[1], sys.argv[2]
+    if kind == "tcp":
+        asyncio.run(tcp_relay(upstream))
+    elif kind == "http":
+        http_relay(upstream)
+    else:
+        raise SystemExit("usage: python -m benchmarks.floor_relay tcp|http UPSTREAM_ORIGIN")
+
+
+if __name__ == "__main__":
+    main()
