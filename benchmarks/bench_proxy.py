@@ -26,6 +26,13 @@ pair) so both see the same machine load. Figures and targets:
    trials with the body alternating with trials without it, medians of ``--body-trials``;
    target < 50 ms with the body.
 
+Beside the proxy, in the same rounds, two floors (``benchmarks/floor_relay.py``, figures to
+read, not targets): a bare TCP relay (the hop between processes, no HTTP read) and a relay of the
+proxy's own libraries used as their documentation shows (uvicorn's h11 protocol on the asyncio
+loop, ``httpx.AsyncClient``; nothing recorded, checked or gathered): their CPU per MB and
+first-byte overheads, from the same paired rounds. What the proxy costs beyond the second is
+its own work.
+
 Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the CPU and time
 figures are of two processes sharing the cores with this one.
 """

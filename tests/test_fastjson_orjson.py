@@ -5,11 +5,13 @@ float bits, lone surrogates), or the same error type and message."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.wire import fastjson
@@ -195,14 +197,81 @@ def has_nan(v: Any) -> bool:
 
 
 @settings(max_examples=15, deadline=None)  # each example parses 256 KB four times
-@given(VALUES, st.booleans())
-def test_large_bytes_parse_alike(value: Any, damaged: bool) -> None:
-    """Bytes past ``FAST_MAX`` (where a ``str`` goes to the standard library) are still parsed
-    by msgspec: the same values and errors."""
-    unit = json.dumps(value, ensure_ascii=False)
+@given(VALUES, st.booleans(), st.booleans())
+def test_large_documents_parse_alike(value: Any, damaged: bool, as_bytes: bool) -> None:
+    """Bytes, and an ASCII ``str``, past ``FAST_MAX`` (where a ``str`` that is not ASCII goes to
+    the standard library) are still parsed by msgspec: the same values and errors."""
+    unit = json.dumps(value, ensure_ascii=not as_bytes)
     text = "[" + ", ".join([unit] * (fastjson.FAST_MAX // (len(unit) + 2) + 2)) + "]"
     if damaged:
         text = text[:-1]
-    data = text.encode("utf-8", "surrogatepass")
-    assert len(data) > fastjson.FAST_MAX
-    same(data)
+    doc: str | bytes = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    assert len(doc) > fastjson.FAST_MAX
+    assert as_bytes or text.isascii()
+    same(doc)
+
+
+def test_a_large_text_is_not_held_twice() -> None:
+    """A large ``str`` that is not ASCII is not given to msgspec, which would keep a UTF-8 copy
+    of it inside the string for as long as the string lives (``sys.getsizeof`` counts it);
+    an ASCII one is, and has no copy to keep."""
+    wide = '["' + "é" * fastjson.FAST_MAX + '"]'
+    size = sys.getsizeof(wide)
+    assert fastjson.loads(wide) == ["é" * fastjson.FAST_MAX]
+    assert sys.getsizeof(wide) == size
+    assert msgspec.json.decode(wide) and sys.getsizeof(wide) > size  # what it would have cost
+    narrow = '["' + "e" * fastjson.FAST_MAX + '"]'
+    size = sys.getsizeof(narrow)
+    assert fastjson.loads(narrow) == ["e" * fastjson.FAST_MAX]
+    assert sys.getsizeof(narrow) == size
+
+
+def nested(depth: int, shapes: list[bool]) -> str:
+    """``depth`` containers one inside the other, lists or objects by turns of ``shapes``."""
+    opens = ['{"k":' if shapes[i % len(shapes)] else "[" for i in range(depth)]
+    closes = ["}" if shapes[i % len(shapes)] else "]" for i in reversed(range(depth))]
+    return "".join(opens) + "0" + "".join(closes)
+
+
+BUDGET = fastjson.WALK_FIRST_BUDGET
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.one_of(
+        st.integers(1, fastjson.MAX_DEPTH + 3),
+        st.integers(fastjson.MAX_DEPTH - 4, fastjson.MAX_DEPTH + 1),  # at the limit
+    ),
+    st.lists(st.booleans(), min_size=1, max_size=3),
+    st.one_of(
+        st.integers(0, 2 * BUDGET),
+        st.sampled_from([BUDGET - 2, BUDGET - 1, BUDGET, BUDGET + 1, 2 * BUDGET]),
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+# the deep one walked after the budget is spent, one level within the limit and one beyond
+@example(fastjson.MAX_DEPTH - 2, [False], 2 * BUDGET, True, True)
+@example(fastjson.MAX_DEPTH - 1, [False], 2 * BUDGET, True, True)
+@example(fastjson.MAX_DEPTH - 1, [True, False], BUDGET, True, True)
+def test_a_long_document_is_refused_exactly_when_too_deep(
+    depth: int, shapes: list[bool], siblings: int, long: bool, deep_first: bool
+) -> None:
+    """The nesting limit holds for documents long enough that their value is walked before
+    their brackets are counted, whether the walk ends within its budget of containers (a long
+    string beside a few) or not (as many empty containers as the budget, or twice it, beside
+    the deep one, before it or after it)."""
+    parts = [nested(depth, shapes), ",".join(["[]"] * siblings) or "0"]
+    if not deep_first:
+        parts.reverse()
+    pad = "x" * (fastjson.WALK_FIRST + 1 if long else 10)
+    text = '{"pad": "' + pad + '", "v": [' + ",".join(parts) + "]}"
+    deepest = depth + 2  # inside the document's object and its list
+    if deepest > fastjson.MAX_DEPTH:
+        with pytest.raises(fastjson.NestingError):
+            fastjson.loads(text)
+        with pytest.raises(fastjson.NestingError):
+            fastjson.loads(text.encode())
+    else:
+        assert fastjson.loads(text) == json.loads(text)
+    same(text)
