@@ -134,6 +134,11 @@ async def fetch(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[flo
     return first or total, total, bytes(got)
 
 
+def turned(n: int, i: int) -> list[int]:
+    """``range(n)`` turned by ``i``: round ``i``'s order of ``n`` origins."""
+    return [(k + i) % n for k in range(n)]
+
+
 async def ttfb(urls: list[str], n: int, expected: bytes, *, fresh: bool) -> list[list[float]]:
     """First-byte times in ms for each of ``urls`` (the first is direct), ``n`` rounds, every
     origin once per round, the order turned by one each round."""
@@ -141,12 +146,11 @@ async def ttfb(urls: list[str], n: int, expected: bytes, *, fresh: bool) -> list
     if fresh:
         pick["connection"] = "close"
     times: list[list[float]] = [[] for _ in urls]
-    order = list(range(len(urls)))
     async with httpx.AsyncClient(timeout=30) as client:
         for url in urls * 2:  # warm every side
             await fetch(client, url, pick)
         for i in range(n):
-            for k in order[i % len(order) :] + order[: i % len(order)]:
+            for k in turned(len(urls), i):
                 first, _, body = await fetch(client, urls[k], pick)
                 if body != expected:
                     raise SystemExit("FAIL: a small stream differs from the recording")
@@ -175,9 +179,7 @@ async def throughput(
             await fetch(client, url, pick)
         for i in range(rounds):
             got: list[tuple[float, ...]] = [()] * len(urls)
-            for k in (
-                list(range(len(urls)))[i % len(urls) :] + list(range(len(urls)))[: i % len(urls)]
-            ):
+            for k in turned(len(urls), i):
                 s0, p0 = cpu_seconds(serve), cpu_seconds(pids[k]) if pids[k] else 0.0
                 _, total, body = await fetch(client, urls[k], pick)
                 s1, p1 = cpu_seconds(serve), cpu_seconds(pids[k]) if pids[k] else 0.0
