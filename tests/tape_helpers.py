@@ -11,6 +11,11 @@ from streamtool.core.records import Chunk, End
 
 from .serve_helpers import chunks_of, recording
 
+# for a sample project's pytest run in a child process: hypothesis's own pytest plugin (this
+# suite's property tests need it, the sample projects do not) costs about 0.8 s of every child
+# run's start
+CHILD_PLUGINS_OFF = ("-p", "no:hypothesispytest")
+
 OPENAI_TOOLS = [
     {
         "type": "function",

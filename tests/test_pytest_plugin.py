@@ -19,7 +19,13 @@ import pytest
 
 from streamtool.core.net.tape import serving_tape
 
-from .tape_helpers import OPENAI_MODEL, OPENAI_QUESTION, OPENAI_TOOLS, openai_tape
+from .tape_helpers import (
+    CHILD_PLUGINS_OFF,
+    OPENAI_MODEL,
+    OPENAI_QUESTION,
+    OPENAI_TOOLS,
+    openai_tape,
+)
 
 FAKE_KEY = (
     "sk-proj-" + "Zq4vN8sK2xW7bR1tY6uH3mJ9cL5dF0gA"
@@ -125,7 +131,7 @@ def run_pytest(
     )
     env.update(extra_env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *CHILD_PLUGINS_OFF, "-q", *args],
         cwd=project,
         env=env,
         capture_output=True,
