@@ -6,6 +6,7 @@ and in CI; a user's clone has none, so every test that needs it skips cleanly wi
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "recordings"
 CORPUS = ROOT.parent / "shared" / "corpus"
+
+# A suite started in the background by a shell without job control (``python -m pytest &`` in a
+# script) inherits SIGINT ignored, and so would every process it starts: the tests that press
+# Ctrl-C in a command would find it deaf. The suite's processes (and through them the commands
+# the tests start) take SIGINT as Python does by default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

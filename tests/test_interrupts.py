@@ -156,3 +156,23 @@ def test_non_ascii_b64_is_unusable_input_naming_file_and_line(tmp_path: Path) ->
         assert run.returncode == 2, run.stderr
         [line] = run.stderr.strip().splitlines()
         assert f"{rec}:3:" in line and "b64" in line, line
+
+
+def test_ctrl_c_tests_hold_in_a_suite_started_with_sigint_ignored() -> None:
+    """A suite started in the background by a shell without job control inherits SIGINT
+    ignored, which every process it starts would inherit too: ``tests/conftest.py`` gives the
+    suite's processes Python's own handler back, so a test that presses Ctrl-C in a command
+    still finds it listening (without that, this child run fails)."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-n0", "-p", "no:cacheprovider",
+            "-p", "no:hypothesispytest", "-p", "no:randomly",
+            "tests/test_record.py::test_ctrl_c_leaves_a_valid_recording",
+        ],
+        cwd=root, capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
