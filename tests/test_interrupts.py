@@ -164,15 +164,21 @@ def test_ctrl_c_tests_hold_in_a_suite_started_with_sigint_ignored() -> None:
     suite's processes Python's own handler back, so a test that presses Ctrl-C in a command
     still finds it listening (without that, this child run fails)."""
     root = Path(__file__).resolve().parents[1]
+    args = [
+        sys.executable, "-m", "pytest", "-n0", "-p", "no:cacheprovider",
+        "-p", "no:hypothesispytest", "-p", "no:randomly",
+        "tests/test_record.py::test_ctrl_c_leaves_a_valid_recording",
+    ]  # fmt: skip
+    # SIGINT ignored is kept across exec, as a shell's background job starts it
+    ignoring = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    ignoring += f"os.execv(sys.executable, {args!r})"
     proc = subprocess.run(
-        [
-            sys.executable, "-m", "pytest", "-n0", "-p", "no:cacheprovider",
-            "-p", "no:hypothesispytest", "-p", "no:randomly",
-            "tests/test_record.py::test_ctrl_c_leaves_a_valid_recording",
-        ],
-        cwd=root, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", ignoring],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
