@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,18 @@ from streamtool.core.records import Chunk, End
 
 from .serve_helpers import chunks_of, recording
 
-# for a sample project's pytest run in a child process: hypothesis's own pytest plugin (this
-# suite's property tests need it, the sample projects do not) costs about 0.8 s of every child
-# run's start
-CHILD_PLUGINS_OFF = ("-p", "no:hypothesispytest")
+# a pytest run in a child process, of a sample project or one test of this suite's: no cache
+# written into the project, and without hypothesis's pytest plugin (this suite's property tests
+# need it, those runs do not; it costs about 0.8 s of every child run's start)
+CHILD_PYTEST = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+)
 
 OPENAI_TOOLS = [
     {

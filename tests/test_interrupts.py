@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from .serve_helpers import STREAMTOOL, chat_chunk, write_recording
+from .tape_helpers import CHILD_PYTEST
 
 CLIENT = textwrap.dedent(
     """
@@ -165,8 +166,7 @@ def test_ctrl_c_tests_hold_in_a_suite_started_with_sigint_ignored() -> None:
     still finds it listening (without that, this child run fails)."""
     root = Path(__file__).resolve().parents[1]
     args = [
-        sys.executable, "-m", "pytest", "-n0", "-p", "no:cacheprovider",
-        "-p", "no:hypothesispytest", "-p", "no:randomly",
+        *CHILD_PYTEST, "-n0", "-p", "no:randomly",
         "tests/test_record.py::test_ctrl_c_leaves_a_valid_recording",
     ]  # fmt: skip
     # SIGINT ignored is kept across exec, as a shell's background job starts it

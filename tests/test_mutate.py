@@ -33,7 +33,7 @@ from streamtool.core.recording.reader import Source
 
 from .conftest import RECORDINGS
 from .serve_helpers import STREAMTOOL
-from .tape_helpers import CHILD_PLUGINS_OFF, openai_tape
+from .tape_helpers import CHILD_PYTEST, openai_tape
 
 ROOT = RECORDINGS.parent
 BUNDLED = sorted(RECORDINGS.glob("*.jsonl"))
@@ -377,17 +377,7 @@ def test_the_pytest_plugin_applies_the_quirks_to_every_stream(tmp_path: Path) ->
 
     def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
-                *CHILD_PLUGINS_OFF,
-                "-q",
-                "-n0",
-                *args,
-            ],
+            [*CHILD_PYTEST, "-q", "-n0", *args],
             cwd=project,
             env=env,
             capture_output=True,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 from streamtool.core.net.tape import serving_tape
 
 from .tape_helpers import (
-    CHILD_PLUGINS_OFF,
+    CHILD_PYTEST,
     OPENAI_MODEL,
     OPENAI_QUESTION,
     OPENAI_TOOLS,
@@ -131,7 +130,7 @@ def run_pytest(
     )
     env.update(extra_env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *CHILD_PLUGINS_OFF, "-q", *args],
+        [*CHILD_PYTEST, "-q", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -24,7 +24,7 @@ from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS, ROOT
 from .serve_helpers import STREAMTOOL, start_listening
-from .tape_helpers import ANTHROPIC_TOOLS, CHILD_PLUGINS_OFF, OPENAI_TOOLS
+from .tape_helpers import ANTHROPIC_TOOLS, CHILD_PYTEST, OPENAI_TOOLS
 
 LOOP = """\
 turns:
@@ -436,7 +436,7 @@ def test_the_plugin_serves_a_script(loop: Path, tmp_path: Path) -> None:
     env.pop("ANTHROPIC_API_KEY", None)
     env["SAMPLE_NOTES"] = str(notes)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *CHILD_PLUGINS_OFF, "-q", "-n0",
+        [*CHILD_PYTEST, "-q", "-n0",
          "-p", "no:randomly", "--stream-tape-mutate", "oai_empty_id"],
         cwd=project, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
