@@ -12,6 +12,17 @@ times whole processes, round-robin so that load on the machine hits every comman
 - ``streamtool replay SMALL --format json`` on a small bundled recording: target <= 200 ms,
   and <= 8x the baseline.
 
+Two floors run in the same rounds, from the same environment, no target of their own:
+
+- ``import typer``: what any command built on typer pays before it parses a word;
+- a typer program of one command taking the replay's arguments (a path and ``--format``), its
+  ``Typer`` made with streamtool's settings and its parameters declared as typer documents them
+  (typer 0.29 converts each value through a pydantic adapter, which streamtool's ``cli/params.py``
+  avoids).
+
+Both end as streamtool ends, their objects frozen (``gc.freeze`` at exit: no collection walks
+them as the interpreter tears down), so the floors count only what the library costs.
+
 Medians of ``--runs`` runs are printed with their ratios. On a loaded machine the ratios are the
 figures to read. It also checks that neither command imports the openai or anthropic SDKs or
 pydantic. Exits 1 when a ratio target is missed or a heavy module is imported.
@@ -66,6 +77,37 @@ def make_env(where: Path) -> tuple[Path, Path]:
     return python, bindir / "streamtool"
 
 
+# the documented typer floor: one command, the replay's two parameters, streamtool's Typer settings
+FLOOR_IMPORT = "import atexit, gc; atexit.register(gc.freeze); import typer"
+FLOOR_PROGRAM = """\
+import atexit
+import gc
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+atexit.register(gc.freeze)
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+
+
+@app.command()
+def replay(
+    path: Annotated[Path, typer.Argument()],
+    format: Annotated[str, typer.Option("--format")] = "tree",
+) -> None:
+    print(len(path.read_bytes()), format)
+
+
+@app.command()
+def other() -> None:
+    pass
+
+
+app()
+"""
+
+
 def run(cmd: list[str], cwd: Path) -> float:
     start = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
@@ -116,8 +158,12 @@ def main() -> int:
             cwd=work,
             check=True,
         ).stdout.strip()
+        floor = work / "typer_floor.py"
+        floor.write_text(FLOOR_PROGRAM)
         commands = {
             "python -c pass": [str(python), "-c", "pass"],
+            "import typer": [str(python), "-c", FLOOR_IMPORT],
+            "typer program": [str(python), str(floor), "replay", small.name, "--format", "json"],
             "--help": [str(streamtool), "--help"],
             "replay": [str(streamtool), "replay", small.name, "--format", "json"],
         }
@@ -133,6 +179,11 @@ def main() -> int:
         print(f"installed from: {origin}")
         print(f"medians of {opts.runs} runs (round-robin), on {os.cpu_count()} cores")
         print(f"  {'python -c pass':54} {base * 1000:7.1f} ms   (baseline)")
+        for name, label in (
+            ("import typer", "import typer (floor)"),
+            ("typer program", "a one-command typer program (floor)"),
+        ):
+            print(f"  {label:54} {medians[name] * 1000:7.1f} ms   {medians[name] / base:5.1f}x")
         failed = False
         labels = {"--help": "streamtool --help", "replay": f"streamtool replay {SMALL.name}"}
         for name, (limit, ratio_limit) in TARGETS.items():
@@ -145,6 +196,11 @@ def main() -> int:
                 f"{'ok' if ok else 'MISSED'}; absolute "
                 f"{'ok' if medians[name] <= limit else 'over'})"
             )
+        own = medians["replay"] - medians["import typer"]
+        print(
+            f"  the replay beyond import typer: {own * 1000:.1f} ms "
+            f"({own / base:.1f}x the baseline; typer alone {medians['import typer'] / base:.1f}x)"
+        )
         for name, args in (("--help", ["--help"]), ("replay", commands["replay"][2:])):
             heavy = heavy_imports(python, args, work)
             print(f"  {labels[name]} imports: {', '.join(heavy) or 'no SDK, no pydantic'}")

@@ -1,7 +1,5 @@
 """``streamtool check PATH...``: replay recordings and compare them with their golden files."""
 
-from __future__ import annotations
-
 import json
 import os
 import shlex
@@ -215,7 +213,7 @@ def use_color() -> bool:
     )
 
 
-def render_report(report: CheckReport, paths: list[str], *, color: bool = False) -> str:
+def render_report(report: "CheckReport", paths: list[str], *, color: bool = False) -> str:
     lines: list[str] = []
     for r in report.results:
         if r.status == "error":
@@ -242,7 +240,7 @@ def render_report(report: CheckReport, paths: list[str], *, color: bool = False)
     return "\n".join(lines) + "\n"
 
 
-def _subject(r: FileResult) -> str:
+def _subject(r: "FileResult") -> str:
     if r.recording is None:
         return str(r.golden)
     if r.status in ("created", "updated"):

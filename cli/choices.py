@@ -7,8 +7,6 @@ valid value ("did you mean ...?"). Nothing here imports a converter or a handler
 from the registries and the quirk ids' enum.
 """
 
-from __future__ import annotations
-
 import difflib
 from collections.abc import Callable, Iterable
 

@@ -1,7 +1,5 @@
 """``streamtool completion SHELL``: print the shell's completion script."""
 
-from __future__ import annotations
-
 import sys
 from enum import StrEnum
 from typing import Annotated

@@ -1,7 +1,5 @@
 """``streamtool conform -- COMMAND``: check a stream client against recordings cut every way."""
 
-from __future__ import annotations
-
 import json
 import os
 import shutil
@@ -175,7 +173,7 @@ def _run(
     raise typer.Exit(1 if any(r.status == "fail" for r in results) else 0)
 
 
-def _counts(results: list[Result]) -> dict[str, int]:
+def _counts(results: "list[Result]") -> dict[str, int]:
     return {
         "passed": sum(r.status == "pass" for r in results),
         "failed": sum(r.status == "fail" for r in results),
@@ -183,7 +181,9 @@ def _counts(results: list[Result]) -> dict[str, int]:
     }
 
 
-def _document(command: list[str], plans: list[Chunking], results: list[Result]) -> dict[str, Any]:
+def _document(
+    command: list[str], plans: "list[Chunking]", results: "list[Result]"
+) -> dict[str, Any]:
     from streamtool.core.net.mutations import by_quirk
 
     doc = {
@@ -198,7 +198,7 @@ def _document(command: list[str], plans: list[Chunking], results: list[Result]) 
     return doc
 
 
-def _print_quirks(results: list[Result]) -> None:
+def _print_quirks(results: "list[Result]") -> None:
     """Per quirk applied: pass, or what differed (``--mutate``)."""
     from streamtool.core.net.mutations import by_quirk
 
@@ -224,7 +224,7 @@ def _print_quirks(results: list[Result]) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
-def _print_table(plans: list[Chunking], results: list[Result]) -> None:
+def _print_table(plans: "list[Chunking]", results: "list[Result]") -> None:
     from rich.console import Console
     from rich.table import Table
 

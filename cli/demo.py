@@ -6,8 +6,6 @@ while the bytes arrive), checks that the new recording replays to the same meani
 sample, and prints the next commands to try. No key and no network beyond 127.0.0.1.
 """
 
-from __future__ import annotations
-
 import json
 import shlex
 import tempfile
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
 _KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
 
 
-def replay_request(sample_path: Path, origin: str) -> PreparedRequest:
+def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     """The request the sample recorded, sent to ``origin`` instead of the provider."""
     from streamtool.core.net.requests import PreparedRequest
     from streamtool.core.recording.reader import Source
@@ -168,7 +166,7 @@ def _check_same(sample_path: Path, output: Path) -> str:
     return "the new recording differs from the sample: " + ", ".join(result.differences)
 
 
-def _next_steps(say: _Say, name: str, sample_path: Path, output: Path) -> None:
+def _next_steps(say: "_Say", name: str, sample_path: Path, output: Path) -> None:
     rec = shlex.quote(str(output))
     lines = [
         ("streamtool samples", "the other samples"),

@@ -1,7 +1,5 @@
 """``streamtool diff A [B]``: two replays side by side; exit 0 when they mean the same."""
 
-from __future__ import annotations
-
 import json
 import sys
 from enum import StrEnum
@@ -146,7 +144,7 @@ LEGEND = (
 )
 
 
-def render(result: StreamDiff, *, only_differences: bool = False, no_color: bool = False) -> None:
+def render(result: "StreamDiff", *, only_differences: bool = False, no_color: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -195,7 +193,7 @@ def _side_title(label: str, side: dict[str, Any]) -> str:
     return f"{label}: {Path(side['source']).name} ({side['converter']}, {side['parser']})"
 
 
-def _mark(row: Row) -> Text:
+def _mark(row: "Row") -> "Text":
     from rich.text import Text
 
     if row.same:
@@ -205,7 +203,7 @@ def _mark(row: Row) -> Text:
     return Text("~", style="yellow")
 
 
-def _cell(value: Any) -> Text:
+def _cell(value: Any) -> "Text":
     from rich.text import Text
 
     if value is None:
@@ -244,7 +242,7 @@ def _clip(text: str) -> str:
 
 def _replay_stdin_twice(
     side_a: tuple[str, str], side_b: tuple[str, str]
-) -> tuple[ReplayEngine, ReplayEngine]:
+) -> "tuple[ReplayEngine, ReplayEngine]":
     """Standard input read once, replayed through both sides' converter and parser."""
     from streamtool.core.recording.reader import Source
     from streamtool.core.replay import ReplayEngine as Engine

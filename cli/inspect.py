@@ -1,7 +1,5 @@
 """``streamtool inspect FILE...``: how a stream arrived (reads, timing, stalls), and its lint."""
 
-from __future__ import annotations
-
 import json
 import sys
 from enum import StrEnum
@@ -155,7 +153,7 @@ def inspect(
         raise typer.Exit(1)
 
 
-def _console(no_color: bool) -> Console:
+def _console(no_color: bool) -> "Console":
     import os
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
@@ -180,7 +178,7 @@ def _s(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f} s"
 
 
-def _pack(console: Console, pieces: list[str], indent: int = 2) -> None:
+def _pack(console: "Console", pieces: list[str], indent: int = 2) -> None:
     """Print markup pieces two spaces apart, starting a new line where the next would not fit."""
     from rich.text import Text
 
@@ -198,7 +196,7 @@ def _pack(console: Console, pieces: list[str], indent: int = 2) -> None:
         console.print(" " * indent + "  ".join(line), overflow="fold")
 
 
-def render(console: Console, result: dict[str, Any], *, show_reads: bool = False) -> None:
+def render(console: "Console", result: dict[str, Any], *, show_reads: bool = False) -> None:
     from rich.markup import escape
     from rich.padding import Padding
 

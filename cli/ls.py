@@ -1,7 +1,5 @@
 """``streamtool ls [PATHS]``: a table of recordings, sortable and filterable."""
 
-from __future__ import annotations
-
 import json
 import os
 import sys
@@ -121,7 +119,7 @@ def ls(
         raise typer.Exit(2)
 
 
-def _table(rows: list[Row], base: str | None) -> None:
+def _table(rows: "list[Row]", base: str | None) -> None:
     """One line per recording, columns aligned; long cells shortened to fit the width."""
     import shutil
 

@@ -5,9 +5,12 @@ Each command lives in its own module and registers itself on :data:`app` with
 module of the command being run is imported, so ``streamtool --help`` and every command start
 without loading the others (or the SDKs, the HTTP stack, pydantic). To add a command, write its
 module and add one line to :data:`COMMANDS`.
-"""
 
-from __future__ import annotations
+The command modules, and :mod:`.choices` (the options' checks and completions), do without
+``from __future__ import annotations``: typer reads the signature of the command being run, and
+of its options' callbacks, at every start, and an annotation written as text it compiles and
+evaluates (about 10 ms of a small replay). A name imported for type checking only is quoted.
+"""
 
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """``streamtool mutate REC --quirk ID -o OUT``: apply catalogue quirks to a real recording."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path
@@ -34,7 +32,7 @@ def parse_ids(values: list[str] | None) -> list[str]:
     return ids
 
 
-def load_original(path: Path) -> Original:
+def load_original(path: Path) -> "Original":
     """A recording read and replayed once (one clear line on unusable input)."""
     from streamtool.core.mutations import analyse
     from streamtool.core.recording.reader import Source
@@ -96,7 +94,7 @@ def mutate(
     sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
 
 
-def _why(original: Original, quirk_id: str) -> str:
+def _why(original: "Original", quirk_id: str) -> str:
     from streamtool.core.mutations import mutation_of
 
     if quirk_id in original.reported:
@@ -107,7 +105,9 @@ def _why(original: Original, quirk_id: str) -> str:
     return "it has nothing the quirk changes"
 
 
-def _write(output: Path, header: Header, chunks: list[Chunk], end: End | None, force: bool) -> None:
+def _write(
+    output: Path, header: "Header", chunks: "list[Chunk]", end: "End | None", force: bool
+) -> None:
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
     from streamtool.core.recording.writer import RecordingWriter
@@ -136,7 +136,7 @@ def _write(output: Path, header: Header, chunks: list[Chunk], end: End | None, f
             tmp.unlink(missing_ok=True)
 
 
-def _print_list(path: Path, original: Original) -> None:
+def _print_list(path: Path, original: "Original") -> None:
     from streamtool.core.mutations import WIRE_APIS, applies, generatable, mutation_of
 
     out = sys.stdout

@@ -1,7 +1,5 @@
 """``streamtool converters``: the converters and parsers installed, built-in or from plugins."""
 
-from __future__ import annotations
-
 import sys
 
 from streamtool.core.converters import CONVERTERS

@@ -1,7 +1,5 @@
 """``streamtool proxy``: capture an agent's real traffic by changing only its base URL."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -7,8 +7,6 @@ The request is built by :mod:`streamtool.core.net.requests`, sent and written by
 ``--view`` names to sink factories; a view may also have ``on_read(t, chunks, nbytes)``.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -170,7 +168,7 @@ class LiveFeed:
 
     def __init__(
         self,
-        prepared: PreparedRequest,
+        prepared: "PreparedRequest",
         view: View,
         *,
         converter: str,
@@ -211,7 +209,7 @@ class LiveFeed:
         except Exception as exc:
             self._off(exc)
 
-    def finish(self, result: RecordResult) -> None:
+    def finish(self, result: "RecordResult") -> None:
         engine = self.engine
         if engine is not None:
             try:
@@ -417,7 +415,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _report(result: RecordResult) -> None:
+def _report(result: "RecordResult") -> None:
     what = f"{_count(result.chunks, 'chunk')}, {_size(result.bytes)} in {result.duration:.2f} s"
     status = f"HTTP {result.status}" if result.status is not None else "no response"
     if result.write_failed:

@@ -1,7 +1,5 @@
 """``streamtool replay FILE``: run a recording through a converter and a handler."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -190,7 +188,7 @@ def replay(
         before_chunk = None
         if pacer.paced:
 
-            def before_chunk(engine: ReplayEngine, chunk: Chunk) -> None:
+            def before_chunk(engine: "ReplayEngine", chunk: "Chunk") -> None:
                 if observe is not None:
                     observe(engine)
                 pacer.wait(chunk.t)
@@ -244,7 +242,7 @@ def replay(
 _UNREAD = frozenset({"bad_json", "truncated"})
 
 
-def understood_nothing(engine: ReplayEngine) -> bool:
+def understood_nothing(engine: "ReplayEngine") -> bool:
     """The converter read none of the stream's events: no segment, no finish reason, nothing
     but complaints about unreadable events (typically ``--converter`` naming another API)."""
     status = engine.header.response.get("status")
@@ -257,7 +255,7 @@ def understood_nothing(engine: ReplayEngine) -> bool:
     )
 
 
-def strict_problem(engine: ReplayEngine) -> str | None:
+def strict_problem(engine: "ReplayEngine") -> str | None:
     """Why ``--strict`` fails this replay: errors in the stream, or a stream that was cut off."""
     end = engine.end
     if end is None:

@@ -1,7 +1,5 @@
 """``streamtool report FILE -o report.html``: one self-contained HTML page about a recording."""
 
-from __future__ import annotations
-
 import os
 import stat
 import sys

@@ -1,7 +1,5 @@
 """``streamtool samples``: the sample recordings installed with streamtool."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

@@ -8,8 +8,6 @@ turns (YAML, or JSON) is served as it is, and ``--translate`` answers every API'
 recordings of any API (:mod:`streamtool.core.net.emitting`).
 """
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

@@ -1,8 +1,6 @@
 """``streamtool tape build SCRIPT --api API -o TAPE``: a script of turns written as a tape of
 real recordings."""
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -251,3 +253,35 @@ main()
     assert json.loads(proc.stdout)["finish_reason"]  # the output is whole
     frozen = int(proc.stderr.rsplit("FROZEN ", 1)[1])
     assert frozen > 10_000  # the modules' objects and what the command kept
+
+
+def _typer_reads(callback: Any) -> list[Any]:
+    """The functions whose signature typer reads to build a command: its callback, and each
+    option's ``callback=`` and ``autocompletion=``."""
+    functions = [callback]
+    for annotation in inspect.get_annotations(callback).values():
+        for info in getattr(annotation, "__metadata__", ()):
+            functions += [
+                f
+                for f in (getattr(info, "callback", None), getattr(info, "autocompletion", None))
+                if f
+            ]
+    return functions
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_typer_evaluates_no_annotation_written_as_text(name: str) -> None:
+    # typer compiles and evaluates an annotation written as text (``from __future__ import
+    # annotations``) at every start of the command: about 10 ms of a small replay
+    from streamtool.cli.main import load_command
+
+    load_command(name)
+    (callback,) = [
+        info.callback
+        for info in app.registered_commands
+        if info.callback and (info.name or info.callback.__name__.replace("_", "-")) == name
+    ]
+    assert app.registered_callback is not None and app.registered_callback.callback is not None
+    for function in [*_typer_reads(callback), *_typer_reads(app.registered_callback.callback)]:
+        text = {k: v for k, v in inspect.get_annotations(function).items() if isinstance(v, str)}
+        assert not text, (function.__qualname__, text)
