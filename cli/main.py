@@ -97,24 +97,31 @@ class LazyGroup(TyperGroup):
         return items
 
 
-def load_command(name: str) -> Any:
-    """Import the command's module (it registers itself on :data:`app`); build its command."""
+def command_info(name: str) -> Any:
+    """Import the command's module (it registers itself on :data:`app`); its ``CommandInfo``."""
     import importlib
 
-    from typer.main import get_command_from_info, get_command_name
+    from typer.main import get_command_name
 
     importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")
     for info in app.registered_commands:
         callback_name = info.callback.__name__ if info.callback else ""
         if (info.name or get_command_name(callback_name)) == name:
-            command = get_command_from_info(
-                info,
-                pretty_exceptions_short=app.pretty_exceptions_short,
-                rich_markup_mode=app.rich_markup_mode,
-            )
-            command.short_help = command.short_help or COMMANDS[name][1]
-            return plain_params(command)
+            return info
     raise LookupError(f"module {COMMANDS[name][0]!r} registers no command {name!r}")
+
+
+def load_command(name: str) -> Any:
+    """The command ``name``, built from what its module registered."""
+    from typer.main import get_command_from_info
+
+    command = get_command_from_info(
+        command_info(name),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+    command.short_help = command.short_help or COMMANDS[name][1]
+    return plain_params(command)
 
 
 app = typer.Typer(

@@ -273,14 +273,9 @@ def _typer_reads(callback: Any) -> list[Any]:
 def test_typer_evaluates_no_annotation_written_as_text(name: str) -> None:
     # typer compiles and evaluates an annotation written as text (``from __future__ import
     # annotations``) at every start of the command: about 10 ms of a small replay
-    from streamtool.cli.main import load_command
+    from streamtool.cli.main import command_info
 
-    load_command(name)
-    (callback,) = [
-        info.callback
-        for info in app.registered_commands
-        if info.callback and (info.name or info.callback.__name__.replace("_", "-")) == name
-    ]
+    callback = command_info(name).callback
     assert app.registered_callback is not None and app.registered_callback.callback is not None
     for function in [*_typer_reads(callback), *_typer_reads(app.registered_callback.callback)]:
         text = {k: v for k, v in inspect.get_annotations(function).items() if isinstance(v, str)}
