@@ -336,8 +336,16 @@ def test_a_bad_script_given_to_serve_is_one_line_and_exit_2(tmp_path: Path) -> N
             "model: m\nturns: &t\n  - reply: {text: hi}\n  - *t\n",
             ":2: an alias refers to",
         ),
-        ("bad.yaml", "turns: " + "[" * 5000 + "]" * 5000 + "\n", ":1: nested too deeply"),
-        ("bad.json", '{"turns": ' + "[" * 100_000 + "]" * 100_000 + "}", ":1: nested too deeply"),
+        (
+            "bad.yaml",
+            "model: m\nturns:\n  - reply: {text: hi}\n  - reply: " + "[" * 2000 + "]" * 2000 + "\n",
+            ":4: nested too deeply",
+        ),
+        (
+            "bad.json",
+            '{\n  "model": "m",\n  "turns": ' + "[" * 2000 + "]" * 2000 + "\n}",
+            ":3: nested too deeply",
+        ),
     ],
     ids=["alias-in-itself", "deep-yaml", "deep-json"],
 )

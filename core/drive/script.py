@@ -193,8 +193,11 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         raise ScriptError(name, None, "", exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
         raise ScriptError(name, None, "", "is not UTF-8 text") from None
+    # yaml.compose, with the loader kept: where its reader stands names the line of a value
+    # nested too deeply to read
+    loader = yaml.SafeLoader(text)
     try:
-        root = yaml.compose(text)
+        root = loader.get_single_node()
         if root is None:
             raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
         converted = _convert(root)
@@ -207,7 +210,10 @@ def load_script(path: str | os.PathLike[str]) -> Script:
     except _Cycle as exc:
         raise ScriptError(name, exc.line, "", "an alias refers to the value it is in") from None
     except RecursionError:
-        raise ScriptError(name, 1, "", "nested too deeply to read") from None
+        line = loader.get_mark().line + 1
+        raise ScriptError(name, line, "", "nested too deeply to read") from None
+    finally:
+        loader.dispose()
     return _script(name, converted)
 
 
