@@ -172,6 +172,38 @@ def test_impossible_lengths_are_an_error() -> None:
     assert [e.kind for e in decoder.errors] == ["frame_length"]
 
 
+def _frame_with_headers_of(size: int) -> bytes:
+    """An event whose headers take exactly ``size`` bytes (padded with ``x-pad-N`` byte values)."""
+    headers: dict[str, Any] = {":event-type": "messageStart", ":message-type": "event"}
+    base = len(encode_message(headers, b"{}")) - 18  # the headers' bytes
+    n = 0
+    while base < size:
+        name = f"x-pad-{n}"
+        overhead = 1 + len(name) + 1 + 2  # name length, name, value type, value length
+        headers[name] = b"." * min(60_000, size - base - overhead)
+        base += overhead + len(headers[name])
+        n += 1
+    frame = encode_message(headers, b"{}")
+    assert int.from_bytes(frame[4:8], "big") == size
+    return frame
+
+
+@pytest.mark.parametrize("size", [128 * 1024, 128 * 1024 + 1])
+def test_headers_over_128_kib_are_an_error_as_in_botocore(size: int) -> None:
+    # the framing's limit on a message's headers (botocore's and aws-c-event-stream's)
+    frame = _frame_with_headers_of(size)
+    buffer = botocore_eventstream.EventStreamBuffer()
+    buffer.add_data(frame)
+    try:
+        botocore_events = len(list(buffer))
+    except botocore_eventstream.InvalidHeadersLength:
+        botocore_events = 0
+    decoder = EventStreamDecoder()
+    events = decoder.feed(frame)
+    assert len(events) == botocore_events == (1 if size <= 128 * 1024 else 0)
+    assert [e.kind for e in decoder.errors] == ([] if events else ["frame_length"])
+
+
 @pytest.mark.parametrize("keep", [1, 5, 12, 40])
 def test_frame_cut_at_the_end_is_an_error_not_a_hang(keep: int) -> None:
     frame = encode_event("messageStart", b'{"role":"assistant"}')

@@ -210,7 +210,12 @@ class EventStreamDecoder:
                 self._break("frame_crc", where, size - pos, "its prelude CRC does not match")
                 pos = size
                 break
-            if total < MIN_MESSAGE or total > MAX_MESSAGE or header_len > total - MIN_MESSAGE:
+            if (
+                total < MIN_MESSAGE
+                or total > MAX_MESSAGE
+                or header_len > total - MIN_MESSAGE
+                or header_len > MAX_HEADERS
+            ):
                 self._break(
                     "frame_length",
                     where,
