@@ -68,10 +68,6 @@ class ViewOptions(NamedTuple):
 
 
 # -- small pieces ----------------------------------------------------------------------------------
-def _num(n: float) -> str:
-    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
-
-
 def _secs(s: float | None) -> str:
     return "-" if s is None else f"{s:.2f} s"
 

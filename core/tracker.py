@@ -134,12 +134,6 @@ class ToolCallTracker:
         """Let another provider key (``item_id`` next to ``call_id``...) refer to ``call``."""
         self._by_key[key] = call
 
-    def last_open(self) -> TrackedCall | None:
-        for call in reversed(self.calls):
-            if not call.complete:
-                return call
-        return None
-
     def open_calls(self) -> list[TrackedCall]:
         return [c for c in self.calls if not c.complete]
 

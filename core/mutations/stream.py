@@ -65,11 +65,6 @@ class Event:
         return self.field(b"event")
 
     @property
-    def is_comment(self) -> bool:
-        lines = [body for body, _ in self.lines() if body]
-        return bool(lines) and all(body.startswith(b":") for body in lines)
-
-    @property
     def terminated(self) -> bool:
         lines = self.lines()
         return len(lines) >= 2 and lines[-1][0] == b"" and bool(lines[-1][1])

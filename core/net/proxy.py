@@ -44,7 +44,6 @@ from .hostcheck import host_refusal, is_loopback, refuse
 if TYPE_CHECKING:
     import ssl
 
-DEFAULT_PORT = 8788
 DEFAULT_OUT = "streamtool-captures"
 # the official origin of each provider: the wire APIs' own, and OpenRouter's
 OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}

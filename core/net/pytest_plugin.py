@@ -49,7 +49,6 @@ import pytest
 
 MODES = ("none", "once", "new", "all")
 DUMMY_KEY = "streamtool-tape"  # the API key SDKs get when replaying: the local server needs none
-BASE_URL_VARS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 _CALL_REPORT = pytest.StashKey[Any]()
 _TAPE = pytest.StashKey["StreamTape"]()

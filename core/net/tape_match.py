@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..recording.secrets import redact_keys
-from ..wire import fastjson
 
 # top-level request fields that change nothing about the conversation a recording answers
 DEFAULT_IGNORED: tuple[str, ...] = (
@@ -131,14 +130,6 @@ class MatchRules:
 def canonical(body: Any) -> str:
     """One string per normalized body: equal bodies, equal strings, whatever the key order."""
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def parse_body(raw: bytes) -> Any:
-    """A request body as JSON, or ``_ABSENT``-free ``None`` for an empty one. Raises
-    ``ValueError`` when the body is not JSON."""
-    if not raw.strip():
-        return None
-    return fastjson.loads(raw)
 
 
 # -- differences -------------------------------------------------------------------------------

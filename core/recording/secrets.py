@@ -256,11 +256,6 @@ def find_secret(text: str) -> str | None:
     return None
 
 
-def key_shaped(text: str) -> list[str]:
-    """Every key-shaped string in ``text``."""
-    return [m.group(0) for m in _KEY_RE.finditer(text)]
-
-
 def redact_keys(text: str) -> str:
     """``text`` with every key-shaped string replaced by the marker."""
     return _KEY_RE.sub(REDACTED, text)

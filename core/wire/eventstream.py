@@ -87,9 +87,6 @@ class Frame(NamedTuple):
             )
         return self.payload.decode("utf-8", "replace")
 
-    def to_event(self) -> SSEEvent:
-        return SSEEvent(self.data(), self.name)
-
 
 def _text(value: Any) -> str:
     if isinstance(value, str):

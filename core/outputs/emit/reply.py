@@ -70,10 +70,6 @@ class Reply:
     t_first: float = 0.0
     t_end: float = 0.0
 
-    @property
-    def meaning_chars(self) -> int:
-        return sum(len(p.text) for p in self.parts)
-
     def client_calls(self) -> list[Part]:
         return [p for p in self.parts if p.kind == TOOL_CALL]
 
