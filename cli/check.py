@@ -15,10 +15,9 @@ import typer
 if TYPE_CHECKING:
     from streamtool.core.drive.check import CheckReport, FileResult
 
-from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
-from .params import CONVERTERS, PARSERS
+from .params import converter_option, parser_option
 
 CI_ENV = "CI"
 
@@ -85,22 +84,16 @@ def check(
     ] = False,
     converter: Annotated[
         str | None,
-        typer.Option(
-            "--converter",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="With --update: the converter golden files are written with (default: the "
-            "one a golden file names, else auto).",
+        converter_option(
+            "With --update: the converter golden files are written with (default: the "
+            "one a golden file names, else auto)."
         ),
     ] = None,
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            autocompletion=complete_parser,
-            metavar=PARSERS,
-            help="With --update: the parser golden files are written with (default: the one a "
-            "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
+        parser_option(
+            "With --update: the parser golden files are written with (default: the one a "
+            "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call)."
         ),
     ] = None,
     fmt: Annotated[

@@ -20,6 +20,7 @@ from streamtool.core.samples import DEFAULT_SAMPLE, UnknownSample, get_sample
 from .choices import complete_sample
 from .errors import fail, user_errors
 from .main import app
+from .params import no_color_option
 
 if TYPE_CHECKING:
     from streamtool.core.net.requests import PreparedRequest
@@ -79,9 +80,7 @@ def demo(
         str,
         typer.Option("--speed", help="Serve at the recorded pace (1), N times faster, or max."),
     ] = "1",
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
-    ] = False,
+    no_color: Annotated[bool, no_color_option()] = False,
 ) -> None:
     """Serve a sample on 127.0.0.1, record it over real HTTP while the live tree draws it, and
     print the commands to try next. Offline; no key needed."""

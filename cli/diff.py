@@ -14,7 +14,7 @@ from streamtool.core.handlers import default_parser
 from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
-from .params import CONVERTERS, PARSERS
+from .params import CONVERTERS, PARSERS, converter_option, no_color_option, parser_option
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -40,11 +40,8 @@ def diff(
     ] = None,
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            autocompletion=complete_parser,
-            metavar=PARSERS,
-            help="Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call).",
+        parser_option(
+            "Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call)."
         ),
     ] = None,
     parser_a: Annotated[
@@ -61,12 +58,7 @@ def diff(
     ] = None,
     converter: Annotated[
         str,
-        typer.Option(
-            "--converter",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="Converter for both sides: auto or a name.",
-        ),
+        converter_option("Converter for both sides: auto or a name."),
     ] = "auto",
     converter_a: Annotated[
         str | None,
@@ -93,9 +85,7 @@ def diff(
         bool,
         typer.Option("--only-differences", help="Show only the rows that differ."),
     ] = False,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
-    ] = False,
+    no_color: Annotated[bool, no_color_option()] = False,
 ) -> None:
     """Compare two recordings, or one recording through two parsers or converters.
 

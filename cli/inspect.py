@@ -9,14 +9,12 @@ import typer
 
 from .choices import (
     check_fail_on,
-    complete_converter,
     complete_fail_on,
-    complete_parser,
     validate_fail_on,
 )
 from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
-from .params import CONVERTERS, PARSERS
+from .params import converter_option, no_color_option, parser_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,25 +71,13 @@ def inspect(
     ] = Format.text,
     converter: Annotated[
         str,
-        typer.Option(
-            "--converter",
-            metavar=CONVERTERS,
-            autocompletion=complete_converter,
-            help="Wire API converter: auto, or a converter name.",
-        ),
+        converter_option("Wire API converter: auto, or a converter name."),
     ] = "auto",
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            metavar=PARSERS,
-            autocompletion=complete_parser,
-            help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
-        ),
+        parser_option("Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."),
     ] = None,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
-    ] = False,
+    no_color: Annotated[bool, no_color_option()] = False,
 ) -> None:
     """Show how a stream arrived: facts, timing, a timeline of the reads, and the quirk lint."""
     from streamtool.core.converters import check_converter_name

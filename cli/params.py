@@ -46,6 +46,28 @@ def _registry_choices() -> tuple[str, str]:
 PARSERS, CONVERTERS = _registry_choices()
 
 
+def converter_option(help: str) -> Any:
+    """A command's ``--converter`` (a converter's name, or ``auto``): the built-ins as its metavar,
+    every registered name completed and checked. Each command says what it converts."""
+    from .choices import complete_converter
+
+    return typer.Option(
+        "--converter", metavar=CONVERTERS, autocompletion=complete_converter, help=help
+    )
+
+
+def parser_option(help: str) -> Any:
+    """A command's ``--parser`` (a handler's name): as :func:`converter_option`, for handlers."""
+    from .choices import complete_parser
+
+    return typer.Option("--parser", metavar=PARSERS, autocompletion=complete_parser, help=help)
+
+
+def no_color_option() -> Any:
+    """``--no-color``, the same on every command that colours its output."""
+    return typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
+
+
 def _one_of(values: list[str]) -> str:
     if len(values) == 1:
         return values[0]

@@ -23,15 +23,13 @@ from streamtool.core.records import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
 
 from .choices import (
-    complete_converter,
-    complete_parser,
     complete_provider,
     complete_record_view,
     complete_tool_choice,
 )
 from .errors import fail, user_errors, warn
 from .main import app
-from .params import CONVERTERS, PARSERS, choices
+from .params import choices, converter_option, parser_option
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -323,21 +321,11 @@ def record(
     ] = "auto",
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            autocompletion=complete_parser,
-            metavar=PARSERS,
-            help="Handler for the live view.",
-        ),
+        parser_option("Handler for the live view."),
     ] = None,
     converter: Annotated[
         str,
-        typer.Option(
-            "--converter",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="Converter for the live view (auto).",
-        ),
+        converter_option("Converter for the live view (auto)."),
     ] = "auto",
 ) -> None:
     """Send one streaming request and record the response, one line per network read.

@@ -11,12 +11,12 @@ from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 
-from .choices import complete_converter, complete_parser, complete_sample
+from .choices import complete_sample
 from .emit import Emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
-from .params import CONVERTERS, PARSERS
+from .params import converter_option, no_color_option, parser_option
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
@@ -74,22 +74,14 @@ def replay(
     ] = None,
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            autocompletion=complete_parser,
-            metavar=PARSERS,
-            help="Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
-            "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
+        parser_option(
+            "Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
+            "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."
         ),
     ] = None,
     converter: Annotated[
         str,
-        typer.Option(
-            "--converter",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="Wire API converter: auto, or a converter name.",
-        ),
+        converter_option("Wire API converter: auto, or a converter name."),
     ] = "auto",
     fmt: Annotated[
         Format | None,
@@ -116,9 +108,7 @@ def replay(
             help="Longest pause in seconds while pacing (inf keeps every pause).",
         ),
     ] = DEFAULT_MAX_GAP,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR is honoured too).")
-    ] = False,
+    no_color: Annotated[bool, no_color_option()] = False,
     full: Annotated[
         bool, typer.Option("--full", help="Tree: show all content, nothing cut or collapsed.")
     ] = False,

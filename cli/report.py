@@ -8,10 +8,9 @@ from typing import Annotated
 
 import typer
 
-from .choices import complete_converter, complete_parser
 from .errors import USAGE_ERRORS, fail
 from .main import app
-from .params import CONVERTERS, PARSERS
+from .params import converter_option, parser_option
 
 MARK = 'name="generator" content="streamtool report"'
 
@@ -39,21 +38,11 @@ def report(
     ] = 1.0,
     converter: Annotated[
         str,
-        typer.Option(
-            "--converter",
-            metavar=CONVERTERS,
-            autocompletion=complete_converter,
-            help="Wire API converter: auto, or a converter name.",
-        ),
+        converter_option("Wire API converter: auto, or a converter name."),
     ] = "auto",
     parser: Annotated[
         str | None,
-        typer.Option(
-            "--parser",
-            metavar=PARSERS,
-            autocompletion=complete_parser,
-            help="Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call).",
-        ),
+        parser_option("Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."),
     ] = None,
 ) -> None:
     """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""
