@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .choices import check_apis, complete_api
+from .choices import check_apis, complete_api, did_you_mean
 from .errors import fail, user_errors
 from .main import app
 
@@ -23,6 +23,19 @@ class Format(StrEnum):
     json = "json"
 
 
+def _client(ctx: typer.Context, value: list[str]) -> list[str]:
+    """COMMAND starts with a program: an option there is one conform does not have (options it
+    does not know are left in COMMAND, for the client's own, which follow its program)."""
+    if value and value[0].startswith("-") and value[0] != "-":
+        options = [name for param in ctx.command.params for name in param.opts if name[0] == "-"]
+        raise typer.BadParameter(
+            f"no such option: {value[0]}{did_you_mean(value[0].split('=')[0], options)}; the "
+            "client's command goes after --",
+            param_hint="COMMAND",
+        )
+    return value
+
+
 @app.command(
     context_settings={"ignore_unknown_options": True},
 )
@@ -30,6 +43,7 @@ def conform(
     command: Annotated[
         list[str],
         typer.Argument(
+            callback=_client,
             help="The client to check, after --: it prints "
             '{"text", "tool_calls": [{"name", "arguments"}], "finish_reason"}.',
             show_default=False,

@@ -280,6 +280,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     assert conform("--chunkings", "0", "--", sys.executable).returncode == 2
 
 
+def test_an_option_conform_does_not_have_is_refused_not_run_as_the_client(tmp_path: Path):
+    # options conform does not know stay in COMMAND for the client's own (after its program);
+    # before the program, one is a misspelt option of conform's, not a program to start
+    ran = tmp_path / "ran"
+    client = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
+    for args, said in [
+        (["--chunking", "1"], "no such option: --chunking (did you mean '--chunkings'?)"),
+        (["--format=json", "--jbos", "2"], "no such option: --jbos (did you mean '--jobs'?)"),
+    ]:
+        run = conform(*args, "-r", str(RECORDINGS), "--", *client)
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.splitlines()[-1] == (
+            f"Error: Invalid value for COMMAND: {said}; the client's command goes after --"
+        )
+        assert "Traceback" not in run.stderr and not ran.exists()
+    # the client's own options, after its program, are its own
+    echo = tmp_path / "echo.py"
+    echo.write_text("import sys; open(sys.argv[1], 'w')\n")
+    run = conform("-r", str(RECORDINGS / "openai-parallel-tool-calls.jsonl"), "--chunkings", "1",
+                  "--", sys.executable, str(echo), str(ran), "--chunking", "1")  # fmt: skip
+    assert ran.exists(), run.stderr
+
+
 # -- the SDKs' own accumulators ------------------------------------------------------------------
 def test_openai_sdk_accumulator(recs: Path):
     """The openai SDK's ChatCompletionStream: right on indexed calls at any cut; raises on a
