@@ -4,6 +4,7 @@ finish class), or raises what the SDK raised."""
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Iterator
@@ -68,10 +69,41 @@ def _args(text: str | None) -> Any:
         return text
 
 
-def read_openai_chat(base: str) -> Read:
+# One client per SDK for the whole run, as an application keeps one (making one costs 40-80 ms:
+# each loads the CA bundle into a new TLS context); each read points it at its own stream.
+@functools.cache
+def _openai() -> Any:
     from openai import OpenAI
 
-    client = OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    return OpenAI(base_url="http://127.0.0.1", api_key="test-key", max_retries=0, timeout=10)
+
+
+@functools.cache
+def _anthropic() -> Any:
+    from anthropic import Anthropic
+
+    return Anthropic(base_url="http://127.0.0.1", api_key="test-key", max_retries=0, timeout=10)
+
+
+@functools.cache
+def _gemini() -> Any:
+    from google import genai
+
+    return genai.Client(api_key="test-key")
+
+
+def openai_client(base: str) -> Any:
+    """The openai SDK's client, reading from ``base``."""
+    return _openai().with_options(base_url=base)
+
+
+def anthropic_client(base: str) -> Any:
+    """The anthropic SDK's client, reading from ``base``."""
+    return _anthropic().with_options(base_url=base)
+
+
+def read_openai_chat(base: str) -> Read:
+    client = openai_client(base)
     with client.chat.completions.stream(
         model="m", messages=[{"role": "user", "content": "hi"}]
     ) as stream:
@@ -89,9 +121,7 @@ def read_openai_chat(base: str) -> Read:
 
 
 def read_openai_responses(base: str) -> Read:
-    from openai import OpenAI
-
-    client = OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    client = openai_client(base)
     with client.responses.stream(model="m", input="hi") as stream:
         for event in stream:
             if event.type == "error":  # the SDK hands it on as an event: raise it here
@@ -119,9 +149,7 @@ def read_openai_responses(base: str) -> Read:
 
 
 def read_anthropic(base: str) -> Read:
-    from anthropic import Anthropic
-
-    client = Anthropic(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    client = anthropic_client(base)
     with client.messages.stream(
         model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
     ) as stream:
@@ -139,16 +167,15 @@ def read_anthropic(base: str) -> Read:
 
 
 def read_gemini(base: str) -> Read:
-    from google import genai
     from google.genai import types
 
-    client = genai.Client(
-        api_key="test-key",
-        http_options=types.HttpOptions(base_url=base, timeout=10_000),
+    # the request's own http_options (google-genai's per-request settings) name the stream
+    config = types.GenerateContentConfig(
+        http_options=types.HttpOptions(base_url=base, timeout=10_000)
     )
     out = Read()
     reason = None
-    for chunk in client.models.generate_content_stream(model="m", contents="hi"):
+    for chunk in _gemini().models.generate_content_stream(model="m", contents="hi", config=config):
         for candidate in chunk.candidates or []:
             if candidate.finish_reason is not None:
                 reason = candidate.finish_reason.value

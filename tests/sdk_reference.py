@@ -19,7 +19,7 @@ from typing import Any
 
 from streamtool.core.recording.reader import Source
 
-from .emit_clients import stream_server
+from .emit_clients import anthropic_client, openai_client, stream_server
 
 _names = itertools.count()
 
@@ -62,9 +62,7 @@ class Outcome:
 
 def anthropic_message(base: str) -> Outcome:
     """``MessageStream``'s snapshot: the final message, or the snapshot when it raised."""
-    from anthropic import Anthropic
-
-    client = Anthropic(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    client = anthropic_client(base)
     with client.messages.stream(
         model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
     ) as stream:
@@ -76,9 +74,7 @@ def anthropic_message(base: str) -> Outcome:
 
 def openai_response(base: str) -> Outcome:
     """The Responses stream helper's final response, or what it raised."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    client = openai_client(base)
     try:
         with client.responses.stream(model="m", input="hi") as stream:
             return Outcome(stream.get_final_response(), None)
@@ -88,10 +84,9 @@ def openai_response(base: str) -> Outcome:
 
 def openai_chat_snapshot(base: str) -> Outcome:
     """The chunks the SDK's stream yields, fed to its public ``ChatCompletionStreamState``."""
-    from openai import OpenAI
     from openai.lib.streaming.chat import ChatCompletionStreamState
 
-    client = OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=10)
+    client = openai_client(base)
     state = ChatCompletionStreamState()
     raised: BaseException | None = None
     with warnings.catch_warnings():
