@@ -40,8 +40,7 @@ def test_sdks_take_the_capture_client():
     assert isinstance(client, httpx2.Client)  # what the installed SDKs are built on
     assert http_module().__name__ == "httpx2"
     assert isinstance(capture.async_client(), httpx2.AsyncClient)
-    assert openai.OpenAI(api_key="x", http_client=client)._client is client
-    assert anthropic.Anthropic(api_key="x", http_client=client)._client is client
+    # that the SDKs send through it is what the captures below check, byte for byte
     import httpx
 
     assert isinstance(Capture("unused.jsonl", module="httpx").client(), httpx.Client)
@@ -95,6 +94,25 @@ def test_openai_responses_stream_is_captured(server, tmp_path):
     header, chunks, end = read_all(path)
     assert chunks == chunks_of(recording(name))
     assert end.reason == "complete"
+
+
+def test_anthropic_stream_is_captured(server, tmp_path):
+    name = "anthropic-text-then-tool-use"
+    capture = Capture(tmp_path)
+    client = anthropic.Anthropic(
+        base_url=server.url, api_key=ANTHROPIC_KEY, max_retries=0, http_client=capture.client()
+    )
+    with client.messages.stream(
+        model="claude-sonnet-4-6",
+        max_tokens=256,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers=_pick(name),
+    ) as stream:
+        message = stream.get_final_message()
+    [path] = capture.paths
+    _, chunks, end = read_all(path)
+    assert chunks == chunks_of(recording(name)) and end.reason == "complete"
+    assert [b.type for b in message.content] == ["text", "tool_use"]
 
 
 def test_async_anthropic_stream_is_captured(server, tmp_path):
