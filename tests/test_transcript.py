@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,14 @@ def cut(body: bytes, points: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
+@functools.cache
+def as_recorded(path: Path) -> tuple[Any, bytes, Any, tuple[str, Any]]:
+    """A recording's header, body and end, and the outcome of replaying it as recorded: read
+    once per recording, not once per example."""
+    header, body, end = recording_body(path)
+    return header, body, end, outcome(lambda: build_transcript(replay_file(path, transcript=True)))
+
+
 @pytest.mark.parametrize(
     "path",
     [pytest.param(p, id=p.name) for p in BUNDLED] + corpus_params("*/*.sse"),
@@ -53,9 +62,8 @@ def cut(body: bytes, points: list[int]) -> list[bytes]:
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_rechunking_never_changes_the_transcript(path: Path, data: st.DataObject) -> None:
-    header, body, end = recording_body(path)
+    header, body, end, expected = as_recorded(path)
     assert body, f"{path} has no body"
-    expected = outcome(lambda: build_transcript(replay_file(path, transcript=True)))
     points = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=60), "cuts")
     pieces = cut(body, points)
     times = data.draw(
