@@ -24,6 +24,8 @@ from typing import Any, get_args, get_origin
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from .choices import complete_converter, complete_parser
+
 # annotation -> the word help shows for it
 _LABELS: dict[Any, str] = {str: "TEXT", int: "INTEGER", float: "NUMBER", Path: "PATH"}
 
@@ -48,9 +50,7 @@ PARSERS, CONVERTERS = _registry_choices()
 
 def converter_option(help: str) -> Any:
     """A command's ``--converter`` (a converter's name, or ``auto``): the built-ins as its metavar,
-    every registered name completed and checked. Each command says what it converts."""
-    from .choices import complete_converter
-
+    every registered name completed. Each command says what it converts."""
     return typer.Option(
         "--converter", metavar=CONVERTERS, autocompletion=complete_converter, help=help
     )
@@ -58,8 +58,6 @@ def converter_option(help: str) -> Any:
 
 def parser_option(help: str) -> Any:
     """A command's ``--parser`` (a handler's name): as :func:`converter_option`, for handlers."""
-    from .choices import complete_parser
-
     return typer.Option("--parser", metavar=PARSERS, autocompletion=complete_parser, help=help)
 
 
