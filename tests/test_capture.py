@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import anthropic
 import httpx2
@@ -32,6 +33,16 @@ def server():
 
 def _pick(name: str) -> dict:
     return {"X-Streamtool-Recording": name}
+
+
+def _claude_question(name: str) -> dict[str, Any]:
+    """The Messages request both Anthropic captures send, answered with recording ``name``."""
+    return {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "hi"}],
+        "extra_headers": _pick(name),
+    }
 
 
 def test_sdks_take_the_capture_client():
@@ -102,12 +113,7 @@ def test_anthropic_stream_is_captured(server, tmp_path):
     client = anthropic.Anthropic(
         base_url=server.url, api_key=ANTHROPIC_KEY, max_retries=0, http_client=capture.client()
     )
-    with client.messages.stream(
-        model="claude-sonnet-4-6",
-        max_tokens=256,
-        messages=[{"role": "user", "content": "hi"}],
-        extra_headers=_pick(name),
-    ) as stream:
+    with client.messages.stream(**_claude_question(name)) as stream:
         message = stream.get_final_message()
     [path] = capture.paths
     _, chunks, end = read_all(path)
@@ -126,12 +132,7 @@ def test_async_anthropic_stream_is_captured(server, tmp_path):
             max_retries=0,
             http_client=capture.async_client(),
         )
-        async with client.messages.stream(
-            model="claude-sonnet-4-6",
-            max_tokens=256,
-            messages=[{"role": "user", "content": "hi"}],
-            extra_headers=_pick(name),
-        ) as stream:
+        async with client.messages.stream(**_claude_question(name)) as stream:
             return await stream.get_final_message()
 
     message = asyncio.run(run())
