@@ -4,7 +4,7 @@ import sys
 
 from streamtool.core.converters import CONVERTERS
 from streamtool.core.handlers import PARSERS
-from streamtool.core.registry import Plugin
+from streamtool.core.plugins.registry import Plugin
 
 from .main import app
 

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from streamtool.core.apis import api_for_converter
+from streamtool.core.plugins import api_for_converter
 
 from .errors import fail, user_errors
 from .listening import (

@@ -10,24 +10,24 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from streamtool.core.apis import (
-    API_TABLE,
-    WireApi,
-    api_for_converter,
-    api_for_path,
-    converter_named,
-    error_body,
-    find_api,
-    served_api,
-)
 from streamtool.core.converters import converter_names, detect_from_header
 from streamtool.core.net.capture import is_stream_request, provider_and_api
 from streamtool.core.net.library import load_recording
 from streamtool.core.net.proxy import PROVIDER_NAMES, parse_upstreams, route
 from streamtool.core.net.requests import APIS, RequestOptions, build_request
+from streamtool.core.plugins import (
+    WireApi,
+    api_for_converter,
+    api_for_path,
+    api_table,
+    converter_named,
+    error_body,
+    find_api,
+    served_api,
+)
 from streamtool.core.records import Header
 
-ROWS = pytest.mark.parametrize("api", API_TABLE, ids=[a.id for a in API_TABLE])
+ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table()])
 KEYS = {
     "OPENAI_API_KEY": "k",
     "ANTHROPIC_API_KEY": "k",
@@ -38,14 +38,14 @@ KEYS = {
 
 
 def test_ids_and_names_are_unique() -> None:
-    ids = [a.id for a in API_TABLE]
+    ids = [a.id for a in api_table()]
     assert len(ids) == len(set(ids))
     seen: dict[str, str] = {}
-    for api in API_TABLE:
+    for api in api_table():
         for name in api.names:
             assert seen.setdefault(name, api.id) == api.id, f"{name!r} names two APIs"
             assert find_api(name) is api
-    routes = [r for a in API_TABLE for r in (a.route, *a.more_routes)]
+    routes = [r for a in api_table() for r in (a.route, *a.more_routes)]
     assert len(routes) == len(set(routes))
 
 
@@ -140,7 +140,7 @@ def test_error_bodies_carry_the_message(style: str) -> None:
 
 def test_the_table_imports_nothing_heavy() -> None:
     code = (
-        "import sys, streamtool.core.apis\n"
+        "import sys, streamtool.core.plugins\n"
         "print(sorted(m for m in sys.modules if m.startswith(('streamtool.core.net', "
         "'streamtool.core.converters', 'httpx', 'starlette', 'uvicorn', 'openai', 'anthropic'))))"
     )

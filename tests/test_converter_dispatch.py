@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamtool.core.converters.anthropic import AnthropicConverter
+from streamtool.core.apis.anthropic.decoder import AnthropicConverter
 from streamtool.core.converters.base import Converter
 from streamtool.core.model import ChunkResponse
 from streamtool.core.wire.sse import SSEEvent

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.converters.gemini import PartialArgsError, PartialArgsWriter, parse_json_path
+from streamtool.core.apis.gemini.decoder import PartialArgsError, PartialArgsWriter, parse_json_path
 from streamtool.core.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params

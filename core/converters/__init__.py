@@ -2,14 +2,14 @@
 
 Converters are plugins: registered by name in the ``streamtool.converters`` entry-point group
 (the built-ins below in streamtool's own ``pyproject.toml``), each imported only when used (see
-:mod:`streamtool.core.registry`).
+:mod:`streamtool.core.plugins.registry`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..registry import Registry
+from ..plugins.registry import CONVERTERS
 
 if TYPE_CHECKING:
     from ..records import Header
@@ -20,23 +20,7 @@ if TYPE_CHECKING:
 # the built-in names below.
 
 # the built-in converters, as registered in pyproject.toml's "streamtool.converters" group
-BUILTIN_CONVERTERS: dict[str, str] = {
-    "openai-chat": "streamtool.core.converters.openai_chat:OpenAIChatConverter",
-    "openai-responses": "streamtool.core.converters.openai_responses:OpenAIResponsesConverter",
-    "anthropic": "streamtool.core.converters.anthropic:AnthropicConverter",
-    "gemini": "streamtool.core.converters.gemini:GeminiConverter",
-    "kimi-k2": "streamtool.core.converters.kimi_k2:KimiK2Converter",
-    "openai-completions": (
-        "streamtool.core.converters.openai_completions:OpenAICompletionsConverter"
-    ),
-    "bedrock-converse": "streamtool.core.converters.bedrock:BedrockConverseConverter",
-    "bedrock-invoke": "streamtool.core.converters.bedrock:BedrockInvokeConverter",
-    "cohere": "streamtool.core.converters.cohere:CohereConverter",
-    "gemini-interactions": (
-        "streamtool.core.converters.gemini_interactions:GeminiInteractionsConverter"
-    ),
-}
-CONVERTERS = Registry("streamtool.converters", BUILTIN_CONVERTERS)
+BUILTIN_CONVERTERS: dict[str, str] = CONVERTERS.builtins
 
 
 class UnknownConverter(ValueError):
@@ -99,7 +83,7 @@ def detect_from_header(header: Header) -> str | None:
 def _detect_from_header(header: Header) -> str | None:
     from urllib.parse import urlsplit
 
-    from ..apis import api_for_path, api_for_provider, converter_named
+    from ..plugins import api_for_path, api_for_provider, converter_named
 
     if header.api:
         name = converter_named(str(header.api))

@@ -8,8 +8,8 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from ..apis import API_TABLE, WireApi
 from ..outputs.emit import Emitted, Reply, ReplyBuilder, api_id, emitter
+from ..plugins import WireApi, api_table
 from ..records import Chunk, End, Header
 from ..replay import ReplayEngine
 from .replay_file import replay_file
@@ -33,7 +33,7 @@ def emit_file(path: str | os.PathLike[str], api: str, *, converter: str = "auto"
 
 def wire_api(name: str) -> WireApi:
     found = api_id(name)
-    return next(a for a in API_TABLE if a.id == found)
+    return next(a for a in api_table() if a.id == found)
 
 
 def recording_of(

@@ -2,7 +2,7 @@
 
 Handlers are plugins: registered by name in the ``streamtool.handlers`` entry-point group (the
 built-ins below in streamtool's own ``pyproject.toml``), each imported only when used (see
-:mod:`streamtool.core.registry`).
+:mod:`streamtool.core.plugins.registry`).
 """
 
 from __future__ import annotations
@@ -10,20 +10,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..registry import Registry
+from ..plugins.registry import HANDLERS
 
 if TYPE_CHECKING:
     from .base import StreamingResponseHandler
 
 # the built-in handlers, as registered in pyproject.toml's "streamtool.handlers" group
-BUILTIN_PARSERS: dict[str, str] = {
-    "api_tool_call": "streamtool.core.handlers.api_tool_call:ApiToolCallStreamingResponseHandler",
-    "passthrough": "streamtool.core.handlers.passthrough:PassThroughStreamingResponseHandler",
-    "xml": "streamtool.core.handlers.parsing:XmlStreamingResponseHandler",
-    "json": "streamtool.core.handlers.parsing:JsonStreamingResponseHandler",
-    "sentinel": "streamtool.core.handlers.parsing:SentinelStreamingResponseHandler",
-}
-PARSERS = Registry("streamtool.handlers", BUILTIN_PARSERS)
+PARSERS = HANDLERS
+BUILTIN_PARSERS: dict[str, str] = PARSERS.builtins
 DEFAULT_PARSER = "api_tool_call"
 PARSER_ENV = "AUTOBYTEUS_STREAM_PARSER"
 

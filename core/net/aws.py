@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..apis import api_for_path, served_api
+from ..plugins import api_for_path, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values
 from ..records import RecordingError

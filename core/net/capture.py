@@ -40,7 +40,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..apis import api_for_path, official_hosts, served_api
+from ..plugins import api_for_path, official_hosts, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
 from ..records import RecordingError

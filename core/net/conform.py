@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..apis import served_api
 from ..drive.replay_file import replay_file
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
+from ..plugins import served_api
 from ..quirks import QuirkInfo, lookup, severity_rank
 from ..records import RecordingError
 from .library import Library, Recording, expand_paths

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..apis import API_TABLE, WireApi, api_for_converter, served_api
 from ..drive.conversation import APIS, Conversation, as_json, last_input, read_conversation
 from ..drive.script import Script, TurnPicker, load_script
 from ..drive.translate import recording_of, reply_from_file
 from ..outputs.emit import Reply, emitter
+from ..plugins import WireApi, api_for_converter, api_table, served_api
 from ..recording.secrets import redact_keys
 from .library import Incoming, Library, NoMatch, Recording, SelectionError, ServingLibrary
 from .listen import LibraryServer
@@ -49,7 +49,7 @@ def route_api(request: Incoming) -> WireApi:
     request that does not ask for a stream is refused (400) before it takes a turn."""
     api = served_api(request.path)
     if api is None or api.id not in APIS:
-        names = ", ".join(a.label for a in API_TABLE if a.id in APIS)
+        names = ", ".join(a.label for a in api_table() if a.id in APIS)
         raise SelectionError(
             404, f"streamtool makes streams for the {names} endpoints, not {request.path}"
         )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..apis import error_body
+from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
 from ..recording.secrets import secret_query_values
 from ..records import Chunk

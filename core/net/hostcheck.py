@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..apis import error_body
+from ..plugins import error_body
 
 # host [":" port], the host a name, an IPv4 address or a bracketed IPv6 one (RFC 9110 7.2)
 _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]@/\\\s]+))(?::\d{0,5})?$")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..apis import api_for_converter, model_in_path, served_api
 from ..converters import detect_from_event, detect_from_header
+from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
 from ..records import INDEX_NAME, RecordingError

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..apis import API_TABLE, api_for_path, error_body, find_api, official_origins
+from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
@@ -48,7 +48,7 @@ DEFAULT_OUT = "streamtool-captures"
 # the official origin of each provider: the wire APIs' own, and OpenRouter's
 OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
 PROVIDER_NAMES = frozenset(OFFICIAL)
-_STYLES = {a.provider: a.error_style for a in API_TABLE}
+_STYLES = {a.provider: a.error_style for a in api_table()}
 _log = logging.getLogger("uvicorn.error")
 
 
@@ -117,7 +117,7 @@ def parse_upstreams(values: Iterable[str]) -> Upstreams:
         elif api is not None:
             rules[api.name] = url
         else:
-            known = ", ".join(sorted({n for a in API_TABLE for n in a.names} | PROVIDER_NAMES))
+            known = ", ".join(sorted({n for a in api_table() for n in a.names} | PROVIDER_NAMES))
             raise ValueError(f"--upstream {value!r}: unknown API {name!r} (known: {known})")
     return Upstreams(default, rules)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ..apis import API_TABLE, WireApi, find_api
+from ..plugins import WireApi, api_table, find_api
 from ..recording.secrets import credential_values as credential_values  # re-exported
 from ..recording.secrets import secret_query_values
 from ..wire import fastjson
@@ -48,7 +48,7 @@ class Api:
         return self.wire.path
 
 
-APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in API_TABLE}
+APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
 # any server that speaks Chat Completions; the key is only read from --api-key-env or a preset's
 # variable, so an OpenAI key is never sent to an arbitrary host
 APIS["openai-compatible"] = Api(

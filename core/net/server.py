@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
-from ..apis import API_TABLE, error_body, served_api
+from ..plugins import api_table, error_body, served_api
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .hostcheck import loopback_only
@@ -139,7 +139,7 @@ def create_app(
             log(f"{request.method} {request.url.path} -> {status}: {message}")
         return Response(error_body(style, status, message), status, media_type="application/json")
 
-    known = ", ".join(f"POST *{api.route}" for api in API_TABLE)
+    known = ", ".join(f"POST *{api.route}" for api in api_table())
 
     async def answer(request: Request) -> Response:
         start = anyio.current_time()

@@ -30,10 +30,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..apis import served_api
 from ..drive.conversation import APIS as conversation_apis
 from ..drive.conversation import last_input, read_conversation
 from ..drive.script import TurnPicker
+from ..plugins import served_api
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
     IndexEntry,

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from types import ModuleType
 
-from ...apis import find_api
+from ...plugins import find_api
 from .base import Emitted
 from .reply import Part, Reply, ReplyBuilder
 

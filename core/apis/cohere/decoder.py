@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ChunkResponse
-from ..quirk_ids import QuirkId
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...converters.base import Converter
+from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...model import ChunkResponse
+from ...quirk_ids import QuirkId
+from ...wire.sse import SSEEvent
 
 
 def _message(obj: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +222,7 @@ class CohereConverter(Converter):
 
 def _normalize_citation(citation: dict[str, Any]) -> list[dict[str, Any]]:
     """A Cohere citation as the normalized citations, one per source (see core/citations.py)."""
-    from ..citations import KEYS
+    from ...citations import KEYS
 
     base: dict[str, Any] = {}
     for key, value in (

@@ -28,14 +28,14 @@ import json
 import re
 from typing import Any
 
-from ..citations import from_gemini_grounding
-from ..model import ChunkResponse, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..tracker import TrackedCall
-from ..usage import normalize_usage
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...citations import from_gemini_grounding
+from ...converters.base import Converter
+from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...model import ChunkResponse, ToolCallDelta
+from ...quirk_ids import QuirkId
+from ...tracker import TrackedCall
+from ...usage import normalize_usage
+from ...wire.sse import SSEEvent
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
 _CODE = ("gemini", "code-execution")  # tracker key: the code execution awaiting its result

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ChunkResponse, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..records import Header
-from ..wire import fastjson
-from ..wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
-from ..wire.kimi_tokens import parse_call_id as parse_call_id
-from .openai_chat import OpenAIChatConverter
-from .prose_runs import TEXT
+from ...converters.prose_runs import TEXT
+from ...model import ChunkResponse, ToolCallDelta
+from ...quirk_ids import QuirkId
+from ...records import Header
+from ...wire import fastjson
+from ...wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
+from ...wire.kimi_tokens import parse_call_id as parse_call_id
+from .decoder import OpenAIChatConverter
 
 # the text a Kimi tool-call section was found in: its quirk, and where that text is
 _FOUND = {

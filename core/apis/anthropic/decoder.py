@@ -37,14 +37,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..citations import from_anthropic
-from ..model import ChunkResponse, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..tracker import TrackedCall
-from ..usage import normalize_usage
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...citations import from_anthropic
+from ...converters.base import Converter
+from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...model import ChunkResponse, ToolCallDelta
+from ...quirk_ids import QuirkId
+from ...tracker import TrackedCall
+from ...usage import normalize_usage
+from ...wire.sse import SSEEvent
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 

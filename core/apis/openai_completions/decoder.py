@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ChunkResponse
-from ..quirk_ids import QuirkId
-from ..usage import normalize_usage
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import TEXT, ProseRuns
+from ...converters.base import Converter
+from ...converters.prose_runs import TEXT, ProseRuns
+from ...model import ChunkResponse
+from ...quirk_ids import QuirkId
+from ...usage import normalize_usage
+from ...wire.sse import SSEEvent
 
 
 class OpenAICompletionsConverter(Converter):

@@ -37,16 +37,16 @@ from typing import Any
 
 import msgspec
 
-from ..citations import from_openai_annotation
-from ..model import ChunkResponse, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..records import Header
-from ..tracker import TrackedCall
-from ..usage import normalize_usage
-from ..wire import fastjson
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...citations import from_openai_annotation
+from ...converters.base import Converter
+from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...model import ChunkResponse, ToolCallDelta
+from ...quirk_ids import QuirkId
+from ...records import Header
+from ...tracker import TrackedCall
+from ...usage import normalize_usage
+from ...wire import fastjson
+from ...wire.sse import SSEEvent
 
 # hosted tools the provider runs inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {

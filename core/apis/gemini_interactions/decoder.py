@@ -44,14 +44,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..citations import from_openai_annotation
-from ..model import ChunkResponse, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..tracker import TrackedCall
-from ..usage import normalize_usage
-from ..wire.sse import SSEEvent
-from .base import Converter
-from .prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...citations import from_openai_annotation
+from ...converters.base import Converter
+from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...model import ChunkResponse, ToolCallDelta
+from ...quirk_ids import QuirkId
+from ...tracker import TrackedCall
+from ...usage import normalize_usage
+from ...wire.sse import SSEEvent
 
 _MEDIA = frozenset({"image", "audio", "video", "document"})
 

@@ -1,0 +1,21 @@
+"""Anthropic Messages: the ``anthropic`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="anthropic",
+    name="messages",
+    label="messages",
+    route="/messages",
+    converters=("anthropic",),
+    error_style="anthropic",
+    provider="anthropic",
+    base_url="https://api.anthropic.com",
+    path="/v1/messages",
+    key_env=("ANTHROPIC_API_KEY",),
+    hosted_routes=("/anthropic/*:streamRawPredict",),  # Claude on Vertex AI
+)

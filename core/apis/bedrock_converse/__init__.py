@@ -1,0 +1,25 @@
+"""Amazon Bedrock ConverseStream: the ``bedrock-converse`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="bedrock-converse",
+    name="converse-stream",
+    label="ConverseStream",
+    route="/converse-stream",
+    converters=("bedrock-converse",),
+    error_style="bedrock",
+    provider="bedrock",
+    base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    path="/model/{model}/converse-stream",
+    key_env=("AWS_BEARER_TOKEN_BEDROCK",),
+    more_routes=("/converse",),
+    model_in_path=r"/model/([^/]+)/converse-stream$",
+    stream_in_path=True,
+    provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
+    aliases=("bedrock", "converse", "conversestream"),
+)

@@ -1,0 +1,24 @@
+"""Amazon Bedrock InvokeModelWithResponseStream: the ``bedrock-invoke`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="bedrock-invoke",
+    name="invoke-with-response-stream",
+    label="InvokeModelWithResponseStream",
+    route="/invoke-with-response-stream",
+    converters=("bedrock-invoke",),
+    error_style="bedrock",
+    provider="bedrock",
+    base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    path="/model/{model}/invoke-with-response-stream",
+    key_env=("AWS_BEARER_TOKEN_BEDROCK",),
+    model_in_path=r"/model/([^/]+)/invoke-with-response-stream$",
+    stream_in_path=True,
+    provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
+    aliases=("invokemodelwithresponsestream", "bedrock-invoke-model"),
+)

@@ -1,0 +1,21 @@
+"""Cohere v2 chat: the ``cohere`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="cohere",
+    name="v2.chat",
+    label="v2/chat",
+    route="/v2/chat",
+    converters=("cohere",),
+    error_style="cohere",
+    provider="cohere",
+    base_url="https://api.cohere.com",
+    path="/v2/chat",
+    key_env=("CO_API_KEY", "COHERE_API_KEY"),
+    aliases=("cohere-v2", "cohere-chat"),
+)

@@ -1,0 +1,25 @@
+"""Gemini's native streamGenerateContent: the ``gemini`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="gemini",
+    name="gemini",
+    label="streamGenerateContent",
+    route=":streamGenerateContent",
+    converters=("gemini",),
+    error_style="gemini",
+    provider="gemini",
+    base_url="https://generativelanguage.googleapis.com",
+    path="/v1beta/models/{model}:streamGenerateContent",
+    key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    more_routes=(":generateContent",),
+    model_in_path=r"/models/([^/:]+):",
+    stream_in_path=True,
+    provider_aliases=("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
+    aliases=("generatecontent",),
+)

@@ -1,0 +1,21 @@
+"""Google's Interactions API: the ``gemini-interactions`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="gemini-interactions",
+    name="interactions",
+    label="interactions",
+    route="/interactions",
+    converters=("gemini-interactions",),
+    error_style="gemini",
+    provider="gemini",
+    base_url="https://generativelanguage.googleapis.com",
+    path="/v1beta/interactions",
+    key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    aliases=("gemini-interactions-api", "interactions-api"),
+)

@@ -1,0 +1,22 @@
+"""OpenAI Chat Completions (and every OpenAI-compatible server): the ``openai-chat`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="openai-chat",
+    name="chat.completions",
+    label="chat.completions",
+    route="/chat/completions",
+    converters=("openai-chat", "kimi-k2"),
+    error_style="openai",
+    provider="openai",
+    base_url="https://api.openai.com/v1",
+    path="/chat/completions",
+    key_env=("OPENAI_API_KEY",),
+    compatible=True,
+    aliases=("chat", "chat-completions", "openai-compatible"),
+)

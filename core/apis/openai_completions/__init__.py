@@ -1,0 +1,23 @@
+"""OpenAI's legacy Completions: the ``openai-completions`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+# after openai-chat: "/chat/completions" also ends with "/completions"
+API = WireApi(
+    id="openai-completions",
+    name="completions",
+    label="completions",
+    route="/completions",
+    converters=("openai-completions",),
+    error_style="openai",
+    provider="openai",
+    base_url="https://api.openai.com/v1",
+    path="/completions",
+    key_env=("OPENAI_API_KEY",),
+    compatible=True,
+    aliases=("legacy-completions", "text_completion"),
+)

@@ -1,0 +1,21 @@
+"""OpenAI Responses: the ``openai-responses`` wire API.
+
+This package holds everything about the API: its row (below), and its parts as modules
+(``decoder``: the converter that reads its streams).
+"""
+
+from ...plugins.wire_api import WireApi
+
+API = WireApi(
+    id="openai-responses",
+    name="responses",
+    label="responses",
+    route="/responses",
+    converters=("openai-responses",),
+    error_style="openai",
+    provider="openai",
+    base_url="https://api.openai.com/v1",
+    path="/responses",
+    key_env=("OPENAI_API_KEY",),
+    compatible=True,
+)

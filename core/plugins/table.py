@@ -1,0 +1,219 @@
+"""The table of wire APIs: every API package's row, and the lookups every part reads it with.
+
+The table is the list of API packages registered in the ``streamtool.apis`` entry-point group
+(streamtool's own the same way, :mod:`.registry`); each package's ``API`` is its row
+(:class:`~.wire_api.WireApi`) and its other modules are its parts (:func:`part`): what an API
+can do is which parts its package has. ``record`` builds requests from it, ``serve`` answers its
+endpoints, the proxy, SDK capture and tapes name what they record by it, and the converter
+registry picks a converter for a recorded URL with it.
+
+Lookups try the built-in APIs first and read the installed plugins only when none of those
+answers (the entry points cost some 10 ms), so a replay of a built-in API's recording never reads
+them. Pure data and lookups: nothing here opens a socket or imports the network edge or an SDK.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from .registry import APIS
+from .wire_api import WireApi
+
+T = TypeVar("T")
+
+
+class ApiError(ValueError):
+    """A registered API that cannot be used (its ``API`` is missing or not a row)."""
+
+
+def _load(name: str) -> WireApi:
+    target = APIS.target(name)
+    row = APIS.load(name)
+    if not isinstance(row, WireApi):
+        raise ApiError(f"API {name!r} ({target}) is not a WireApi row")
+    if not row.package:
+        row = row._replace(package=target.partition(":")[0])
+    return row
+
+
+@functools.cache
+def builtin_apis() -> tuple[WireApi, ...]:
+    """The built-in APIs' rows, in the table's order."""
+    return tuple(_load(name) for name in APIS.builtins)
+
+
+@functools.cache
+def plugin_apis() -> tuple[WireApi, ...]:
+    """The rows of the APIs installed plugins add (a plugin's name taken by a built-in aside)."""
+    return tuple(_load(name) for name in APIS.names() if name not in APIS.builtins)
+
+
+def api_table() -> tuple[WireApi, ...]:
+    """Every API: the built-ins, then the plugins'."""
+    return builtin_apis() + plugin_apis()
+
+
+def _tiers() -> Iterator[tuple[WireApi, ...]]:
+    yield builtin_apis()
+    yield plugin_apis()
+
+
+def _first(found: Callable[[tuple[WireApi, ...]], T | None]) -> T | None:
+    for rows in _tiers():
+        answer = found(rows)
+        if answer is not None:
+            return answer
+    return None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "API_TABLE":
+        return api_table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def part(api: WireApi, role: str) -> ModuleType | None:
+    """The module ``role`` (``decoder``, ``encoder``, ``request``...) of an API's package, or
+    ``None`` when the package has no such part."""
+    name = f"{api.package}.{role}"
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
+
+
+def _route_matches(route: str, path: str) -> bool:
+    """``path`` (lower case) ends with ``route`` (lower case); ``PART*SUFFIX``: ends with
+    SUFFIX, and PART comes before it."""
+    part_, star, suffix = route.rpartition("*")
+    if not star:
+        return path.endswith(route)
+    return path.endswith(suffix) and part_ in path[: len(path) - len(suffix)]
+
+
+def _longest(matches: list[tuple[int, WireApi]]) -> WireApi | None:
+    """The API of the longest matching route (``/chat/completions`` before ``/completions``)."""
+    return max(matches, key=lambda m: m[0])[1] if matches else None
+
+
+@functools.cache
+def _names(rows: tuple[WireApi, ...]) -> dict[str, WireApi]:
+    found: dict[str, WireApi] = {}
+    for api in rows:
+        for name in api.names:
+            found.setdefault(name, api)
+    return found
+
+
+def served_api(path: str) -> WireApi | None:
+    """The API whose streaming endpoint ``path`` ends with, letter for letter: what ``serve``
+    answers, and where a recording made for it says it was sent."""
+    return _first(
+        lambda rows: _longest([(len(a.route), a) for a in rows if path.endswith(a.route)])
+    )
+
+
+def api_for_path(path: str, *, hosted: bool = False) -> WireApi | None:
+    """The API a request path is for, streamed or not, in any letter case (the proxy, SDK
+    capture); ``hosted`` also reads the paths other clouds host it at (a recorded URL)."""
+    low = path.lower()
+
+    def found(rows: tuple[WireApi, ...]) -> WireApi | None:
+        matches = []
+        for api in rows:
+            routes = (api.route, *api.more_routes, *(api.hosted_routes if hosted else ()))
+            for route in routes:
+                if _route_matches(route.lower(), low):
+                    matches.append((len(route), api))
+        return _longest(matches)
+
+    return _first(found)
+
+
+def find_api(name: str) -> WireApi | None:
+    """The API a name means (any of its :attr:`~WireApi.names`, in any letter case)."""
+    low = name.lower()
+    return _first(lambda rows: _names(rows).get(low))
+
+
+def api_for_converter(converter: str | None) -> WireApi | None:
+    """The API whose streams a converter reads."""
+    return _first(lambda rows: next((a for a in rows if converter in a.converters), None))
+
+
+def converter_named(name: str) -> str | None:
+    """The converter a recording header's ``api`` points to: a converter named outright, else
+    the default one of the API it names."""
+    low = name.lower()
+    if api_for_converter(low) is not None:
+        return low
+    api = find_api(low)
+    return api.converter if api is not None else None
+
+
+def api_for_provider(provider: str) -> WireApi | None:
+    """The API of a provider that has only one (``anthropic``, ``gemini``, ``vertex``...);
+    ``None`` for one with several (``openai``: the stream tells) or none."""
+    low = provider.lower()
+    found = [a for a in api_table() if low == a.provider or low in a.provider_aliases]
+    return found[0] if len(found) == 1 else None
+
+
+def model_in_path(path: str) -> str | None:
+    """A model named in a (percent-decoded) request path the way an API of the table names it."""
+    return _first(lambda rows: next((m for a in rows if (m := a.path_model(path))), None))
+
+
+def official_hosts() -> dict[str, str]:
+    """The official hosts (``api.openai.com``) and their providers."""
+    return {urlsplit(a.base_url).netloc: a.provider for a in api_table()}
+
+
+def official_origins() -> dict[str, str]:
+    """Each provider's official origin (``https://api.openai.com``), in table order."""
+    origins: dict[str, str] = {}
+    for api in api_table():
+        parts = urlsplit(api.base_url)
+        origins.setdefault(api.provider, f"{parts.scheme}://{parts.netloc}")
+    return origins
+
+
+def error_body(style: str, status: int, message: str) -> bytes:
+    """An error in the shape an API's SDK reads its message from (a row's ``error_style``)."""
+    kinds = {
+        400: "invalid_request_error",
+        404: "not_found_error",
+        405: "invalid_request_error",
+        409: "conflict_error",
+    }
+    kind = kinds.get(status, "api_error")
+    obj: dict[str, Any]
+    if style == "anthropic":
+        obj = {"type": "error", "error": {"type": kind, "message": message}}
+    elif style == "bedrock":
+        # botocore reads the error code from "__type" when no x-amzn-ErrorType header is sent
+        types = {
+            400: "ValidationException",
+            404: "ResourceNotFoundException",
+            405: "ValidationException",
+            409: "ConflictException",
+            413: "ValidationException",
+            429: "ThrottlingException",
+        }
+        obj = {"__type": types.get(status, "InternalServerException"), "message": message}
+    elif style == "cohere":
+        obj = {"message": message}
+    elif style == "gemini":
+        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "NOT_FOUND", 409: "ABORTED"}
+        obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}
+    else:
+        code = {404: "not_found"}.get(status)
+        obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return json.dumps(obj).encode("utf-8")

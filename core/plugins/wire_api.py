@@ -1,0 +1,82 @@
+"""One wire API's row: where the API lives, what it is called, where its model is named.
+
+Every wire API is a package (``streamtool.core.apis.<api>``, or a plugin's) whose ``API`` is one
+:class:`WireApi`; the package's other modules are its parts (:mod:`.table` finds them). Pure
+data: nothing here imports more than the standard library.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+
+class WireApi(NamedTuple):
+    """One wire API (a named tuple: made at import without the cost of a dataclass)."""
+
+    id: str  # the table's key, and record's --provider value: "openai-chat"
+    name: str  # a recording header's "api", the proxy's and the tapes' name: "chat.completions"
+    label: str  # as serve lists it to clients (GET /) and in its log
+    # the streaming endpoint: a request path ending with it is this API (serve answers it)
+    route: str
+    converters: tuple[str, ...]  # the converters that read its streams, the default first
+    error_style: str  # the shape of its error bodies (see error_body)
+    provider: str  # whose API it is: its official host's provider
+    base_url: str  # the official SDK's default base URL
+    path: str  # what a request appends to a base URL ("{model}": the model, quoted)
+    key_env: tuple[str, ...] = ()  # where its official SDK finds the API key
+    # further path suffixes of the same API, not streamed (recognised, never served)
+    more_routes: tuple[str, ...] = ()
+    # the API as another cloud hosts it, "PART*SUFFIX": a path holding PART and ending with
+    # SUFFIX. Only a recorded URL is read this way (to pick a converter).
+    hosted_routes: tuple[str, ...] = ()
+    model_field: str = "model"  # the request body's field naming the model
+    # a pattern whose one group is the model, for APIs that name it in the path (first)
+    model_in_path: str | None = None
+    stream_in_path: bool = False  # the path asks for the stream; else the body's "stream": true
+    # spoken by other providers too (OpenAI-compatible servers): the host, not the path, tells
+    # whose it is, and its error bodies have its own shape whoever answers
+    compatible: bool = False
+    provider_aliases: tuple[str, ...] = ()  # other names of its provider in a recording header
+    aliases: tuple[str, ...] = ()  # other names of the API (users, recording headers)
+    # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
+    # module its row is registered from, filled in by the table when a row leaves it empty
+    package: str = ""
+
+    @property
+    def converter(self) -> str:
+        """The converter its recordings get unless their stream says otherwise."""
+        return self.converters[0]
+
+    @property
+    def official_path(self) -> str:
+        """The endpoint's path on the official host (``/v1/chat/completions``)."""
+        return urlsplit(self.base_url).path + self.path
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the API goes by (lower case): id, name, label and aliases."""
+        return tuple(
+            dict.fromkeys(n.lower() for n in (self.id, self.name, self.label, *self.aliases))
+        )
+
+    def path_model(self, path: str) -> str | None:
+        """The model a (percent-decoded) request path names, when this API names it there."""
+        if self.model_in_path is None:
+            return None
+        found = _pattern(self.model_in_path).search(path)
+        return found.group(1) if found else None
+
+    def model_of(self, path: str, body: Any) -> str | None:
+        """The model a request is for: named in its path, else in its JSON body."""
+        model = self.path_model(path)
+        if model is None and isinstance(body, dict):
+            model = body.get(self.model_field)
+        return model if isinstance(model, str) and model else None
+
+
+@functools.cache
+def _pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
