@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from streamtool.core.outputs.kimi_transform import KimiTransform
+from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
 from streamtool.core.recording.reader import Source
 from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine

@@ -7,26 +7,21 @@ import sys
 from enum import StrEnum
 from typing import IO
 
+from streamtool.core.outputs.emit import builtin_names, emitter
 from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import warn
 
-# streamtool.core.outputs.emit (the emitters) is imported when a sink is made: a replay
-# without --emit does not load it
-
-
-class Emit(StrEnum):
-    openai_chat = "openai-chat"
-    openai_responses = "openai-responses"
-    anthropic = "anthropic"
-    gemini = "gemini"
-    openai_sse = "openai-sse"
+# the built-in APIs that have an encoder, then their encoders' older names (the registry's, found
+# without loading an encoder: a replay without --emit loads none; mypy cannot list the members)
+_IDS, _OLDER = builtin_names()
+Emit = StrEnum("Emit", [(v.replace("-", "_"), v) for v in _IDS + _OLDER])  # type: ignore[misc]
 
 
 class EmitSink:
     """Gathers the replay's meaning, then writes it as the API's stream."""
 
-    def __init__(self, api: str = "openai-chat", out: IO[bytes] | None = None) -> None:
+    def __init__(self, api: str, out: IO[bytes] | None = None) -> None:
         self.api = api
         from streamtool.core.outputs.emit import ReplyBuilder
 
@@ -37,8 +32,6 @@ class EmitSink:
         self.builder.feed(t, items)
 
     def close(self, engine: ReplayEngine) -> None:
-        from streamtool.core.outputs.emit import emitter
-
         reply = self.builder.build(engine)
         # stdout carries no HTTP status: an HTTP error is written in the stream, where each API
         # reports an error that comes after its headers
@@ -59,7 +52,7 @@ class OpenAISSESink(EmitSink):
     """``--emit openai-sse`` (the older name of ``--emit openai-chat``)."""
 
     def __init__(self, out: IO[bytes] | None = None) -> None:
-        super().__init__("openai-chat", out)
+        super().__init__("openai-sse", out)
 
 
 def make_emit_sink(emit: Emit) -> EmitSink:

@@ -129,7 +129,7 @@ def proxy(
         fail(str(exc))
     factory = None
     if transform == "kimi-k2":
-        from streamtool.core.outputs.kimi_transform import KimiTransform
+        from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
 
         factory = KimiTransform
     from .journal import make_view

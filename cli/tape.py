@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from streamtool.core.outputs.emit import builtin_names
+
 from .errors import fail
 from .main import app
 
@@ -15,11 +17,8 @@ class Action(StrEnum):
     build = "build"
 
 
-class Api(StrEnum):
-    openai_chat = "openai-chat"
-    openai_responses = "openai-responses"
-    anthropic = "anthropic"
-    gemini = "gemini"
+# the built-in APIs that have an encoder (the registry's: mypy cannot list the members)
+Api = StrEnum("Api", [(v.replace("-", "_"), v) for v in builtin_names()[0]])  # type: ignore[misc]
 
 
 @app.command(name="tape")

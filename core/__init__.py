@@ -43,7 +43,7 @@ _LAZY = {
     "check_paths": ".drive.check",
     "build_transcript": ".outputs.transcript",
     "diff_streams": ".outputs.diff",
-    "OpenAISSEEmitter": ".outputs.emit_openai",
+    "OpenAISSEEmitter": ".apis.openai_chat.encoder",
     "Capture": ".net.capture",
     "serving": ".net.server",
     "serving_script": ".net.emitting",
@@ -86,6 +86,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .apis.openai_chat.encoder import OpenAISSEEmitter
     from .converters import make_converter
     from .drive.check import check_paths
     from .drive.replay_file import replay_file
@@ -104,7 +105,6 @@ if TYPE_CHECKING:
     from .net.playback import Playback
     from .net.server import serving
     from .outputs.diff import diff_streams
-    from .outputs.emit_openai import OpenAISSEEmitter
     from .outputs.transcript import build_transcript
     from .recording.reader import Source
     from .recording.writer import RecordingWriter

@@ -18,14 +18,11 @@ from typer.testing import CliRunner
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
+from streamtool.core.apis.openai_chat.encoder import OpenAISSEEmitter, openai_usage
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.finish import OPENAI_CHAT_REASONS
 from streamtool.core.model import SegmentEvent, SegmentType, StreamError, ToolInvocation
-from streamtool.core.outputs.emit_openai import (
-    OpenAISSEEmitter,
-    openai_usage,
-    stream_identity,
-)
+from streamtool.core.outputs.emit_openai import stream_identity
 from streamtool.core.records import Header
 
 from .conftest import RECORDINGS

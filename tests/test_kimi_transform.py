@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.outputs.kimi_transform import KimiTransform, complete_events_end
+from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform, complete_events_end
 from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine
 

@@ -502,7 +502,7 @@ def test_unreachable_upstream(tmp_path: Path) -> None:
 
 # -- --transform kimi-k2 -----------------------------------------------------------------------
 def test_kimi_transform_gives_the_sdk_real_tool_calls(tmp_path: Path) -> None:
-    from streamtool.core.outputs.kimi_transform import KimiTransform
+    from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
 
     rec = recording("fireworks-kimi-k2-tokens-split-across-chunks")
     plain = recording("openai-parallel-tool-calls")
@@ -546,7 +546,7 @@ def test_kimi_transform_gives_the_sdk_real_tool_calls(tmp_path: Path) -> None:
 def test_kimi_transform_joins_markers_split_across_paced_upstream_reads(tmp_path: Path) -> None:
     """Paced as recorded, every upstream read reaches the proxy on its own, so the Kimi markers
     really arrive cut across reads; the SDK still gets the calls, the recording the reads."""
-    from streamtool.core.outputs.kimi_transform import KimiTransform
+    from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
 
     rec = recording("fireworks-kimi-k2-tokens-split-across-chunks")
     served = chunks_of(rec)

@@ -20,3 +20,5 @@ API = WireApi(
     compatible=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
 )
+# older names of its encoder (``--emit openai-sse``): not names of the API
+ENCODER_ALIASES = ("openai-sse",)

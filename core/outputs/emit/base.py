@@ -1,4 +1,4 @@
-"""What every emitter shares: the timed output, SSE framing, HTTP error bodies. Sans-IO."""
+"""What every encoder shares: the timed output, SSE framing, the HTTP error response. Sans-IO."""
 
 from __future__ import annotations
 
@@ -70,48 +70,13 @@ def named_event(name: str, obj: Any) -> str:
     return f"event: {name}\ndata: {dumps(obj)}\n\n"
 
 
-_OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
-_ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-_GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    503: "UNAVAILABLE",
-}
-
-
-def error_response(reply: Reply, style: str) -> Emitted:
-    """A reply that is an HTTP error: its status and the error body in the API's shape."""
-    status = reply.status
-    message = reply.error_message()
-    obj: dict[str, Any]
-    if style == "anthropic":
-        kind = _ANTHROPIC_TYPES.get(status, "api_error")
-        obj = {"type": "error", "error": {"type": kind, "message": message}}
-    elif style == "gemini":
-        obj = {
-            "error": {
-                "code": status,
-                "message": message,
-                "status": _GEMINI_STATUS.get(status, "INTERNAL"),
-            }
-        }
-    else:
-        kind = _OPENAI_TYPES.get(
-            status, "server_error" if status >= 500 else "invalid_request_error"
-        )
-        obj = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+def error_response(reply: Reply, body: dict[str, Any]) -> Emitted:
+    """A reply that is an HTTP error: its status and ``body``, the error in the API's shape
+    (each encoder shapes its own)."""
     return Emitted(
-        status=status,
+        status=reply.status,
         content_type="application/json",
-        reads=[(reply.t_first, json.dumps(obj, ensure_ascii=False))],
+        reads=[(reply.t_first, json.dumps(body, ensure_ascii=False))],
         t_end=reply.t_end,
     )
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import Emitted, Out, data_event, error_response
-from .pieces import cut
-from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
+from ...outputs.emit.base import Emitted, Out, data_event, error_response
+from ...outputs.emit.pieces import cut
+from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS = {"finish_stop_with_tools"}  # only when the reply has tool calls
 TOKENS_PER_CHUNK = 24
@@ -52,9 +52,25 @@ def usage_metadata(usage: dict[str, int] | None) -> dict[str, Any] | None:
     return out
 
 
+# an HTTP error's status name by status code (the one Gemini's API sends)
+ERROR_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def error_object(status: int, message: str) -> dict[str, Any]:
+    """An HTTP error's body, as Gemini's API sends it."""
+    name = ERROR_STATUSES.get(status, "INTERNAL")
+    return {"error": {"code": status, "message": message, "status": name}}
+
+
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, "gemini")
+        return error_response(reply, error_object(reply.status, reply.error_message()))
     out = Out(reply)
     response_id = reply.ident("", "gemini", 22)
     usage = usage_metadata(reply.usage)

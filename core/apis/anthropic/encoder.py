@@ -17,9 +17,9 @@ import base64
 import hashlib
 from typing import Any
 
-from .base import Emitted, Out, error_kind, error_response, named_event
-from .pieces import cut
-from .reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
+from ...outputs.emit.base import Emitted, Out, error_kind, error_response, named_event
+from ...outputs.emit.pieces import cut
+from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 
 INHERENT_QUIRKS: set[str] = set()
 TOKENS_PER_DELTA = 3
@@ -32,6 +32,22 @@ STOP_REASONS = {
 }
 
 
+# an HTTP error's type by status (the one Anthropic's API sends)
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def error_object(status: int, message: str) -> dict[str, Any]:
+    """An HTTP error's body, as Anthropic's API sends it."""
+    kind = ERROR_TYPES.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
 def tool_use_id(reply: Reply, part_id: str | None, n: int) -> str:
     if part_id and part_id.startswith("toolu_"):
         return part_id
@@ -40,7 +56,7 @@ def tool_use_id(reply: Reply, part_id: str | None, n: int) -> str:
 
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, "anthropic")
+        return error_response(reply, error_object(reply.status, reply.error_message()))
     out = Out(reply)
     usage = reply.usage or {}
     start_usage: dict[str, Any] = {

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import SegmentEvent, SegmentEventType
-from ..records import Chunk, End, Header
-from ..replay import ReplayEngine
-from .emit_openai import OpenAISSEEmitter
+from ...model import SegmentEvent, SegmentEventType
+from ...records import Chunk, End, Header
+from ...replay import ReplayEngine
+from .encoder import OpenAISSEEmitter
 
 # a blank line ends an event; line ends are CRLF, LF or CR (each taken whole: atomic groups)
 _EVENT_END = re.compile(rb"(?>\r\n|\n|\r)(?>\r\n|\n|\r)")
