@@ -30,10 +30,7 @@ STOP_REASONS = {
     "refusal": "refusal",
     "content_filter": "refusal",
 }
-
-
-# an HTTP error's type by status (the one Anthropic's API sends)
-ERROR_TYPES = {
+ERROR_TYPES = {  # an HTTP error's type by status (the one Anthropic's API sends)
     400: "invalid_request_error",
     401: "authentication_error",
     404: "not_found_error",

@@ -31,7 +31,14 @@ FINISH_REASONS = {
     "length": "MAX_TOKENS",
     "content_filter": "SAFETY",
 }
-_CODES = {"INTERNAL": 500, "UNAVAILABLE": 503, "RESOURCE_EXHAUSTED": 429}
+_CODES = {"INTERNAL": 500, "UNAVAILABLE": 503, "RESOURCE_EXHAUSTED": 429}  # in-band errors
+ERROR_STATUSES = {  # an HTTP error's status name by status code (the one Gemini's API sends)
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
 
 
 def usage_metadata(usage: dict[str, int] | None) -> dict[str, Any] | None:
@@ -50,16 +57,6 @@ def usage_metadata(usage: dict[str, int] | None) -> dict[str, Any] | None:
     if "cached_input_tokens" in usage:
         out["cachedContentTokenCount"] = usage["cached_input_tokens"]
     return out
-
-
-# an HTTP error's status name by status code (the one Gemini's API sends)
-ERROR_STATUSES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    503: "UNAVAILABLE",
-}
 
 
 def error_object(status: int, message: str) -> dict[str, Any]:
