@@ -1,7 +1,9 @@
 """A request's conversation, whatever wire API carried it: roles, text, tool calls and tool
-results, read from (and written as) a request body of any API whose request part can (its
-package's ``request`` module with ``read_conversation`` and ``request_body``: :data:`APIS`).
-Sans-IO: plain data in, plain data out.
+results, read from (and written as) a request body of any API whose request part can: its
+package's ``request`` module with ``read_conversation(body, builder)`` (a JSON object's messages
+added to a :class:`Builder`) and ``request_body(conversation, model)`` (the streaming request body
+a client of the API would send). :data:`APIS` names those APIs. Sans-IO: plain data in, plain data
+out.
 
 What the neutral form keeps is what a conversation means across APIs, and only that:
 
