@@ -142,7 +142,7 @@ def sort_columns() -> list[str]:
 
 
 def record_providers() -> list[str]:
-    from streamtool.core.net.requests import APIS
+    from streamtool.core.exchange.requests import APIS
 
     return list(APIS)
 
@@ -172,7 +172,7 @@ def proxy_transforms() -> list[str]:
 
 
 def tool_choices() -> list[str]:
-    from streamtool.core.net.requests import TOOL_CHOICES
+    from streamtool.core.exchange.requests import TOOL_CHOICES
 
     return list(TOOL_CHOICES)
 

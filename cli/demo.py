@@ -23,7 +23,7 @@ from .main import app
 from .params import no_color_option
 
 if TYPE_CHECKING:
-    from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.exchange.requests import PreparedRequest
 
 # request headers a replayed request keeps (credentials and transport headers are not resent)
 _KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
@@ -31,7 +31,7 @@ _KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
 
 def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     """The request the sample recorded, sent to ``origin`` instead of the provider."""
-    from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.exchange.requests import PreparedRequest
     from streamtool.core.recording.reader import Source
 
     with Source(sample_path) as source:

@@ -1,6 +1,6 @@
 """``streamtool record``: send one streaming request and record the response byte for byte.
 
-The request is built by :mod:`streamtool.core.net.requests`, sent and written by
+The request is built by :mod:`streamtool.core.exchange.requests`, sent and written by
 :mod:`streamtool.core.net.http_capture`. While it streams, every chunk also goes through a
 :class:`~streamtool.core.replay.ReplayEngine` whose items feed a view: a sink with
 ``on_items(engine, t, items)`` / ``close(engine)``, as ``replay`` uses. ``VIEWS`` maps
@@ -16,9 +16,9 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from streamtool.core.exchange.requests import APIS
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
-from streamtool.core.net.requests import APIS
 from streamtool.core.records import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
 
@@ -33,7 +33,7 @@ from .params import choices, converter_option, parser_option
 from .replay import check_names
 
 if TYPE_CHECKING:
-    from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.exchange.requests import PreparedRequest
     from streamtool.core.recording.recorder import RecordResult
 
 
@@ -334,7 +334,7 @@ def record(
     (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
     """
     # request building and HTTP are imported by this command only: every other one starts fast
-    from streamtool.core.net.requests import (
+    from streamtool.core.exchange.requests import (
         RequestError,
         RequestOptions,
         build_request,

@@ -11,10 +11,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from streamtool.core.converters import converter_names, detect_from_header
+from streamtool.core.exchange.requests import APIS, RequestOptions, build_request
 from streamtool.core.net.capture import is_stream_request, provider_and_api
 from streamtool.core.net.library import load_recording
 from streamtool.core.net.proxy import PROVIDER_NAMES, parse_upstreams, route
-from streamtool.core.net.requests import APIS, RequestOptions, build_request
 from streamtool.core.plugins import (
     WireApi,
     api_for_converter,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -106,6 +109,17 @@ def test_readme_development_commands_are_those_ci_runs() -> None:
     mypy = next(i for i, line in enumerate(dev) if line.startswith("mypy "))
     # mypy after the strict install; the plain editable install back afterwards
     assert strict < mypy < dev.index("pip install -q --no-deps -e .")
+    # the layer contracts are read from the README's own install, before any strict one
+    assert dev.index("lint-imports") < strict
+
+
+def test_the_layer_contracts_hold_on_the_readme_install() -> None:
+    """``lint-imports`` finds the packages through the install this suite runs on (the
+    README's ``pip install -e '.[test]'``: setuptools' editable finder), no strict install."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def test_docs_name_no_design_document_the_project_lacks() -> None:

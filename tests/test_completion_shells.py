@@ -16,8 +16,8 @@ import typer
 from streamtool.cli.main import COMMANDS, app
 from streamtool.core.converters import BUILTIN_CONVERTERS
 from streamtool.core.drive.listing import COLUMNS
+from streamtool.core.exchange.requests import APIS
 from streamtool.core.handlers import BUILTIN_PARSERS
-from streamtool.core.net.requests import APIS
 from streamtool.core.samples import SAMPLES
 
 BIN = str(Path(sys.executable).parent)

@@ -131,7 +131,7 @@ def test_capture_around_google_genai_interactions(tmp_path: Path) -> None:
 
 
 def test_the_interactions_request_body() -> None:
-    from streamtool.core.net.requests import RequestOptions, ToolDef, build_request
+    from streamtool.core.exchange.requests import RequestOptions, ToolDef, build_request
 
     tool = ToolDef("get_weather", "Weather", {"type": "object", "properties": {}})
     prepared = build_request(
@@ -177,8 +177,8 @@ def test_the_interactions_request_body() -> None:
 
 
 def test_bedrock_region_and_signing_mode() -> None:
+    from streamtool.core.exchange.requests import RequestOptions, build_request
     from streamtool.core.net.aws import region_for
-    from streamtool.core.net.requests import RequestOptions, build_request
 
     assert region_for("https://bedrock-runtime.ap-south-1.amazonaws.com/model/m/converse", {}) == (
         "ap-south-1"

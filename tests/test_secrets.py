@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.exchange.requests import RequestOptions, build_request
 from streamtool.core.net.capture import Capture
-from streamtool.core.net.requests import RequestOptions, build_request
 from streamtool.core.recording.recorder import ResponseRecorder
 from streamtool.core.recording.secrets import (
     REDACTED,

@@ -21,13 +21,13 @@ from dataclasses import replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..exchange.requests import PreparedRequest, RequestError
 from ..plugins import api_for_path, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values
 from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.eventstream import EventStreamDecoder
-from .requests import PreparedRequest, RequestError
 
 INSTALL_HINT = "pip install 'streamtool[bedrock]'"
 _REGION_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$")

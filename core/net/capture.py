@@ -40,13 +40,13 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..exchange.requests import preset_for
 from ..plugins import api_for_path, official_hosts, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
 from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.http_body import StreamEndDetector
-from .requests import preset_for
 
 # the official hosts: the default base URLs ``streamtool record`` sends to
 _HOSTS = official_hosts()

@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
-from ..recording.secrets import secret_query_values
+from ..recording.secrets import credential_values, secret_query_values
 from ..records import Chunk
 from ..wire import fastjson
 from .bodies import OFF_LOOP
 from .listen import CutConnection
-from .requests import credential_values
 
 if TYPE_CHECKING:
     import ssl

@@ -11,9 +11,9 @@ import os
 import time
 from collections.abc import Callable
 
+from ..exchange.requests import PreparedRequest
 from ..recording.recorder import RecordResult, ResponseRecorder
 from ..records import Chunk, RecordingError
-from .requests import PreparedRequest
 
 USER_AGENT = "streamtool-record"
 

@@ -4,22 +4,28 @@ Everything here is pure: options in, a :class:`PreparedRequest` (method, URL, he
 out. Reading the files named on the command line and sending the request happen at the edge.
 
 Conventions follow each provider's official SDK, so that the same ``--base-url`` works for an SDK
-and for ``record``: OpenAI-style base URLs end in ``/v1`` (the endpoint path is appended to them),
-Anthropic and Gemini base URLs are the bare origin.
+and for ``record``: the endpoint path of the API's row is appended to the base URL (``/v1`` is part
+of the base URL for some APIs, the bare origin is the base URL for others).
+
+What is particular to one API (the body's shape, its tools and tool choice, which header carries
+the key, further headers and query parameters) is its package's request part
+(``<package>.request``, :class:`RequestPart`), found through the API table, a plugin's API the same
+way as a built-in one. An API whose package has no request part cannot be recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from types import ModuleType
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ..plugins import WireApi, api_table, find_api
-from ..recording.secrets import credential_values as credential_values  # re-exported
-from ..recording.secrets import secret_query_values
+from ..plugins import WireApi, api_table, find_api, part
+from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
 
 
@@ -49,11 +55,13 @@ class Api:
 
 
 APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
-# any server that speaks Chat Completions; the key is only read from --api-key-env or a preset's
-# variable, so an OpenAI key is never sent to an arbitrary host
-APIS["openai-compatible"] = Api(
-    "openai-compatible", "openai-compatible", APIS["openai-chat"].wire, None, ()
-)
+# any server that speaks OpenAI's API: the API that goes by this name too, with no default base URL
+# and no key variable (the key is only read from --api-key-env or a preset's variable, so an
+# official key is never sent to an arbitrary host); what a preset is used with by default
+COMPATIBLE = "openai-compatible"
+_compatible = find_api(COMPATIBLE)
+if _compatible is not None:
+    APIS[COMPATIBLE] = Api(COMPATIBLE, COMPATIBLE, _compatible, None, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,8 @@ class RequestOptions:
     max_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # --set KEY=VALUE
     stream_usage: bool = True
-    key_in_query: bool = False  # Gemini: send the key as ?key= (the older style)
+    # send the key as a query parameter where the API takes one (``?key=``, the older style)
+    key_in_query: bool = False
 
 
 @dataclass(slots=True)
@@ -182,7 +191,7 @@ class PreparedRequest:
     api: str
     model: str | None
     secrets: tuple[str, ...] = ()  # credential values: never written anywhere
-    # AWS SigV4 signing still to do at the edge (botocore, :func:`.aws.sign_sigv4`): "required",
+    # AWS SigV4 signing still to do at the edge (botocore, ``net.aws.sign_sigv4``): "required",
     # "optional" (a local server, which asks for no credentials) or None
     sigv4: str | None = None
 
@@ -272,104 +281,8 @@ def parse_set_option(value: str) -> tuple[str, Any]:
         return key.strip(), raw
 
 
-# -- tools and tool choice per API ---------------------------------------------------------------
-def format_tools(api: str, tools: Sequence[ToolDef]) -> Any:
-    if api in ("openai-chat", "openai-compatible", "cohere"):
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in tools
-        ]
-    if api in ("openai-responses", "gemini-interactions"):
-        return [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.parameters,
-            }
-            for t in tools
-        ]
-    if api == "anthropic":
-        return [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in tools
-        ]
-    if api == "bedrock-converse":
-        return {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": t.name,
-                        "description": t.description,
-                        "inputSchema": {"json": t.parameters},
-                    }
-                }
-                for t in tools
-            ]
-        }
-    if api == "bedrock-invoke":  # Claude's native body
-        return format_tools("anthropic", tools)
-    if api == "gemini":
-        return [
-            {
-                "functionDeclarations": [
-                    {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    for t in tools
-                ]
-            }
-        ]
-    raise RequestError(f"unknown provider {api!r}")
-
-
-def format_tool_choice(api: str, choice: str) -> Any:
-    """``auto|required|none|NAME`` in the API's own shape."""
-    if api in ("openai-chat", "openai-compatible"):
-        if choice in TOOL_CHOICES:
-            return choice
-        return {"type": "function", "function": {"name": choice}}
-    if api == "openai-responses":
-        if choice in TOOL_CHOICES:
-            return choice
-        return {"type": "function", "name": choice}
-    if api == "anthropic":
-        kinds = {"auto": "auto", "required": "any", "none": "none"}
-        if choice in kinds:
-            return {"type": kinds[choice]}
-        return {"type": "tool", "name": choice}
-    if api == "cohere":
-        modes = {"auto": None, "required": "REQUIRED", "none": "NONE"}
-        if choice in modes:
-            return modes[choice]
-        raise RequestError("Cohere's tool_choice is auto, required or none; not a tool name")
-    if api == "bedrock-converse":
-        if choice == "none":
-            raise RequestError("Bedrock Converse has no tool_choice none: leave --tools out")
-        shapes: dict[str, Any] = {"auto": {"auto": {}}, "required": {"any": {}}}
-        return shapes.get(choice, {"tool": {"name": choice}})
-    if api == "bedrock-invoke":
-        return format_tool_choice("anthropic", choice)
-    if api == "gemini-interactions":  # generation_config.tool_choice
-        modes = {"auto": "auto", "required": "any", "none": "none"}
-        if choice in modes:
-            return modes[choice]
-        return {"allowed_tools": {"mode": "any", "tools": [choice]}}
-    if api == "gemini":
-        modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
-        if choice in modes:
-            return {"functionCallingConfig": {"mode": modes[choice]}}
-        return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
-    raise RequestError(f"unknown provider {api!r}")
-
-
-# -- messages per API ----------------------------------------------------------------------------
-def _conversation(opts: RequestOptions) -> tuple[str | None, list[dict[str, Any]]]:
+# -- the conversation of --system/--prompt/--messages ---------------------------------------------
+def conversation(opts: RequestOptions) -> tuple[str | None, list[dict[str, Any]]]:
     """The system prompt and the non-system messages, from --system/--prompt/--messages."""
     system = opts.system
     if opts.messages is not None:
@@ -384,7 +297,8 @@ def _conversation(opts: RequestOptions) -> tuple[str | None, list[dict[str, Any]
     return system, messages
 
 
-def _gemini_parts(content: Any) -> list[Any]:
+def text_parts(content: Any) -> list[Any]:
+    """A message's content as a list of parts, a string being one ``{"text": ...}`` part."""
     if isinstance(content, str):
         return [{"text": content}]
     if isinstance(content, list):
@@ -392,117 +306,64 @@ def _gemini_parts(content: Any) -> list[Any]:
     return [content]
 
 
-def _converse_content(content: Any) -> list[Any]:
-    if isinstance(content, str):
-        return [{"text": content}]
-    if isinstance(content, list):
-        return [{"text": p} if isinstance(p, str) else p for p in content]
-    return [content]
+# -- an API's request part -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RequestPart:
+    """What :func:`build_request` reads from an API's request part (its package's ``request``
+    module): ``build_body`` is required, every constant has the default shown here."""
+
+    # build_body(opts, system, messages, stream_usage) -> dict: the JSON body for the options
+    # (not used with --body), tools and tool choice included; ``system`` and ``messages`` are
+    # what :func:`conversation` reads from --system/--prompt/--messages, ``stream_usage`` whether
+    # to ask for usage in the stream where the API takes that request
+    build_body: Callable[[RequestOptions, str | None, list[dict[str, Any]], bool], dict[str, Any]]
+    key_header: str = "authorization"  # KEY_HEADER: the header that carries the API key
+    key_prefix: str = "Bearer "  # KEY_PREFIX: what comes before the key in it
+    # KEY_QUERY: the query parameter that carries the key instead with --key-in-query (None: none)
+    key_query: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # HEADERS: sent with every request
+    query: tuple[tuple[str, str], ...] = ()  # QUERY: query parameters of every request
+    accept: str = "text/event-stream"  # ACCEPT: the stream's media type
+    # SIGV4: with no key the request is signed with AWS SigV4 at the edge (no key is required)
+    sigv4: bool = False
+
+    @classmethod
+    def of(cls, module: ModuleType) -> RequestPart:
+        """The part a ``request`` module describes (its missing constants take the defaults)."""
+        values: dict[str, Any] = {"build_body": module.build_body}
+        for f in fields(cls):
+            if f.name != "build_body" and hasattr(module, f.name.upper()):
+                values[f.name] = getattr(module, f.name.upper())
+        return cls(**values)
 
 
-def build_body(api: str, opts: RequestOptions, stream_usage: bool) -> dict[str, Any]:
+@functools.cache
+def request_part(wire: WireApi) -> RequestPart:
+    """How requests to ``wire`` are built; ``RequestError`` when its package has none."""
+    module = part(wire, "request")
+    if module is None or not callable(getattr(module, "build_body", None)):
+        raise RequestError(
+            f"{wire.id} cannot be recorded: its package ({wire.package}) has no request part"
+        )
+    return RequestPart.of(module)
+
+
+@functools.cache
+def _key_headers() -> frozenset[str]:
+    """The headers any API reads its key from: one passed with --header is the credential."""
+    found = set()
+    for wire in api_table():
+        try:
+            found.add(request_part(wire).key_header.lower())
+        except RequestError:
+            continue
+    return frozenset(found)
+
+
+def build_body(api: Api, opts: RequestOptions, stream_usage: bool) -> dict[str, Any]:
     """The JSON request body for ``api`` (not used with ``--body``)."""
-    system, messages = _conversation(opts)
-    body: dict[str, Any] = {}
-    if api in ("openai-chat", "openai-compatible"):
-        if system is not None:
-            messages = [{"role": "system", "content": system}, *messages]
-        body = {"model": opts.model, "messages": messages, "stream": True}
-        if stream_usage:
-            body["stream_options"] = {"include_usage": True}
-        if opts.max_tokens is not None:
-            body["max_tokens"] = opts.max_tokens
-    elif api == "openai-responses":
-        body = {"model": opts.model, "input": messages, "stream": True}
-        if system is not None:
-            body["instructions"] = system
-        if opts.max_tokens is not None:
-            body["max_output_tokens"] = opts.max_tokens
-    elif api == "anthropic":
-        body = {
-            "model": opts.model,
-            "max_tokens": opts.max_tokens if opts.max_tokens is not None else 1024,
-            "messages": messages,
-            "stream": True,
-        }
-        if system is not None:
-            body["system"] = system
-    elif api == "openai-completions":
-        prompt = opts.prompt
-        if opts.messages is not None or system is not None:
-            raise RequestError("legacy completions take one --prompt (no --system, --messages)")
-        body = {"model": opts.model, "prompt": prompt, "stream": True}
-        if stream_usage:
-            body["stream_options"] = {"include_usage": True}
-        if opts.max_tokens is not None:
-            body["max_tokens"] = opts.max_tokens
-    elif api == "cohere":
-        if system is not None:
-            messages = [{"role": "system", "content": system}, *messages]
-        body = {"model": opts.model, "messages": messages, "stream": True}
-        if opts.max_tokens is not None:
-            body["max_tokens"] = opts.max_tokens
-    elif api == "bedrock-converse":
-        body = {
-            "messages": [
-                {"role": m["role"], "content": _converse_content(m.get("content"))}
-                for m in messages
-            ]
-        }
-        if system is not None:
-            body["system"] = [{"text": system}]
-        if opts.max_tokens is not None:
-            body["inferenceConfig"] = {"maxTokens": opts.max_tokens}
-    elif api == "bedrock-invoke":  # Claude's native body (the model is in the path)
-        body = {
-            "anthropic_version": "bedrock-2023-05-31",
-            "max_tokens": opts.max_tokens if opts.max_tokens is not None else 1024,
-            "messages": messages,
-        }
-        if system is not None:
-            body["system"] = system
-    elif api == "gemini-interactions":
-        turns: Any = opts.prompt
-        if opts.messages is not None:
-            turns = [
-                {
-                    "role": "model" if m["role"] in ("assistant", "model") else "user",
-                    "content": m.get("content"),
-                }
-                for m in messages
-            ]
-        body = {"model": opts.model, "input": turns, "stream": True}
-        if system is not None:
-            body["system_instruction"] = system
-        if opts.max_tokens is not None:
-            body["generation_config"] = {"max_output_tokens": opts.max_tokens}
-    elif api == "gemini":
-        contents = [
-            {
-                "role": "model" if m["role"] in ("assistant", "model") else "user",
-                "parts": _gemini_parts(m.get("content")),
-            }
-            for m in messages
-        ]
-        body = {"contents": contents}
-        if system is not None:
-            body["systemInstruction"] = {"parts": [{"text": system}]}
-        if opts.max_tokens is not None:
-            body["generationConfig"] = {"maxOutputTokens": opts.max_tokens}
-    if opts.tools:
-        if api == "bedrock-converse":
-            body["toolConfig"] = format_tools(api, opts.tools)
-        else:
-            body["tools"] = format_tools(api, opts.tools)
-    if opts.tool_choice is not None:
-        choice = format_tool_choice(api, opts.tool_choice)
-        if api == "bedrock-converse":
-            body.setdefault("toolConfig", {})["toolChoice"] = choice
-        elif api == "gemini-interactions":
-            body.setdefault("generation_config", {})["tool_choice"] = choice
-        elif choice is not None:
-            key = "toolConfig" if api == "gemini" else "tool_choice"
-            body[key] = choice
+    system, messages = conversation(opts)
+    body = request_part(api.wire).build_body(opts, system, messages, stream_usage)
     body.update(opts.extra)
     return body
 
@@ -531,17 +392,18 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
                 f"--provider is required ({', '.join(APIS)}) unless --base-url names a preset "
                 f"({', '.join(PRESETS)})"
             )
-        name = "openai-compatible"
+        name = COMPATIBLE
     api = APIS.get(name)
     if api is None:
-        wire = find_api(name)  # another name of an API: "bedrock", "converse"...
+        wire = find_api(name)  # another name of an API (an alias)
         api = APIS.get(wire.id) if wire is not None else None
     if api is None:
         raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
     if preset is not None and not api.wire.compatible:
+        names = [COMPATIBLE, *(n for n, a in APIS.items() if a.wire.compatible and n != COMPATIBLE)]
         raise RequestError(
-            f"the {preset.name} preset speaks the OpenAI API; use it with openai-compatible, "
-            "openai-chat or openai-responses"
+            f"the {preset.name} preset speaks the OpenAI API; use it with "
+            f"{', '.join(names[:-1])} or {names[-1]}"
         )
     return api
 
@@ -574,10 +436,10 @@ def _api_key(
     for var in names:
         if env.get(var):
             return env[var]
-    if "authorization" in sent or "x-api-key" in sent or "x-goog-api-key" in sent:
+    if sent & _key_headers():
         return None  # the user passed the credential with --header
-    if api.wire.error_style == "bedrock":
-        return None  # no Bedrock API key: the request is signed with SigV4 (botocore)
+    if request_part(api.wire).sigv4:
+        return None  # no API key: the request is signed with SigV4 (botocore)
     required = preset.key_required if preset is not None else bool(names)
     # a server on this machine asks for no key (and a real one would only be sent there)
     if required and not _loopback(base):
@@ -592,6 +454,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
     preset = preset_for(opts.base_url)
     api = _resolve_api(opts, preset)
     wire = api.wire.id
+    request = request_part(api.wire)
     if opts.body is None:
         if opts.prompt is None and opts.messages is None:
             raise RequestError("give --prompt, --messages FILE or --body FILE")
@@ -643,7 +506,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
             body = content.decode("utf-8", "replace")
     else:
         stream_usage = opts.stream_usage and (preset.stream_usage if preset else True)
-        body = build_body(api.name, opts, stream_usage)
+        body = build_body(api, opts, stream_usage)
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
     model = opts.model
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
@@ -655,36 +518,23 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
         if not model:
             raise RequestError(f"--model is required for {wire} (it is part of the URL)")
         path = path.format(model=quote(model, safe=""))
-    query: list[tuple[str, str]] = []
-    if wire == "gemini":
-        query.append(("alt", "sse"))
+    query = list(request.query)
 
     # headers
     sent = {name.lower() for name, _ in opts.headers}
     key = _api_key(api, preset, opts, env, sent, base)
     headers: dict[str, str] = {
         "content-type": "application/json",
-        # Bedrock streams in AWS's binary event-stream framing
-        "accept": "application/vnd.amazon.eventstream"
-        if api.wire.stream_in_path and wire != "gemini"
-        else "text/event-stream",
+        "accept": request.accept,
         # the recording keeps the bytes as received: ask for them unencoded
         "accept-encoding": "identity",
     }
     if key is not None:
-        if wire == "anthropic":
-            headers["x-api-key"] = key
-        elif wire == "gemini-interactions":
-            headers["x-goog-api-key"] = key
-        elif wire == "gemini":
-            if opts.key_in_query:
-                query.append(("key", key))
-            else:
-                headers["x-goog-api-key"] = key
+        if opts.key_in_query and request.key_query is not None:
+            query.append((request.key_query, key))
         else:
-            headers["authorization"] = f"Bearer {key}"
-    if wire == "anthropic":
-        headers["anthropic-version"] = "2023-06-01"
+            headers[request.key_header] = request.key_prefix + key
+    headers.update(request.headers)
     lowered = {k.lower(): k for k in headers}
     for name, value in opts.headers:
         existing = lowered.get(name.lower())
@@ -693,7 +543,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
         headers[name] = value
         lowered[name.lower()] = name
     sigv4 = None
-    if api.wire.error_style == "bedrock" and key is None and "authorization" not in sent:
+    if request.sigv4 and key is None and "authorization" not in sent:
         sigv4 = "optional" if _loopback(base) else "required"
     url_query = "&".join(q for q in (parts.query, urlencode(query)) if q)
     url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=url_query))

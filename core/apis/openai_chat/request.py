@@ -1,0 +1,110 @@
+"""OpenAI Chat Completions requests: the body ``record`` sends (tools and tool choice in Chat's
+shape) and a conversation read from, and written as, a Chat request body.
+
+The key goes in ``authorization: Bearer`` (the default of a request part).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...drive.conversation import (
+    ASSISTANT,
+    SYSTEM,
+    TOOL,
+    USER,
+    Builder,
+    Conversation,
+    call_ids,
+    text_of,
+)
+from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef
+
+
+def format_tools(tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def format_tool_choice(choice: str) -> Any:
+    """``auto|required|none|NAME`` in Chat's shape."""
+    if choice in TOOL_CHOICES:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def build_body(
+    opts: RequestOptions, system: str | None, messages: list[dict[str, Any]], stream_usage: bool
+) -> dict[str, Any]:
+    if system is not None:
+        messages = [{"role": "system", "content": system}, *messages]
+    body: dict[str, Any] = {"model": opts.model, "messages": messages, "stream": True}
+    if stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    if opts.max_tokens is not None:
+        body["max_tokens"] = opts.max_tokens
+    if opts.tools:
+        body["tools"] = format_tools(opts.tools)
+    if opts.tool_choice is not None:
+        body["tool_choice"] = format_tool_choice(opts.tool_choice)
+    return body
+
+
+# -- a request's conversation ----------------------------------------------------------------
+def read_conversation(body: dict[str, Any], out: Builder) -> None:
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        content = m.get("content")
+        if role in ("system", "developer"):
+            out.add(SYSTEM, text_of(content))
+        elif role == "user":
+            out.add(USER, text_of(content))
+        elif role == "assistant":
+            calls = []
+            for c in m.get("tool_calls") or []:
+                fn = c.get("function") if isinstance(c, dict) else None
+                if isinstance(fn, dict):
+                    calls.append((c.get("id"), str(fn.get("name", "")), fn.get("arguments", "")))
+            legacy = m.get("function_call")
+            if isinstance(legacy, dict):
+                calls.append((None, str(legacy.get("name", "")), legacy.get("arguments", "")))
+            out.add(ASSISTANT, text_of(content), calls)
+        elif role in ("tool", "function"):
+            call_id = m.get("tool_call_id")
+            name = m.get("name") if role == "function" else None
+            out.add(TOOL, results=[(call_id, name, text_of(content))])
+
+
+def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
+    ids = call_ids(conversation, "call_")
+    messages: list[dict[str, Any]] = []
+    n = 0
+    for m in conversation:
+        if m.role == TOOL:
+            for r in m.results:
+                cid = ids[r.call] if r.call is not None else "call_none"
+                messages.append({"role": "tool", "tool_call_id": cid, "content": r.text})
+        elif m.role == ASSISTANT:
+            msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            if m.calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": ids[n + i],
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for i, c in enumerate(m.calls)
+                ]
+                n += len(m.calls)
+            messages.append(msg)
+        else:
+            messages.append({"role": m.role, "content": m.text})
+    return {"model": model, "messages": messages, "stream": True}
