@@ -10,7 +10,7 @@ already.
 This package holds what every API shares: the SSE layer (:mod:`.sse`), the model's faults
 (:mod:`.faults`, each cut by its API's rules) and the reads (:mod:`.wire`). Each API's own
 mutations, and its rules for the shared ones, are the ``mutations`` part of its package
-(:func:`api_mutation` declares them): the APIs whose package has one are :func:`wire_apis`.
+(:class:`ApiMutations` declares them): the APIs whose package has one are :func:`wire_apis`.
 
 :func:`analyse` replays a recording once; :func:`applicable` lists the quirks that can be
 applied to it; :func:`apply` makes the mutated reads; :func:`reported` is what a replay of them
@@ -69,7 +69,7 @@ class Mutation:
         if self.api is not None:
             return (self.api,)
         return tuple(
-            api for api, rules in api_mutations() if not self.rule or hasattr(rules, self.rule)
+            api for api, rules in mutation_parts() if not self.rule or hasattr(rules, self.rule)
         )
 
 
@@ -95,25 +95,30 @@ def mutation(
     return register
 
 
-def api_mutation(api: str, prefix: str) -> Callable[..., Decorator]:
+class ApiMutations:
     """The decorator an API's mutations part declares its own mutations with: they apply to
     ``api``'s streams and the catalogue names them ``<prefix>.<function>``."""
 
-    def declare(changes: Iterable[str] = (), stage: int = 0, reframes: bool = False) -> Decorator:
+    __slots__ = ("api", "prefix")
+
+    def __init__(self, api: str, prefix: str) -> None:
+        self.api = api
+        self.prefix = prefix
+
+    def __call__(
+        self, changes: Iterable[str] = (), stage: int = 0, reframes: bool = False
+    ) -> Decorator:
         def register(func: MutationFunc) -> MutationFunc:
-            name = f"{prefix}.{func.__name__}"
-            _register(
-                Mutation(name, func, Scope.API, frozenset(changes), stage, api, reframes=reframes)
-            )
+            name = f"{self.prefix}.{func.__name__}"
+            wanted = frozenset(changes)
+            _register(Mutation(name, func, Scope.API, wanted, stage, self.api, reframes=reframes))
             return func
 
         return register
 
-    return declare
-
 
 @functools.cache
-def api_mutations() -> tuple[tuple[str, ModuleType], ...]:
+def mutation_parts() -> tuple[tuple[str, ModuleType], ...]:
     """(API id, its mutations part) of every API whose package has one, in the table's order."""
     found = []
     for api in api_table():
@@ -125,12 +130,12 @@ def api_mutations() -> tuple[tuple[str, ModuleType], ...]:
 
 def wire_apis() -> tuple[str, ...]:
     """The APIs whose streams can be mutated, in the table's order."""
-    return tuple(api for api, _ in api_mutations())
+    return tuple(api for api, _ in mutation_parts())
 
 
 def rules_of(api: str) -> ModuleType | None:
     """An API's mutations part: its own mutations and its rules for the shared ones."""
-    return next((rules for name, rules in api_mutations() if name == api), None)
+    return next((rules for name, rules in mutation_parts() if name == api), None)
 
 
 def __getattr__(name: str) -> Any:
@@ -141,7 +146,7 @@ def __getattr__(name: str) -> Any:
 
 @functools.cache
 def _load() -> None:
-    api_mutations()
+    mutation_parts()
     for module in ("sse", "faults", "wire"):
         importlib.import_module(f"{__name__}.{module}")
 

@@ -8,12 +8,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...mutations import api_mutation
+from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
 from . import API
 
-mutation = api_mutation(API.id, "anthropic")  # the catalogue names them anthropic.<function>
+mutation = ApiMutations(API.id, "anthropic")  # the catalogue names them anthropic.<function>
 
 
 def _typed(s: Stream, kind: str) -> list[tuple[int, Any]]:

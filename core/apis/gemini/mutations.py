@@ -8,11 +8,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...mutations import api_mutation
+from ...mutations import ApiMutations
 from ...mutations.stream import Event, Stream
 from . import API
 
-mutation = api_mutation(API.id, "gemini")  # the catalogue names them gemini.<function>
+mutation = ApiMutations(API.id, "gemini")  # the catalogue names them gemini.<function>
 
 
 def _parts(obj: Any) -> list[dict[str, Any]]:

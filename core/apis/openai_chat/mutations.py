@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...mutations import api_mutation
+from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Event, Stream
 from ...quirk_ids import QuirkId
 from . import API
 
-mutation = api_mutation(API.id, "chat")  # the catalogue names them chat.<function>
+mutation = ApiMutations(API.id, "chat")  # the catalogue names them chat.<function>
 
 
 def _choice(obj: Any) -> dict[str, Any] | None:

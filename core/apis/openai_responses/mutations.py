@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...mutations import api_mutation
+from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
 from . import API
 
-mutation = api_mutation(API.id, "responses")  # the catalogue names them responses.<function>
+mutation = ApiMutations(API.id, "responses")  # the catalogue names them responses.<function>
 
 
 def _typed(s: Stream, kind: str) -> list[tuple[int, Any]]:
