@@ -18,5 +18,6 @@ API = WireApi(
     path="/chat/completions",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    arguments_as_text=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
 )
