@@ -155,7 +155,7 @@ def _run(
         if not cases:
             fail(f"no recording of API {', '.join(sorted(wanted))} among those given")
     if mutate is not None:
-        from streamtool.core.net.mutations import mutated_cases, parse_mutate
+        from streamtool.core.net.mutated_library import mutated_cases, parse_mutate
 
         try:
             ids = parse_mutate(mutate) or []
@@ -198,7 +198,7 @@ def _counts(results: "list[Result]") -> dict[str, int]:
 def _document(
     command: list[str], plans: "list[Chunking]", results: "list[Result]"
 ) -> dict[str, Any]:
-    from streamtool.core.net.mutations import by_quirk
+    from streamtool.core.net.mutated_library import by_quirk
 
     doc = {
         "command": command,
@@ -214,7 +214,7 @@ def _document(
 
 def _print_quirks(results: "list[Result]") -> None:
     """Per quirk applied: pass, or what differed (``--mutate``)."""
-    from streamtool.core.net.mutations import by_quirk
+    from streamtool.core.net.mutated_library import by_quirk
 
     rows = by_quirk(results)
     if not rows:

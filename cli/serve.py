@@ -246,7 +246,7 @@ def serve(
         else:
             library = Library.from_paths(paths)
     if mutate is not None:
-        from streamtool.core.net.mutations import mutate_library, parse_mutate
+        from streamtool.core.net.mutated_library import mutate_library, parse_mutate
 
         try:
             mutated = mutate_library(library, parse_mutate(mutate) or [])

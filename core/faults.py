@@ -19,11 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from .model import Quirk
+from .plugins import api_for_converter
 from .quirk_ids import QuirkId
 from .wire.jsonstream import JSONArrayDecoder
 
-# converters whose tool arguments are a JSON string, where "" is not a way to say "no arguments"
-_STRING_ARGUMENTS = frozenset({"openai-chat", "openai-responses", "kimi-k2"})
 _SERVER_TOOL_TYPES = frozenset({"function", "custom"})
 
 
@@ -50,6 +49,13 @@ def offered_tools(body: Any) -> frozenset[str] | None:
     return frozenset(names) or None
 
 
+def _arguments_as_text(converter: str | None) -> bool:
+    """Whether a converter's API sends a call's arguments as a JSON string (where "" is not a
+    way to say "no arguments")."""
+    api = api_for_converter(converter)
+    return api is not None and api.arguments_as_text
+
+
 def tool_call_faults(
     metadata: dict[str, Any],
     converter: str | None,
@@ -63,7 +69,7 @@ def tool_call_faults(
         yield Quirk(QuirkId.MODEL_STREAM_CUT_MID_CALL, f"call {name!r} was cut by the stream's end")
     elif "error" in metadata and not unclosed:
         yield Quirk(QuirkId.MODEL_ARGS_INVALID_JSON, str(metadata["error"]))
-    if metadata.get("no_arguments") and not unclosed and converter in _STRING_ARGUMENTS:
+    if metadata.get("no_arguments") and not unclosed and _arguments_as_text(converter):
         yield Quirk(QuirkId.MODEL_ARGS_EMPTY, f'call {name!r} has arguments ""')
     if offered is not None and isinstance(name, str) and name and name not in offered:
         yield Quirk(
@@ -126,8 +132,10 @@ class WireWatch:
     def finish(self, decoder: Any, reads: int, items: int, converter: str | None) -> None:
         """At the stream's end: ``reads`` network reads held ``items`` events and comments."""
         inner = getattr(decoder, "inner", None) or decoder
-        if converter == "gemini" and isinstance(inner, JSONArrayDecoder):
-            self._note(QuirkId.GEMINI_JSON_ARRAY)
+        if isinstance(inner, JSONArrayDecoder):
+            api = api_for_converter(converter)
+            if api is not None and api.json_array_quirk:
+                self._note(QuirkId.GEMINI_JSON_ARRAY)
         if reads == 1 and items > 1:
             self._note(QuirkId.READS_SINGLE)
         elif reads >= 2 and self._whole_events and reads == items:

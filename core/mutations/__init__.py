@@ -1,11 +1,16 @@
 """Mutations: a quirk of the catalogue applied to a real recorded stream, at the wire level.
 
-The catalogue (:mod:`streamtool.core.quirks`) names, beside each generatable quirk, the function
-that applies it (``QuirkInfo.mutation``: ``module.function`` in this package). A mutation edits
-the stream's events (:mod:`.stream`) and keeps everything else: the other events byte for byte,
-the read boundaries and their times as far as the quirk allows. It returns whether it found
-something to change; a quirk applies to a recording when it does and the recording does not show
-that quirk already.
+The catalogue (:mod:`streamtool.core.quirks`) names, beside each generatable quirk, the mutation
+that applies it (``QuirkInfo.mutation``, as :attr:`Mutation.name`). A mutation edits the stream's
+events (:mod:`.stream`) and keeps everything else: the other events byte for byte, the read
+boundaries and their times as far as the quirk allows. It returns whether it found something to
+change; a quirk applies to a recording when it does and the recording does not show that quirk
+already.
+
+This package holds what every API shares: the SSE layer (:mod:`.sse`), the model's faults
+(:mod:`.faults`, each cut by its API's rules) and the reads (:mod:`.wire`). Each API's own
+mutations, and its rules for the shared ones, are the ``mutations`` part of its package
+(:class:`ApiMutations` declares them): the APIs whose package has one are :func:`wire_apis`.
 
 :func:`analyse` replays a recording once; :func:`applicable` lists the quirks that can be
 applied to it; :func:`apply` makes the mutated reads; :func:`reported` is what a replay of them
@@ -16,11 +21,16 @@ mutation promises to keep. Sans-IO.
 from __future__ import annotations
 
 import copy
+import enum
+import functools
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
+from ..plugins import api_for_converter, api_table, part
+from ..quirk_ids import QuirkId
 from ..quirks import CATALOGUE, QuirkInfo
 from ..records import Chunk, End, Header, chunk_from_read
 from ..replay import ReplayEngine
@@ -28,41 +38,117 @@ from .stream import Stream, parse
 
 # what a mutation may change in a transcript (besides its quirks)
 CHANGES = ("ids", "args_text", "finish", "errors", "usage", "all")
-WIRE_APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
-_WIRE_OF = {"kimi-k2": "openai-chat"}
+MutationFunc = Callable[[Stream], bool]
+Decorator = Callable[[MutationFunc], MutationFunc]
+
+
+class Scope(enum.Enum):
+    """What a mutation edits; a shared scope's value is the prefix of its mutations' names."""
+
+    SSE = "sse"  # the SSE layer every API shares
+    FAULT = "faults"  # the model's output, cut by the API's rules: into whole, clean streams
+    READS = "wire"  # where the reads are cut
+    API = "api"  # the events of one API's own shape (the mutations part of its package)
 
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    name: str  # module.function
-    apis: tuple[str, ...]
+    name: str  # as the catalogue names it: "<prefix>.<function>"
+    func: MutationFunc
+    scope: Scope
     changes: frozenset[str]
     stage: int  # 0 events, 1 framing, 2-3 reads: mutations apply in this order
-    func: Callable[[Stream], bool]
+    api: str | None = None  # an API's own mutation: that API
+    # a shared mutation some APIs have rules for: the name of the rule in their mutations part
+    rule: str = ""
+    reframes: bool = False  # it replaces the SSE framing (what the SSE layer's mutations did)
+
+    @property
+    def apis(self) -> tuple[str, ...]:
+        """The APIs it applies to, in the table's order."""
+        if self.api is not None:
+            return (self.api,)
+        return tuple(
+            api for api, rules in mutation_parts() if not self.rule or hasattr(rules, self.rule)
+        )
 
 
 _REGISTRY: dict[str, Mutation] = {}
 
 
-def mutation(
-    apis: Sequence[str] = WIRE_APIS, changes: Iterable[str] = (), stage: int = 0
-) -> Callable[[Callable[[Stream], bool]], Callable[[Stream], bool]]:
-    """Declare a mutation function: the APIs it applies to, what it may change in a transcript."""
-    wanted = frozenset(changes)
-    assert wanted <= set(CHANGES), wanted
+def _register(mut: Mutation) -> None:
+    assert mut.changes <= set(CHANGES), mut.changes
+    _REGISTRY[mut.name] = mut
 
-    def register(func: Callable[[Stream], bool]) -> Callable[[Stream], bool]:
-        name = f"{func.__module__.rpartition('.')[2]}.{func.__name__}"
-        _REGISTRY[name] = Mutation(name, tuple(apis), wanted, stage, func)
+
+def mutation(
+    scope: Scope, *, rule: str = "", changes: Iterable[str] = (), stage: int = 0
+) -> Decorator:
+    """Declare a shared mutation: what it edits, the rule the APIs it applies to define (every
+    API with mutations when none), what it may change in a transcript."""
+
+    def register(func: MutationFunc) -> MutationFunc:
+        name = f"{scope.value}.{func.__name__}"
+        _register(Mutation(name, func, scope, frozenset(changes), stage, rule=rule))
         return func
 
     return register
 
 
+class ApiMutations:
+    """The decorator an API's mutations part declares its own mutations with: they apply to
+    ``api``'s streams and the catalogue names them ``<prefix>.<function>``."""
+
+    __slots__ = ("api", "prefix")
+
+    def __init__(self, api: str, prefix: str) -> None:
+        self.api = api
+        self.prefix = prefix
+
+    def __call__(
+        self, changes: Iterable[str] = (), stage: int = 0, reframes: bool = False
+    ) -> Decorator:
+        def register(func: MutationFunc) -> MutationFunc:
+            name = f"{self.prefix}.{func.__name__}"
+            wanted = frozenset(changes)
+            _register(Mutation(name, func, Scope.API, wanted, stage, self.api, reframes=reframes))
+            return func
+
+        return register
+
+
+@functools.cache
+def mutation_parts() -> tuple[tuple[str, ModuleType], ...]:
+    """(API id, its mutations part) of every API whose package has one, in the table's order."""
+    found = []
+    for api in api_table():
+        module = part(api, "mutations")
+        if module is not None:
+            found.append((api.id, module))
+    return tuple(found)
+
+
+def wire_apis() -> tuple[str, ...]:
+    """The APIs whose streams can be mutated, in the table's order."""
+    return tuple(api for api, _ in mutation_parts())
+
+
+def rules_of(api: str) -> ModuleType | None:
+    """An API's mutations part: its own mutations and its rules for the shared ones."""
+    return next((rules for name, rules in mutation_parts() if name == api), None)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WIRE_APIS":
+        return wire_apis()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
 def _load() -> None:
-    if not _REGISTRY:
-        for module in ("sse", "chat", "anthropic", "responses", "gemini", "faults", "wire"):
-            importlib.import_module(f"{__name__}.{module}")
+    mutation_parts()
+    for module in ("sse", "faults", "wire"):
+        importlib.import_module(f"{__name__}.{module}")
 
 
 def generatable() -> list[QuirkInfo]:
@@ -80,7 +166,7 @@ def mutation_of(quirk_id: str) -> Mutation:
 
 
 def registered() -> set[str]:
-    """Every mutation function defined in this package (``module.function``)."""
+    """Every mutation declared (:attr:`Mutation.name`)."""
     _load()
     return set(_REGISTRY)
 
@@ -111,7 +197,10 @@ class Original:
     @property
     def api(self) -> str | None:
         name = self.converter
-        return _WIRE_OF.get(name, name) if name else None
+        if not name:
+            return None
+        api = api_for_converter(name)
+        return api.id if api is not None else name
 
     def stream(self) -> Stream:
         return parse(self.reads, copy.deepcopy(self.header), self.api or "", self.converter or "")
@@ -156,13 +245,11 @@ def applies(original: Original, quirk_id: str) -> bool:
     mut = mutation_of(quirk_id)
     if original.api not in mut.apis:
         return False
-    if mut.name.startswith("faults.") and original.engine.errors:
+    if mut.scope is Scope.FAULT and original.engine.errors:
         return False  # faults are cut into streams that are whole and clean
-    if "oai_multi_tool_use_parallel" in original.reported and mut.name.startswith(
-        ("chat.", "faults.")
-    ):
-        # its one tool call is a wrapper whose arguments hold the real calls: quirks of the
-        # calls' deltas are not generated on it (only the framing and the reads are)
+    if mut.scope in (Scope.API, Scope.FAULT) and original.reported & _events_kept(original.api):
+        # e.g. a call that is a wrapper whose arguments hold the real calls: the API's events
+        # are left as they are (only the framing and the reads are mutated)
         return False
     stream = original.stream()
     if stream.events and stream.events[0].raw.lstrip()[:1] in (b"[", b"{"):
@@ -170,12 +257,20 @@ def applies(original: Original, quirk_id: str) -> bool:
     return mut.func(stream)
 
 
+def _events_kept(api: str) -> frozenset[str]:
+    """The quirks whose recordings an API's rules keep the events of (``EVENTS_KEPT_WHEN``)."""
+    rules = rules_of(api)
+    kept: frozenset[str] = getattr(rules, "EVENTS_KEPT_WHEN", frozenset())
+    return kept
+
+
 def applicable(original: Original) -> list[QuirkInfo]:
     """The generatable quirks that apply to the recording, in the catalogue's order."""
     return [info for info in generatable() if applies(original, info.id)]
 
 
-_ADDITIVE_CUTS = frozenset({"reads_utf8_split", "reads_crlf_split"})  # cuts that compose
+# cuts that compose
+_ADDITIVE_CUTS = frozenset({QuirkId.READS_UTF8_SPLIT, QuirkId.READS_CRLF_SPLIT})
 
 
 class NotApplicable(ValueError):
@@ -190,9 +285,9 @@ def apply(original: Original, quirk_ids: Sequence[str]) -> tuple[Header, list[Ch
         if not applies(original, qid):
             raise NotApplicable(qid)
         muts.append((mutation_of(qid), qid))
-    if any(mut.name == "gemini.json_array" for mut, _ in muts):
-        # a JSON array has no SSE events: what a mutation did to the SSE framing is gone
-        sse = [qid for mut, qid in muts if mut.name.startswith("sse.")]
+    if any(mut.reframes for mut, _ in muts):
+        # e.g. a JSON array has no SSE events: what a mutation did to the SSE framing is gone
+        sse = [qid for mut, qid in muts if mut.scope is Scope.SSE]
         if sse:
             raise NotApplicable(sse[0])
     recuts = [qid for mut, qid in muts if mut.stage >= 2]

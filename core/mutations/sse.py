@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from . import mutation
+from . import Scope, mutation, rules_of
 from .stream import Stream
 
 
-@mutation()
+@mutation(Scope.SSE)
 def comment_keepalive(s: Stream) -> bool:
     """SSE comments between events, as OpenRouter sends while the model works: one before the
     first event, then one every few events."""
@@ -22,17 +20,14 @@ def comment_keepalive(s: Stream) -> bool:
     return True
 
 
-_UNKNOWN: dict[str, tuple[str, dict[str, Any]]] = {
-    "anthropic": ("message_start", {"type": "message_annotation", "annotation": {}}),
-    "openai-responses": ("response.created", {"type": "response.annotation.added"}),
-}
-
-
-@mutation(("anthropic", "openai-responses"))
+@mutation(Scope.SSE, rule="UNKNOWN_EVENT")
 def unknown_event(s: Stream) -> bool:
     """An event of a type newer than the converter (a provider's new feature), right after the
-    stream's first event."""
-    after, obj = _UNKNOWN[s.api]
+    stream's first event (the APIs whose mutations part has an ``UNKNOWN_EVENT``: the type of
+    the event it follows, and the event)."""
+    rules = rules_of(s.api)
+    assert rules is not None, s.api
+    after, obj = rules.UNKNOWN_EVENT
     for i, ev in enumerate(s.events):
         found = ev.json()
         if isinstance(found, dict) and found.get("type") == after:

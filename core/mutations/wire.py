@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 
-from . import mutation
+from . import Scope, mutation
 from .stream import Cut, Stream
 
 
@@ -27,7 +27,7 @@ def _event_ends(s: Stream) -> list[int]:
     return out
 
 
-@mutation(stage=2)
+@mutation(Scope.READS, stage=2)
 def single_read(s: Stream) -> bool:
     cuts = s.global_cuts()
     ends = _event_ends(s)
@@ -37,7 +37,7 @@ def single_read(s: Stream) -> bool:
     return True
 
 
-@mutation(stage=2)
+@mutation(Scope.READS, stage=2)
 def one_event_each(s: Stream) -> bool:
     cuts = s.global_cuts()
     ends = _event_ends(s)
@@ -47,7 +47,7 @@ def one_event_each(s: Stream) -> bool:
     return True
 
 
-@mutation(stage=3)
+@mutation(Scope.READS, stage=3)
 def utf8_split(s: Stream) -> bool:
     """Up to three multi-byte characters cut in the middle, each across two reads."""
     cuts = s.global_cuts()
@@ -69,7 +69,7 @@ def utf8_split(s: Stream) -> bool:
     return True
 
 
-@mutation(stage=2)
+@mutation(Scope.READS, stage=2)
 def crlf_split(s: Stream) -> bool:
     """CRLF line ends, and every event's last CRLF cut between its CR and its LF."""
     if s.framing != "sse" or not s.events:

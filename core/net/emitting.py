@@ -253,7 +253,7 @@ def _serving(
     port: int,
 ) -> EmittingServer:
     if mutate:
-        from .mutations import mutate_library
+        from .mutated_library import mutate_library
 
         mutate_library(library, mutate)
     playback = Playback(speed=speed, max_gap=max_gap)

@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 str(exc).replace("--upstream", "--stream-tape-upstream")
             ) from None
     if config.getoption("--stream-tape-mutate") is not None:
-        from .mutations import parse_mutate
+        from .mutated_library import parse_mutate
 
         try:
             parse_mutate(config.getoption("--stream-tape-mutate"))
@@ -319,7 +319,7 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     )
     mutate = config.getoption("--stream-tape-mutate")
     if mutate is not None:
-        from .mutations import mutate_library, parse_mutate
+        from .mutated_library import mutate_library, parse_mutate
 
         tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
     tape._library = library
@@ -401,7 +401,7 @@ def _serve_script(
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
     mutate = config.getoption("--stream-tape-mutate")
     if mutate is not None:
-        from .mutations import mutate_library, parse_mutate
+        from .mutated_library import mutate_library, parse_mutate
 
         tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
     tape._library = library

@@ -41,6 +41,11 @@ class WireApi(NamedTuple):
     compatible: bool = False
     provider_aliases: tuple[str, ...] = ()  # other names of its provider in a recording header
     aliases: tuple[str, ...] = ()  # other names of the API (users, recording headers)
+    # its tool calls' arguments are a JSON string, where "" is not a way to say "no arguments"
+    # (an empty string is the model's fault, model_args_empty)
+    arguments_as_text: bool = False
+    # its stream may come framed as one JSON array: a replay notes it (a wire quirk)
+    json_array_quirk: bool = False
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""

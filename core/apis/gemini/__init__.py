@@ -22,4 +22,5 @@ API = WireApi(
     stream_in_path=True,
     provider_aliases=("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
     aliases=("generatecontent",),
+    json_array_quirk=True,
 )

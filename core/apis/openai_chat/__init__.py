@@ -18,6 +18,7 @@ API = WireApi(
     path="/chat/completions",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    arguments_as_text=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
 )
 # older names of its encoder (``--emit openai-sse``): not names of the API

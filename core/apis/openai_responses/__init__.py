@@ -18,4 +18,5 @@ API = WireApi(
     path="/responses",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    arguments_as_text=True,
 )

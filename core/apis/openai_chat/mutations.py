@@ -1,15 +1,20 @@
-"""Mutations of Chat Completions streams (catalogue sections A-D, H)."""
+"""Mutations of Chat Completions streams (catalogue sections A-D, H), and the API's rules for
+the shared ones (the model's faults, an error inside the stream: :mod:`streamtool.core.mutations`
+calls them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import mutation
-from .stream import Event, Stream, render_json
+from ...mutations import ApiMutations
+from ...mutations.faults import mid_string
+from ...mutations.stream import Event, Stream
+from ...quirk_ids import QuirkId
+from . import API
 
-CHAT = ("openai-chat",)
+mutation = ApiMutations(API.id, "chat")  # the catalogue names them chat.<function>
 
 
 def _choice(obj: Any) -> dict[str, Any] | None:
@@ -125,7 +130,7 @@ def _done_at(s: Stream) -> int | None:
     return None
 
 
-@mutation(CHAT)
+@mutation()
 def eof_no_done(s: Stream) -> bool:
     at = _done_at(s)
     if at is None:
@@ -134,7 +139,7 @@ def eof_no_done(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def data_after_done(s: Stream) -> bool:
     at = _done_at(s)
     if at is None or at == 0 or s.events[at - 1].json() is None:
@@ -145,7 +150,7 @@ def data_after_done(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def single_newline_separator(s: Stream) -> bool:
     """Pairs of consecutive data events sent with one line end between them, not a blank line."""
     changed = False
@@ -179,7 +184,7 @@ def single_newline_separator(s: Stream) -> bool:
 
 
 # -- B. tool-call deltas ---------------------------------------------------------------------
-@mutation(CHAT)
+@mutation()
 def tool_index_missing(s: Stream) -> bool:
     calls = _calls(s)
     if not calls:
@@ -188,7 +193,7 @@ def tool_index_missing(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def parallel_same_index(s: Stream) -> bool:
     calls = _calls(s)
     if len({c.index for c in calls}) < 2:
@@ -215,12 +220,12 @@ def _every_chunk(s: Stream, key: str) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def id_every_chunk(s: Stream) -> bool:
     return _every_chunk(s, "id")
 
 
-@mutation(CHAT)
+@mutation()
 def name_every_chunk(s: Stream) -> bool:
     return _every_chunk(s, "name")
 
@@ -229,7 +234,7 @@ def _object_args(c: _Call) -> bool:
     return c.arguments.lstrip().startswith("{")
 
 
-@mutation(CHAT)
+@mutation()
 def args_cumulative(s: Stream) -> bool:
     edits = {}
     for c in _calls(s):
@@ -246,7 +251,7 @@ def args_cumulative(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def args_placeholder_then_full(s: Stream) -> bool:
     edits = {}
     for c in _calls(s):
@@ -260,7 +265,7 @@ def args_placeholder_then_full(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def args_delta_plus_summary(s: Stream) -> bool:
     done = False
     for c in reversed(_calls(s)):
@@ -285,7 +290,7 @@ def args_delta_plus_summary(s: Stream) -> bool:
     return done
 
 
-@mutation(CHAT, changes=("args_text",))
+@mutation(changes=("args_text",))
 def args_object(s: Stream) -> bool:
     import json
 
@@ -306,7 +311,7 @@ def args_object(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT, changes=("ids",))
+@mutation(changes=("ids",))
 def empty_id(s: Stream) -> bool:
     calls = _calls(s)
     if not calls or len({c.index for c in calls}) < len(calls):
@@ -315,7 +320,7 @@ def empty_id(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def trailing_empty_tool_stub(s: Stream) -> bool:
     """After the finish chunk, one more chunk with an empty tool-call stub for the last call."""
     calls = _calls(s)
@@ -333,7 +338,7 @@ def trailing_empty_tool_stub(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT, changes=("ids",))
+@mutation(changes=("ids",))
 def legacy_function_call(s: Stream) -> bool:
     calls = _calls(s)
     if len(calls) != 1:
@@ -362,7 +367,7 @@ def _finish_event(s: Stream) -> tuple[int, Any] | None:
     return None
 
 
-@mutation(CHAT, changes=("finish",))
+@mutation(changes=("finish",))
 def finish_stop_with_tools(s: Stream) -> bool:
     found = _finish_event(s)
     if found is None or not _calls(s):
@@ -377,7 +382,7 @@ def finish_stop_with_tools(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def finish_empty_string(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -389,7 +394,7 @@ def finish_empty_string(s: Stream) -> bool:
     return changed
 
 
-@mutation(CHAT)
+@mutation()
 def finish_double(s: Stream) -> bool:
     found = _finish_event(s)
     if found is None or _choice(found[1]).get("finish_reason") == "error":  # type: ignore[union-attr]
@@ -404,7 +409,7 @@ def finish_double(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def azure_empty_first_chunk(s: Stream) -> bool:
     first = next(iter(_chunks(s)), None)
     if first is None:
@@ -431,7 +436,7 @@ def azure_empty_first_chunk(s: Stream) -> bool:
     return True
 
 
-@mutation(CHAT)
+@mutation()
 def usage_only_chunk(s: Stream) -> bool:
     for i, obj in _chunks(s):
         if obj.get("usage") and _choice(obj) is not None:
@@ -446,7 +451,7 @@ def usage_only_chunk(s: Stream) -> bool:
     return False
 
 
-@mutation(CHAT)
+@mutation()
 def usage_chunk_no_choices_key(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -457,7 +462,7 @@ def usage_chunk_no_choices_key(s: Stream) -> bool:
     return changed
 
 
-@mutation(CHAT)
+@mutation()
 def n_choices(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -511,22 +516,22 @@ def _reasoning_to(s: Stream, target: str) -> bool:
     return bool(edits)
 
 
-@mutation(CHAT)
+@mutation()
 def reasoning_field_reasoning_content(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning_content")
 
 
-@mutation(CHAT)
+@mutation()
 def reasoning_field_reasoning(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning")
 
 
-@mutation(CHAT)
+@mutation()
 def reasoning_field_reasoning_details(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning_details")
 
 
-@mutation(CHAT, changes=("all",))
+@mutation(changes=("all",))
 def think_tags_in_content(s: Stream) -> bool:
     """The reasoning moved into the content, between ``<think>`` tags (as models served without a
     reasoning parser send it): the reasoning becomes part of the text."""
@@ -552,7 +557,7 @@ def think_tags_in_content(s: Stream) -> bool:
 
 
 # -- H. Mistral, Kimi ------------------------------------------------------------------------
-@mutation(CHAT)
+@mutation()
 def mistral_content_array(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -564,7 +569,7 @@ def mistral_content_array(s: Stream) -> bool:
     return changed
 
 
-@mutation(CHAT, changes=("all",))
+@mutation(changes=("all",))
 def kimi_tokens_in_content(s: Stream) -> bool:
     """The tool calls written as Kimi K2's special tokens inside ``content`` (as a server without
     the Kimi tool parser sends them), their arguments streamed as the fragments were."""
@@ -600,4 +605,68 @@ def kimi_tokens_in_content(s: Stream) -> bool:
     return True
 
 
-__all__ = ["render_json"]
+# -- the API's rules for the shared mutations (streamtool.core.mutations.faults) ---------------
+# a recording that reports one of these keeps its events: its one tool call is a wrapper whose
+# arguments hold the real calls, so quirks of the calls' deltas are not generated on it (only
+# the framing and the reads are)
+EVENTS_KEPT_WHEN = frozenset({QuirkId.OAI_MULTI_TOOL_USE_PARALLEL})
+
+ERROR_EVENT = {"error": {"message": "Upstream provider error", "code": 502}}
+
+
+def _truncate(s: Stream, c: _Call, keep: int) -> None:
+    """Keep the first ``keep`` characters of a call's arguments."""
+    edits: dict[tuple[int, int], Any] = {}
+    so_far = 0
+    for ref, frag in zip(c.refs, c.fragments, strict=True):
+        if not frag:
+            continue
+        if so_far >= keep:
+            edits[ref] = lambda e: _fn(e).__setitem__("arguments", "")
+        elif so_far + len(frag) > keep:
+            edits[ref] = lambda e, v=frag[: keep - so_far]: _fn(e).__setitem__("arguments", v)
+        so_far += len(frag)
+    _edit_entries(s, edits)
+
+
+def args_invalid_json(s: Stream) -> bool:
+    """The last call whose arguments hold a string value, cut in the middle of it."""
+    for c in reversed(_calls(s)):
+        cut = mid_string(c.arguments)
+        if cut is not None:
+            _truncate(s, c, cut)
+            return True
+    return False
+
+
+def args_empty(s: Stream) -> bool:
+    """The last call's arguments made an empty string."""
+    calls = _calls(s)
+    if not calls or not calls[-1].arguments:
+        return False
+    _truncate(s, calls[-1], 0)
+    return True
+
+
+def tool_not_offered(s: Stream, offered: frozenset[str], other: Callable[[str], str]) -> bool:
+    """The first call of an offered tool renamed ``other(name)``."""
+    calls = [c for c in _calls(s) if c.name in offered]
+    if not calls:
+        return False
+    new = other(calls[0].name)
+
+    def rename(e: dict[str, Any]) -> None:
+        if _fn(e).get("name"):
+            _fn(e)["name"] = new
+
+    _edit_entries(s, {ref: rename for ref in calls[0].refs})
+    return True
+
+
+def stream_cut_mid_call(s: Stream) -> int | None:
+    """The event after which the stream ends inside the last call's arguments."""
+    for c in reversed(_calls(s)):
+        frags = [ref for ref, f in zip(c.refs, c.fragments, strict=True) if f]
+        if len(frags) >= 2:
+            return frags[len(frags) // 2 - 1][0]
+    return None

@@ -1,14 +1,18 @@
-"""Mutations of Gemini ``streamGenerateContent`` streams (catalogue section F)."""
+"""Mutations of Gemini ``streamGenerateContent`` streams (catalogue section F), and the API's
+rules for the shared ones (the model's faults, an error inside the stream:
+:mod:`streamtool.core.mutations` calls them)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from . import mutation
-from .stream import Event, Stream
+from ...mutations import ApiMutations
+from ...mutations.stream import Event, Stream
+from . import API
 
-GEMINI = ("gemini",)
+mutation = ApiMutations(API.id, "gemini")  # the catalogue names them gemini.<function>
 
 
 def _parts(obj: Any) -> list[dict[str, Any]]:
@@ -22,7 +26,7 @@ def _parts(obj: Any) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
-@mutation(GEMINI)
+@mutation()
 def n_candidates(s: Stream) -> bool:
     changed = False
     for i, obj in s.data_events():
@@ -55,7 +59,7 @@ def _partial(key: str, value: Any) -> list[dict[str, Any]]:
     raise ValueError("nested")
 
 
-@mutation(GEMINI, changes=("args_text",))
+@mutation(changes=("args_text",))
 def partial_args(s: Stream) -> bool:
     """Each function call streamed as Vertex sends it with ``streamFunctionCallArguments``: an
     opening part with the name and ``willContinue``, one ``partialArgs`` entry per event (a
@@ -100,7 +104,7 @@ def partial_args(s: Stream) -> bool:
     return done
 
 
-@mutation(GEMINI, stage=1)
+@mutation(stage=1, reframes=True)
 def json_array(s: Stream) -> bool:
     """The stream framed as one JSON array (``streamGenerateContent`` without ``alt=sse``): the
     same objects, ``[`` first, ``,`` and a CRLF between them, ``]`` last."""
@@ -134,3 +138,21 @@ def json_array(s: Stream) -> bool:
             if k.lower() == "content-type":
                 headers[k] = "application/json; charset=UTF-8"
     return True
+
+
+# -- the API's rules for the shared mutations (streamtool.core.mutations.faults) ---------------
+ERROR_EVENT = {
+    "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
+}
+
+
+def tool_not_offered(s: Stream, offered: frozenset[str], other: Callable[[str], str]) -> bool:
+    """The first function call of an offered tool renamed ``other(name)``."""
+    for i, obj in s.data_events():
+        for part in _parts(obj):
+            fc = part.get("functionCall")
+            if isinstance(fc, dict) and fc.get("name") in offered:
+                fc["name"] = other(fc["name"])
+                s.set_json(i, obj)
+                return True
+    return False
