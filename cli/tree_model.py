@@ -233,9 +233,10 @@ class TreeState:
     """The tree's model: nodes in stream order, invocations, counters.
 
     The segments are those of a :class:`~streamtool.core.segment_log.SegmentLog`: the tree's
-    own, fed the segment events of the items (``segments`` not given), or one already fed the
-    same events before each ``feed`` (a replay engine's, when the tree is drawn on the stream's
-    side). What changed since the last ``feed`` is read off the log's cursor.
+    own, fed the segment events of the items (``segments`` not given: a live tree is drawn on
+    another thread than the stream's, under its own lock, so it folds into a log of its own), or
+    one already fed the same events before each ``feed`` (a replay engine's, for a tree drawn on
+    the stream's side).
     """
 
     def __init__(self, segments: SegmentLog | None = None) -> None:
@@ -246,7 +247,6 @@ class TreeState:
         self.quirks = 0
         self.provider_errors = 0
         self.http_end_errors = 0  # "the recording ended: error (HTTP 429: ...)"
-        self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
         self.interrupted = False
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
         # told the path of every file whose code the tree will show, when it is learnt
@@ -254,9 +254,11 @@ class TreeState:
         self._own = segments is None
         self.log = SegmentLog() if segments is None else segments
         self._taken = 0  # the log's segments the tree has a node for
-        self._cursor = 0  # the log's cursor at the end of the last feed
-        self._shown: dict[int, Segment] = {}  # the open segments' nodes, by log segment identity
-        self._seen: dict[int, int] = {}  # open segment -> its characters counted in generated_chars
+
+    @property
+    def generated_chars(self) -> int:
+        """Text, reasoning and tool content so far (a live rate)."""
+        return self.log.chars
 
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
@@ -273,7 +275,12 @@ class TreeState:
                     node = Segment(source.id, source.type, None, source)
                     segments[item.segment_id] = node
                     self.nodes.append(node)
-                    self._shown[id(source)] = node
+                    if item.metadata:
+                        self._learnt(node)
+                elif item.metadata:  # what the segment learnt (a file call's path), or its END
+                    shown = segments.get(item.segment_id)
+                    if shown is not None:
+                        self._learnt(shown)
             elif type(item) is ToolInvocation:
                 self.invocations.append(item)
                 seg = segments.get(item.id)
@@ -293,23 +300,6 @@ class TreeState:
             elif type(item) is Quirk:
                 self.quirks += 1
                 self.nodes.append(Note("quirk", item.id, item.detail))
-        since = self._cursor
-        if since == log.cursor:
-            return
-        changes = log.changes(since)
-        self._cursor = changes.cursor
-        shown, seen = self._shown, self._seen
-        for source in (*changes.opened, *changes.appended):
-            key = id(source)
-            self.generated_chars += source.chars - seen.pop(key, 0)
-            shown_as: Segment | None
-            if source.ended:
-                shown_as = shown.pop(key, None)
-            else:
-                seen[key] = source.chars
-                shown_as = shown.get(key)
-            if shown_as is not None and source.meta_at >= since:
-                self._learnt(shown_as)
 
     def _learnt(self, seg: Segment) -> None:
         """``seg``'s metadata changed: tell ``on_path`` a file's path seen for the first time."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .model import SegmentEvent, SegmentEventType, SegmentType
-from .textbuf import TextBuffer
+from .textbuf import SEAL, TextBuffer
 
 _CONTENT = SegmentEventType.CONTENT
 _START = SegmentEventType.START
@@ -152,6 +152,7 @@ class SegmentLog:
         self._closed: list[Segment] = []  # in order of END
         self.fragments: dict[str, int] = {}  # CONTENT events with text, by segment id
         self.cursor = 0  # events added so far
+        self.chars = 0  # content characters of every segment so far
 
     def get(self, segment_id: str) -> Segment | None:
         """The segment of that id (the latest one, when a START came again)."""
@@ -173,8 +174,13 @@ class SegmentLog:
                 if seg is not None:
                     content = seg.content
                     if content is not None:
-                        content.append(delta)
-                    seg.chars += len(delta)
+                        tail = content.tail  # TextBuffer.append, inline
+                        tail.append(delta)
+                        if len(tail) >= SEAL:
+                            content.seal()
+                    n = len(delta)
+                    seg.chars += n
+                    self.chars += n
                     seg.changed_at = at
                 fragments = self.fragments
                 fragments[segment_id] = fragments.get(segment_id, 0) + 1
