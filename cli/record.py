@@ -61,7 +61,7 @@ class ProgressLine:
         self.reasoning_chars = 0
         self.tools = 0
         self._cursor = 0  # of the engine's segments, at the last look
-        self._seen: dict[int, int] = {}  # open segment (its identity) -> its characters seen
+        self._seen: dict[int, int] = {}  # segment (its identity) -> its characters counted
         self._drawn = 0.0
         self._width = 0
 
@@ -76,9 +76,8 @@ class ProgressLine:
             self._cursor = changes.cursor
             seen = self._seen
             for seg in (*changes.opened, *changes.appended):
-                gained = seg.chars - seen.pop(id(seg), 0)
-                if not seg.ended:
-                    seen[id(seg)] = seg.chars
+                gained = seg.chars - seen.get(id(seg), 0)
+                seen[id(seg)] = seg.chars
                 if seg.type is SegmentType.TEXT:
                     self.text_chars += gained
                 elif seg.type is SegmentType.REASONING:

@@ -150,6 +150,7 @@ class SegmentLog:
         self._by_id: dict[str, Segment] = {}  # the latest START of each id
         self._open: dict[int, Segment] = {}  # segments without their END, by identity
         self._closed: list[Segment] = []  # in order of END
+        self._late: list[tuple[int, Segment]] = []  # (cursor, segment) changed after its END
         self.fragments: dict[str, int] = {}  # CONTENT events with text, by segment id
         self.cursor = 0  # events added so far
         self.chars = 0  # content characters of every segment so far
@@ -182,6 +183,8 @@ class SegmentLog:
                     seg.chars += n
                     self.chars += n
                     seg.changed_at = at
+                    if seg.ended:
+                        self._late.append((at, seg))
                 fragments = self.fragments
                 fragments[segment_id] = fragments.get(segment_id, 0) + 1
             if event.metadata and seg is not None:
@@ -189,6 +192,8 @@ class SegmentLog:
                     seg.learnt = {}
                 seg.learnt.update(event.metadata)
                 seg.changed_at = seg.meta_at = at
+                if seg.ended:
+                    self._late.append((at, seg))
         elif kind is _START:
             seg = Segment(
                 event.segment_type or _TEXT, segment_id, event.metadata, at, self.keep_content
@@ -213,28 +218,29 @@ class SegmentLog:
                 ended.metadata.update(event.metadata)
                 ended.closing = {**(ended.closing or {}), **event.metadata}
                 ended.changed_at = ended.meta_at = at
+                self._late.append((at, ended))
 
     def changes(self, since: int = 0) -> SegmentChanges:
         """The segments opened, appended to and closed since the cursor ``since`` (the cursor a
         previous call gave; 0: since the start). Costs the segments still open and those that
         changed, not the whole log."""
-        opened: list[Segment] = []
         segments = self.segments
         i = len(segments)
         while i and segments[i - 1].opened_at >= since:
             i -= 1
         opened = segments[i:]
-        closed: list[Segment] = []
         done = self._closed
         j = len(done)
         while j and done[j - 1].closed_at >= since:
             j -= 1
         closed = sorted(done[j:], key=_opened_at)
-        appended = [
-            s for s in (*self._open.values(), *closed) if s.opened_at < since <= s.changed_at
-        ]
-        if closed and self._open:
-            appended.sort(key=_opened_at)
+        late = self._late
+        k = len(late)
+        while k and late[k - 1][0] >= since:
+            k -= 1
+        changed = {id(s): s for s in (*self._open.values(), *closed, *(s for _, s in late[k:]))}
+        appended = [s for s in changed.values() if s.opened_at < since <= s.changed_at]
+        appended.sort(key=_opened_at)
         return SegmentChanges(self.cursor, opened, appended, closed)
 
     def coalesced(self) -> list[dict[str, Any]]:
