@@ -18,9 +18,10 @@ import typer
 
 from streamtool.core.exchange.requests import APIS
 from streamtool.core.handlers import default_parser
-from streamtool.core.model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from streamtool.core.model import SegmentType, ToolInvocation
 from streamtool.core.records import Chunk, End, Header, os_error_text
 from streamtool.core.replay import Item, ReplayEngine
+from streamtool.core.segment_log import SegmentLog
 
 from .choices import (
     complete_provider,
@@ -59,7 +60,8 @@ class ProgressLine:
         self.text_chars = 0
         self.reasoning_chars = 0
         self.tools = 0
-        self._kinds: dict[str, SegmentType] = {}
+        self._cursor = 0  # of the engine's segments, at the last look
+        self._seen: dict[int, int] = {}  # segment (its identity) -> its characters counted
         self._drawn = 0.0
         self._width = 0
 
@@ -68,17 +70,20 @@ class ProgressLine:
         self._draw()
 
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
+        log = engine.segments  # what the segments got since the last look (LiveFeed keeps them)
+        if log is not None:
+            changes = log.changes(self._cursor)
+            self._cursor = changes.cursor
+            seen = self._seen
+            for seg in (*changes.opened, *changes.appended):
+                gained = seg.chars - seen.get(id(seg), 0)
+                seen[id(seg)] = seg.chars
+                if seg.type is SegmentType.TEXT:
+                    self.text_chars += gained
+                elif seg.type is SegmentType.REASONING:
+                    self.reasoning_chars += gained
         for item in items:
-            if isinstance(item, SegmentEvent):
-                if item.event_type is SegmentEventType.START and item.segment_type is not None:
-                    self._kinds[item.segment_id] = item.segment_type
-                elif item.event_type is SegmentEventType.CONTENT:
-                    kind = self._kinds.get(item.segment_id)
-                    if kind is SegmentType.TEXT:
-                        self.text_chars += len(item.delta or "")
-                    elif kind is SegmentType.REASONING:
-                        self.reasoning_chars += len(item.delta or "")
-            elif isinstance(item, ToolInvocation):
+            if isinstance(item, ToolInvocation):
                 self.tools += 1
 
     def line(self) -> str:
@@ -184,7 +189,13 @@ class LiveFeed:
             request={"url": prepared.url, "body": prepared.body},
         )
         try:
-            self.engine = ReplayEngine(header, converter=converter, parser=parser, source=source)
+            self.engine = ReplayEngine(
+                header,
+                converter=converter,
+                parser=parser,
+                source=source,
+                segments=SegmentLog(keep_content=False),  # what a view reads of the segments
+            )
         except Exception as exc:  # no converter for this API yet: bytes only
             self.problem = f"live view off: {exc}"
 

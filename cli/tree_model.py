@@ -1,10 +1,11 @@
 """What the live tree shows, built from the replay engine's items. No rendering here (no rich).
 
-``TreeState.feed(items)`` keeps, in stream order, one :class:`Segment` per segment (its content,
-metadata merged from START and END, the errors that concern it) and one :class:`Note` per error or
-quirk where it happened; invocations are collected apart (the tree shows them at the end).
-``clip`` cuts long content to a number of lines and of characters per line, saying what it cut.
-All work per item is O(1) amortized: content is kept as a list of deltas, joined when read.
+``TreeState.feed(items)`` keeps, in stream order, one :class:`Segment` per segment (the segment
+of a :class:`~streamtool.core.segment_log.SegmentLog`: its content, metadata merged from START and
+END; and the errors that concern it) and one :class:`Note` per error or quirk where it happened;
+invocations are collected apart (the tree shows them at the end). ``clip`` cuts long content to a
+number of lines and of characters per line, saying what it cut. All work per item is O(1)
+amortized: content is kept in blocks, joined when read.
 """
 
 from __future__ import annotations
@@ -21,73 +22,85 @@ from streamtool.core.model import (
     StreamError,
     ToolInvocation,
 )
+from streamtool.core.segment_log import Segment as LogSegment
+from streamtool.core.segment_log import SegmentLog
 
 _MISSING: Any = object()
 
 
 class Segment:
-    """One segment as it stands: kind, merged metadata, content, whether it has ended."""
+    """One segment as the tree shows it: a segment of the replay's log (kind, merged metadata,
+    content, whether it has ended) and what the tree adds (its errors, its invocation)."""
 
     __slots__ = (
-        "id",
-        "kind",
-        "meta",
-        "_parts",
-        "chars",
-        "newlines",
-        "closed",
+        "source",
         "errors",
         "invocation",
+        "_newlines",
+        "_counted",
         "_pretty",
         "_pretty_lines",
     )
 
-    def __init__(self, seg_id: str, kind: SegmentType, meta: dict[str, Any] | None) -> None:
-        self.id = seg_id
-        self.kind = kind
-        self.meta: dict[str, Any] = dict(meta or {})
-        self._parts: list[str] = []
-        self.chars = 0
-        self.newlines = 0
-        self.closed = False
+    def __init__(
+        self,
+        seg_id: str,
+        kind: SegmentType,
+        meta: dict[str, Any] | None,
+        source: LogSegment | None = None,
+    ) -> None:
+        # a segment of a log, or one of its own (filled with append)
+        self.source = source if source is not None else LogSegment(kind, seg_id, meta)
         self.errors: list[StreamError] = []
         self.invocation: ToolInvocation | None = None
+        self._newlines = 0
+        self._counted = 0  # characters whose newlines are counted in _newlines
         self._pretty: str | None = None
         self._pretty_lines = 0
 
     def append(self, delta: str) -> None:
-        if delta:  # TreeState.feed does the same inline (once per content event)
-            self._parts.append(delta)
-            self.chars += len(delta)
-            self.newlines += delta.count("\n")
+        self.source.append(delta)
+
+    @property
+    def id(self) -> str:
+        return self.source.id
+
+    @property
+    def kind(self) -> SegmentType:
+        return self.source.type
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.source.merged_metadata()
+
+    @property
+    def closed(self) -> bool:
+        return self.source.ended
+
+    @property
+    def chars(self) -> int:
+        return self.source.chars
+
+    @property
+    def newlines(self) -> int:
+        """The content's newlines (counted in what came since the last time asked)."""
+        source = self.source
+        if self._counted < source.chars:
+            self._newlines += source.tail(source.chars - self._counted).count("\n")
+            self._counted = source.chars
+        return self._newlines
 
     @property
     def ends_with_newline(self) -> bool:
-        parts = self._parts
-        return bool(parts) and parts[-1][-1] == "\n"
+        return self.source.tail(1) == "\n"
 
     @property
     def text(self) -> str:
-        parts = self._parts
-        if len(parts) > 1:
-            joined = "".join(parts)
-            parts[:] = [joined]
-        return parts[0] if parts else ""
+        return self.source.text
 
     def tail(self, max_chars: int) -> str:
         """The last ``max_chars`` characters of the content, without joining all of it."""
-        if self.chars <= max_chars:
-            return self.text
-        need = max_chars
-        pieces: list[str] = []
-        for part in reversed(self._parts):
-            if len(part) >= need:
-                pieces.append(part[-need:])
-                break
-            pieces.append(part)
-            need -= len(part)
-        pieces.reverse()
-        return "".join(pieces)
+        return self.source.tail(max_chars)
 
     @property
     def lines(self) -> int:
@@ -217,9 +230,16 @@ def _status(response: Any) -> int | None:
 
 
 class TreeState:
-    """The tree's model: nodes in stream order, invocations, counters."""
+    """The tree's model: nodes in stream order, invocations, counters.
 
-    def __init__(self) -> None:
+    The segments are those of a :class:`~streamtool.core.segment_log.SegmentLog`: the tree's
+    own, fed the segment events of the items (``segments`` not given: a live tree is drawn on
+    another thread than the stream's, under its own lock, so it folds into a log of its own), or
+    one already fed the same events before each ``feed`` (a replay engine's, for a tree drawn on
+    the stream's side).
+    """
+
+    def __init__(self, segments: SegmentLog | None = None) -> None:
         self.nodes: list[Node] = []
         self.segments: dict[str, Segment] = {}
         self.invocations: list[ToolInvocation] = []
@@ -227,46 +247,40 @@ class TreeState:
         self.quirks = 0
         self.provider_errors = 0
         self.http_end_errors = 0  # "the recording ended: error (HTTP 429: ...)"
-        self.generated_chars = 0  # text, reasoning and tool content so far (a live rate)
         self.interrupted = False
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
         # told the path of every file whose code the tree will show, when it is learnt
         self.on_path: Callable[[str], None] | None = None
+        self._own = segments is None
+        self.log = SegmentLog() if segments is None else segments
+        self._taken = 0  # the log's segments the tree has a node for
+
+    @property
+    def generated_chars(self) -> int:
+        """Text, reasoning and tool content so far (a live rate)."""
+        return self.log.chars
 
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
-        content = SegmentEventType.CONTENT
+        log = self.log
+        add = log.add if self._own else None
+        start = SegmentEventType.START
         for item in items:
             if type(item) is SegmentEvent:
-                kind = item.event_type
-                if kind is content:  # most items: Segment.append, inline
-                    seg = segments.get(item.segment_id)
-                    if seg is not None:
-                        delta = item.delta
-                        if delta:
-                            seg._parts.append(delta)
-                            n = len(delta)
-                            seg.chars += n
-                            seg.newlines += delta.count("\n")
-                            self.generated_chars += n
-                        if item.metadata:  # learnt mid-stream: a file call's path
-                            seg.meta.update(item.metadata)
-                            self._learnt(seg)
-                elif kind is SegmentEventType.START:
-                    seg = Segment(
-                        item.segment_id, item.segment_type or SegmentType.TEXT, item.metadata
-                    )
-                    segments[item.segment_id] = seg
-                    self.nodes.append(seg)
+                if add is not None:
+                    add(item)
+                if item.event_type is start:  # the log's next segment
+                    source = log.segments[self._taken]
+                    self._taken += 1
+                    node = Segment(source.id, source.type, None, source)
+                    segments[item.segment_id] = node
+                    self.nodes.append(node)
                     if item.metadata:
-                        self._learnt(seg)
-                else:
-                    seg = segments.get(item.segment_id)
-                    if seg is not None:
-                        seg.closed = True
-                        if item.metadata:
-                            seg.meta.update(item.metadata)
-                            self._learnt(seg)
+                        self._learnt(node)
+                elif item.metadata:  # what the segment learnt (a file call's path), or its END
+                    shown = segments.get(item.segment_id)
+                    if shown is not None:
+                        self._learnt(shown)
             elif type(item) is ToolInvocation:
                 self.invocations.append(item)
                 seg = segments.get(item.id)

@@ -7,11 +7,15 @@ object that ``replay --format json`` prints.
 
 Memory follows what the outputs hold, not the length of the stream: segment events are handed to
 the caller as they come and not kept; the engine keeps only what its results need from them (the
-text and the reasoning, citations, whether a text was a refusal). The segments of a transcript
-(every segment's content and metadata) are kept with ``transcript=True``, the handler's whole event
-log with ``keep_events=True``. With ``string_pieces=True`` (for a caller that only writes the
-summary with ``iter_json``), a long string in a tool call's arguments is kept in the pieces it
-was decoded in (``TextPieces``), never joined: a call that writes a large file is held once.
+text and the reasoning, citations, whether a text was a refusal). The segments (every segment's
+type, content and metadata: :class:`~streamtool.core.segment_log.SegmentLog`, the one fold of the
+segment events) are kept with ``transcript=True``, or in the log given as ``segments`` (one that
+keeps no content, for a reader of sizes only); readers read ``engine.segments`` (what changed since
+their last look: ``engine.segments.changes(cursor)``) instead of folding the events again. The
+handler's whole event log is kept with ``keep_events=True``. With ``string_pieces=True`` (for a
+caller that only writes the summary with ``iter_json``), a long string in a tool call's arguments
+is kept in the pieces it was decoded in (``TextPieces``), never joined: a call that writes a
+large file is held once.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class ReplayEngine:
         transcript: bool = False,
         keep_events: bool = False,
         string_pieces: bool = False,
+        segments: SegmentLog | None = None,
     ) -> None:
         self.header = header or Header(raw_body=True)
         self.source = source
@@ -128,7 +133,9 @@ class ReplayEngine:
         self._content_to: dict[str, TextBuffer | None] = {}  # segment id -> its text's buffer
         self._cited: list[tuple[str, list[Any]]] = []  # (segment id, END metadata citations)
         self._refusal = False
-        self.segments: SegmentLog | None = SegmentLog() if transcript else None
+        if segments is None and transcript:
+            segments = SegmentLog()
+        self.segments: SegmentLog | None = segments
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
@@ -479,6 +486,11 @@ class ReplayEngine:
         out.append(error)
 
     # -- results ---------------------------------------------------------------------------
+    @property
+    def pending(self) -> Sequence[SSEItem]:
+        """The decoded items held back while the API is not known yet (fed once it is)."""
+        return self._pending
+
     def argument_fragments(self) -> dict[str, int]:
         """How many argument fragments the provider sent per tool call id (arrival, not meaning)."""
         if self.converter is None:

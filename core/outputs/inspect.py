@@ -26,6 +26,7 @@ from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamEr
 from ..quirks import lookup, severity_rank
 from ..records import Chunk, End, Header
 from ..replay import Item, ReplayEngine
+from ..segment_log import SegmentLog
 from ..wire.sse import SSEEvent
 
 DEFAULT_STALL = 1.0
@@ -129,6 +130,8 @@ class Inspector:
             parser=parser,
             source=source,
             handler_options=handler_options,
+            # the segments' types and names (their content too for the report's tree)
+            segments=SegmentLog(keep_content=keep_items),
         )
         self.stall = stall
         self.reads: list[ReadFact] = []
@@ -136,7 +139,6 @@ class Inspector:
         self.errors: list[dict[str, Any]] = []
         self.call_names: dict[str, str] = {}
         self.items: list[tuple[int | None, Item]] | None = [] if keep_items else None
-        self._kinds: dict[str, SegmentType] = {}
         self._prev_t: float | None = None
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self._utf8_tail = False  # the last read ended inside a UTF-8 character
@@ -200,7 +202,8 @@ class Inspector:
     def _attribute(self, fact: ReadFact | None, items: list[Item]) -> None:
         where = None if fact is None else fact.index
         t = fact.t if fact is not None else (self._end.t if self._end is not None else None)
-        kinds = self._kinds
+        log = self.engine.segments
+        assert log is not None  # made in __init__
         if self.items is not None:
             self.items.extend((where, item) for item in items)
         for item in items:
@@ -211,7 +214,8 @@ class Inspector:
                 if etype is SegmentEventType.CONTENT:
                     if fact is None:
                         continue
-                    kind = kinds.get(item.segment_id)
+                    seg = log.get(item.segment_id)
+                    kind = None if seg is None else seg.type
                     n = len(item.delta or "")
                     if kind is SegmentType.TEXT:
                         fact.text += n
@@ -220,16 +224,14 @@ class Inspector:
                     elif kind in _TOOL_SEGMENTS:
                         calls = fact.calls
                         calls[item.segment_id] = calls.get(item.segment_id, 0) + n
-                elif etype is SegmentEventType.START and item.segment_type is not None:
-                    kinds[item.segment_id] = item.segment_type
-                    if item.segment_type in _TOOL_SEGMENTS:
-                        name = (item.metadata or {}).get("tool_name")
-                        if not name and item.segment_type is not SegmentType.TOOL_CALL:
-                            name = item.segment_type.value
-                        if name:
-                            self.call_names[item.segment_id] = str(name)
-                        if fact is not None:
-                            fact.opened.append(item.segment_id)
+                elif etype is SegmentEventType.START and item.segment_type in _TOOL_SEGMENTS:
+                    name = (item.metadata or {}).get("tool_name")
+                    if not name and item.segment_type is not SegmentType.TOOL_CALL:
+                        name = item.segment_type.value
+                    if name:
+                        self.call_names[item.segment_id] = str(name)
+                    if fact is not None:
+                        fact.opened.append(item.segment_id)
             elif cls is Quirk:
                 assert isinstance(item, Quirk)
                 info = lookup(item.id)
@@ -367,7 +369,7 @@ def findings_failing(result: dict[str, Any], fail_on: set[str]) -> list[str]:
 def _counts(engine: ReplayEngine) -> tuple[int, int]:
     """Events and comments decoded so far, those still held for API detection included."""
     events, comments = engine.sse_events, engine.comments
-    pending = engine._pending
+    pending = engine.pending
     if pending:
         held = sum(1 for item in pending if type(item) is SSEEvent)
         events += held

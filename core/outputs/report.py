@@ -16,7 +16,7 @@ import json
 from html import escape
 from typing import Any
 
-from ..model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from ..model import SegmentEvent, SegmentEventType
 from .inspect import Inspector
 
 SVG_W, SVG_H, PAD = 960, 180, 30
@@ -34,36 +34,28 @@ MAX_TREE_CHARS = 1_000_000
 
 
 def _segments(inspector: Inspector) -> list[dict[str, Any]]:
-    """The final tree: segments in stream order, with their content joined and metadata."""
-    segs: dict[str, dict[str, Any]] = {}
+    """The final tree: segments in stream order, with their content joined and metadata (the
+    replay's own segments, kept with their content when the inspector keeps its items)."""
+    engine = inspector.engine
+    log = engine.segments
+    if inspector.items is None or log is None:
+        return []
+    invocations: dict[str, dict[str, Any]] = {}
+    for inv in engine.invocations():
+        if log.get(inv.id) is not None:
+            invocations[inv.id] = inv.to_dict()
     order: list[dict[str, Any]] = []
-    for _, item in inspector.items or []:
-        if isinstance(item, SegmentEvent):
-            if item.event_type is SegmentEventType.START:
-                new: dict[str, Any] = {
-                    "id": item.segment_id,
-                    "type": (item.segment_type or SegmentType.TEXT).value,
-                    "metadata": dict(item.metadata or {}),
-                    "parts": [],
-                    "ended": False,
-                }
-                segs[item.segment_id] = new
-                order.append(new)
-            elif item.event_type is SegmentEventType.CONTENT:
-                seg = segs.get(item.segment_id)
-                if seg is not None:
-                    seg["parts"].append(item.delta or "")
-            else:
-                seg = segs.get(item.segment_id)
-                if seg is not None:
-                    seg["ended"] = True
-                    seg["metadata"].update(item.metadata or {})
-        elif isinstance(item, ToolInvocation):
-            seg = segs.get(item.id)
-            if seg is not None:
-                seg["invocation"] = item.to_dict()
-    for done in order:
-        done["content"] = "".join(done.pop("parts"))
+    for seg in log.segments:
+        done: dict[str, Any] = {
+            "id": seg.id,
+            "type": seg.type.value,
+            "metadata": dict(seg.metadata),
+            "ended": seg.ended,
+        }
+        if log.get(seg.id) is seg and seg.id in invocations:
+            done["invocation"] = invocations[seg.id]
+        done["content"] = seg.text
+        order.append(done)
     return order
 
 

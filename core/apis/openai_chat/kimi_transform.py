@@ -24,6 +24,7 @@ from typing import Any
 from ...model import SegmentEvent, SegmentEventType
 from ...records import Chunk, End, Header
 from ...replay import ReplayEngine
+from ...segment_log import SegmentLog
 from .encoder import OpenAISSEEmitter
 
 # a blank line ends an event; line ends are CRLF, LF or CR (each taken whole: atomic groups)
@@ -52,16 +53,21 @@ class KimiTransform:
             api="chat.completions",
             request={"body": request_body if isinstance(request_body, dict) else {}},
         )
-        self.engine = ReplayEngine(header, converter="kimi-k2", parser="api_tool_call")
+        self.engine = ReplayEngine(
+            header,
+            converter="kimi-k2",
+            parser="api_tool_call",
+            segments=SegmentLog(keep_content=False),  # which segments are open
+        )
         converter: Any = self.engine.converter
         self._scanners = (converter.content_scanner, converter.reasoning_scanner)
         self.rewriting = False
         self.emitter: OpenAISSEEmitter | None = None
         self._held = bytearray()  # upstream bytes not sent yet (pass-through mode)
         self._items: list[Any] = []  # the engine's items for the events held back
-        # the segments open at the end of what was passed on: the emitter must know them to
-        # write their text when rewriting starts in the middle of one
-        self._open: dict[str, SegmentEvent] = {}
+        # the START events of the segments open at the end of what was passed on: the emitter
+        # must know them to write their text when rewriting starts in the middle of one
+        self._open: list[SegmentEvent] = []
         self._ident = bytearray()  # the start of the stream, for the completion id and model
 
     def _kimi_seen(self) -> bool:
@@ -84,19 +90,20 @@ class KimiTransform:
         )
         self.rewriting = True
         self._ident.clear()
-        self.emitter.feed(self._open.values())  # segment starts write nothing
+        self.emitter.feed(self._open)  # segment starts write nothing
         self._open.clear()
         return self.emitter
 
     def _passed_on(self) -> None:
         """The held items' events went to the client as they came: keep only which segments
-        they left open."""
-        for item in self._items:
-            if isinstance(item, SegmentEvent):
-                if item.event_type is SegmentEventType.START:
-                    self._open[item.segment_id] = item
-                elif item.event_type is SegmentEventType.END:
-                    self._open.pop(item.segment_id, None)
+        they left open (the engine's segments say)."""
+        log = self.engine.segments
+        assert log is not None  # made in __init__
+        starts = {
+            seg.id: SegmentEvent(SegmentEventType.START, seg.id, seg.type, None, seg.start_metadata)
+            for seg in log.open_segments()
+        }
+        self._open = list(starts.values())
         self._items.clear()
 
     def feed(self, data: bytes) -> bytes:
