@@ -32,12 +32,14 @@ _KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
 def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     """The request the sample recorded, sent to ``origin`` instead of the provider."""
     from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.plugins.table import default_api
     from streamtool.core.recording.reader import Source
 
     with Source(sample_path) as source:
         header = source.header
     request = header.request
-    parts = urlsplit(str(request.get("url") or "/v1/chat/completions"))
+    default = default_api()  # a header that does not say: the API a plain request is taken for
+    parts = urlsplit(str(request.get("url") or default.official_path))
     url = origin + parts.path + (f"?{parts.query}" if parts.query else "")
     sent = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
     headers = {name: sent[name] for name in _KEEP_HEADERS if name in sent}
@@ -50,8 +52,8 @@ def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
         headers=headers,
         content=content,
         body=body,
-        provider=header.provider or "openai",
-        api=header.api or "chat.completions",
+        provider=header.provider or default.provider,
+        api=header.api or default.name,
         model=header.model,
     )
 
@@ -106,7 +108,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
         chosen = get_sample(sample)
     except UnknownSample as exc:
         fail(str(exc))
-    from streamtool.core.net.playback import Playback
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.recording.recorder import check_output
     from streamtool.core.speed import parse_speed
 

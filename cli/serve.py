@@ -159,9 +159,9 @@ def serve(
     byte in the recording's own). A request nothing answers gets a 404 saying why.
     """
     # the server stack is imported only by this command: every other command starts fast
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.net.library import Library
     from streamtool.core.net.listen import run_server
-    from streamtool.core.net.playback import Playback
     from streamtool.core.net.server import create_app
     from streamtool.core.net.tape import (
         MissRecorder,

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.net.playback import Playback
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.requests import (
     PRESETS,
     RequestError,

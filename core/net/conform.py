@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..drive.replay_file import replay_file
+from ..exchange.playback import Playback
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..plugins import served_api
 from ..quirks import QuirkInfo, lookup, severity_rank
@@ -32,7 +33,6 @@ from ..records import RecordingError
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
 from .listen import ServerThread
-from .playback import Playback
 from .server import create_app
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write

@@ -31,15 +31,15 @@ from typing import Any
 from ..drive.conversation import APIS, Conversation, as_json, last_input, read_conversation
 from ..drive.script import Script, TurnPicker, load_script
 from ..drive.translate import recording_of, reply_from_file
+from ..exchange.playback import Playback
+from ..exchange.tape_match import Exchange, Matcher, MatchRules
 from ..outputs.emit import Reply, emitter
 from ..plugins import WireApi, api_for_converter, api_table, served_api
 from ..recording.secrets import redact_keys
 from .library import Incoming, Library, NoMatch, Recording, SelectionError, ServingLibrary
 from .listen import LibraryServer
-from .playback import Playback
 from .server import create_app
 from .tape import load_exchanges
-from .tape_match import Exchange, Matcher, MatchRules
 
 SUBJECT_WIDTH = 80  # characters of a request's last message shown in a miss
 

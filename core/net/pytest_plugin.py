@@ -164,7 +164,7 @@ class StreamTape:
         self.mutated: dict[
             str, list[str]
         ] = {}  # recording -> quirks applied (--stream-tape-mutate)
-        self._library: Any = None
+        self.library: Any = None  # what serves the tape (its served and recorded exchanges)
         self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 
     @property
@@ -183,16 +183,16 @@ class StreamTape:
     def exchanges(self) -> list[str]:
         """The recordings served so far (replayed or recorded), in order: complete as soon as
         the client's call has returned."""
-        if self._library is None:
+        if self.library is None:
             return []
-        return [self._renamed.get(n, n) for n in self._library.served]
+        return [self._renamed.get(n, n) for n in self.library.served]
 
     @property
     def recorded(self) -> list[str]:
         """The recordings this test added to its tape, in order."""
-        if self._library is None:
+        if self.library is None:
             return []
-        return [self._renamed.get(n, n) for n in self._library.recorded]
+        return [self._renamed.get(n, n) for n in self.library.recorded]
 
     def __repr__(self) -> str:
         how = "recording" if self.recording else "replaying"
@@ -261,11 +261,12 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
+    from ..exchange.playback import Playback
+    from ..plugins.table import default_api
     from ..recording.tape_index import highest_seq
     from ..records import RecordingError
     from ..speed import parse_speed
     from .library import NoMatch
-    from .playback import Playback
     from .proxy import OFFICIAL, Upstreams
     from .server import create_app
     from .tape import MissRecorder, TapeLibrary, discard_staging, load_tape, merge_into
@@ -322,13 +323,13 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         from .mutations import mutate_library, parse_mutate
 
         tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape._library = library
+    tape.library = library
     on_miss = None
     if record:
         upstream = config.getoption("--stream-tape-upstream")
         # numbered after the tape's exchanges: the names usually stay the same once merged
         after = highest_seq(folder) if exists else 0
-        on_miss = MissRecorder(library, upstream or OFFICIAL["openai"], after=after)
+        on_miss = MissRecorder(library, upstream or OFFICIAL[default_api().provider], after=after)
         if not upstream:
             on_miss.upstreams = Upstreams()  # each API's own host
 
@@ -376,10 +377,10 @@ def _serve_script(
 ) -> Iterator[StreamTape]:
     """The stream_tape fixture for a script of turns: served as it is, nothing recorded."""
     from ..drive.script import ScriptError, load_script
+    from ..exchange.playback import Playback
     from ..speed import parse_speed
     from .emitting import ScriptLibrary
     from .library import NoMatch
-    from .playback import Playback
     from .server import create_app
 
     config = request.config
@@ -404,7 +405,7 @@ def _serve_script(
         from .mutations import mutate_library, parse_mutate
 
         tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape._library = library
+    tape.library = library
     playback = Playback(
         speed=parse_speed(config.getoption("--stream-tape-speed")),
         rechunk_seed=config.getoption("--stream-tape-rechunk"),

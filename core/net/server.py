@@ -1,10 +1,10 @@
 """``streamtool serve``: recordings played back over real HTTP (the edge; starlette + uvicorn).
 
 The library of recordings and the choice of which one answers a request are plain Python
-(:mod:`.library`); the write schedule comes from :mod:`.playback`, the endpoints from the table
-of wire APIs (:mod:`streamtool.core.apis`). This module adds the ASGI app that sends the recorded
-bytes, one recorded read per write; :mod:`.listen` runs it. starlette, anyio and uvicorn are
-imported only inside the functions that need them.
+(:mod:`.library`); the write schedule comes from :mod:`..exchange.playback`, the endpoints from the
+table of wire APIs (:mod:`streamtool.core.apis`). This module adds the ASGI app that sends the
+recorded bytes, one recorded read per write; :mod:`.listen` runs it. starlette, anyio and uvicorn
+are imported only inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -15,24 +15,24 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
+from ..exchange.hostcheck import loopback_only
+from ..exchange.playback import Cut, Playback, schedule
 from ..plugins import api_table, error_body, served_api
+from ..plugins.table import default_api
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
-from .hostcheck import loopback_only
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
-from .playback import Cut, Playback, schedule
 
 RECORDING_HEADER = "x-streamtool-recording"
 
 
 def style_for(path: str) -> str:
-    """The error style of a path, also for paths no recording answers."""
-    if "/messages" in path:
-        return "anthropic"
-    if ":" in path.rsplit("/", 1)[-1] or "/models/" in path:
-        return "gemini"
-    return "openai"
+    """The error style of a path, also for paths no recording answers: the first API's that
+    takes the path's errors (:attr:`~streamtool.core.plugins.WireApi.error_path`), else the
+    default API's."""
+    found = next((a for a in api_table() if a.errs_on(path)), None)
+    return (found or default_api()).error_style
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def create_app(
     (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
     ``max_body`` bytes is answered 413 without being read whole, one that has not arrived
     ``body_timeout`` seconds after its head 408 (:mod:`.bodies`). A request that reached a
-    loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`).
+    loopback address under a ``Host`` that is not loopback is 421 (:mod:`..exchange.hostcheck`).
     """
     import anyio
     from starlette.applications import Starlette

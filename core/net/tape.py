@@ -4,7 +4,7 @@
 request gets, in this order:
 
 1. the recording named by the ``X-Streamtool-Recording`` header, when the tape holds it;
-2. the next recorded exchange whose request matches (:mod:`.tape_match`);
+2. the next recorded exchange whose request matches (:mod:`..exchange.tape_match`);
 3. among recordings that hold no request body (raw ``.sse`` files), the old rules: the one
    for the request's model, else the only one for the endpoint; a plain folder of recordings
    (no index, not asked to be strict) uses the old rules among all its recordings;
@@ -33,6 +33,8 @@ from typing import Any
 from ..drive.conversation import APIS as conversation_apis
 from ..drive.conversation import last_input, read_conversation
 from ..drive.script import TurnPicker
+from ..exchange.playback import Playback
+from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
 from ..plugins import served_api
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
@@ -58,9 +60,7 @@ from .library import (
     load_recording,
 )
 from .listen import LibraryServer
-from .playback import Playback
 from .server import create_app
-from .tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
 
 _log = logging.getLogger("streamtool.serve")
 

@@ -18,4 +18,8 @@ API = WireApi(
     path="/v1/messages",
     key_env=("ANTHROPIC_API_KEY",),
     hosted_routes=("/anthropic/*:streamRawPredict",),  # Claude on Vertex AI
+    provider_path=r"^/v1/messages",
+    provider_header="anthropic-version",
+    error_path=r"/messages",
+    sdk="anthropic",
 )

@@ -22,4 +22,6 @@ API = WireApi(
     stream_in_path=True,
     provider_aliases=("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
     aliases=("generatecontent",),
+    provider_path=r"^/v1(?:beta|alpha)/|generatecontent",
+    error_path=r":[^/]*$|/models/",  # a method (":streamGenerateContent"), or a model
 )

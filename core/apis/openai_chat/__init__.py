@@ -19,4 +19,7 @@ API = WireApi(
     key_env=("OPENAI_API_KEY",),
     compatible=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
+    default=True,  # an unknown request is an OpenAI-compatible one
+    sdk="openai",
+    sdk_agent="OpenAI/",
 )

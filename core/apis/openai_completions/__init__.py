@@ -19,5 +19,7 @@ API = WireApi(
     path="/completions",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
     aliases=("legacy-completions", "text_completion"),
 )

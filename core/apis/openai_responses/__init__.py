@@ -18,4 +18,6 @@ API = WireApi(
     path="/responses",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
 )
