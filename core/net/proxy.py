@@ -14,7 +14,6 @@ import asyncio
 import logging
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +40,7 @@ from .forward import (
     request_body,
     request_secrets,
 )
+from .listen import ServerThread, quiet_cut_logging
 
 if TYPE_CHECKING:
     import ssl
@@ -429,7 +429,6 @@ def uvicorn_config(
     import uvicorn
 
     from .guard import ConnectionLimits, connection_limit, guarded
-    from .listen import quiet_cut_logging
 
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
@@ -455,45 +454,13 @@ def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning", limits: A
     asyncio.run(server.serve(sockets=[sock]))
 
 
-class ProxyThread:
+class ProxyThread(ServerThread):
     """The proxy on 127.0.0.1 in a background thread: ``with ProxyThread(config) as p``.
 
     ``p.url`` is its origin; stopped (and every recording finished) on exit.
     """
 
     def __init__(self, config: ProxyConfig, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.app = ProxyApp(config)
-        self.host = host
-        self.port = port
-        self.url = ""
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._sock: Any = None
-
-    def __enter__(self) -> ProxyThread:
-        import uvicorn
-
-        from .listen import bind
-
-        self._sock = bind(self.host, self.port)
-        self.port = self._sock.getsockname()[1]
-        self.url = f"http://{self.host}:{self.port}"
-        self._server = uvicorn.Server(uvicorn_config(self.app))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        super().__init__(
+            ProxyApp(config), host, port, settings=uvicorn_config, name="the proxy", stop_timeout=15
         )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the proxy did not start")
-            time.sleep(0.005)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=15)
-        if self._sock is not None:
-            self._sock.close()
