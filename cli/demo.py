@@ -124,7 +124,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
     from streamtool.core.net.http_capture import record_request
     from streamtool.core.net.library import Library
     from streamtool.core.net.listen import ServerThread
-    from streamtool.core.net.server import create_app
+    from streamtool.core.net.service import ServiceConfig, build_service
 
     from .record import LiveFeed, TreeView
     from .tree import make_live_sink
@@ -133,7 +133,8 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
     say.step(f"1/3 serving the sample {chosen.name!r} ({chosen.about}) on 127.0.0.1")
     with user_errors(str(chosen.path)):
         library = Library.from_paths([chosen.path])
-    with ServerThread(create_app(library, playback, None)) as server:
+    service = build_service(library, ServiceConfig(playback=playback))
+    with ServerThread(service.app) as server:
         prepared = replay_request(chosen.path, server.url)
         say.step(f"2/3 recording {prepared.method} {prepared.url} -> {output}")
         view = TreeView(make_live_sink(no_color=no_color))  # the record view, on stdout

@@ -33,7 +33,7 @@ from ..records import RecordingError
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
 from .listen import ServerThread
-from .server import create_app
+from .service import ServiceConfig, build_service
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
@@ -313,7 +313,8 @@ class Runner:
 
     def _run_one(self, case: Case, plan: Chunking) -> Result:
         key = self._key()
-        self._dispatch.add(key, create_app(Library([case.served]), plan.playback))
+        service = build_service(Library([case.served]), ServiceConfig(playback=plan.playback))
+        self._dispatch.add(key, service.app)
         base = f"{self._origin}/run/{key}"
         try:
             run = self._spawn(client_env(base, case, plan.name))

@@ -42,6 +42,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -261,14 +262,10 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
-    from ..exchange.playback import Playback
     from ..plugins.table import default_api
     from ..recording.tape_index import highest_seq
     from ..records import RecordingError
-    from ..speed import parse_speed
-    from .library import NoMatch
     from .proxy import OFFICIAL, Upstreams
-    from .server import create_app
     from .tape import MissRecorder, TapeLibrary, discard_staging, load_tape, merge_into
 
     config = request.config
@@ -291,15 +288,6 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     server, switch = request.getfixturevalue("_stream_tape_server")
     tape = StreamTape(folder, mode, record, server.url)
 
-    class _Noting(TapeLibrary):
-        def choose(self, incoming: Any) -> Any:
-            try:
-                return super().choose(incoming)
-            except NoMatch as exc:
-                if not record:
-                    tape.misses.append(exc.message)
-                raise
-
     # served: the tape, except in mode all (everything recorded again) and for a new tape
     try:
         loaded = load_tape(folder) if exists and mode != "all" else None
@@ -313,17 +301,11 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
             staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.recording-", dir=folder.parent))
         except OSError as exc:
             pytest.fail(f"stream_tape: cannot record next to {folder}: {exc}", pytrace=False)
-    library = _Noting(
+    library = TapeLibrary(
         loaded.recordings if loaded is not None else [],
         staging or folder,
         loaded.rules if loaded is not None else None,
     )
-    mutate = config.getoption("--stream-tape-mutate")
-    if mutate is not None:
-        from .mutations import mutate_library, parse_mutate
-
-        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape.library = library
     on_miss = None
     if record:
         upstream = config.getoption("--stream-tape-upstream")
@@ -333,11 +315,7 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         if not upstream:
             on_miss.upstreams = Upstreams()  # each API's own host
 
-    playback = Playback(
-        speed=parse_speed(config.getoption("--stream-tape-speed")),
-        rechunk_seed=config.getoption("--stream-tape-rechunk"),
-    )
-    switch.app = create_app(library, playback, None, on_miss)
+    switch.app = _service(config, tape, library, on_miss).app
     request.node.stash[_TAPE] = tape
     saved = _environment(server.url, dummy_keys=not record)
     try:
@@ -377,40 +355,17 @@ def _serve_script(
 ) -> Iterator[StreamTape]:
     """The stream_tape fixture for a script of turns: served as it is, nothing recorded."""
     from ..drive.script import ScriptError, load_script
-    from ..exchange.playback import Playback
-    from ..speed import parse_speed
     from .emitting import ScriptLibrary
-    from .library import NoMatch
-    from .server import create_app
 
     config = request.config
     if not path.is_file():
         pytest.fail(f"stream_tape: no script at {path}", pytrace=False)
     tape = StreamTape(path, mode, False, server.url)
-
-    class _Noting(ScriptLibrary):
-        def choose(self, incoming: Any) -> Any:
-            try:
-                return super().choose(incoming)
-            except NoMatch as exc:
-                tape.misses.append(exc.message)
-                raise
-
     try:
-        library = _Noting(load_script(path))
+        library = ScriptLibrary(load_script(path))
     except ScriptError as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
-    mutate = config.getoption("--stream-tape-mutate")
-    if mutate is not None:
-        from .mutations import mutate_library, parse_mutate
-
-        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape.library = library
-    playback = Playback(
-        speed=parse_speed(config.getoption("--stream-tape-speed")),
-        rechunk_seed=config.getoption("--stream-tape-rechunk"),
-    )
-    switch.app = create_app(library, playback, None, None)
+    switch.app = _service(config, tape, library, None).app
     request.node.stash[_TAPE] = tape
     saved = _environment(server.url, dummy_keys=True)
     try:
@@ -418,6 +373,39 @@ def _serve_script(
     finally:
         _restore(saved)
         switch.app = None
+
+
+def _service(config: pytest.Config, tape: StreamTape, library: Any, on_miss: Any) -> Any:
+    """The service answering a test's requests from ``library``: its pacing and the quirks of
+    ``--stream-tape-mutate`` from the options, and what nothing matched noted in
+    ``tape.misses`` (a recording test records it instead)."""
+    from ..exchange.playback import Playback
+    from ..speed import parse_speed
+    from .service import ServiceConfig, build_service
+
+    playback = Playback(
+        speed=parse_speed(config.getoption("--stream-tape-speed")),
+        rechunk_seed=config.getoption("--stream-tape-rechunk"),
+    )
+    settings = ServiceConfig(
+        playback=playback,
+        on_miss=on_miss,
+        on_no_match=tape.misses.append,
+        mutate=_mutation(config.getoption("--stream-tape-mutate")),
+    )
+    service = build_service(library, settings)
+    tape.mutated = service.mutated
+    tape.library = library
+    return service
+
+
+def _mutation(value: str | None) -> Any:
+    """What applies ``--stream-tape-mutate``'s quirks to a library (``None``: not given)."""
+    if value is None:
+        return None
+    from .mutations import mutate_library, parse_mutate
+
+    return partial(mutate_library, ids=parse_mutate(value) or [])
 
 
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:

@@ -25,6 +25,8 @@ from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
 
 RECORDING_HEADER = "x-streamtool-recording"
+# every method a request may come with: serve answers each (a 404 for all but POST)
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def style_for(path: str) -> str:
@@ -64,14 +66,16 @@ def create_app(
     on_miss: Callable[[Any, bytes, Incoming, str], Any] | None = None,
     max_body: int = MAX_BODY,
     body_timeout: float = BODY_TIMEOUT,
+    on_no_match: Callable[[str], None] | None = None,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
     ``log`` gets one line per request: the recording served, or the error status and why.
     ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
-    (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
-    ``max_body`` bytes is answered 413 without being read whole, one that has not arrived
-    ``body_timeout`` seconds after its head 408 (:mod:`.bodies`). A request that reached a
+    (:class:`NoMatch`) instead of the 404: record on miss; else ``on_no_match`` is told the
+    404's message. A request body larger than ``max_body`` bytes is answered 413 without being
+    read whole, one that has not arrived ``body_timeout`` seconds after its head 408
+    (:mod:`.bodies`). A request that reached a
     loopback address under a ``Host`` that is not loopback is 421 (:mod:`..exchange.hostcheck`).
     """
     import anyio
@@ -182,6 +186,8 @@ def create_app(
             rec = library.choose(incoming)
         except NoMatch as exc:
             if on_miss is None:
+                if on_no_match is not None:
+                    on_no_match(exc.message)
                 return error(request, style, exc.status, exc.message)
             # recording a large request (parsing, scrubbing) is done off the event loop
             return await off_loop(len(raw), on_miss, request, raw, incoming, style)
@@ -201,8 +207,7 @@ def create_app(
     async def index(request: Request) -> Response:
         return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=methods)]
+    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=_METHODS)]
     return loopback_only(Starlette(routes=routes), log)
 
 

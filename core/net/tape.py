@@ -60,7 +60,7 @@ from .library import (
     load_recording,
 )
 from .listen import LibraryServer
-from .server import create_app
+from .service import ServiceConfig, build_service
 
 _log = logging.getLogger("streamtool.serve")
 
@@ -494,4 +494,5 @@ def serving_tape(
     library = load_tape(folder, match_ignore, create=record_missing)
     playback = Playback(speed=speed, rechunk=rechunk, max_gap=max_gap)
     on_miss = MissRecorder(library, upstream, log=log) if record_missing and upstream else None
-    return TapeServer(library, create_app(library, playback, log, on_miss), port=port)
+    config = ServiceConfig(playback=playback, log=log, on_miss=on_miss)
+    return TapeServer(library, build_service(library, config).app, port=port)
