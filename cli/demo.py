@@ -25,13 +25,15 @@ from .params import no_color_option
 if TYPE_CHECKING:
     from streamtool.core.net.requests import PreparedRequest
 
-# request headers a replayed request keeps (credentials and transport headers are not resent)
-_KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
+# request headers a replayed request keeps (credentials and transport headers are not resent),
+# besides those the official SDKs send to say how to read the request
+_KEEP_HEADERS = ("content-type", "accept")
 
 
 def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     """The request the sample recorded, sent to ``origin`` instead of the provider."""
     from streamtool.core.net.requests import PreparedRequest
+    from streamtool.core.plugins import api_table
     from streamtool.core.plugins.table import default_api
     from streamtool.core.recording.reader import Source
 
@@ -42,7 +44,8 @@ def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     parts = urlsplit(str(request.get("url") or default.official_path))
     url = origin + parts.path + (f"?{parts.query}" if parts.query else "")
     sent = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
-    headers = {name: sent[name] for name in _KEEP_HEADERS if name in sent}
+    keep = dict.fromkeys((*_KEEP_HEADERS, *(h for a in api_table() for h in a.sdk_headers)))
+    headers = {name: sent[name] for name in keep if name in sent}
     headers.setdefault("content-type", "application/json")
     body = request.get("body")
     content = json.dumps(body, ensure_ascii=False).encode() if body is not None else b""

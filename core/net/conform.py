@@ -28,6 +28,7 @@ from ..drive.replay_file import replay_file
 from ..exchange.playback import Playback
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..plugins import served_api
+from ..plugins.table import sdk_apis, sdk_base_urls
 from ..quirks import QuirkInfo, lookup, severity_rank
 from ..records import RecordingError
 from .library import Library, Recording, expand_paths
@@ -192,13 +193,8 @@ def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
     env.update(
         {
             "STREAMTOOL_BASE_URL": base,
-            "OPENAI_BASE_URL": base + "/v1",
-            "ANTHROPIC_BASE_URL": base,
-            "GOOGLE_GEMINI_BASE_URL": base,
-            "OPENAI_API_KEY": DUMMY_KEY,
-            "ANTHROPIC_API_KEY": DUMMY_KEY,
-            "GEMINI_API_KEY": DUMMY_KEY,
-            "GOOGLE_API_KEY": DUMMY_KEY,
+            **sdk_base_urls(base),
+            **{key: DUMMY_KEY for api in sdk_apis() for key in api.key_env},
             "STREAMTOOL_RECORDING": case.name,
             "STREAMTOOL_CHUNKING": chunking,
         }

@@ -50,7 +50,6 @@ import pytest
 
 MODES = ("none", "once", "new", "all")
 DUMMY_KEY = "streamtool-tape"  # the API key SDKs get when replaying: the local server needs none
-KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 _CALL_REPORT = pytest.StashKey[Any]()
 _TAPE = pytest.StashKey["StreamTape"]()
 _RUN = pytest.StashKey[str]()
@@ -411,13 +410,13 @@ def _mutation(value: str | None) -> Any:
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:
     """Point the SDKs at ``base_url``; returns what to restore."""
     saved: dict[str, str | None] = {}
-    values = {
-        "OPENAI_BASE_URL": base_url + "/v1",
-        "ANTHROPIC_BASE_URL": base_url,
-        "GOOGLE_GEMINI_BASE_URL": base_url,
-    }
+    from ..plugins.table import sdk_apis, sdk_base_urls
+
+    values = sdk_base_urls(base_url)
     if dummy_keys:
-        values.update({k: DUMMY_KEY for k in KEY_VARS if not os.environ.get(k)})
+        # each SDK's first key variable (a second one would be a second key to some SDKs)
+        keys = dict.fromkeys(a.key_env[0] for a in sdk_apis() if a.key_env)
+        values.update({k: DUMMY_KEY for k in keys if not os.environ.get(k)})
     for key, value in values.items():
         saved[key] = os.environ.get(key)
         os.environ[key] = value

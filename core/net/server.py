@@ -171,8 +171,8 @@ def create_app(
             body: Any = await off_loop(len(raw), _parse, raw)
         except (ValueError, UnicodeDecodeError):
             return error(request, style, 400, "the request body is not JSON")
-        gemini_model = api.path_model(unquote(path))
-        model = gemini_model or (body.get(api.model_field) if isinstance(body, dict) else None)
+        path_model = api.path_model(unquote(path))
+        model = path_model or (body.get(api.model_field) if isinstance(body, dict) else None)
         incoming = Incoming(
             path=path,
             endpoint=api.route,
@@ -180,7 +180,7 @@ def create_app(
             model=model if isinstance(model, str) else None,
             name=request.headers.get(RECORDING_HEADER),
             body=body,
-            gemini_model=gemini_model,
+            path_model=path_model,
         )
         try:
             rec = library.choose(incoming)

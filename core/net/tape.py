@@ -67,11 +67,11 @@ _log = logging.getLogger("streamtool.serve")
 
 def _exchange(rec: Recording) -> Exchange:
     api = served_api(rec.endpoint) if rec.endpoint is not None else None
-    gemini_model = rec.model if api is not None and api.model_in_path else None
+    path_model = rec.model if api is not None and api.model_in_path else None
     body = rec.request_body
     return Exchange(
         name=rec.name,
-        endpoint=endpoint_key(rec.endpoint or "?", gemini_model),
+        endpoint=endpoint_key(rec.endpoint or "?", path_model),
         # a turn of a script (tape build) holds no request to compare: its match answers
         body=body if rec.endpoint is not None and rec.turn is None else None,
     )
@@ -151,7 +151,7 @@ class TapeLibrary(ServingLibrary):
             self.matcher.add(ex)
 
     def request_key(self, request: Incoming) -> str:
-        return endpoint_key(request.endpoint, request.gemini_model)
+        return endpoint_key(request.endpoint, request.path_model)
 
     def _choose(self, request: Incoming) -> Recording:
         if request.name:

@@ -185,6 +185,20 @@ def official_origins() -> dict[str, str]:
     return origins
 
 
+def sdk_apis() -> tuple[WireApi, ...]:
+    """The APIs whose official SDK reads its base URL from the environment."""
+    return tuple(a for a in api_table() if a.base_url_env)
+
+
+def sdk_base_urls(origin: str) -> dict[str, str]:
+    """Each official SDK's base URL variable, pointed at ``origin`` (with the path the official
+    base URL has: ``OPENAI_BASE_URL`` -> ``origin + "/v1"``)."""
+    urls: dict[str, str] = {}
+    for api in sdk_apis():
+        urls.setdefault(api.base_url_env, origin + urlsplit(api.base_url).path)
+    return urls
+
+
 def default_api() -> WireApi:
     """The API a request of no known shape is taken for (the row marked ``default``; else the
     table's first): its provider and its error style answer for it."""

@@ -51,6 +51,10 @@ class WireApi(NamedTuple):
     # endpoint answers it (serve's 404)
     error_path: str | None = None
     sdk: str = ""  # its official Python SDK's module, when that takes an httpx-style client
+    base_url_env: str = ""  # the environment variable its official SDK reads its base URL from
+    # request headers its official SDK sends that say how to read the request (a replay of the
+    # request sends them again)
+    sdk_headers: tuple[str, ...] = ()
     sdk_agent: str = ""  # how its official SDK's User-Agent starts ("OpenAI/")
     sigv4: str = ""  # the AWS service its requests are signed for (SigV4), when they are
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the

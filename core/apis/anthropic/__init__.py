@@ -22,4 +22,6 @@ API = WireApi(
     provider_header="anthropic-version",
     error_path=r"/messages",
     sdk="anthropic",
+    base_url_env="ANTHROPIC_BASE_URL",
+    sdk_headers=("anthropic-version",),
 )

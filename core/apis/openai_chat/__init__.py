@@ -22,4 +22,6 @@ API = WireApi(
     default=True,  # an unknown request is an OpenAI-compatible one
     sdk="openai",
     sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
 )

@@ -21,5 +21,7 @@ API = WireApi(
     compatible=True,
     sdk="openai",
     sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
     aliases=("legacy-completions", "text_completion"),
 )

@@ -20,4 +20,6 @@ API = WireApi(
     compatible=True,
     sdk="openai",
     sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
 )
