@@ -25,22 +25,27 @@ from .params import no_color_option
 if TYPE_CHECKING:
     from streamtool.core.exchange.requests import PreparedRequest
 
-# request headers a replayed request keeps (credentials and transport headers are not resent)
-_KEEP_HEADERS = ("content-type", "accept", "anthropic-version", "openai-beta")
+# request headers a replayed request keeps (credentials and transport headers are not resent),
+# besides those the official SDKs send to say how to read the request
+_KEEP_HEADERS = ("content-type", "accept")
 
 
 def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
     """The request the sample recorded, sent to ``origin`` instead of the provider."""
     from streamtool.core.exchange.requests import PreparedRequest
+    from streamtool.core.plugins import api_table
+    from streamtool.core.plugins.table import default_api
     from streamtool.core.recording.reader import Source
 
     with Source(sample_path) as source:
         header = source.header
     request = header.request
-    parts = urlsplit(str(request.get("url") or "/v1/chat/completions"))
+    default = default_api()  # a header that does not say: the API a plain request is taken for
+    parts = urlsplit(str(request.get("url") or default.official_path))
     url = origin + parts.path + (f"?{parts.query}" if parts.query else "")
     sent = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
-    headers = {name: sent[name] for name in _KEEP_HEADERS if name in sent}
+    keep = dict.fromkeys((*_KEEP_HEADERS, *(h for a in api_table() for h in a.sdk_headers)))
+    headers = {name: sent[name] for name in keep if name in sent}
     headers.setdefault("content-type", "application/json")
     body = request.get("body")
     content = json.dumps(body, ensure_ascii=False).encode() if body is not None else b""
@@ -50,8 +55,8 @@ def replay_request(sample_path: Path, origin: str) -> "PreparedRequest":
         headers=headers,
         content=content,
         body=body,
-        provider=header.provider or "openai",
-        api=header.api or "chat.completions",
+        provider=header.provider or default.provider,
+        api=header.api or default.name,
         model=header.model,
     )
 
@@ -106,7 +111,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
         chosen = get_sample(sample)
     except UnknownSample as exc:
         fail(str(exc))
-    from streamtool.core.net.playback import Playback
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.recording.recorder import check_output
     from streamtool.core.speed import parse_speed
 
@@ -122,7 +127,7 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
     from streamtool.core.net.http_capture import record_request
     from streamtool.core.net.library import Library
     from streamtool.core.net.listen import ServerThread
-    from streamtool.core.net.server import create_app
+    from streamtool.core.net.service import ServiceConfig, build_service
 
     from .record import LiveFeed, TreeView
     from .tree import make_live_sink
@@ -131,7 +136,8 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
     say.step(f"1/3 serving the sample {chosen.name!r} ({chosen.about}) on 127.0.0.1")
     with user_errors(str(chosen.path)):
         library = Library.from_paths([chosen.path])
-    with ServerThread(create_app(library, playback, None)) as server:
+    service = build_service(library, ServiceConfig(playback=playback))
+    with ServerThread(service.app) as server:
         prepared = replay_request(chosen.path, server.url)
         say.step(f"2/3 recording {prepared.method} {prepared.url} -> {output}")
         view = TreeView(make_live_sink(no_color=no_color))  # the record view, on stdout

@@ -57,7 +57,7 @@ def listen(host: str, port: int) -> tuple[Any, str]:
     is one warning line: keys and recordings pass through whoever can reach it."""
     import sys
 
-    from streamtool.core.net.hostcheck import is_loopback
+    from streamtool.core.exchange.hostcheck import is_loopback
     from streamtool.core.net.listen import bind
 
     try:

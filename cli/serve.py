@@ -9,8 +9,10 @@ recordings of any API (:mod:`streamtool.core.net.emitting`).
 """
 
 import sys
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -158,181 +160,188 @@ def serve(
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
     byte in the recording's own). A request nothing answers gets a 404 saying why.
     """
-    # the server stack is imported only by this command: every other command starts fast
-    from streamtool.core.net.library import Library
-    from streamtool.core.net.listen import run_server
-    from streamtool.core.net.playback import Playback
-    from streamtool.core.net.server import create_app
-    from streamtool.core.net.tape import (
-        MissRecorder,
-        TapeLibrary,
-        holds_recordings,
-        is_tape,
-        load_tape,
-        tapes_under,
-    )
-    from streamtool.core.speed import parse_speed
-
-    if not 0 <= port <= 65535:
-        fail(f"--port must be a number from 0 to 65535 (0: any free port), not {port}")
-    from streamtool.core.drive.script import is_script
-
-    script = len(paths) == 1 and is_script(paths[0])
-    if script or translate:
-        what = "a script" if script else "--translate"
-        refused = [
-            name
-            for name, given in (
-                ("--tape", tape),
-                ("--record-missing", record_missing),
-                ("--match-ignore", bool(match_ignore)),
-                ("--upstream", bool(upstream)),
-            )
-            if given
-        ]
-        if refused:
-            fail(f"{refused[0]} is for tapes; {what} answers by conversation, not request body")
-    elif any(is_script(p) for p in paths):
-        fail("a script of turns is served alone: streamtool serve SCRIPT")
-    if record_missing and not upstream:
-        fail("--record-missing needs --upstream URL (where missing requests go)")
-    if upstream and not record_missing:
-        fail("--upstream is only used with --record-missing")
-    if upstream:
-        from streamtool.core.net.proxy import parse_upstreams
-
-        try:
-            parse_upstreams([upstream])  # checked before a tape folder is made
-        except ValueError as exc:
-            fail(str(exc))
-    strict = tape or record_missing or (len(paths) == 1 and is_tape(paths[0]))
-    if (strict or match_ignore) and (
-        len(paths) != 1 or (paths[0].exists() and not paths[0].is_dir())
-    ):
-        fail("--tape, --record-missing and --match-ignore take one tape folder")
-    folder = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
-    if folder is not None and not strict and not holds_recordings(folder):
-        inside = tapes_under(folder)
-        if inside:
-            fail(_folder_of_tapes(folder, inside))
-    as_tape = (strict or folder is not None) and not (script or translate)
-    library: Library
-    on_miss = None
-    with user_errors():
-        if script or translate:
-            from streamtool.core.net.emitting import ScriptLibrary, TranslateLibrary
-
-            if script:
-                library = ScriptLibrary.from_file(paths[0])
-            else:
-                library = TranslateLibrary.from_paths(paths)
-                if not library.exchanges:
-                    why = "".join(f"; {name}: {reason}" for name, reason in library.skipped[:3])
-                    fail(f"{paths[0]}: no recording holds a request to translate{why}")
-        elif as_tape:
-            try:
-                library = load_tape(
-                    paths[0], match_ignore or (), create=record_missing, fallback=not strict
-                )
-                if record_missing:
-                    assert isinstance(library, TapeLibrary) and upstream
-                    on_miss = MissRecorder(library, upstream, log=None if quiet else _log)
-            except ValueError as exc:
-                fail(str(exc))
-            if not library.recordings and not record_missing:
-                assert isinstance(library, TapeLibrary)
-                why = "".join(f"; {name}: {reason}" for name, reason in library.skipped[:3])
-                fail(f"{paths[0]}: the tape holds no recordings it can serve{why}")
-        else:
-            library = Library.from_paths(paths)
-    if mutate is not None:
-        from streamtool.core.net.mutated_library import mutate_library, parse_mutate
-
-        try:
-            mutated = mutate_library(library, parse_mutate(mutate) or [])
-        except ValueError as exc:
-            fail(str(exc))
-        for name, ids in mutated.items():
-            sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
-
-    try:
-        playback = Playback(
-            speed=parse_speed(speed),
+    _serve(
+        _Options(
+            paths=paths,
+            host=host,
+            port=port,
+            speed=speed,
             rechunk=rechunk,
+            cut_after=cut_after,
             stall=stall,
             stall_after=stall_after,
-            cut_after=cut_after,
             max_gap=max_gap,
+            tape=tape,
+            match_ignore=tuple(match_ignore or ()),
+            record_missing=record_missing,
+            upstream=upstream,
+            translate=translate,
+            quiet=quiet,
+            max_body=max_body,
+            max_connections=max_connections,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            mutate=mutate,
         )
-    except ValueError as exc:
-        fail(str(exc))
-    from streamtool.core.net.bodies import body_timeout as check_body_timeout
-    from streamtool.core.net.guard import ConnectionLimits, connection_limit
-    from streamtool.core.net.guard import header_timeout as check_header_timeout
-    from streamtool.core.net.server import parse_size
+    )
 
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """serve's options, as given."""
+
+    paths: list[Path]
+    host: str
+    port: int
+    speed: str
+    rechunk: int | None
+    cut_after: int | None
+    stall: float
+    stall_after: int | None
+    max_gap: float
+    tape: bool
+    match_ignore: tuple[str, ...]
+    record_missing: bool
+    upstream: str | None
+    translate: bool
+    quiet: bool
+    max_body: str
+    max_connections: int | None
+    header_timeout: float
+    body_timeout: float
+    mutate: str | None
+
+
+def _serve(o: _Options) -> None:
+    """Serve what the options say until interrupted."""
+    # the server stack is imported only by this command: every other command starts fast
+    from streamtool.core.net.listen import run_server
+    from streamtool.core.net.serve_choice import LibraryChoice, ServeRefused, choose_library
+    from streamtool.core.net.service import ServiceConfig, build_service
+
+    if not 0 <= o.port <= 65535:
+        fail(f"--port must be a number from 0 to 65535 (0: any free port), not {o.port}")
+    log = None if o.quiet else _log
+    choice = LibraryChoice(
+        tape=o.tape,
+        match_ignore=o.match_ignore,
+        record_missing=o.record_missing,
+        upstream=o.upstream,
+        translate=o.translate,
+        log=log,
+    )
     try:
-        body_limit = parse_size(max_body)
-        body_time = check_body_timeout(body_timeout)
-        # a request forwarded by --record-missing also holds its upstream connection and a file
-        limits = ConnectionLimits(
-            connection_limit(max_connections, 3 if record_missing else 1),
-            check_header_timeout(header_timeout),
-        )
-    except ValueError as exc:
+        with user_errors():
+            chosen = choose_library(o.paths, choice)
+    except ServeRefused as exc:
         fail(str(exc))
-    sock, origin = listen(host, port)
-    err = sys.stderr
-    if script or translate:
-        _describe_made(library, paths, origin)
-        if mutate is not None:
-            err.write(
-                f"  each stream is made with the quirks of --mutate {mutate} that apply to it\n"
-            )
-    else:
-        n = len(library.recordings)
-        what = f"{n} recording{'s' if n != 1 else ''}"
-        if as_tape:
-            what = f"the tape {paths[0]} ({n} exchange{'s' if n != 1 else ''})"
-            if not strict:
-                what = f"{paths[0]} as a tape ({n} recording{'s' if n != 1 else ''})"
-        err.write(f"streamtool: serving {what} on {origin}\n")
-        for rec in library.recordings:
-            api = api_for_converter(rec.api)
-            where = api.official_path if api is not None else "any endpoint (API unknown)"
-            where = where.replace("{model}", rec.model or "MODEL")
-            flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
-            if rec.status >= 400:
-                flags.append(f"HTTP {rec.status}")
-            extra = f" [{', '.join(flags)}]" if flags else ""
-            err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
-        for name, reason in getattr(library, "skipped", []):
-            err.write(f"  {name}: not served: {reason}\n")
-        if as_tape:
-            err.write("  each request gets the next recorded exchange whose request matches\n")
-            if not strict:
-                err.write("  else the recording for its model (--tape: a 404 instead)\n")
-        if on_miss is not None:
-            err.write(f"  requests the tape does not hold go to {upstream} and are added to it\n")
-        elif n > 1 and not as_tape:
-            err.write(
-                "  pick one per request by model, or with the X-Streamtool-Recording header\n"
-            )
-    err.flush()
-    run_server(
-        create_app(
-            library,
-            playback,
-            None if quiet else _log,
-            on_miss,
+    playback, body_limit, body_time, limits = _settings(o)
+    try:
+        config = ServiceConfig(
+            playback=playback,
+            log=log,
+            on_miss=chosen.on_miss,
+            mutate=_mutation(o.mutate),
             max_body=body_limit,
             body_timeout=body_time,
-        ),
+        )
+        service = build_service(chosen.library, config)
+    except ValueError as exc:
+        fail(str(exc))
+    for name, ids in service.mutated.items():
+        sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
+    sock, origin = listen(o.host, o.port)
+    if chosen.made:
+        _describe_made(chosen.library, o.paths, origin)
+        if o.mutate is not None:
+            sys.stderr.write(
+                f"  each stream is made with the quirks of --mutate {o.mutate} that apply to it\n"
+            )
+    else:
+        _describe(chosen, o, origin)
+    sys.stderr.flush()
+    run_server(
+        service.app,
         sock,
         log_level="warning",  # serve logs its requests itself; uvicorn's INFO lines are noise
         access_log=False,
         limits=limits,
     )
+
+
+def _mutation(value: str | None) -> Any:
+    """What applies ``--mutate``'s quirks to a library (``None``: not given; ``ValueError``: a
+    quirk that is not generatable)."""
+    if value is None:
+        return None
+    from streamtool.core.net.mutated_library import mutate_library, parse_mutate
+
+    return partial(mutate_library, ids=parse_mutate(value) or [])
+
+
+def _settings(o: _Options) -> tuple[Any, int, float, Any]:
+    """The playback, the request body's size and time limits, and the connection limits."""
+    from streamtool.core.exchange.playback import Playback
+    from streamtool.core.net.bodies import body_timeout as check_body_timeout
+    from streamtool.core.net.guard import ConnectionLimits, connection_limit
+    from streamtool.core.net.guard import header_timeout as check_header_timeout
+    from streamtool.core.net.server import parse_size
+    from streamtool.core.speed import parse_speed
+
+    try:
+        playback = Playback(
+            speed=parse_speed(o.speed),
+            rechunk=o.rechunk,
+            stall=o.stall,
+            stall_after=o.stall_after,
+            cut_after=o.cut_after,
+            max_gap=o.max_gap,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        body_limit = parse_size(o.max_body)
+        body_time = check_body_timeout(o.body_timeout)
+        # a request forwarded by --record-missing also holds its upstream connection and a file
+        limits = ConnectionLimits(
+            connection_limit(o.max_connections, 3 if o.record_missing else 1),
+            check_header_timeout(o.header_timeout),
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    return playback, body_limit, body_time, limits
+
+
+def _describe(chosen: Any, o: _Options, origin: str) -> None:
+    """What a tape, a folder or files serve, on stderr."""
+    err = sys.stderr
+    library = chosen.library
+    n = len(library.recordings)
+    what = f"{n} recording{'s' if n != 1 else ''}"
+    if chosen.as_tape:
+        what = f"the tape {o.paths[0]} ({n} exchange{'s' if n != 1 else ''})"
+        if not chosen.strict:
+            what = f"{o.paths[0]} as a tape ({n} recording{'s' if n != 1 else ''})"
+    err.write(f"streamtool: serving {what} on {origin}\n")
+    for rec in library.recordings:
+        api = api_for_converter(rec.api)
+        where = api.official_path if api is not None else "any endpoint (API unknown)"
+        where = where.replace("{model}", rec.model or "MODEL")
+        flags = [f"ends: {rec.ended}, served broken off"] if rec.broken else []
+        if rec.status >= 400:
+            flags.append(f"HTTP {rec.status}")
+        extra = f" [{', '.join(flags)}]" if flags else ""
+        err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
+    for name, reason in getattr(library, "skipped", []):
+        err.write(f"  {name}: not served: {reason}\n")
+    if chosen.as_tape:
+        err.write("  each request gets the next recorded exchange whose request matches\n")
+        if not chosen.strict:
+            err.write("  else the recording for its model (--tape: a 404 instead)\n")
+    if chosen.on_miss is not None:
+        err.write(f"  requests the tape does not hold go to {o.upstream} and are added to it\n")
+    elif n > 1 and not chosen.as_tape:
+        err.write("  pick one per request by model, or with the X-Streamtool-Recording header\n")
 
 
 def _describe_made(library: object, paths: list[Path], origin: str) -> None:
@@ -364,17 +373,6 @@ def _describe_made(library: object, paths: list[Path], origin: str) -> None:
             f"  in the API of its route ({routes})\n"
         )
     err.flush()
-
-
-def _folder_of_tapes(folder: Path, tapes: list[Path]) -> str:
-    """What to say about a folder that holds no recordings of its own, only tapes."""
-    shown = ", ".join(str(t) for t in tapes[:5]) + (", ..." if len(tapes) > 5 else "")
-    n = len(tapes)
-    return (
-        f"{folder}: holds no recordings of its own but {n}{'+' if n >= 50 else ''} "
-        f"tape{'s' if n != 1 else ''} ({shown}); serve one tape at a time: "
-        f"streamtool serve {tapes[0]}"
-    )
 
 
 def _log(line: str) -> None:

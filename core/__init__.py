@@ -48,7 +48,7 @@ _LAZY = {
     "serving": ".net.server",
     "serving_script": ".net.emitting",
     "serving_translated": ".net.emitting",
-    "Playback": ".net.playback",
+    "Playback": ".exchange.playback",
     "make_converter": ".converters",
     "make_handler": ".handlers",
 }
@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from .converters import make_converter
     from .drive.check import check_paths
     from .drive.replay_file import replay_file
+    from .exchange.playback import Playback
     from .handlers import make_handler
     from .model import (
         ChunkResponse,
@@ -102,7 +103,6 @@ if TYPE_CHECKING:
         ToolInvocation,
     )
     from .net.capture import Capture
-    from .net.playback import Playback
     from .net.server import serving
     from .outputs.diff import diff_streams
     from .outputs.transcript import build_transcript

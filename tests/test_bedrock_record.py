@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.capture import Capture
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 

@@ -13,8 +13,8 @@ import openai
 import pytest
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.capture import Capture, http_module, is_stream_request, provider_and_api
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.wire.http_body import StreamEndDetector
 

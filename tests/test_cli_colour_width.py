@@ -17,10 +17,10 @@ import pytest
 
 from streamtool.cli.record import LiveFeed
 from streamtool.cli.tree import TreeSink, make_console
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.http_capture import record_request
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import create_app
 
 from .conftest import RECORDINGS

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.net.playback import Playback
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 from streamtool.core.records import Chunk, End

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.net.playback import Playback, Write, random_cuts, schedule
+from streamtool.core.exchange.playback import Playback, Write, random_cuts, schedule
 from streamtool.core.outputs.conform import ClientRun, Expected, judge, parse_answer, suspects
 
 from .conftest import RECORDINGS

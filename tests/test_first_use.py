@@ -15,8 +15,8 @@ from pathlib import Path
 
 import openai
 
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.outputs.report import build_report
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.net.playback import Playback
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine

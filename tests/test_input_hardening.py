@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.net.playback import Playback
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 from streamtool.core.wire.fastjson import MAX_DEPTH, loads

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import create_app
 from streamtool.core.records import Chunk, End, Header
 from streamtool.core.replay import ReplayEngine

@@ -15,8 +15,8 @@ import openai
 import pytest
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.proxy import (
     ProxyConfig,
     ProxyThread,

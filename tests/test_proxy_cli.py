@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import openai
 
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 
 from .proxy_helpers import Upstream

@@ -9,8 +9,8 @@ import time
 import httpx
 import pytest
 
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.listen import bind
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 
 from .serve_helpers import recording

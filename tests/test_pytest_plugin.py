@@ -276,7 +276,7 @@ def check_tape(tape: Path) -> list[dict]:
 def test_xdist_workers_record_into_one_shared_tape_and_a_failing_test_adds_nothing(
     project: Path,
 ) -> None:
-    from streamtool.core.net.playback import Playback
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.net.server import serving
 
     from .serve_helpers import body_of, recording
@@ -346,7 +346,7 @@ def test_weather_agent(stream_tape, run):
 
 @pytest.mark.parametrize("mode", ["once", "all"])
 def test_exchanges_are_complete_when_the_clients_call_returns(project: Path, mode: str) -> None:
-    from streamtool.core.net.playback import Playback
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.net.server import serving
 
     from .serve_helpers import recording

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.exchange.requests import (
     PRESETS,
     RequestError,
@@ -36,7 +37,6 @@ from streamtool.core.exchange.requests import (
     parse_messages,
     parse_tools,
 )
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 from streamtool.core.wire.http_body import BodyDecoder, provider_error_message

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.capture import Capture
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 

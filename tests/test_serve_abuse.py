@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import create_app, parse_size
 
 from .conftest import RECORDINGS

@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 from streamtool.cli import proxy as proxy_cli
 from streamtool.cli import serve as serve_cli
 from streamtool.cli.main import app
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net import bodies
 from streamtool.core.net import guard as guard_module
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.playback import Playback
 from streamtool.core.net.server import parse_size, serving
 
 from .serve_helpers import body_of, recording, start_listening

@@ -292,9 +292,9 @@ def test_the_served_stream_is_the_emitted_one_paced_as_the_turn_says(tmp_path: P
 
 
 def test_serve_paces_a_turn_at_its_rate(tmp_path: Path) -> None:
+    from streamtool.core.exchange.playback import Playback, Write, schedule
     from streamtool.core.net.emitting import ScriptLibrary
     from streamtool.core.net.library import Incoming
-    from streamtool.core.net.playback import Playback, Write, schedule
 
     script = tmp_path / "s.yaml"
     script.write_text(

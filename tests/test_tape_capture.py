@@ -225,7 +225,7 @@ def test_record_missing_options_are_checked(tmp_path: Path, args: list[str], mes
 def test_a_failed_upstream_answer_is_passed_on_but_not_kept(tmp_path: Path):
     import openai
 
-    from streamtool.core.net.playback import Playback
+    from streamtool.core.exchange.playback import Playback
     from streamtool.core.net.server import serving
 
     from .serve_helpers import recording

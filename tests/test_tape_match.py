@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.net.tape_match import (
+from streamtool.core.exchange.tape_match import (
     DEFAULT_IGNORED,
     Exchange,
     Matcher,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from streamtool.core.net.playback import Playback, Write, schedule
+from streamtool.core.exchange.playback import Playback, Write, schedule
 from streamtool.core.net.tape import serving_tape
 
 from .serve_helpers import STREAMTOOL, recording, start_listening

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.net.playback import Playback
+from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
 from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import (

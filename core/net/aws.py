@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..exchange.requests import PreparedRequest, RequestError
-from ..plugins import api_for_path, served_api
+from ..plugins import api_for_path, api_table, find_api, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values
 from ..records import RecordingError
@@ -30,7 +30,16 @@ from ..wire import fastjson
 from ..wire.eventstream import EventStreamDecoder
 
 INSTALL_HINT = "pip install 'streamtool[bedrock]'"
-_REGION_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$")
+# the AWS services (the first label of their official host, "<service>.<region>.amazonaws.com")
+# of the APIs whose requests are signed with SigV4
+_SERVICES = tuple(
+    dict.fromkeys(
+        (urlsplit(a.base_url).hostname or "").split(".")[0] for a in api_table() if a.sigv4
+    )
+)
+_REGION_HOST = re.compile(
+    rf"^(?:{'|'.join(map(re.escape, _SERVICES))})(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com$"
+)
 
 
 def region_for(url: str, env: Any) -> str:
@@ -56,7 +65,7 @@ def _botocore() -> Any:
 
 
 def sign_sigv4(prepared: PreparedRequest, env: Any, *, required: bool = True) -> PreparedRequest:
-    """``prepared`` with botocore's SigV4 headers for the ``bedrock`` service.
+    """``prepared`` with botocore's SigV4 headers for its API's service (its row's ``sigv4``).
 
     Without credentials: a :class:`RequestError` when ``required``, else the request unsigned (a
     local server asks for none)."""
@@ -74,7 +83,10 @@ def sign_sigv4(prepared: PreparedRequest, env: Any, *, required: bool = True) ->
         method=prepared.method, url=prepared.url, data=prepared.content, headers=prepared.headers
     )
     region = region_for(prepared.url, env)
-    botocore.auth.SigV4Auth(frozen, "bedrock", region).add_auth(request)
+    api = find_api(prepared.api)
+    if api is None or not api.sigv4:
+        raise RequestError(f"{prepared.api}: not an API whose requests are signed with SigV4")
+    botocore.auth.SigV4Auth(frozen, api.sigv4, region).add_auth(request)
     headers = dict(request.headers.items())
     secrets = [*prepared.secrets, frozen.secret_key, frozen.token or ""]
     return replace(prepared, headers=headers, secrets=tuple(s for s in dict.fromkeys(secrets) if s))
@@ -167,8 +179,9 @@ class BotocoreCapture:
 
     def register(self, client: Any) -> Any:
         events = client.meta.events
-        events.register("before-send.bedrock-runtime", self.before_send)
-        events.register("before-parse.bedrock-runtime", self.before_parse)
+        for service in _SERVICES:
+            events.register(f"before-send.{service}", self.before_send)
+            events.register(f"before-parse.{service}", self.before_parse)
         return client
 
     def before_send(self, request: Any, **kwargs: Any) -> None:
@@ -179,7 +192,7 @@ class BotocoreCapture:
         api = served_api(path)
         if api is None and not self.capture.streams_only:
             api = api_for_path(path)
-        if api is None or api.error_style != "bedrock":
+        if api is None or not api.sigv4:
             self._pending.info = None
             return
         body = request.body

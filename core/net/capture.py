@@ -41,7 +41,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..exchange.requests import preset_for
-from ..plugins import api_for_path, official_hosts, served_api
+from ..plugins import WireApi, api_for_path, api_table, official_hosts, served_api
+from ..plugins.table import default_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
 from ..records import RecordingError
@@ -56,7 +57,7 @@ def http_module(name: str | None = None) -> ModuleType:
     """The httpx-style module the SDK clients take (see the module docstring)."""
     if name:
         return importlib.import_module(name)
-    for sdk in ("openai", "anthropic"):
+    for sdk in dict.fromkeys(a.sdk for a in api_table() if a.sdk):
         base = sys.modules.get(f"{sdk}._base_client")
         if base is not None:
             for candidate in ("httpx2", "httpx"):
@@ -97,16 +98,25 @@ def provider_and_api(url: str, headers: dict[str, str]) -> tuple[str, str | None
         if preset is not None:
             provider = preset.name
     if provider is None:
-        lowered = {k.lower(): v for k, v in headers.items()}
-        if "anthropic-version" in lowered:
-            provider = "anthropic"
-        elif found is not None and not found.compatible:
-            provider = found.provider  # an API only its own provider speaks
-        elif lowered.get("user-agent", "").startswith("OpenAI/"):
-            provider = "openai"
-        else:
-            provider = "openai-compatible"
+        provider = _provider_by_client({k.lower(): v for k, v in headers.items()}, found)
     return provider, api
+
+
+def _provider_by_client(lowered: dict[str, str], found: WireApi | None) -> str:
+    """The provider of a request to a host of no known provider: the one whose clients alone
+    send one of its headers, the one of an API only its own provider speaks, the one whose
+    official SDK sent it (its User-Agent), else "compatible" with the default API's."""
+    rows = api_table()
+    by_header = next((a for a in rows if a.provider_header and a.provider_header in lowered), None)
+    if by_header is not None:
+        return by_header.provider
+    if found is not None and not found.compatible:
+        return found.provider
+    agent = lowered.get("user-agent", "")
+    by_sdk = next((a for a in rows if a.sdk_agent and agent.startswith(a.sdk_agent)), None)
+    if by_sdk is not None:
+        return by_sdk.provider
+    return f"{default_api().provider}-compatible"
 
 
 def is_stream_request(url: str, body: Any) -> bool:

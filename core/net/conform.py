@@ -25,15 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from ..drive.replay_file import replay_file
+from ..exchange.playback import Playback
 from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..plugins import served_api
+from ..plugins.table import sdk_apis, sdk_base_urls
 from ..quirks import QuirkInfo, lookup, severity_rank
 from ..records import RecordingError
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
 from .listen import ServerThread
-from .playback import Playback
-from .server import create_app
+from .service import ServiceConfig, build_service
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
@@ -192,13 +193,8 @@ def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
     env.update(
         {
             "STREAMTOOL_BASE_URL": base,
-            "OPENAI_BASE_URL": base + "/v1",
-            "ANTHROPIC_BASE_URL": base,
-            "GOOGLE_GEMINI_BASE_URL": base,
-            "OPENAI_API_KEY": DUMMY_KEY,
-            "ANTHROPIC_API_KEY": DUMMY_KEY,
-            "GEMINI_API_KEY": DUMMY_KEY,
-            "GOOGLE_API_KEY": DUMMY_KEY,
+            **sdk_base_urls(base),
+            **{key: DUMMY_KEY for api in sdk_apis() for key in api.key_env},
             "STREAMTOOL_RECORDING": case.name,
             "STREAMTOOL_CHUNKING": chunking,
         }
@@ -313,7 +309,8 @@ class Runner:
 
     def _run_one(self, case: Case, plan: Chunking) -> Result:
         key = self._key()
-        self._dispatch.add(key, create_app(Library([case.served]), plan.playback))
+        service = build_service(Library([case.served]), ServiceConfig(playback=plan.playback))
+        self._dispatch.add(key, service.app)
         base = f"{self._origin}/run/{key}"
         try:
             run = self._spawn(client_env(base, case, plan.name))

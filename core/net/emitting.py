@@ -31,15 +31,15 @@ from typing import Any
 from ..drive.conversation import APIS, Conversation, as_json, last_input, read_conversation
 from ..drive.script import Script, TurnPicker, load_script
 from ..drive.translate import recording_of, reply_from_file
+from ..exchange.playback import Playback
+from ..exchange.tape_match import Exchange, Matcher, MatchRules
 from ..outputs.emit import Reply, emitter
 from ..plugins import WireApi, api_for_converter, api_table, served_api
 from ..recording.secrets import redact_keys
 from .library import Incoming, Library, NoMatch, Recording, SelectionError, ServingLibrary
 from .listen import LibraryServer
-from .playback import Playback
-from .server import create_app
+from .service import ServiceConfig, build_service
 from .tape import load_exchanges
-from .tape_match import Exchange, Matcher, MatchRules
 
 SUBJECT_WIDTH = 80  # characters of a request's last message shown in a miss
 
@@ -252,12 +252,17 @@ def _serving(
     log: Callable[[str], None] | None,
     port: int,
 ) -> EmittingServer:
+    mutation = None
     if mutate:
+        from functools import partial
+
         from .mutated_library import mutate_library
 
-        mutate_library(library, mutate)
-    playback = Playback(speed=speed, max_gap=max_gap)
-    return EmittingServer(library, create_app(library, playback, log), port=port)
+        mutation = partial(mutate_library, ids=list(mutate))
+    config = ServiceConfig(
+        playback=Playback(speed=speed, max_gap=max_gap), log=log, mutate=mutation
+    )
+    return EmittingServer(library, build_service(library, config).app, port=port)
 
 
 def serving_script(

@@ -6,8 +6,8 @@ Usable from any starlette endpoint (the proxy, ``serve TAPE --record-missing``):
     forwarder = Forwarder(timeout=600)
     async def endpoint(request):
         body = await request.body()
-        recorder = recorder_for(request, body, "0001-....jsonl", provider="openai",
-                                api="chat.completions", url=upstream_url)
+        recorder = recorder_for(request, body, "0001-....jsonl", provider=route.provider,
+                                api=route.api, url=upstream_url)
         return forwarder.forward(request, upstream_url, body=body, recorder=recorder,
                                  on_end=lambda exchange: ...)
 
@@ -34,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     import ssl
 
     import httpx
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 # RFC 9110 section 7.6.1: meaningful for one connection only, never forwarded. ``host`` and
 # ``content-length`` of the request are recomputed by the client for the upstream connection.
@@ -308,7 +311,7 @@ class Forwarder:
         exchange: Exchange | None = None,
         observer: Observer | None = None,
         transform: StreamTransform | None = None,
-        error_style: str = "openai",
+        error_style: str = "",
         on_end: Callable[[Exchange], None] | None = None,
         prepare: Callable[[], Awaitable[Any]] | None = None,
     ) -> Any:
@@ -456,12 +459,11 @@ class _ForwardedResponse:
         self._started = False
 
     # -- recording, never allowed to stop the forwarding ----------------------------------------
-    def _rec(self, method: str, *args: Any) -> Any:
-        rec = self.recorder
-        if rec is None:
-            return None
+    def _safely(self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T | None:
+        """``call`` (a recorder's method): a recording that cannot be written is dropped and
+        the forwarding goes on (a recording's size limit is passed on)."""
         try:
-            return getattr(rec, method)(*args)
+            return call(*args, **kwargs)
         except RecordingLimit:
             raise
         except Exception as exc:  # a recording that cannot be written: keep forwarding
@@ -485,9 +487,9 @@ class _ForwardedResponse:
         if exc is not None:
             reason, error = classify(exc, ex.bytes)
             if self.recorder is not None:
-                reason, error = self._rec("fail", exc) or (reason, error)
+                reason, error = self._safely(self.recorder.fail, exc) or (reason, error)
         elif self.recorder is not None:
-            self._rec("close", reason, error)
+            self._safely(self.recorder.close, reason, error)
             if self.recorder is not None:
                 reason = self.recorder.reason
                 error = self.recorder.error
@@ -608,10 +610,12 @@ class _ForwardedResponse:
         ex.status = response.status_code
         raw_headers = response.headers.raw
         text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
-        if len(self.body) >= OFF_LOOP:  # the header record holds the request: scrub it aside
-            await asyncio.to_thread(self._rec, "start", response.status_code, text_headers)
-        else:
-            self._rec("start", response.status_code, text_headers)
+        rec = self.recorder
+        if rec is not None and len(self.body) >= OFF_LOOP:
+            # the header record holds the request: scrub it aside
+            await asyncio.to_thread(self._safely, rec.start, response.status_code, text_headers)
+        elif rec is not None:
+            self._safely(rec.start, response.status_code, text_headers)
         self._notify("head")
         transform = self.transform
         content_type = response.headers.get("content-type", "")
@@ -639,7 +643,8 @@ class _ForwardedResponse:
                 # leaves the client holding bytes the recording lacks
                 ex.chunks += 1
                 ex.bytes += len(data)
-                chunk = self._rec("feed", data)
+                rec = self.recorder
+                chunk = self._safely(rec.feed, data) if rec is not None else None
                 out = transform.feed(data) if transform is not None else data
                 if out:
                     await send({"type": "http.response.body", "body": out, "more_body": True})

@@ -265,7 +265,7 @@ class Incoming:
     model: str | None
     name: str | None  # the X-Streamtool-Recording header
     body: Any  # parsed JSON, or None for an empty body
-    gemini_model: str | None = None  # the model named in a Gemini path
+    path_model: str | None = None  # the model named in the path (an API that names it there)
 
 
 class Library:

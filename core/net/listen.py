@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded
@@ -114,19 +115,38 @@ def run_server(
     server.run(sockets=[sock])
 
 
+def _quiet_config(app: Any) -> Any:
+    return _config(app, "warning", False)
+
+
 class ServerThread:
     """A server on 127.0.0.1 in a background thread, for tests: ``with ServerThread(app) as s``.
 
-    ``s.url`` is the origin (``http://127.0.0.1:PORT``); stopped on exit.
+    ``s.url`` is the origin (``http://127.0.0.1:PORT``); stopped on exit. ``settings(app)``
+    makes its uvicorn settings (by default: the connection guard, warnings only); ``name`` says
+    what did not start, ``stop_timeout`` how long it may take to stop.
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        settings: Callable[[Any], Any] = _quiet_config,
+        name: str = "the test server",
+        stop_timeout: float = 10,
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.url = ""
+        self.settings = settings
+        self.name = name
+        self.stop_timeout = stop_timeout
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
 
     def __enter__(self) -> Self:
         import time
@@ -136,7 +156,7 @@ class ServerThread:
         sock = bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.url = f"http://{self.host}:{self.port}"
-        self._server = uvicorn.Server(_config(self.app, "warning", False))
+        self._server = uvicorn.Server(self.settings(self.app))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
         )
@@ -144,7 +164,7 @@ class ServerThread:
         deadline = time.monotonic() + 10
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test server did not start")
+                raise RuntimeError(f"{self.name} did not start")
             time.sleep(0.005)
         self._sock = sock
         return self
@@ -153,12 +173,13 @@ class ServerThread:
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()
+            self._thread.join(timeout=self.stop_timeout)
+        if self._sock is not None:
+            self._sock.close()
         if self._thread is not None and self._thread.is_alive() and exc[0] is None:
             # an app that never lets its loop run (a stream writing to a client that has
             # gone, without awaiting anything) holds the thread, and the interpreter's lock
-            raise RuntimeError("the server thread did not stop within 10 s")
+            raise RuntimeError(f"{self.name} did not stop within {self.stop_timeout:g} s")
 
 
 class _Serves(Protocol):

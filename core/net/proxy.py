@@ -14,7 +14,6 @@ import asyncio
 import logging
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from ..exchange.hostcheck import host_refusal, is_loopback, refuse
 from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
+from ..plugins.table import default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
@@ -39,7 +40,7 @@ from .forward import (
     request_body,
     request_secrets,
 )
-from .hostcheck import host_refusal, is_loopback, refuse
+from .listen import ServerThread, quiet_cut_logging
 
 if TYPE_CHECKING:
     import ssl
@@ -49,6 +50,7 @@ DEFAULT_OUT = "streamtool-captures"
 OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
 PROVIDER_NAMES = frozenset(OFFICIAL)
 _STYLES = {a.provider: a.error_style for a in api_table()}
+_DEFAULT = default_api()
 _log = logging.getLogger("uvicorn.error")
 
 
@@ -56,14 +58,24 @@ _log = logging.getLogger("uvicorn.error")
 class Route:
     """Where a request goes and what it is."""
 
-    provider: str  # openai | anthropic | gemini | openrouter
-    api: str | None  # chat.completions | responses | messages | gemini; None: not generating
+    provider: str  # a provider of the API table, or openrouter
+    api: str | None  # the API's name (chat.completions, messages...); None: not generating
     model: str | None = None
-    style: str = "openai"  # the error body shape its SDK reads
+    style: str = _DEFAULT.error_style  # the error body shape its SDK reads
 
     @property
     def generating(self) -> bool:
         return self.api is not None
+
+
+def _provider_of(low: str, headers: Mapping[str, str]) -> str:
+    """The provider a request is for: the one whose paths it takes (``low``: lower case), else
+    the one whose clients alone send one of its headers, else the default API's."""
+    rows = api_table()
+    found = next((a for a in rows if a.claims_path(low)), None)
+    if found is None:
+        found = next((a for a in rows if a.provider_header and a.provider_header in headers), None)
+    return (found or _DEFAULT).provider
 
 
 def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Route:
@@ -71,22 +83,18 @@ def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Rout
     low = path.lower()
     if low.startswith("/api/v1/"):
         provider = "openrouter"
-    elif low.startswith(("/v1beta/", "/v1alpha/")) or "generatecontent" in low:
-        provider = "gemini"
-    elif low.startswith("/v1/messages") or "anthropic-version" in headers:
-        provider = "anthropic"
     else:
-        provider = "openai"
+        provider = _provider_of(low, headers)
     # the provider's own error shape (its wire APIs'), but an API that many providers speak
     # answers in its own shape whoever serves it
-    style = _STYLES.get(provider, "openai")
+    style = _STYLES.get(provider, _DEFAULT.error_style)
     wire = api_for_path(path) if method.upper() == "POST" else None
     if wire is None:
         model = body.get("model") if isinstance(body, dict) else None
         return Route(provider, None, model if isinstance(model, str) and model else None, style)
     if wire.compatible:
         style = wire.error_style
-    elif provider == "openai":  # an API only its own provider speaks (Bedrock, Cohere)
+    elif provider == _DEFAULT.provider:  # an API only its own provider speaks (Bedrock, Cohere)
         provider, style = wire.provider, wire.error_style
     return Route(provider, wire.name, wire.model_of(unquote(path), body), style)
 
@@ -284,8 +292,8 @@ class ProxyApp:
 
     async def _checked(self, scope: Any, send: Any) -> Any:
         """``scope`` with its target as a plain path, or ``None`` once the request is refused:
-        421 for a ``Host`` that is not loopback (:mod:`.hostcheck`), 400 for a target that is
-        not a path (:func:`target_path`)."""
+        421 for a ``Host`` that is not loopback (:mod:`..exchange.hostcheck`), 400 for a target
+        that is not a path (:func:`target_path`)."""
         why = host_refusal(scope)
         status = 421
         raw = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
@@ -421,7 +429,6 @@ def uvicorn_config(
     import uvicorn
 
     from .guard import ConnectionLimits, connection_limit, guarded
-    from .listen import quiet_cut_logging
 
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
@@ -447,45 +454,13 @@ def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning", limits: A
     asyncio.run(server.serve(sockets=[sock]))
 
 
-class ProxyThread:
+class ProxyThread(ServerThread):
     """The proxy on 127.0.0.1 in a background thread: ``with ProxyThread(config) as p``.
 
     ``p.url`` is its origin; stopped (and every recording finished) on exit.
     """
 
     def __init__(self, config: ProxyConfig, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.app = ProxyApp(config)
-        self.host = host
-        self.port = port
-        self.url = ""
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._sock: Any = None
-
-    def __enter__(self) -> ProxyThread:
-        import uvicorn
-
-        from .listen import bind
-
-        self._sock = bind(self.host, self.port)
-        self.port = self._sock.getsockname()[1]
-        self.url = f"http://{self.host}:{self.port}"
-        self._server = uvicorn.Server(uvicorn_config(self.app))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        super().__init__(
+            ProxyApp(config), host, port, settings=uvicorn_config, name="the proxy", stop_timeout=15
         )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the proxy did not start")
-            time.sleep(0.005)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=15)
-        if self._sock is not None:
-            self._sock.close()

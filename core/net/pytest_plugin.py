@@ -42,6 +42,7 @@ import re
 import tempfile
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,6 @@ import pytest
 
 MODES = ("none", "once", "new", "all")
 DUMMY_KEY = "streamtool-tape"  # the API key SDKs get when replaying: the local server needs none
-KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 _CALL_REPORT = pytest.StashKey[Any]()
 _TAPE = pytest.StashKey["StreamTape"]()
 _RUN = pytest.StashKey[str]()
@@ -164,7 +164,7 @@ class StreamTape:
         self.mutated: dict[
             str, list[str]
         ] = {}  # recording -> quirks applied (--stream-tape-mutate)
-        self._library: Any = None
+        self.library: Any = None  # what serves the tape (its served and recorded exchanges)
         self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 
     @property
@@ -183,16 +183,16 @@ class StreamTape:
     def exchanges(self) -> list[str]:
         """The recordings served so far (replayed or recorded), in order: complete as soon as
         the client's call has returned."""
-        if self._library is None:
+        if self.library is None:
             return []
-        return [self._renamed.get(n, n) for n in self._library.served]
+        return [self._renamed.get(n, n) for n in self.library.served]
 
     @property
     def recorded(self) -> list[str]:
         """The recordings this test added to its tape, in order."""
-        if self._library is None:
+        if self.library is None:
             return []
-        return [self._renamed.get(n, n) for n in self._library.recorded]
+        return [self._renamed.get(n, n) for n in self.library.recorded]
 
     def __repr__(self) -> str:
         how = "recording" if self.recording else "replaying"
@@ -261,13 +261,10 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
+    from ..plugins.table import default_api
     from ..recording.tape_index import highest_seq
     from ..records import RecordingError
-    from ..speed import parse_speed
-    from .library import NoMatch
-    from .playback import Playback
     from .proxy import OFFICIAL, Upstreams
-    from .server import create_app
     from .tape import MissRecorder, TapeLibrary, discard_staging, load_tape, merge_into
 
     config = request.config
@@ -290,15 +287,6 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     server, switch = request.getfixturevalue("_stream_tape_server")
     tape = StreamTape(folder, mode, record, server.url)
 
-    class _Noting(TapeLibrary):
-        def choose(self, incoming: Any) -> Any:
-            try:
-                return super().choose(incoming)
-            except NoMatch as exc:
-                if not record:
-                    tape.misses.append(exc.message)
-                raise
-
     # served: the tape, except in mode all (everything recorded again) and for a new tape
     try:
         loaded = load_tape(folder) if exists and mode != "all" else None
@@ -312,31 +300,21 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
             staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.recording-", dir=folder.parent))
         except OSError as exc:
             pytest.fail(f"stream_tape: cannot record next to {folder}: {exc}", pytrace=False)
-    library = _Noting(
+    library = TapeLibrary(
         loaded.recordings if loaded is not None else [],
         staging or folder,
         loaded.rules if loaded is not None else None,
     )
-    mutate = config.getoption("--stream-tape-mutate")
-    if mutate is not None:
-        from .mutated_library import mutate_library, parse_mutate
-
-        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape._library = library
     on_miss = None
     if record:
         upstream = config.getoption("--stream-tape-upstream")
         # numbered after the tape's exchanges: the names usually stay the same once merged
         after = highest_seq(folder) if exists else 0
-        on_miss = MissRecorder(library, upstream or OFFICIAL["openai"], after=after)
+        on_miss = MissRecorder(library, upstream or OFFICIAL[default_api().provider], after=after)
         if not upstream:
             on_miss.upstreams = Upstreams()  # each API's own host
 
-    playback = Playback(
-        speed=parse_speed(config.getoption("--stream-tape-speed")),
-        rechunk_seed=config.getoption("--stream-tape-rechunk"),
-    )
-    switch.app = create_app(library, playback, None, on_miss)
+    switch.app = _service(config, tape, library, on_miss).app
     request.node.stash[_TAPE] = tape
     saved = _environment(server.url, dummy_keys=not record)
     try:
@@ -376,40 +354,17 @@ def _serve_script(
 ) -> Iterator[StreamTape]:
     """The stream_tape fixture for a script of turns: served as it is, nothing recorded."""
     from ..drive.script import ScriptError, load_script
-    from ..speed import parse_speed
     from .emitting import ScriptLibrary
-    from .library import NoMatch
-    from .playback import Playback
-    from .server import create_app
 
     config = request.config
     if not path.is_file():
         pytest.fail(f"stream_tape: no script at {path}", pytrace=False)
     tape = StreamTape(path, mode, False, server.url)
-
-    class _Noting(ScriptLibrary):
-        def choose(self, incoming: Any) -> Any:
-            try:
-                return super().choose(incoming)
-            except NoMatch as exc:
-                tape.misses.append(exc.message)
-                raise
-
     try:
-        library = _Noting(load_script(path))
+        library = ScriptLibrary(load_script(path))
     except ScriptError as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
-    mutate = config.getoption("--stream-tape-mutate")
-    if mutate is not None:
-        from .mutated_library import mutate_library, parse_mutate
-
-        tape.mutated = mutate_library(library, parse_mutate(mutate) or [])
-    tape._library = library
-    playback = Playback(
-        speed=parse_speed(config.getoption("--stream-tape-speed")),
-        rechunk_seed=config.getoption("--stream-tape-rechunk"),
-    )
-    switch.app = create_app(library, playback, None, None)
+    switch.app = _service(config, tape, library, None).app
     request.node.stash[_TAPE] = tape
     saved = _environment(server.url, dummy_keys=True)
     try:
@@ -419,16 +374,49 @@ def _serve_script(
         switch.app = None
 
 
+def _service(config: pytest.Config, tape: StreamTape, library: Any, on_miss: Any) -> Any:
+    """The service answering a test's requests from ``library``: its pacing and the quirks of
+    ``--stream-tape-mutate`` from the options, and what nothing matched noted in
+    ``tape.misses`` (a recording test records it instead)."""
+    from ..exchange.playback import Playback
+    from ..speed import parse_speed
+    from .service import ServiceConfig, build_service
+
+    playback = Playback(
+        speed=parse_speed(config.getoption("--stream-tape-speed")),
+        rechunk_seed=config.getoption("--stream-tape-rechunk"),
+    )
+    settings = ServiceConfig(
+        playback=playback,
+        on_miss=on_miss,
+        on_no_match=tape.misses.append,
+        mutate=_mutation(config.getoption("--stream-tape-mutate")),
+    )
+    service = build_service(library, settings)
+    tape.mutated = service.mutated
+    tape.library = library
+    return service
+
+
+def _mutation(value: str | None) -> Any:
+    """What applies ``--stream-tape-mutate``'s quirks to a library (``None``: not given)."""
+    if value is None:
+        return None
+    from .mutated_library import mutate_library, parse_mutate
+
+    return partial(mutate_library, ids=parse_mutate(value) or [])
+
+
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:
     """Point the SDKs at ``base_url``; returns what to restore."""
     saved: dict[str, str | None] = {}
-    values = {
-        "OPENAI_BASE_URL": base_url + "/v1",
-        "ANTHROPIC_BASE_URL": base_url,
-        "GOOGLE_GEMINI_BASE_URL": base_url,
-    }
+    from ..plugins.table import sdk_apis, sdk_base_urls
+
+    values = sdk_base_urls(base_url)
     if dummy_keys:
-        values.update({k: DUMMY_KEY for k in KEY_VARS if not os.environ.get(k)})
+        # each SDK's first key variable (a second one would be a second key to some SDKs)
+        keys = dict.fromkeys(a.key_env[0] for a in sdk_apis() if a.key_env)
+        values.update({k: DUMMY_KEY for k in keys if not os.environ.get(k)})
     for key, value in values.items():
         saved[key] = os.environ.get(key)
         os.environ[key] = value

@@ -1,10 +1,10 @@
 """``streamtool serve``: recordings played back over real HTTP (the edge; starlette + uvicorn).
 
 The library of recordings and the choice of which one answers a request are plain Python
-(:mod:`.library`); the write schedule comes from :mod:`.playback`, the endpoints from the table
-of wire APIs (:mod:`streamtool.core.apis`). This module adds the ASGI app that sends the recorded
-bytes, one recorded read per write; :mod:`.listen` runs it. starlette, anyio and uvicorn are
-imported only inside the functions that need them.
+(:mod:`.library`); the write schedule comes from :mod:`..exchange.playback`, the endpoints from the
+table of wire APIs (:mod:`streamtool.core.apis`). This module adds the ASGI app that sends the
+recorded bytes, one recorded read per write; :mod:`.listen` runs it. starlette, anyio and uvicorn
+are imported only inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -15,24 +15,26 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
+from ..exchange.hostcheck import loopback_only
+from ..exchange.playback import Cut, Playback, schedule
 from ..plugins import api_table, error_body, served_api
+from ..plugins.table import default_api
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
-from .hostcheck import loopback_only
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
 from .listen import CutConnection, ServerThread
-from .playback import Cut, Playback, schedule
 
 RECORDING_HEADER = "x-streamtool-recording"
+# every method a request may come with: serve answers each (a 404 for all but POST)
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def style_for(path: str) -> str:
-    """The error style of a path, also for paths no recording answers."""
-    if "/messages" in path:
-        return "anthropic"
-    if ":" in path.rsplit("/", 1)[-1] or "/models/" in path:
-        return "gemini"
-    return "openai"
+    """The error style of a path, also for paths no recording answers: the first API's that
+    takes the path's errors (:attr:`~streamtool.core.plugins.WireApi.error_path`), else the
+    default API's."""
+    found = next((a for a in api_table() if a.errs_on(path)), None)
+    return (found or default_api()).error_style
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
@@ -64,15 +66,17 @@ def create_app(
     on_miss: Callable[[Any, bytes, Incoming, str], Any] | None = None,
     max_body: int = MAX_BODY,
     body_timeout: float = BODY_TIMEOUT,
+    on_no_match: Callable[[str], None] | None = None,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
     ``log`` gets one line per request: the recording served, or the error status and why.
     ``on_miss(request, raw_body, incoming, error_style)`` answers a request nothing matched
-    (:class:`NoMatch`) instead of the 404: record on miss. A request body larger than
-    ``max_body`` bytes is answered 413 without being read whole, one that has not arrived
-    ``body_timeout`` seconds after its head 408 (:mod:`.bodies`). A request that reached a
-    loopback address under a ``Host`` that is not loopback is 421 (:mod:`.hostcheck`).
+    (:class:`NoMatch`) instead of the 404: record on miss; else ``on_no_match`` is told the
+    404's message. A request body larger than ``max_body`` bytes is answered 413 without being
+    read whole, one that has not arrived ``body_timeout`` seconds after its head 408
+    (:mod:`.bodies`). A request that reached a
+    loopback address under a ``Host`` that is not loopback is 421 (:mod:`..exchange.hostcheck`).
     """
     import anyio
     from starlette.applications import Starlette
@@ -167,8 +171,8 @@ def create_app(
             body: Any = await off_loop(len(raw), _parse, raw)
         except (ValueError, UnicodeDecodeError):
             return error(request, style, 400, "the request body is not JSON")
-        gemini_model = api.path_model(unquote(path))
-        model = gemini_model or (body.get(api.model_field) if isinstance(body, dict) else None)
+        path_model = api.path_model(unquote(path))
+        model = path_model or (body.get(api.model_field) if isinstance(body, dict) else None)
         incoming = Incoming(
             path=path,
             endpoint=api.route,
@@ -176,12 +180,14 @@ def create_app(
             model=model if isinstance(model, str) else None,
             name=request.headers.get(RECORDING_HEADER),
             body=body,
-            gemini_model=gemini_model,
+            path_model=path_model,
         )
         try:
             rec = library.choose(incoming)
         except NoMatch as exc:
             if on_miss is None:
+                if on_no_match is not None:
+                    on_no_match(exc.message)
                 return error(request, style, exc.status, exc.message)
             # recording a large request (parsing, scrubbing) is done off the event loop
             return await off_loop(len(raw), on_miss, request, raw, incoming, style)
@@ -201,8 +207,7 @@ def create_app(
     async def index(request: Request) -> Response:
         return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=methods)]
+    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=_METHODS)]
     return loopback_only(Starlette(routes=routes), log)
 
 

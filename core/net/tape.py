@@ -4,7 +4,7 @@
 request gets, in this order:
 
 1. the recording named by the ``X-Streamtool-Recording`` header, when the tape holds it;
-2. the next recorded exchange whose request matches (:mod:`.tape_match`);
+2. the next recorded exchange whose request matches (:mod:`..exchange.tape_match`);
 3. among recordings that hold no request body (raw ``.sse`` files), the old rules: the one
    for the request's model, else the only one for the endpoint; a plain folder of recordings
    (no index, not asked to be strict) uses the old rules among all its recordings;
@@ -33,6 +33,8 @@ from typing import Any
 from ..drive.conversation import APIS as conversation_apis
 from ..drive.conversation import last_input, read_conversation
 from ..drive.script import TurnPicker
+from ..exchange.playback import Playback
+from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
 from ..plugins import served_api
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
@@ -58,20 +60,18 @@ from .library import (
     load_recording,
 )
 from .listen import LibraryServer
-from .playback import Playback
-from .server import create_app
-from .tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
+from .service import ServiceConfig, build_service
 
 _log = logging.getLogger("streamtool.serve")
 
 
 def _exchange(rec: Recording) -> Exchange:
     api = served_api(rec.endpoint) if rec.endpoint is not None else None
-    gemini_model = rec.model if api is not None and api.model_in_path else None
+    path_model = rec.model if api is not None and api.model_in_path else None
     body = rec.request_body
     return Exchange(
         name=rec.name,
-        endpoint=endpoint_key(rec.endpoint or "?", gemini_model),
+        endpoint=endpoint_key(rec.endpoint or "?", path_model),
         # a turn of a script (tape build) holds no request to compare: its match answers
         body=body if rec.endpoint is not None and rec.turn is None else None,
     )
@@ -151,7 +151,7 @@ class TapeLibrary(ServingLibrary):
             self.matcher.add(ex)
 
     def request_key(self, request: Incoming) -> str:
-        return endpoint_key(request.endpoint, request.gemini_model)
+        return endpoint_key(request.endpoint, request.path_model)
 
     def _choose(self, request: Incoming) -> Recording:
         if request.name:
@@ -494,4 +494,5 @@ def serving_tape(
     library = load_tape(folder, match_ignore, create=record_missing)
     playback = Playback(speed=speed, rechunk=rechunk, max_gap=max_gap)
     on_miss = MissRecorder(library, upstream, log=log) if record_missing and upstream else None
-    return TapeServer(library, create_app(library, playback, log, on_miss), port=port)
+    config = ServiceConfig(playback=playback, log=log, on_miss=on_miss)
+    return TapeServer(library, build_service(library, config).app, port=port)

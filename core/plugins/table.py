@@ -185,35 +185,47 @@ def official_origins() -> dict[str, str]:
     return origins
 
 
+def sdk_apis() -> tuple[WireApi, ...]:
+    """The APIs whose official SDK reads its base URL from the environment."""
+    return tuple(a for a in api_table() if a.base_url_env)
+
+
+def sdk_base_urls(origin: str) -> dict[str, str]:
+    """Each official SDK's base URL variable, pointed at ``origin`` (with the path the official
+    base URL has: ``OPENAI_BASE_URL`` -> ``origin + "/v1"``)."""
+    urls: dict[str, str] = {}
+    for api in sdk_apis():
+        urls.setdefault(api.base_url_env, origin + urlsplit(api.base_url).path)
+    return urls
+
+
+def default_api() -> WireApi:
+    """The API a request of no known shape is taken for (the row marked ``default``; else the
+    table's first): its provider and its error style answer for it."""
+    rows = api_table()
+    return next((a for a in rows if a.default), rows[0])
+
+
+@functools.cache
+def error_api(style: str) -> WireApi:
+    """The API that shapes the error bodies of a style: the first of that ``error_style`` whose
+    package has an ``errors`` part; the default API's for a style none shapes."""
+    for api in api_table():
+        if api.error_style == style and part(api, "errors") is not None:
+            return api
+    return default_api()
+
+
+def error_shape(api: WireApi, status: int, message: str) -> dict[str, Any]:
+    """An error as ``api`` answers it (its package's ``errors`` part, or the one of the API
+    defining its ``error_style``)."""
+    errors = part(api, "errors") or part(error_api(api.error_style), "errors")
+    if errors is None:
+        raise ApiError(f"API {api.id!r}: no errors part shapes its error bodies")
+    shape: dict[str, Any] = errors.error_shape(status, message)
+    return shape
+
+
 def error_body(style: str, status: int, message: str) -> bytes:
     """An error in the shape an API's SDK reads its message from (a row's ``error_style``)."""
-    kinds = {
-        400: "invalid_request_error",
-        404: "not_found_error",
-        405: "invalid_request_error",
-        409: "conflict_error",
-    }
-    kind = kinds.get(status, "api_error")
-    obj: dict[str, Any]
-    if style == "anthropic":
-        obj = {"type": "error", "error": {"type": kind, "message": message}}
-    elif style == "bedrock":
-        # botocore reads the error code from "__type" when no x-amzn-ErrorType header is sent
-        types = {
-            400: "ValidationException",
-            404: "ResourceNotFoundException",
-            405: "ValidationException",
-            409: "ConflictException",
-            413: "ValidationException",
-            429: "ThrottlingException",
-        }
-        obj = {"__type": types.get(status, "InternalServerException"), "message": message}
-    elif style == "cohere":
-        obj = {"message": message}
-    elif style == "gemini":
-        statuses = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "NOT_FOUND", 409: "ABORTED"}
-        obj = {"error": {"code": status, "message": message, "status": statuses.get(status)}}
-    else:
-        code = {404: "not_found"}.get(status)
-        obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return json.dumps(obj).encode("utf-8")
+    return json.dumps(error_shape(error_api(style), status, message)).encode("utf-8")

@@ -46,6 +46,22 @@ class WireApi(NamedTuple):
     arguments_as_text: bool = False
     # its stream may come framed as one JSON array: a replay notes it (a wire quirk)
     json_array_quirk: bool = False
+    # a request of no known shape is taken for this API: its provider, its error style (one row)
+    default: bool = False
+    # a pattern a request path (lower case) matches when it is for this API's provider, on any
+    # of its endpoints (the proxy routes it there)
+    provider_path: str | None = None
+    provider_header: str = ""  # a request header only its provider's clients send (lower case)
+    # a pattern a request path matches when its error answer takes this API's shape though no
+    # endpoint answers it (serve's 404)
+    error_path: str | None = None
+    sdk: str = ""  # its official Python SDK's module, when that takes an httpx-style client
+    base_url_env: str = ""  # the environment variable its official SDK reads its base URL from
+    # request headers its official SDK sends that say how to read the request (a replay of the
+    # request sends them again)
+    sdk_headers: tuple[str, ...] = ()
+    sdk_agent: str = ""  # how its official SDK's User-Agent starts ("OpenAI/")
+    sigv4: str = ""  # the AWS service its requests are signed for (SigV4), when they are
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
@@ -66,6 +82,14 @@ class WireApi(NamedTuple):
         return tuple(
             dict.fromkeys(n.lower() for n in (self.id, self.name, self.label, *self.aliases))
         )
+
+    def claims_path(self, path: str) -> bool:
+        """A (lower case) request path is for this API's provider (:attr:`provider_path`)."""
+        return self.provider_path is not None and bool(_pattern(self.provider_path).search(path))
+
+    def errs_on(self, path: str) -> bool:
+        """A request path no endpoint answers takes this API's error shape (:attr:`error_path`)."""
+        return self.error_path is not None and bool(_pattern(self.error_path).search(path))
 
     def path_model(self, path: str) -> str | None:
         """The model a (percent-decoded) request path names, when this API names it there."""

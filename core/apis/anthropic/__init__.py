@@ -18,4 +18,10 @@ API = WireApi(
     path="/v1/messages",
     key_env=("ANTHROPIC_API_KEY",),
     hosted_routes=("/anthropic/*:streamRawPredict",),  # Claude on Vertex AI
+    provider_path=r"^/v1/messages",
+    provider_header="anthropic-version",
+    error_path=r"/messages",
+    sdk="anthropic",
+    base_url_env="ANTHROPIC_BASE_URL",
+    sdk_headers=("anthropic-version",),
 )

@@ -22,4 +22,5 @@ API = WireApi(
     stream_in_path=True,
     provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
     aliases=("bedrock", "converse", "conversestream"),
+    sigv4="bedrock",
 )

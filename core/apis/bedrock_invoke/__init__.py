@@ -21,4 +21,5 @@ API = WireApi(
     stream_in_path=True,
     provider_aliases=("aws", "amazon-bedrock", "aws-bedrock", "amazon"),
     aliases=("invokemodelwithresponsestream", "bedrock-invoke-model"),
+    sigv4="bedrock",
 )

@@ -23,4 +23,7 @@ API = WireApi(
     provider_aliases=("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
     aliases=("generatecontent",),
     json_array_quirk=True,
+    provider_path=r"^/v1(?:beta|alpha)/|generatecontent",
+    error_path=r":[^/]*$|/models/",  # a method (":streamGenerateContent"), or a model
+    base_url_env="GOOGLE_GEMINI_BASE_URL",
 )

@@ -18,4 +18,5 @@ API = WireApi(
     path="/v1beta/interactions",
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     aliases=("gemini-interactions-api", "interactions-api"),
+    base_url_env="GOOGLE_GEMINI_BASE_URL",
 )

@@ -20,6 +20,11 @@ API = WireApi(
     compatible=True,
     arguments_as_text=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
+    default=True,  # an unknown request is an OpenAI-compatible one
+    sdk="openai",
+    sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
 )
 # older names of its encoder (``--emit openai-sse``): not names of the API
 ENCODER_ALIASES = ("openai-sse",)

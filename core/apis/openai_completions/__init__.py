@@ -19,5 +19,9 @@ API = WireApi(
     path="/completions",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
     aliases=("legacy-completions", "text_completion"),
 )

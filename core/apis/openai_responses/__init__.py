@@ -19,4 +19,8 @@ API = WireApi(
     key_env=("OPENAI_API_KEY",),
     compatible=True,
     arguments_as_text=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
 )

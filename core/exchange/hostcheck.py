@@ -59,8 +59,9 @@ def host_refusal(scope: Any) -> str | None:
     return None
 
 
-async def refuse(send: Any, status: int, message: str, style: str = "openai") -> None:
-    """Answer a request with an error in ``style``'s shape, closing the connection."""
+async def refuse(send: Any, status: int, message: str, style: str = "") -> None:
+    """Answer a request with an error in ``style``'s shape (the default API's: ``""``),
+    closing the connection."""
     await send(
         {
             "type": "http.response.start",
