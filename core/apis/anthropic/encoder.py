@@ -20,6 +20,7 @@ from typing import Any
 from ...outputs.emit.base import Emitted, Out, error_kind, error_response, named_event
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
+from .errors import error_shape
 
 INHERENT_QUIRKS: set[str] = set()
 TOKENS_PER_DELTA = 3
@@ -30,19 +31,6 @@ STOP_REASONS = {
     "refusal": "refusal",
     "content_filter": "refusal",
 }
-ERROR_TYPES = {  # an HTTP error's type by status (the one Anthropic's API sends)
-    400: "invalid_request_error",
-    401: "authentication_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
-def error_object(status: int, message: str) -> dict[str, Any]:
-    """An HTTP error's body, as Anthropic's API sends it."""
-    kind = ERROR_TYPES.get(status, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def tool_use_id(reply: Reply, part_id: str | None, n: int) -> str:
@@ -53,7 +41,7 @@ def tool_use_id(reply: Reply, part_id: str | None, n: int) -> str:
 
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, error_object(reply.status, reply.error_message()))
+        return error_response(reply, error_shape(reply.status, reply.error_message()))
     out = Out(reply)
     usage = reply.usage or {}
     start_usage: dict[str, Any] = {

@@ -19,6 +19,7 @@ from typing import Any
 from ...outputs.emit.base import Emitted, Out, data_event, error_response
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
+from .errors import error_shape
 
 INHERENT_QUIRKS = {"finish_stop_with_tools"}  # only when the reply has tool calls
 TOKENS_PER_CHUNK = 24
@@ -32,13 +33,6 @@ FINISH_REASONS = {
     "content_filter": "SAFETY",
 }
 _CODES = {"INTERNAL": 500, "UNAVAILABLE": 503, "RESOURCE_EXHAUSTED": 429}  # in-band errors
-ERROR_STATUSES = {  # an HTTP error's status name by status code (the one Gemini's API sends)
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    503: "UNAVAILABLE",
-}
 
 
 def usage_metadata(usage: dict[str, int] | None) -> dict[str, Any] | None:
@@ -59,15 +53,9 @@ def usage_metadata(usage: dict[str, int] | None) -> dict[str, Any] | None:
     return out
 
 
-def error_object(status: int, message: str) -> dict[str, Any]:
-    """An HTTP error's body, as Gemini's API sends it."""
-    name = ERROR_STATUSES.get(status, "INTERNAL")
-    return {"error": {"code": status, "message": message, "status": name}}
-
-
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, error_object(reply.status, reply.error_message()))
+        return error_response(reply, error_shape(reply.status, reply.error_message()))
     out = Out(reply)
     response_id = reply.ident("", "gemini", 22)
     usage = usage_metadata(reply.usage)

@@ -39,12 +39,12 @@ from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, T
 from ...outputs.emit.base import Emitted, Out, data_event, error_response
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
+from .errors import error_shape
 
 INHERENT_QUIRKS = {"reasoning_field_reasoning_content"}  # only when the reply has reasoning
 DONE = "data: [DONE]\n\n"
 _FIELDS = {TEXT: "content", REFUSAL: "refusal", REASONING: "reasoning_content"}
 # an HTTP error's type by status (the one OpenAI's API sends)
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 
 
 class Chunks:
@@ -103,12 +103,6 @@ def error_event(body: dict[str, Any]) -> str:
     return data_event({"error": body})
 
 
-def error_object(status: int, message: str) -> dict[str, Any]:
-    """An HTTP error's body, as OpenAI's APIs send it."""
-    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
 def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
     """Normalized usage (core/usage.py keys) as an OpenAI chat-completions usage object."""
     out: dict[str, Any] = {}
@@ -148,7 +142,7 @@ def stream_stops_in(reply: Reply) -> int | None:
 
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, error_object(reply.status, reply.error_message()))
+        return error_response(reply, error_shape(reply.status, reply.error_message()))
     out = Out(reply)
     completion_id = reply.seed if reply.seed.startswith("chatcmpl-") else reply.ident("chatcmpl-")
     chunks = Chunks(completion_id, reply.created, reply.model, full=True)

@@ -19,7 +19,7 @@ from typing import Any
 from ...outputs.emit.base import Emitted, Out, error_kind, error_response, named_event
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
-from ..openai_chat.encoder import error_object
+from ..openai_chat.errors import error_shape
 
 INHERENT_QUIRKS: set[str] = set()
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -86,7 +86,7 @@ class _Stream:
 
 def emit(reply: Reply) -> Emitted:
     if reply.status >= 400:
-        return error_response(reply, error_object(reply.status, reply.error_message()))
+        return error_response(reply, error_shape(reply.status, reply.error_message()))
     s = _Stream(reply)
     t0 = s.out.clock.t_first
     s.event("response.created", {"response": s.response("in_progress", [])}, t=t0)
