@@ -22,7 +22,7 @@ from streamtool.core.apis.openai_chat.encoder import OpenAISSEEmitter, openai_us
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.finish import OPENAI_CHAT_REASONS
 from streamtool.core.model import SegmentEvent, SegmentType, StreamError, ToolInvocation
-from streamtool.core.outputs.emit_openai import stream_identity
+from streamtool.core.outputs.emit.reply import stream_identity
 from streamtool.core.records import Header
 
 from .conftest import RECORDINGS

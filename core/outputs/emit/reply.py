@@ -16,9 +16,11 @@ import hashlib
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
+from ...records import Header
 
 TEXT = "text"
 REASONING = "reasoning"
@@ -204,8 +206,6 @@ class ReplyBuilder:
 
     def build(self, engine: Any) -> Reply:
         """The reply, completed from the finished engine (finish, usage, model, times)."""
-        from ..emit_openai import stream_identity
-
         reply = self.reply
         # calls whose invocation never came (a stream cut mid-call) are not sent
         unfilled = {id(p) for p in self._calls.values()}
@@ -242,3 +242,23 @@ def _error_object(error: StreamError) -> dict[str, Any]:
             if isinstance(inner.get(key), (str, int)):
                 out[key] = inner[key]
     return out
+
+
+def stream_identity(header: Header | None) -> tuple[str, int]:
+    """A deterministic completion id and ``created`` time for a recording.
+
+    The id hashes the header (the same recording always gets the same id); ``created`` is the
+    header's ``recorded_at`` as Unix seconds, or 0 when unknown.
+    """
+    record = header.to_record() if header is not None else {}
+    digest = hashlib.sha256(
+        json.dumps(record, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    ).hexdigest()
+    created = 0
+    recorded_at = header.recorded_at if header is not None else None
+    if isinstance(recorded_at, str):
+        try:
+            created = int(datetime.fromisoformat(recorded_at.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            created = 0
+    return f"chatcmpl-st{digest[:24]}", created
