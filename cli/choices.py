@@ -168,7 +168,9 @@ def proxy_views() -> list[str]:
 
 
 def proxy_transforms() -> list[str]:
-    return ["kimi-k2"]
+    from streamtool.core.plugins.registry import TRANSFORMS
+
+    return TRANSFORMS.names()
 
 
 def tool_choices() -> list[str]:

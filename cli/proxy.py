@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from streamtool.core.plugins.registry import TRANSFORMS
+
 from .choices import complete_proxy_view, complete_transform
 from .errors import fail, user_errors
 from .listening import (
@@ -21,7 +23,6 @@ from .main import app
 from .params import choices
 
 VIEWS = ("journal", "tree", "none")
-TRANSFORMS = ("kimi-k2",)
 
 
 @app.command()
@@ -61,7 +62,7 @@ def proxy(
         str | None,
         typer.Option(
             "--transform",
-            metavar=choices(TRANSFORMS),
+            metavar=choices(tuple(TRANSFORMS.builtins)),
             autocompletion=complete_transform,
             help="kimi-k2: rewrite Kimi's special-token tool calls in Chat Completions "
             "streams into standard tool_calls (the recording keeps the upstream's bytes).",
@@ -110,7 +111,7 @@ def proxy(
     if view not in VIEWS:
         fail(f"--view {view!r}: use one of {', '.join(VIEWS)}")
     if transform is not None and transform not in TRANSFORMS:
-        fail(f"--transform {transform!r}: use one of {', '.join(TRANSFORMS)}")
+        fail(f"--transform {transform!r}: use one of {', '.join(TRANSFORMS.names())}")
     if not timeout > 0:
         fail("--timeout must be more than 0 seconds")
     try:
@@ -128,10 +129,8 @@ def proxy(
     except ValueError as exc:
         fail(str(exc))
     factory = None
-    if transform == "kimi-k2":
-        from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
-
-        factory = KimiTransform
+    if transform is not None:
+        factory = TRANSFORMS.load(transform)
     from .journal import make_view
 
     live = make_view(view)

@@ -21,6 +21,7 @@ import pytest
 
 from streamtool.core.converters import BUILTIN_CONVERTERS, CONVERTERS, make_converter
 from streamtool.core.handlers import BUILTIN_PARSERS, PARSERS, make_handler
+from streamtool.core.plugins.registry import BUILTINS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,6 +80,7 @@ def test_builtins_are_registered_as_entry_points_in_pyproject() -> None:
     """The fast path for built-in names loads exactly what the package registers."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     groups = project["entry-points"]
+    assert {g: groups[g] for g in BUILTINS} == BUILTINS
     assert groups["streamtool.converters"] == BUILTIN_CONVERTERS
     assert groups["streamtool.handlers"] == BUILTIN_PARSERS
     for name in BUILTIN_CONVERTERS:

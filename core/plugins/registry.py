@@ -61,6 +61,10 @@ BUILTINS: dict[str, dict[str, str]] = {
         "json": "streamtool.core.handlers.parsing:JsonStreamingResponseHandler",
         "sentinel": "streamtool.core.handlers.parsing:SentinelStreamingResponseHandler",
     },
+    # the proxy's --transform: a stream rewritten on its way to the client
+    "streamtool.transforms": {
+        "kimi-k2": f"{_APIS}.openai_chat.kimi_transform:KimiTransform",
+    },
 }
 
 
@@ -136,3 +140,4 @@ class Registry:
 APIS = Registry("streamtool.apis")
 CONVERTERS = Registry("streamtool.converters")
 HANDLERS = Registry("streamtool.handlers")
+TRANSFORMS = Registry("streamtool.transforms")
