@@ -20,8 +20,7 @@ HERE = Path(__file__).resolve().parent
 class Sample:
     name: str
     file: str  # the file name in this folder (the name of the recording it copies)
-    api: str
-    about: str
+    about: str  # (its API is the one its header names)
 
     @property
     def path(self) -> Path:
@@ -34,43 +33,36 @@ SAMPLES: dict[str, Sample] = {
         Sample(
             "write-file",
             "openai-write-file.jsonl",
-            "openai-chat",
             "a write_file call streaming a 13-line Python file, path first",
         ),
         Sample(
             "anthropic-write-file",
             "anthropic-write-file.jsonl",
-            "anthropic",
             "text, then a write_file tool_use streaming a pytest file",
         ),
         Sample(
             "patch-file",
             "openai-patch-file-markers.jsonl",
-            "openai-chat",
             "a patch_file call whose patch is wrapped in __START_PATCH__ markers",
         ),
         Sample(
             "parallel-tool-calls",
             "openai-parallel-tool-calls.jsonl",
-            "openai-chat",
             "two tool calls streamed in parallel",
         ),
         Sample(
             "reasoning",
             "deepseek-reasoning-then-tool-call.jsonl",
-            "openai-chat",
             "DeepSeek reasoning_content, then a tool call",
         ),
         Sample(
             "keepalive-comments",
             "openrouter-keepalive-comments-tool-call.jsonl",
-            "openai-chat",
             "OpenRouter keep-alive SSE comments around a tool call",
         ),
         Sample(
             "rate-limit",
             "openai-http-429-rate-limit.jsonl",
-            "openai-chat",
             "an HTTP 429 rate-limit error instead of a stream",
         ),
     )
