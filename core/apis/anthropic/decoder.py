@@ -48,8 +48,12 @@ from ...wire.sse import SSEEvent
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
-# the text deltas the fast path takes: delta type -> (its text field, the run it belongs to)
-_HOT_TEXT = {"text_delta": ("text", TEXT), "thinking_delta": ("thinking", REASONING)}
+# the deltas of the hot path (AnthropicConverter._hot_delta): delta type -> its text's field
+_HOT_FIELDS = {
+    "input_json_delta": "partial_json",
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+}
 
 
 class _Block:
@@ -90,71 +94,53 @@ class AnthropicConverter(Converter):
     ignored_events = frozenset({"ping"})
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """A ``content_block_delta`` of an input fragment for an open tool block, or of text or
-        thinking (what :meth:`_block_delta` does with them, without a chunk each)."""
+        """:meth:`_hot_delta` of a ``content_block_delta`` read as a dict."""
         if type(obj) is not dict or obj.get("type") != "content_block_delta":
             return None
         delta = obj.get("delta")
         if type(delta) is not dict:
             return None
         kind = delta.get("type")
-        if kind == "input_json_delta":
-            fragment = delta.get("partial_json")
-            index = obj.get("index")
-            if type(fragment) is not str or not fragment or type(index) is not int:
-                return None
-            tracker = self.tracker
-            call = tracker.find(index)
-            if call is None or not call.announced or call.complete:
-                return None
-            return call, fragment
-        streamed = _HOT_TEXT.get(kind) if type(kind) is str else None
-        if streamed is None:
+        field = _HOT_FIELDS.get(kind) if type(kind) is str else None
+        if field is None:
             return None
-        field, run = streamed
         text = delta.get(field)
-        if type(text) is not str or not text:
+        if type(text) is not str:
             return None
-        self._runs.enter(run)
-        return run, text
+        return self._hot_delta(kind, obj.get("index"), text)
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotBlockDelta`."""
+        """:meth:`_hot_delta` of an event that decoded as :class:`_HotBlockDelta`."""
         delta = shaped.delta
         kind = delta.type
         if kind == "input_json_delta":
-            fragment = delta.partial_json
-            index = shaped.index
-            if not fragment or index is None:
-                return None
-            tracker = self.tracker
-            call = tracker.find(index)
-            if call is None or not call.announced or call.complete:
-                return None
-            return call, fragment
+            return self._hot_delta(kind, shaped.index, delta.partial_json)
         if kind == "text_delta":
-            text, run = delta.text, TEXT
-        elif kind == "thinking_delta":
-            text, run = delta.thinking, REASONING
-        else:
-            return None
+            return self._hot_delta(kind, shaped.index, delta.text)
+        if kind == "thinking_delta":
+            return self._hot_delta(kind, shaped.index, delta.thinking)
+        return None
+
+    def _hot_delta(self, kind: str, index: Any, text: str) -> tuple[Any, ...] | None:
+        """A ``content_block_delta`` of the commonest kinds (``kind``, its block's ``index``, the
+        delta's ``text``, input fragment or thinking): an input fragment for an open tool block,
+        or text or thinking, as ``(key, text)`` (see :meth:`Converter.hot_event`); ``None``
+        having changed nothing for any other. :meth:`_block_delta` reads text and thinking with
+        it (an input fragment for any other call than an open one is appended there as well)."""
         if not text:
             return None
+        if kind == "input_json_delta":
+            call = self.tracker.find(index) if type(index) is int else None
+            if call is None or not call.announced or call.complete:
+                return None
+            return call, text
+        run = TEXT if kind == "text_delta" else REASONING
         self._runs.enter(run)
         return run, text
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if type(obj) is dict and obj.get("type") == "content_block_delta":
-            # the hot path, inline: an input fragment for an open tool block
-            delta = obj.get("delta")
-            if type(delta) is dict and delta.get("type") == "input_json_delta":
-                fragment = delta.get("partial_json")
-                index = obj.get("index")
-                call = self.tracker.find(index) if type(index) is int else None
-                if call is not None and type(fragment) is str and fragment:
-                    added = self.tracker.append_exact(call, fragment)
-                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
-            return self._block_delta(obj)
+            return self._block_delta(obj)  # the commonest event, without the dispatch
         return super().on_object(obj, event)
 
     def _message_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -335,20 +321,13 @@ class AnthropicConverter(Converter):
             fragment = delta.get("partial_json")
             if type(fragment) is not str or not fragment:
                 return []
+            # an announced, open call takes it as _hot_delta does; any other call as well
             out = self.tracker.append_exact(call, fragment)
             return [ChunkResponse(tool_calls=[out])] if out is not None else []
-        if kind == "text_delta":
-            text = delta.get("text")
-            if type(text) is str and text:
-                self._runs.enter(TEXT)
-                return [ChunkResponse(content=text)]
-            return []
-        if kind == "thinking_delta":
-            thinking = delta.get("thinking")
-            if type(thinking) is str and thinking:
-                self._runs.enter(REASONING)
-                return [ChunkResponse(reasoning=thinking)]
-            return []
+        if kind == "text_delta" or kind == "thinking_delta":
+            text = delta.get(_HOT_FIELDS[kind])
+            found = self._hot_delta(kind, index, text) if type(text) is str else None
+            return [self._run_chunk(found[0], [text])] if found else []
         if kind == "signature_delta":
             signature = delta.get("signature")
             if not isinstance(signature, str):
