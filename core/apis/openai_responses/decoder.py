@@ -317,86 +317,65 @@ class OpenAIResponsesConverter(Converter):
     ignored_events = _IGNORED
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """An argument delta for the call opened last, or a text, summary or reasoning delta of
-        a known item, in sequence (what :meth:`on_payload` does with them, without a chunk each)."""
+        """:meth:`_hot_delta` of an event read as a dict (a part index that is not an integer
+        is left to :meth:`on_payload`)."""
         if type(obj) is not dict:
             return None
         kind = obj.get("type")
-        if kind == "response.function_call_arguments.delta":
-            # what _argument_delta does with a fragment for the call opened last (nothing to
-            # note), the fragment taken by the tracker for the run's one chunk
-            fragment = obj.get("delta")
-            item_id = obj.get("item_id")
-            if type(fragment) is not str or not fragment or type(item_id) is not str:
-                return None
-            tracker = self.tracker
-            call = tracker.find(item_id)
-            if (
-                call is None
-                or call is not tracker.calls[-1]
-                or not call.announced
-                or call.complete
-                or not self._in_sequence(obj)
-            ):
-                return None
-            self.payloads += 1
-            return call, fragment
-        if kind == "response.output_text.delta":
-            run, part = TEXT, "text"
-        elif kind == "response.reasoning_summary_text.delta":
-            run, part = REASONING, "summary"
-        elif kind == "response.reasoning_text.delta":
-            run, part = REASONING, "content"
-        else:
-            return None
         delta = obj.get("delta")
         item_id = obj.get("item_id")
-        if type(delta) is not str or not delta or type(item_id) is not str:
+        if type(kind) is not str or type(delta) is not str or type(item_id) is not str:
             return None
-        item = self._items.get(item_id)
-        if item is None or not self._in_sequence(obj):
+        content_index = obj.get("content_index", 0)
+        summary_index = obj.get("summary_index", 0)
+        if type(content_index) is not int or type(summary_index) is not int:
             return None
-        self.payloads += 1
-        item.add_text((part, _part_index(obj, part)), delta)
-        if self._runs.kind != run:
-            self._runs.enter(run)
-        return run, delta
+        seq = obj.get("sequence_number")
+        return self._hot_delta(kind, item_id, delta, seq, content_index, summary_index)
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotDelta` (the sequence
-        number an int or absent: :meth:`_follows` read in place)."""
-        delta = shaped.delta
+        """:meth:`_hot_delta` of an event that decoded as :class:`_HotDelta`."""
+        return self._hot_delta(
+            shaped.type,
+            shaped.item_id,
+            shaped.delta,
+            shaped.sequence_number,
+            shaped.content_index,
+            shaped.summary_index,
+        )
+
+    def _hot_delta(
+        self, kind: str, item_id: str, delta: str, seq: Any, content_index: int, summary_index: int
+    ) -> tuple[Any, ...] | None:
+        """An argument delta for the call opened last, or a text, summary or reasoning delta of
+        a known item (``content_index``, ``summary_index``: its part's), in sequence: what
+        :meth:`on_payload` does with them, without a chunk each (see
+        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other event."""
         if not delta:
             return None
-        seq = shaped.sequence_number
-        if seq is not None and self._seq is not None and seq != self._seq + 1:
+        if seq is not None and (
+            type(seq) is not int or (self._seq is not None and seq != self._seq + 1)
+        ):
             return None
-        kind = shaped.type
         if kind == "response.function_call_arguments.delta":
             call = self._hot_call
-            if call is None or shaped.item_id != self._hot_item_id:
-                call = self._hot_call_of(shaped.item_id)
+            if call is None or item_id != self._hot_item_id:
+                call = self._hot_call_of(item_id)
                 if call is None:
                     return None
             if seq is not None:
                 self._seq = seq
             self.payloads += 1
             return call, delta
-        if kind == "response.output_text.delta":
-            run, part, index = TEXT, "text", shaped.content_index
-        elif kind == "response.reasoning_summary_text.delta":
-            run, part, index = REASONING, "summary", shaped.summary_index
-        elif kind == "response.reasoning_text.delta":
-            run, part, index = REASONING, "content", shaped.content_index
-        else:
-            return None
-        item = self._items.get(shaped.item_id)
+        text = _HOT_TEXTS.get(kind)
+        item = self._items.get(item_id) if text is not None else None
         if item is None:
             return None
+        run, part = text
         if seq is not None:
             self._seq = seq
         self.payloads += 1
-        item.add_text((part, index), delta)
+        item.add_text((part, summary_index if part == "summary" else content_index), delta)
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
@@ -416,10 +395,7 @@ class OpenAIResponsesConverter(Converter):
     def _in_sequence(self, obj: dict[str, Any]) -> bool:
         """The event's ``sequence_number`` follows the last one (or there is none); it becomes
         the last one."""
-        return self._follows(obj.get("sequence_number"))
-
-    def _follows(self, seq: Any) -> bool:
-        """:meth:`_in_sequence` of the ``sequence_number`` ``seq``."""
+        seq = obj.get("sequence_number")
         if seq is None:
             return True
         if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
@@ -1227,6 +1203,14 @@ def _part_index(obj: dict[str, Any], part: str) -> Any:
     if isinstance(index, list | dict):
         return json.dumps(index, sort_keys=True)
     return index
+
+
+# the text deltas of the hot path: event type -> (the run it continues, its part's name)
+_HOT_TEXTS = {
+    "response.output_text.delta": (TEXT, "text"),
+    "response.reasoning_summary_text.delta": (REASONING, "summary"),
+    "response.reasoning_text.delta": (REASONING, "content"),
+}
 
 
 # The hot shape of feed_many (OpenAIResponsesConverter.hot_struct): an event with a string
