@@ -89,15 +89,13 @@ class OpenAIChatConverter(Converter):
         return self._payload(obj)
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """A chunk of one choice whose delta is only text, or only an argument fragment for an
-        announced, open call that the tracker appends as it is (see :meth:`_payload`: nothing
-        else in the chunk may ask for anything)."""
-        if type(obj) is not dict or self.done:
+        """:meth:`_hot_delta` of a chunk read as a dict: one choice whose delta holds text, or
+        one argument fragment of a call without id or name (nothing else in the chunk may ask
+        for anything: see :meth:`_payload`)."""
+        if type(obj) is not dict:
             return None
-        model = obj.get("model")
         if (
-            (model and model != self._model)
-            or obj.get("error")
+            obj.get("error")
             or obj.get("usage")
             or "x_groq" in obj
             or "citations" in obj
@@ -125,19 +123,13 @@ class OpenAIChatConverter(Converter):
         ):
             return None
         content = delta.get("content")
+        tool_calls = delta.get("tool_calls")
         if content:
-            if (
-                type(content) is not str
-                or not self._content_started
-                or delta.get("tool_calls")
-                or delta.get("function_call")
-            ):
+            if type(content) is not str or delta.get("function_call"):
                 return None
-            self.payloads += 1
-            return self._hot_content(content)
+            return self._hot_delta(obj.get("model"), content, tool_calls)
         if content is not None and content != "":
             return None
-        tool_calls = delta.get("tool_calls")
         if type(tool_calls) is not list or len(tool_calls) != 1:
             return None
         tc = tool_calls[0]
@@ -146,33 +138,40 @@ class OpenAIChatConverter(Converter):
         fn = tc.get("function")
         if type(fn) is not dict or "name" in fn:
             return None
-        index = tc.get("index")
-        args = fn.get("arguments")
-        if type(index) is not int or type(args) is not str:
-            return None
-        return self._hot_fragment(index, args)
+        return self._hot_delta(
+            obj.get("model"), None, tool_calls, tc.get("index"), fn.get("arguments")
+        )
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotChunk` (the shape's checks
+        """:meth:`_hot_delta` of a chunk that decoded as :class:`_HotChunk` (the shape's checks
         made by the decoder: no error, usage, x_groq, citations, search results, finish reason,
         refusal, annotations or reasoning; a tool call without id or name)."""
-        if self.done:
-            return None
-        model = shaped.model
-        if model and model != self._model:
-            return None
         delta = shaped.choices[0].delta  # one choice: the shape's
-        content = delta.content
         tool_calls = delta.tool_calls
+        if tool_calls is None or len(tool_calls) != 1:
+            return self._hot_delta(shaped.model, delta.content, tool_calls)
+        tc = tool_calls[0]
+        return self._hot_delta(
+            shaped.model, delta.content, tool_calls, tc.index, tc.function.arguments
+        )
+
+    def _hot_delta(
+        self, model: Any, content: str | None, tool_calls: Any, index: Any = None, args: Any = None
+    ) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """The delta of a hot chunk (see :meth:`Converter.hot_event`) naming ``model``: its text
+        ``content`` once the text has begun (and no ``tool_calls`` beside it), or else the
+        argument fragment ``args`` of the one call at ``index`` that the tracker appends as it
+        is; ``None`` having changed nothing for any other."""
+        if self.done or (model and model != self._model):
+            return None
         if content:
             if not self._content_started or tool_calls:
                 return None
             self.payloads += 1
             return self._hot_content(content)
-        if tool_calls is None or len(tool_calls) != 1:
+        if type(index) is not int or type(args) is not str:
             return None
-        tc = tool_calls[0]
-        return self._hot_fragment(tc.index, tc.function.arguments)
+        return self._hot_fragment(index, args)
 
     def _hot_fragment(self, index: int, args: str) -> tuple[Any, ...] | None:
         """An argument fragment of a hot chunk (see :meth:`hot_event`)."""
