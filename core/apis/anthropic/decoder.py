@@ -101,7 +101,9 @@ class AnthropicConverter(Converter):
         if type(delta) is not dict:
             return None
         kind = delta.get("type")
-        field = _HOT_FIELDS.get(kind) if type(kind) is str else None
+        if type(kind) is not str:
+            return None
+        field = _HOT_FIELDS.get(kind)
         if field is None:
             return None
         text = delta.get(field)
@@ -326,7 +328,9 @@ class AnthropicConverter(Converter):
             return [ChunkResponse(tool_calls=[out])] if out is not None else []
         if kind == "text_delta" or kind == "thinking_delta":
             text = delta.get(_HOT_FIELDS[kind])
-            found = self._hot_delta(kind, index, text) if type(text) is str else None
+            if type(text) is not str:
+                return []
+            found = self._hot_delta(kind, index, text)
             return [self._run_chunk(found[0], [text])] if found else []
         if kind == "signature_delta":
             signature = delta.get("signature")

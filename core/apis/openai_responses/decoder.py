@@ -368,7 +368,9 @@ class OpenAIResponsesConverter(Converter):
             self.payloads += 1
             return call, delta
         text = _HOT_TEXTS.get(kind)
-        item = self._items.get(item_id) if text is not None else None
+        if text is None:
+            return None
+        item = self._items.get(item_id)
         if item is None:
             return None
         run, part = text
