@@ -48,7 +48,7 @@ from ...wire.sse import SSEEvent
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
-# the deltas of the hot path (AnthropicConverter._hot_delta): delta type -> its text's field
+# the deltas of the hot path: delta type -> the field of its text
 _HOT_FIELDS = {
     "input_json_delta": "partial_json",
     "text_delta": "text",
@@ -94,7 +94,8 @@ class AnthropicConverter(Converter):
     ignored_events = frozenset({"ping"})
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of a ``content_block_delta`` read as a dict."""
+        """:meth:`hot_struct` of a ``content_block_delta`` read as a dict, whose delta's text,
+        input fragment or thinking is a string (any other is left to :meth:`_block_delta`)."""
         if type(obj) is not dict or obj.get("type") != "content_block_delta":
             return None
         delta = obj.get("delta")
@@ -109,34 +110,39 @@ class AnthropicConverter(Converter):
         text = delta.get(field)
         if type(text) is not str:
             return None
-        return self._hot_delta(kind, obj.get("index"), text)
+        index = obj.get("index")
+        shaped = _HotBlockDelta(
+            "content_block_delta",
+            _HotDelta(kind, **{field: text}),
+            index if type(index) is int else None,  # no block: no call's fragment
+        )
+        return self.hot_struct(shaped)
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of an event that decoded as :class:`_HotBlockDelta`."""
+        """A ``content_block_delta`` read as a :class:`_HotBlockDelta` (decoded so, or made so by
+        :meth:`hot_event`): an input fragment for an open tool block, or text or thinking, as
+        ``(key, text)`` (what :meth:`_block_delta` does with them, without a chunk each: see
+        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other."""
         delta = shaped.delta
         kind = delta.type
         if kind == "input_json_delta":
-            return self._hot_delta(kind, shaped.index, delta.partial_json)
-        if kind == "text_delta":
-            return self._hot_delta(kind, shaped.index, delta.text)
-        if kind == "thinking_delta":
-            return self._hot_delta(kind, shaped.index, delta.thinking)
-        return None
-
-    def _hot_delta(self, kind: str, index: Any, text: str) -> tuple[Any, ...] | None:
-        """A ``content_block_delta`` of the commonest kinds (``kind``, its block's ``index``, the
-        delta's ``text``, input fragment or thinking): an input fragment for an open tool block,
-        or text or thinking, as ``(key, text)`` (see :meth:`Converter.hot_event`); ``None``
-        having changed nothing for any other. :meth:`_block_delta` reads text and thinking with
-        it (an input fragment for any other call than an open one is appended there as well)."""
-        if not text:
-            return None
-        if kind == "input_json_delta":
-            call = self.tracker.find(index) if type(index) is int else None
+            fragment = delta.partial_json
+            index = shaped.index
+            if not fragment or index is None:
+                return None
+            tracker = self.tracker
+            call = tracker.find(index)
             if call is None or not call.announced or call.complete:
                 return None
-            return call, text
-        run = TEXT if kind == "text_delta" else REASONING
+            return call, fragment
+        if kind == "text_delta":
+            text, run = delta.text, TEXT
+        elif kind == "thinking_delta":
+            text, run = delta.thinking, REASONING
+        else:
+            return None
+        if not text:
+            return None
         self._runs.enter(run)
         return run, text
 
@@ -323,15 +329,20 @@ class AnthropicConverter(Converter):
             fragment = delta.get("partial_json")
             if type(fragment) is not str or not fragment:
                 return []
-            # an announced, open call takes it as _hot_delta does; any other call as well
             out = self.tracker.append_exact(call, fragment)
             return [ChunkResponse(tool_calls=[out])] if out is not None else []
-        if kind == "text_delta" or kind == "thinking_delta":
-            text = delta.get(_HOT_FIELDS[kind])
-            if type(text) is not str:
-                return []
-            found = self._hot_delta(kind, index, text)
-            return [self._run_chunk(found[0], [text])] if found else []
+        if kind == "text_delta":
+            text = delta.get("text")
+            if type(text) is str and text:
+                self._runs.enter(TEXT)
+                return [ChunkResponse(content=text)]
+            return []
+        if kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if type(thinking) is str and thinking:
+                self._runs.enter(REASONING)
+                return [ChunkResponse(reasoning=thinking)]
+            return []
         if kind == "signature_delta":
             signature = delta.get("signature")
             if not isinstance(signature, str):
@@ -419,6 +430,7 @@ class AnthropicConverter(Converter):
 
 # The hot shape of feed_many (AnthropicConverter.hot_struct): a content_block_delta whose index
 # is an integer (or absent) and whose delta's text fields are strings; other fields are skipped.
+# hot_event makes one of a dict of that shape.
 class _HotDelta(msgspec.Struct):
     type: str
     text: str = ""

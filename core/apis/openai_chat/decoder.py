@@ -89,13 +89,15 @@ class OpenAIChatConverter(Converter):
         return self._payload(obj)
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of a chunk read as a dict: one choice whose delta holds text, or
-        one argument fragment of a call without id or name (nothing else in the chunk may ask
-        for anything: see :meth:`_payload`)."""
+        """:meth:`hot_struct` of a chunk read as a dict of the shape of :class:`_HotChunk`: one
+        choice whose delta holds text, or one argument fragment of a call without id or name
+        (nothing else in the chunk may ask for anything: see :meth:`_payload`)."""
         if type(obj) is not dict:
             return None
+        model = obj.get("model")
         if (
-            obj.get("error")
+            (model and type(model) is not str)
+            or obj.get("error")
             or obj.get("usage")
             or "x_groq" in obj
             or "citations" in obj
@@ -123,55 +125,53 @@ class OpenAIChatConverter(Converter):
         ):
             return None
         content = delta.get("content")
-        tool_calls = delta.get("tool_calls")
         if content:
-            if type(content) is not str or delta.get("function_call"):
+            if type(content) is not str or delta.get("tool_calls") or delta.get("function_call"):
                 return None
-            return self._hot_delta(obj.get("model"), content, tool_calls)
-        if content is not None and content != "":
+            shaped = _HotDelta(content=content)
+        elif content is not None and content != "":
             return None
-        if type(tool_calls) is not list or len(tool_calls) != 1:
-            return None
-        tc = tool_calls[0]
-        if type(tc) is not dict or "id" in tc:
-            return None
-        fn = tc.get("function")
-        if type(fn) is not dict or "name" in fn:
-            return None
-        return self._hot_delta(
-            obj.get("model"), None, tool_calls, tc.get("index"), fn.get("arguments")
-        )
+        else:
+            tool_calls = delta.get("tool_calls")
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return None
+            tc = tool_calls[0]
+            if type(tc) is not dict or "id" in tc:
+                return None
+            fn = tc.get("function")
+            if type(fn) is not dict or "name" in fn:
+                return None
+            index = tc.get("index")
+            args = fn.get("arguments")
+            if type(index) is not int or type(args) is not str:
+                return None
+            shaped = _HotDelta(tool_calls=[_HotToolCall(index, _HotFunction(args))])
+        return self.hot_struct(_HotChunk((_HotChoice(shaped),), model or None))
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of a chunk that decoded as :class:`_HotChunk` (the shape's checks
-        made by the decoder: no error, usage, x_groq, citations, search results, finish reason,
-        refusal, annotations or reasoning; a tool call without id or name)."""
-        delta = shaped.choices[0].delta  # one choice: the shape's
-        tool_calls = delta.tool_calls
-        if tool_calls is None or len(tool_calls) != 1:
-            return self._hot_delta(shaped.model, delta.content, tool_calls)
-        tc = tool_calls[0]
-        return self._hot_delta(
-            shaped.model, delta.content, tool_calls, tc.index, tc.function.arguments
-        )
-
-    def _hot_delta(
-        self, model: Any, content: str | None, tool_calls: Any, index: Any = None, args: Any = None
-    ) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """The delta of a hot chunk (see :meth:`Converter.hot_event`) naming ``model``: its text
-        ``content`` once the text has begun (and no ``tool_calls`` beside it), or else the
-        argument fragment ``args`` of the one call at ``index`` that the tracker appends as it
-        is; ``None`` having changed nothing for any other."""
-        if self.done or (model and model != self._model):
+        """A chunk read as a :class:`_HotChunk` (decoded so, the shape's checks made by the
+        decoder: no error, usage, x_groq, citations, search results, finish reason, refusal,
+        annotations or reasoning, a tool call without id or name; or made so by
+        :meth:`hot_event`): its text once the text has begun, or the one argument fragment of an
+        announced, open call that the tracker appends as it is (see :meth:`Converter.hot_event`
+        and :meth:`_payload`); ``None`` having changed nothing for any other."""
+        if self.done:
             return None
+        model = shaped.model
+        if model and model != self._model:
+            return None
+        delta = shaped.choices[0].delta  # one choice: the shape's
+        content = delta.content
+        tool_calls = delta.tool_calls
         if content:
             if not self._content_started or tool_calls:
                 return None
             self.payloads += 1
             return self._hot_content(content)
-        if type(index) is not int or type(args) is not str:
+        if tool_calls is None or len(tool_calls) != 1:
             return None
-        return self._hot_fragment(index, args)
+        tc = tool_calls[0]
+        return self._hot_fragment(tc.index, tc.function.arguments)
 
     def _hot_fragment(self, index: int, args: str) -> tuple[Any, ...] | None:
         """An argument fragment of a hot chunk (see :meth:`hot_event`)."""
@@ -605,6 +605,7 @@ PARALLEL_WRAPPER = "multi_tool_use.parallel"
 # chunk off the hot path is declared, so that the decoder refuses it: typed ``None`` (only null
 # allowed, or absent) or ``UnsetType`` (never allowed); other fields are skipped. The Structs
 # hold only strings, numbers and each other (never a cycle): the collector need not track them.
+# hot_event makes one of a dict of that shape.
 class _HotFunction(msgspec.Struct, gc=False):
     arguments: str
     name: msgspec.UnsetType = msgspec.UNSET

@@ -317,67 +317,64 @@ class OpenAIResponsesConverter(Converter):
     ignored_events = _IGNORED
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of an event read as a dict (a part index that is not an integer
-        is left to :meth:`on_payload`)."""
+        """:meth:`hot_struct` of an event read as a dict whose fields have the types of
+        :class:`_HotDelta` (any other is left to :meth:`on_payload`)."""
         if type(obj) is not dict:
             return None
         kind = obj.get("type")
         delta = obj.get("delta")
         item_id = obj.get("item_id")
-        if type(kind) is not str or type(delta) is not str or type(item_id) is not str:
-            return None
+        seq = obj.get("sequence_number")
         content_index = obj.get("content_index", 0)
         summary_index = obj.get("summary_index", 0)
-        if type(content_index) is not int or type(summary_index) is not int:
-            return None
-        seq = obj.get("sequence_number")
-        return self._hot_delta(kind, item_id, delta, seq, content_index, summary_index)
-
-    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`_hot_delta` of an event that decoded as :class:`_HotDelta`."""
-        return self._hot_delta(
-            shaped.type,
-            shaped.item_id,
-            shaped.delta,
-            shaped.sequence_number,
-            shaped.content_index,
-            shaped.summary_index,
-        )
-
-    def _hot_delta(
-        self, kind: str, item_id: str, delta: str, seq: Any, content_index: int, summary_index: int
-    ) -> tuple[Any, ...] | None:
-        """An argument delta for the call opened last, or a text, summary or reasoning delta of
-        a known item (``content_index``, ``summary_index``: its part's), in sequence: what
-        :meth:`on_payload` does with them, without a chunk each (see
-        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other event."""
-        if not delta:
-            return None
-        if seq is not None and (
-            type(seq) is not int or (self._seq is not None and seq != self._seq + 1)
+        if (
+            type(kind) is not str
+            or type(delta) is not str
+            or type(item_id) is not str
+            or (seq is not None and type(seq) is not int)
+            or type(content_index) is not int
+            or type(summary_index) is not int
         ):
             return None
+        return self.hot_struct(_HotDelta(kind, delta, item_id, seq, content_index, summary_index))
+
+    def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
+        """An argument delta for the call opened last, or a text, summary or reasoning delta of
+        a known item, in sequence, read as a :class:`_HotDelta` (decoded so, or made so by
+        :meth:`hot_event`): what :meth:`on_payload` does with them, without a chunk each (see
+        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other event."""
+        delta = shaped.delta
+        if not delta:
+            return None
+        seq = shaped.sequence_number
+        if seq is not None and self._seq is not None and seq != self._seq + 1:
+            return None
+        kind = shaped.type
         if kind == "response.function_call_arguments.delta":
             call = self._hot_call
-            if call is None or item_id != self._hot_item_id:
-                call = self._hot_call_of(item_id)
+            if call is None or shaped.item_id != self._hot_item_id:
+                call = self._hot_call_of(shaped.item_id)
                 if call is None:
                     return None
             if seq is not None:
                 self._seq = seq
             self.payloads += 1
             return call, delta
-        text = _HOT_TEXTS.get(kind)
-        if text is None:
+        if kind == "response.output_text.delta":
+            run, part, index = TEXT, "text", shaped.content_index
+        elif kind == "response.reasoning_summary_text.delta":
+            run, part, index = REASONING, "summary", shaped.summary_index
+        elif kind == "response.reasoning_text.delta":
+            run, part, index = REASONING, "content", shaped.content_index
+        else:
             return None
-        item = self._items.get(item_id)
+        item = self._items.get(shaped.item_id)
         if item is None:
             return None
-        run, part = text
         if seq is not None:
             self._seq = seq
         self.payloads += 1
-        item.add_text((part, summary_index if part == "summary" else content_index), delta)
+        item.add_text((part, index), delta)
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
@@ -1207,17 +1204,9 @@ def _part_index(obj: dict[str, Any], part: str) -> Any:
     return index
 
 
-# the text deltas of the hot path: event type -> (the run it continues, its part's name)
-_HOT_TEXTS = {
-    "response.output_text.delta": (TEXT, "text"),
-    "response.reasoning_summary_text.delta": (REASONING, "summary"),
-    "response.reasoning_text.delta": (REASONING, "content"),
-}
-
-
 # The hot shape of feed_many (OpenAIResponsesConverter.hot_struct): an event with a string
 # delta and item id, an integer (or absent) sequence number and part indexes; other fields are
-# skipped.
+# skipped. hot_event makes one of a dict of that shape.
 class _HotDelta(msgspec.Struct, gc=False):
     type: str
     delta: str
