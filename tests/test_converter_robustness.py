@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.converters import INTERACTIONS_EVENTS
+from streamtool.core.apis.gemini_interactions.detect import EVENTS as INTERACTIONS_EVENTS
 
 from .wire_helpers import run
 

@@ -7,11 +7,14 @@ Converters are plugins: registered by name in the ``streamtool.converters`` entr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..plugins.registry import CONVERTERS
 
 if TYPE_CHECKING:
+    from ..plugins.wire_api import WireApi
     from ..records import Header
     from ..wire.sse import SSEEvent
     from .base import Converter
@@ -63,20 +66,22 @@ def make_converter(name: str) -> Converter:
     return converter
 
 
-def is_kimi_model(model: Any) -> bool:
-    """A Kimi K2 model name (``moonshotai/kimi-k2-thinking``, ``kimi-k2-0905-preview``...)."""
-    return isinstance(model, str) and "kimi" in model.lower()
-
-
 def detect_from_header(header: Header) -> str | None:
     """The converter a recording header points to (its ``api``, then URL, then provider).
 
-    An OpenAI-compatible request for a Kimi model gets ``kimi-k2``: it reads everything
-    ``openai-chat`` reads, plus the special-token tool calls such models leak into the text.
+    When that is an API's default converter, the API's ``detect`` part may pick another of its
+    converters by the header (``sniff_header``: the model, say).
     """
     name = _detect_from_header(header)
-    if name == "openai-chat" and is_kimi_model(header.model):
-        return "kimi-k2"
+    if name is None:
+        return None
+    from ..plugins import api_for_converter, part
+
+    api = api_for_converter(name)
+    if api is not None and name == api.converter:
+        sniff = getattr(part(api, "detect"), "sniff_header", None)
+        if sniff is not None:
+            return sniff(header) or name
     return name
 
 
@@ -98,82 +103,69 @@ def _detect_from_header(header: Header) -> str | None:
     return api.converter if api is not None else None
 
 
-_ANTHROPIC_EVENTS = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
+class _Sniffers(NamedTuple):
+    """The ``detect`` parts' sniffers of some APIs, in the order they are asked."""
+
+    events: tuple[Callable[[str], str | None], ...]  # by the event's name, in table order
+    objects: tuple[Callable[[dict[str, Any]], str | None], ...]  # by its JSON, by RANK
 
 
-# the event types of AWS event-stream frames (Bedrock) and of Cohere's v2 chat stream
-_CONVERSE_EVENTS = frozenset(
-    {
-        "messageStart",
-        "contentBlockStart",
-        "contentBlockDelta",
-        "contentBlockStop",
-        "messageStop",
-        "metadata",
-    }
-)
-_COHERE_EVENTS = frozenset(
-    {
-        "message-start",
-        "content-start",
-        "content-delta",
-        "content-end",
-        "tool-plan-delta",
-        "tool-call-start",
-        "tool-call-delta",
-        "tool-call-end",
-        "citation-start",
-        "citation-end",
-        "message-end",
-    }
-)
+# the RANK of a detect part that gives none: after those that do
+_LAST = 1_000_000
 
 
-# the events of Google's Interactions API: the steps, and the older content events
-INTERACTIONS_STEP_EVENTS = frozenset(
-    {
-        "interaction.created",
-        "interaction.completed",
-        "interaction.status_update",
-        "step.start",
-        "step.delta",
-        "step.stop",
-    }
-)
-INTERACTIONS_CONTENT_EVENTS = frozenset(
-    {"interaction.start", "interaction.complete", "content.start", "content.delta", "content.stop"}
-)
-INTERACTIONS_EVENTS = INTERACTIONS_STEP_EVENTS | INTERACTIONS_CONTENT_EVENTS
+@functools.cache
+def _sniffers(apis: tuple[WireApi, ...]) -> _Sniffers:
+    from ..plugins import part
+
+    parts = [found for api in apis if (found := part(api, "detect")) is not None]
+    events = tuple(p.sniff_event for p in parts if hasattr(p, "sniff_event"))
+    ranked = sorted(
+        (p for p in parts if hasattr(p, "sniff_json")), key=lambda p: getattr(p, "RANK", _LAST)
+    )
+    return _Sniffers(events, tuple(p.sniff_json for p in ranked))
+
+
+def _tiers() -> Iterator[_Sniffers]:
+    """The built-in APIs' sniffers, then (only when those do not tell) the plugins'."""
+    from ..plugins.table import builtin_apis, plugin_apis
+
+    yield _sniffers(builtin_apis())
+    yield _sniffers(plugin_apis())
 
 
 def detect_from_event(event: SSEEvent) -> str | None:
-    """The converter one event's shape points to, or ``None`` if it does not tell."""
-    name = event.event or ""
-    if name in INTERACTIONS_EVENTS:
-        return "gemini-interactions"
-    if name in _ANTHROPIC_EVENTS:
-        return "anthropic"
-    if name.startswith("response."):
-        return "openai-responses"
-    if name in _CONVERSE_EVENTS:
-        return "bedrock-converse"
-    if name == "chunk":
-        return "bedrock-invoke"
-    if name in _COHERE_EVENTS:
-        return "cohere"
-    data = event.data.strip()
-    if data == "[DONE]":
-        return None
+    """The converter one event's shape points to, or ``None`` if it does not tell.
+
+    Each API's ``detect`` part says whether an event is its API's: ``sniff_event`` by the
+    event's name (the APIs asked in the table's order: no two name an event alike), then
+    ``sniff_json`` by the event's JSON object (the first of a JSON array), the parts asked in
+    the order of their ``RANK``, lower first: an object that names its type outright is read
+    before one known by its keys. The built-in APIs are asked first, the plugins' after.
+    """
+    name = event.event
+    obj: Any = _UNREAD
+    for sniffers in _tiers():
+        if name:
+            for sniff in sniffers.events:
+                found = sniff(name)
+                if found is not None:
+                    return found
+        if obj is _UNREAD:
+            obj = _json_object(event.data)
+        if obj is not None:
+            for sniff_json in sniffers.objects:
+                found = sniff_json(obj)
+                if found is not None:
+                    return found
+    return None
+
+
+_UNREAD = object()
+
+
+def _json_object(data: str) -> dict[str, Any] | None:
+    """An event's data as a JSON object (the first of an array of them), else ``None``."""
     from ..wire import fastjson
 
     try:
@@ -182,35 +174,4 @@ def detect_from_event(event: SSEEvent) -> str | None:
         return None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         obj = obj[0]
-    if not isinstance(obj, dict):
-        return None
-    if obj.get("event_type") in INTERACTIONS_EVENTS:
-        return "gemini-interactions"
-    kind = obj.get("type")
-    if isinstance(kind, str):
-        if kind in _ANTHROPIC_EVENTS:
-            return "anthropic"
-        if kind.startswith("response.") or (kind == "error" and "sequence_number" in obj):
-            return "openai-responses"
-        if kind == "error" and isinstance(obj.get("error"), dict) and "type" in obj["error"]:
-            return "anthropic"
-        if kind in _COHERE_EVENTS:
-            return "cohere"
-    if "candidates" in obj or "usageMetadata" in obj or "promptFeedback" in obj:
-        return "gemini"
-    err = obj.get("error")
-    if isinstance(err, dict) and isinstance(err.get("status"), str) and "choices" not in obj:
-        return "gemini"  # a Google API error ({code, message, status}) as the stream's first word
-    if obj.get("object") == "text_completion" or _legacy_choices(obj.get("choices")):
-        return "openai-completions"
-    if "choices" in obj or obj.get("object") == "chat.completion.chunk":
-        return "kimi-k2" if is_kimi_model(obj.get("model")) else "openai-chat"
-    return None
-
-
-def _legacy_choices(choices: Any) -> bool:
-    """Choices of a legacy completion: ``text`` and no ``delta`` (servers that omit
-    ``object``); chat chunks that also carry ``text`` (Together) have a ``delta``."""
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return False
-    return "text" in choices[0] and "delta" not in choices[0] and "message" not in choices[0]
+    return obj if isinstance(obj, dict) else None

@@ -48,8 +48,12 @@ from ...wire.sse import SSEEvent
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 
-# the text deltas the fast path takes: delta type -> (its text field, the run it belongs to)
-_HOT_TEXT = {"text_delta": ("text", TEXT), "thinking_delta": ("thinking", REASONING)}
+# the deltas of the hot path: delta type -> the field of its text
+_HOT_FIELDS = {
+    "input_json_delta": "partial_json",
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+}
 
 
 class _Block:
@@ -90,36 +94,35 @@ class AnthropicConverter(Converter):
     ignored_events = frozenset({"ping"})
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """A ``content_block_delta`` of an input fragment for an open tool block, or of text or
-        thinking (what :meth:`_block_delta` does with them, without a chunk each)."""
+        """:meth:`hot_struct` of a ``content_block_delta`` read as a dict, whose delta's text,
+        input fragment or thinking is a string (any other is left to :meth:`_block_delta`)."""
         if type(obj) is not dict or obj.get("type") != "content_block_delta":
             return None
         delta = obj.get("delta")
         if type(delta) is not dict:
             return None
         kind = delta.get("type")
-        if kind == "input_json_delta":
-            fragment = delta.get("partial_json")
-            index = obj.get("index")
-            if type(fragment) is not str or not fragment or type(index) is not int:
-                return None
-            tracker = self.tracker
-            call = tracker.find(index)
-            if call is None or not call.announced or call.complete:
-                return None
-            return call, fragment
-        streamed = _HOT_TEXT.get(kind) if type(kind) is str else None
-        if streamed is None:
+        if type(kind) is not str:
             return None
-        field, run = streamed
+        field = _HOT_FIELDS.get(kind)
+        if field is None:
+            return None
         text = delta.get(field)
-        if type(text) is not str or not text:
+        if type(text) is not str:
             return None
-        self._runs.enter(run)
-        return run, text
+        index = obj.get("index")
+        shaped = _HotBlockDelta(
+            "content_block_delta",
+            _HotDelta(kind, **{field: text}),
+            index if type(index) is int else None,  # no block: no call's fragment
+        )
+        return self.hot_struct(shaped)
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotBlockDelta`."""
+        """A ``content_block_delta`` read as a :class:`_HotBlockDelta` (decoded so, or made so by
+        :meth:`hot_event`): an input fragment for an open tool block, or text or thinking, as
+        ``(key, text)`` (what :meth:`_block_delta` does with them, without a chunk each: see
+        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other."""
         delta = shaped.delta
         kind = delta.type
         if kind == "input_json_delta":
@@ -145,16 +148,7 @@ class AnthropicConverter(Converter):
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if type(obj) is dict and obj.get("type") == "content_block_delta":
-            # the hot path, inline: an input fragment for an open tool block
-            delta = obj.get("delta")
-            if type(delta) is dict and delta.get("type") == "input_json_delta":
-                fragment = delta.get("partial_json")
-                index = obj.get("index")
-                call = self.tracker.find(index) if type(index) is int else None
-                if call is not None and type(fragment) is str and fragment:
-                    added = self.tracker.append_exact(call, fragment)
-                    return [ChunkResponse(tool_calls=[added])] if added is not None else []
-            return self._block_delta(obj)
+            return self._block_delta(obj)  # the commonest event, without the dispatch
         return super().on_object(obj, event)
 
     def _message_stop(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -436,6 +430,7 @@ class AnthropicConverter(Converter):
 
 # The hot shape of feed_many (AnthropicConverter.hot_struct): a content_block_delta whose index
 # is an integer (or absent) and whose delta's text fields are strings; other fields are skipped.
+# hot_event makes one of a dict of that shape.
 class _HotDelta(msgspec.Struct):
     type: str
     text: str = ""

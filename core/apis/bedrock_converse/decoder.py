@@ -1,10 +1,8 @@
-"""Converters ``bedrock-converse`` and ``bedrock-invoke``: Amazon Bedrock's streaming APIs.
-
-Both come in AWS's binary event-stream framing (:mod:`streamtool.core.wire.eventstream`): each
-frame is an event named by its ``:event-type`` header with a JSON payload, or an exception
-(``exception:throttlingException``...) whose payload holds its ``message``.
-
-``bedrock-converse`` (``ConverseStream``, ``/model/{id}/converse-stream``):
+"""Converter ``bedrock-converse``: Amazon Bedrock's ``ConverseStream``
+(``/model/{id}/converse-stream``), in AWS's binary event-stream framing
+(:mod:`streamtool.core.wire.eventstream`): each frame is an event named by its ``:event-type``
+header with a JSON payload, or an exception (``exception:throttlingException``...) whose payload
+holds its ``message``.
 
 - ``messageStart`` (role); ``contentBlockStart`` names a tool use (``toolUseId``, ``name``) at
   a ``contentBlockIndex``; text blocks have no start event (quirk
@@ -22,11 +20,10 @@ frame is an event named by its ``:event-type`` header with a JSON payload, or an
 Every payload carries a ``p`` field of padding (letters of a random length, so that the size of
 an event does not tell its content): it is ignored.
 
-``bedrock-invoke`` (``InvokeModelWithResponseStream``, ``/model/{id}/invoke-with-response-stream``):
-``chunk`` frames whose ``bytes`` field is the base64 of one event of the model's own streaming
-API. Claude's are Anthropic Messages events, read by the ``anthropic`` converter; Amazon Nova's
-are ``{"contentBlockDelta": {...}}``-style objects, read as Converse events. The event after the
-last (``amazon-bedrock-invocationMetrics``) holds Bedrock's token counts.
+The events are read by :class:`ConverseEvents`, which ``bedrock-invoke``
+(:mod:`streamtool.core.apis.bedrock_invoke.decoder`) shares for Amazon Nova's events; so are
+:func:`bedrock_usage` (with InvokeModel's ``amazon-bedrock-invocationMetrics``),
+:func:`exception_message` and :func:`path_model`.
 """
 
 from __future__ import annotations
@@ -40,18 +37,6 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...quirk_ids import QuirkId
 from ...records import Header
 from ...wire.sse import SSEEvent
-
-# ConverseStream's event types (the members of ConverseStreamOutput that are events)
-CONVERSE_EVENTS = frozenset(
-    {
-        "messageStart",
-        "contentBlockStart",
-        "contentBlockDelta",
-        "contentBlockStop",
-        "messageStop",
-        "metadata",
-    }
-)
 
 _USAGE = {
     "inputTokens": "input_tokens",

@@ -19,15 +19,13 @@ from ...quirk_ids import QuirkId
 from ...records import Header
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
-
-# ConverseStream's event types (the members of ConverseStreamOutput that are events)
 from ..bedrock_converse.decoder import (
-    CONVERSE_EVENTS,
     ConverseEvents,
     bedrock_usage,
     exception_message,
     path_model,
 )
+from ..bedrock_converse.detect import CONVERSE_EVENTS
 
 
 class BedrockInvokeConverter(Converter):

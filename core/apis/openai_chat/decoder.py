@@ -89,14 +89,14 @@ class OpenAIChatConverter(Converter):
         return self._payload(obj)
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """A chunk of one choice whose delta is only text, or only an argument fragment for an
-        announced, open call that the tracker appends as it is (see :meth:`_payload`: nothing
-        else in the chunk may ask for anything)."""
-        if type(obj) is not dict or self.done:
+        """:meth:`hot_struct` of a chunk read as a dict of the shape of :class:`_HotChunk`: one
+        choice whose delta holds text, or one argument fragment of a call without id or name
+        (nothing else in the chunk may ask for anything: see :meth:`_payload`)."""
+        if type(obj) is not dict:
             return None
         model = obj.get("model")
         if (
-            (model and model != self._model)
+            (model and type(model) is not str)
             or obj.get("error")
             or obj.get("usage")
             or "x_groq" in obj
@@ -126,36 +126,35 @@ class OpenAIChatConverter(Converter):
             return None
         content = delta.get("content")
         if content:
-            if (
-                type(content) is not str
-                or not self._content_started
-                or delta.get("tool_calls")
-                or delta.get("function_call")
-            ):
+            if type(content) is not str or delta.get("tool_calls") or delta.get("function_call"):
                 return None
-            self.payloads += 1
-            return self._hot_content(content)
-        if content is not None and content != "":
+            shaped = _HotDelta(content=content)
+        elif content is not None and content != "":
             return None
-        tool_calls = delta.get("tool_calls")
-        if type(tool_calls) is not list or len(tool_calls) != 1:
-            return None
-        tc = tool_calls[0]
-        if type(tc) is not dict or "id" in tc:
-            return None
-        fn = tc.get("function")
-        if type(fn) is not dict or "name" in fn:
-            return None
-        index = tc.get("index")
-        args = fn.get("arguments")
-        if type(index) is not int or type(args) is not str:
-            return None
-        return self._hot_fragment(index, args)
+        else:
+            tool_calls = delta.get("tool_calls")
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return None
+            tc = tool_calls[0]
+            if type(tc) is not dict or "id" in tc:
+                return None
+            fn = tc.get("function")
+            if type(fn) is not dict or "name" in fn:
+                return None
+            index = tc.get("index")
+            args = fn.get("arguments")
+            if type(index) is not int or type(args) is not str:
+                return None
+            shaped = _HotDelta(tool_calls=[_HotToolCall(index, _HotFunction(args))])
+        return self.hot_struct(_HotChunk((_HotChoice(shaped),), model or None))
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotChunk` (the shape's checks
-        made by the decoder: no error, usage, x_groq, citations, search results, finish reason,
-        refusal, annotations or reasoning; a tool call without id or name)."""
+        """A chunk read as a :class:`_HotChunk` (decoded so, the shape's checks made by the
+        decoder: no error, usage, x_groq, citations, search results, finish reason, refusal,
+        annotations or reasoning, a tool call without id or name; or made so by
+        :meth:`hot_event`): its text once the text has begun, or the one argument fragment of an
+        announced, open call that the tracker appends as it is (see :meth:`Converter.hot_event`
+        and :meth:`_payload`); ``None`` having changed nothing for any other."""
         if self.done:
             return None
         model = shaped.model
@@ -606,6 +605,7 @@ PARALLEL_WRAPPER = "multi_tool_use.parallel"
 # chunk off the hot path is declared, so that the decoder refuses it: typed ``None`` (only null
 # allowed, or absent) or ``UnsetType`` (never allowed); other fields are skipped. The Structs
 # hold only strings, numbers and each other (never a cycle): the collector need not track them.
+# hot_event makes one of a dict of that shape.
 class _HotFunction(msgspec.Struct, gc=False):
     arguments: str
     name: msgspec.UnsetType = msgspec.UNSET

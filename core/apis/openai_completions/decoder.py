@@ -47,11 +47,25 @@ class OpenAICompletionsConverter(Converter):
         return super().on_event(event)
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """A chunk of one choice 0 holding only text (no finish, logprobs, usage)."""
+        """:meth:`_hot_text` as the hot path gives it (see :meth:`Converter.hot_event`)."""
+        text = self._hot_text(obj)
+        if text is None:
+            return None
+        return (TEXT, text) if text else ()
+
+    def _hot_text(self, obj: Any) -> str | None:
+        """The text of a chunk of one choice 0 holding only text (no finish, logprobs, usage,
+        error), for a known model; ``None`` having changed nothing for any other chunk.
+        :meth:`on_payload` reads every chunk with it first."""
         if type(obj) is not dict or self.done:
             return None
         choices = obj.get("choices")
-        if type(choices) is not list or len(choices) != 1 or obj.get("usage") is not None:
+        if (
+            type(choices) is not list
+            or len(choices) != 1
+            or obj.get("usage") is not None
+            or obj.get("error")
+        ):
             return None
         choice = choices[0]
         if (
@@ -68,12 +82,14 @@ class OpenAICompletionsConverter(Converter):
         if model != self._model:
             return None
         self.payloads += 1
-        if not text:
-            return ()
-        self._runs.enter(TEXT)
-        return TEXT, text
+        if text:
+            self._runs.enter(TEXT)
+        return text
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        text = self._hot_text(obj)
+        if text is not None:
+            return [ChunkResponse(content=text)]
         self.payloads += 1
         chunk = ChunkResponse()
         out = [chunk]

@@ -317,54 +317,32 @@ class OpenAIResponsesConverter(Converter):
     ignored_events = _IGNORED
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """An argument delta for the call opened last, or a text, summary or reasoning delta of
-        a known item, in sequence (what :meth:`on_payload` does with them, without a chunk each)."""
+        """:meth:`hot_struct` of an event read as a dict whose fields have the types of
+        :class:`_HotDelta` (any other is left to :meth:`on_payload`)."""
         if type(obj) is not dict:
             return None
         kind = obj.get("type")
-        if kind == "response.function_call_arguments.delta":
-            # what _argument_delta does with a fragment for the call opened last (nothing to
-            # note), the fragment taken by the tracker for the run's one chunk
-            fragment = obj.get("delta")
-            item_id = obj.get("item_id")
-            if type(fragment) is not str or not fragment or type(item_id) is not str:
-                return None
-            tracker = self.tracker
-            call = tracker.find(item_id)
-            if (
-                call is None
-                or call is not tracker.calls[-1]
-                or not call.announced
-                or call.complete
-                or not self._in_sequence(obj)
-            ):
-                return None
-            self.payloads += 1
-            return call, fragment
-        if kind == "response.output_text.delta":
-            run, part = TEXT, "text"
-        elif kind == "response.reasoning_summary_text.delta":
-            run, part = REASONING, "summary"
-        elif kind == "response.reasoning_text.delta":
-            run, part = REASONING, "content"
-        else:
-            return None
         delta = obj.get("delta")
         item_id = obj.get("item_id")
-        if type(delta) is not str or not delta or type(item_id) is not str:
+        seq = obj.get("sequence_number")
+        content_index = obj.get("content_index", 0)
+        summary_index = obj.get("summary_index", 0)
+        if (
+            type(kind) is not str
+            or type(delta) is not str
+            or type(item_id) is not str
+            or (seq is not None and type(seq) is not int)
+            or type(content_index) is not int
+            or type(summary_index) is not int
+        ):
             return None
-        item = self._items.get(item_id)
-        if item is None or not self._in_sequence(obj):
-            return None
-        self.payloads += 1
-        item.add_text((part, _part_index(obj, part)), delta)
-        if self._runs.kind != run:
-            self._runs.enter(run)
-        return run, delta
+        return self.hot_struct(_HotDelta(kind, delta, item_id, seq, content_index, summary_index))
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
-        """:meth:`hot_event` of an event that decoded as :class:`_HotDelta` (the sequence
-        number an int or absent: :meth:`_follows` read in place)."""
+        """An argument delta for the call opened last, or a text, summary or reasoning delta of
+        a known item, in sequence, read as a :class:`_HotDelta` (decoded so, or made so by
+        :meth:`hot_event`): what :meth:`on_payload` does with them, without a chunk each (see
+        :meth:`Converter.hot_event`); ``None`` having changed nothing for any other event."""
         delta = shaped.delta
         if not delta:
             return None
@@ -416,10 +394,7 @@ class OpenAIResponsesConverter(Converter):
     def _in_sequence(self, obj: dict[str, Any]) -> bool:
         """The event's ``sequence_number`` follows the last one (or there is none); it becomes
         the last one."""
-        return self._follows(obj.get("sequence_number"))
-
-    def _follows(self, seq: Any) -> bool:
-        """:meth:`_in_sequence` of the ``sequence_number`` ``seq``."""
+        seq = obj.get("sequence_number")
         if seq is None:
             return True
         if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
@@ -1231,7 +1206,7 @@ def _part_index(obj: dict[str, Any], part: str) -> Any:
 
 # The hot shape of feed_many (OpenAIResponsesConverter.hot_struct): an event with a string
 # delta and item id, an integer (or absent) sequence number and part indexes; other fields are
-# skipped.
+# skipped. hot_event makes one of a dict of that shape.
 class _HotDelta(msgspec.Struct, gc=False):
     type: str
     delta: str

@@ -1,0 +1,13 @@
+"""How a stream shows it is Bedrock's InvokeModelWithResponseStream: ``chunk`` frames.
+
+Light on purpose: auto-detection imports every API's ``detect`` part
+(:func:`streamtool.core.converters.detect_from_event`).
+"""
+
+from __future__ import annotations
+
+
+def sniff_event(name: str) -> str | None:
+    """The converter an event-stream frame's ``:event-type`` points to, when it is this API's
+    ``chunk``."""
+    return "bedrock-invoke" if name == "chunk" else None
