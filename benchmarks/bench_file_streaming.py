@@ -204,11 +204,11 @@ def replay_seconds(path: Path, repeat: int, expect_content: int | None) -> float
 
 def stage_breakdown(path: Path, converter: str, repeat: int) -> list[tuple[str, float]]:
     """In-process time of the pipeline cut after each stage (best of ``repeat``), in seconds."""
-    from streamtool.core.coalesce import join_argument_runs
     from streamtool.core.converters import make_converter
     from streamtool.core.drive.replay_file import replay_file
     from streamtool.core.handlers import make_handler
     from streamtool.core.model import ChunkResponse
+    from streamtool.core.pipeline.coalesce import join_argument_runs
     from streamtool.core.recording.reader import Source
     from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 

@@ -13,9 +13,9 @@ import random
 from pathlib import Path
 
 from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 

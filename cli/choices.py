@@ -52,7 +52,7 @@ def refuse(value: str, what: str, valid: Iterable[str], listing: str | None = No
 
 
 def quirk_ids() -> list[str]:
-    from streamtool.core.quirk_ids import QuirkId
+    from streamtool.core.model.quirk_ids import QuirkId
 
     return [q.value for q in QuirkId]
 

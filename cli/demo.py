@@ -112,8 +112,8 @@ def _demo(sample: str, output: Path | None, speed: str, no_color: bool, force: b
     except UnknownSample as exc:
         fail(str(exc))
     from streamtool.core.exchange.playback import Playback
+    from streamtool.core.model.speed import parse_speed
     from streamtool.core.recording.recorder import check_output
-    from streamtool.core.speed import parse_speed
 
     try:
         playback = Playback(speed=parse_speed(speed), max_gap=2.0)

@@ -20,8 +20,8 @@ from .replay import check_names
 if TYPE_CHECKING:
     from rich.text import Text
 
+    from streamtool.core.engine.replay import ReplayEngine
     from streamtool.core.outputs.diff import Row, StreamDiff
-    from streamtool.core.replay import ReplayEngine
 
 CELL_LIMIT = 400  # characters of a text value shown in a cell
 
@@ -234,8 +234,8 @@ def _replay_stdin_twice(
     side_a: tuple[str, str], side_b: tuple[str, str]
 ) -> "tuple[ReplayEngine, ReplayEngine]":
     """Standard input read once, replayed through both sides' converter and parser."""
+    from streamtool.core.engine.replay import ReplayEngine as Engine
     from streamtool.core.recording.reader import Source
-    from streamtool.core.replay import ReplayEngine as Engine
 
     source = Source("-")
     chunks = list(source.chunks())

@@ -7,8 +7,8 @@ import sys
 from enum import StrEnum
 from typing import IO
 
+from streamtool.core.engine.replay import Item, ReplayEngine
 from streamtool.core.outputs.emit import builtin_names, emitter
-from streamtool.core.replay import Item, ReplayEngine
 
 from .errors import warn
 

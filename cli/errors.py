@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from streamtool.core.converters import UnknownConverter
+from streamtool.core.engine.replay import DetectionError
 from streamtool.core.handlers import UnknownParser
-from streamtool.core.records import RecordingError
-from streamtool.core.replay import DetectionError
+from streamtool.core.model.records import RecordingError
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -16,9 +16,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.net.forward import Exchange
 from streamtool.core.recording.secrets import redact_keys
-from streamtool.core.records import Chunk, End, Header
 
 REFRESH_SECONDS = 0.25
 
@@ -36,7 +36,7 @@ class Row:
 
     def pump(self, keep_items: bool) -> None:
         """Feed the reads that arrived since the last call (drawing thread only)."""
-        from streamtool.core.replay import ReplayEngine
+        from streamtool.core.engine.replay import ReplayEngine
 
         ex = self.ex
         if self.engine is None and self.failed is None:

@@ -11,15 +11,15 @@ from .errors import fail, user_errors
 from .main import app
 
 if TYPE_CHECKING:
+    from streamtool.core.model.records import Chunk, End, Header
     from streamtool.core.mutations import Original
-    from streamtool.core.records import Chunk, End, Header
 
 
 def parse_ids(values: list[str] | None) -> list[str]:
     """Quirk ids from repeated or comma-separated options; a bad one fails (exit 2) with
     the closest generatable ids."""
+    from streamtool.core.model.quirks import CATALOGUE
     from streamtool.core.mutations import suggest
-    from streamtool.core.quirks import CATALOGUE
 
     ids = [v.strip() for item in values or () for v in item.split(",") if v.strip()]
     for qid in ids:
@@ -34,9 +34,9 @@ def parse_ids(values: list[str] | None) -> list[str]:
 
 def load_original(path: Path) -> "Original":
     """A recording read and replayed once (one clear line on unusable input)."""
+    from streamtool.core.engine.replay import DetectionError
     from streamtool.core.mutations import analyse
     from streamtool.core.recording.reader import Source
-    from streamtool.core.replay import DetectionError
 
     with user_errors(str(path)):
         source = Source(path)

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 
-from streamtool.core.speed import parse_speed
+from streamtool.core.model.speed import parse_speed
 
 __all__ = ["DEFAULT_MAX_GAP", "Pacer", "parse_speed"]
 

@@ -2,7 +2,7 @@
 
 The request is built by :mod:`streamtool.core.exchange.requests`, sent and written by
 :mod:`streamtool.core.net.http_capture`. While it streams, every chunk also goes through a
-:class:`~streamtool.core.replay.ReplayEngine` whose items feed a view: a sink with
+:class:`~streamtool.core.engine.replay.ReplayEngine` whose items feed a view: a sink with
 ``on_items(engine, t, items)`` / ``close(engine)``, as ``replay`` uses. ``VIEWS`` maps
 ``--view`` names to sink factories; a view may also have ``on_read(t, chunks, nbytes)``.
 """
@@ -16,12 +16,12 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from streamtool.core.engine.replay import Item, ReplayEngine
 from streamtool.core.exchange.requests import APIS
 from streamtool.core.handlers import default_parser
 from streamtool.core.model import SegmentType, ToolInvocation
-from streamtool.core.records import Chunk, End, Header, os_error_text
-from streamtool.core.replay import Item, ReplayEngine
-from streamtool.core.segment_log import SegmentLog
+from streamtool.core.model.records import Chunk, End, Header, os_error_text
+from streamtool.core.pipeline.segment_log import SegmentLog
 
 from .choices import (
     complete_provider,

@@ -20,8 +20,8 @@ from .params import converter_option, no_color_option, parser_option
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
-    from streamtool.core.records import Chunk
-    from streamtool.core.replay import ReplayEngine
+    from streamtool.core.engine.replay import ReplayEngine
+    from streamtool.core.model.records import Chunk
 
 
 class Format(StrEnum):
@@ -260,8 +260,8 @@ def strict_problem(engine: "ReplayEngine") -> str | None:
 
 def _folder_message(folder: Path) -> str:
     """``replay`` takes one recording: for a tape, say how to replay its exchanges in order."""
+    from streamtool.core.model.records import RecordingError
     from streamtool.core.recording.tape_index import tape_files
-    from streamtool.core.records import RecordingError
 
     try:
         files = tape_files(folder).all

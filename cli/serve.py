@@ -282,11 +282,11 @@ def _mutation(value: str | None) -> Any:
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:
     """The playback, the request body's size and time limits, and the connection limits."""
     from streamtool.core.exchange.playback import Playback
+    from streamtool.core.model.speed import parse_speed
     from streamtool.core.net.bodies import body_timeout as check_body_timeout
     from streamtool.core.net.guard import ConnectionLimits, connection_limit
     from streamtool.core.net.guard import header_timeout as check_header_timeout
     from streamtool.core.net.server import parse_size
-    from streamtool.core.speed import parse_speed
 
     try:
         playback = Playback(

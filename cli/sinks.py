@@ -9,13 +9,13 @@ import json
 import sys
 from typing import IO, Any, Protocol
 
+from streamtool.core.engine.replay import Item, ReplayEngine
 from streamtool.core.model import (
     Quirk,
     SegmentEvent,
     ToolInvocation,
 )
 from streamtool.core.outputs.json_text import iter_json
-from streamtool.core.replay import Item, ReplayEngine
 
 
 class Sink(Protocol):

@@ -33,7 +33,7 @@ def tape(
     """Write a script of turns as a tape: one real recording per turn, streamed as the API
     streams, with the tape's index."""
     from streamtool.core.drive.script import build_tape, load_script
-    from streamtool.core.records import RecordingError
+    from streamtool.core.model.records import RecordingError
 
     if output.exists() and any(output.iterdir()):
         fail(f"{output}: exists and is not empty (a tape is built into a new folder)")

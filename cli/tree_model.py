@@ -1,11 +1,11 @@
 """What the live tree shows, built from the replay engine's items. No rendering here (no rich).
 
-``TreeState.feed(items)`` keeps, in stream order, one :class:`Segment` per segment (the segment
-of a :class:`~streamtool.core.segment_log.SegmentLog`: its content, metadata merged from START and
-END; and the errors that concern it) and one :class:`Note` per error or quirk where it happened;
+``TreeState.feed(items)`` keeps, in stream order, one :class:`Segment` per segment (the segment of a
+:class:`~streamtool.core.pipeline.segment_log.SegmentLog`: its content, metadata merged from START
+and END; and the errors that concern it) and one :class:`Note` per error or quirk where it happened;
 invocations are collected apart (the tree shows them at the end). ``clip`` cuts long content to a
-number of lines and of characters per line, saying what it cut. All work per item is O(1)
-amortized: content is kept in blocks, joined when read.
+number of lines and of characters per line, saying what it cut. All work per item is O(1) amortized:
+content is kept in blocks, joined when read.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from streamtool.core.model import (
     StreamError,
     ToolInvocation,
 )
-from streamtool.core.segment_log import Segment as LogSegment
-from streamtool.core.segment_log import SegmentLog
+from streamtool.core.pipeline.segment_log import Segment as LogSegment
+from streamtool.core.pipeline.segment_log import SegmentLog
 
 _MISSING: Any = object()
 
@@ -232,11 +232,11 @@ def _status(response: Any) -> int | None:
 class TreeState:
     """The tree's model: nodes in stream order, invocations, counters.
 
-    The segments are those of a :class:`~streamtool.core.segment_log.SegmentLog`: the tree's
-    own, fed the segment events of the items (``segments`` not given: a live tree is drawn on
-    another thread than the stream's, under its own lock, so it folds into a log of its own), or
-    one already fed the same events before each ``feed`` (a replay engine's, for a tree drawn on
-    the stream's side).
+    The segments are those of a :class:`~streamtool.core.pipeline.segment_log.SegmentLog`: the
+    tree's own, fed the segment events of the items (``segments`` not given: a live tree is drawn on
+    another thread than the stream's, under its own lock, so it folds into a log of its own), or one
+    already fed the same events before each ``feed`` (a replay engine's, for a tree drawn on the
+    stream's side).
     """
 
     def __init__(self, segments: SegmentLog | None = None) -> None:

@@ -31,15 +31,15 @@ _LAZY = {
     "StreamError": ".model",
     "ToolCallDelta": ".model",
     "ToolInvocation": ".model",
-    "ReplayEngine": ".replay",
-    "DetectionError": ".replay",
+    "ReplayEngine": ".engine.replay",
+    "DetectionError": ".engine.replay",
     "replay_file": ".drive.replay_file",
     "Source": ".recording.reader",
     "RecordingWriter": ".recording.writer",
-    "RecordingError": ".records",
-    "Header": ".records",
-    "Chunk": ".records",
-    "End": ".records",
+    "RecordingError": ".model.records",
+    "Header": ".model.records",
+    "Chunk": ".model.records",
+    "End": ".model.records",
     "check_paths": ".drive.check",
     "build_transcript": ".outputs.transcript",
     "diff_streams": ".outputs.diff",
@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from .converters import make_converter
     from .drive.check import check_paths
     from .drive.replay_file import replay_file
+    from .engine.replay import DetectionError, ReplayEngine
     from .exchange.playback import Playback
     from .handlers import make_handler
     from .model import (
@@ -102,14 +103,13 @@ if TYPE_CHECKING:
         ToolCallDelta,
         ToolInvocation,
     )
+    from .model.records import Chunk, End, Header, RecordingError
     from .net.capture import Capture
     from .net.server import serving
     from .outputs.diff import diff_streams
     from .outputs.transcript import build_transcript
     from .recording.reader import Source
     from .recording.writer import RecordingWriter
-    from .records import Chunk, End, Header, RecordingError
-    from .replay import DetectionError, ReplayEngine
 
 
 def __getattr__(name: str) -> Any:

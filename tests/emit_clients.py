@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from streamtool.core.finish import finish_class
+from streamtool.core.model.finish import finish_class
 
 
 @dataclass

@@ -6,9 +6,9 @@ import json
 import random
 from typing import Any
 
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 
 def sse(*payloads: Any, done: bool = True) -> bytes:

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 
 KIMI_MODEL = "moonshotai/Kimi-K2-Instruct-0905"
 

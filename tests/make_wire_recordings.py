@@ -17,8 +17,8 @@ import string
 from pathlib import Path
 from typing import Any
 
+from streamtool.core.model.records import Header
 from streamtool.core.recording.writer import RecordingWriter
-from streamtool.core.records import Header
 from streamtool.core.wire.eventstream import encode_event, encode_exception
 
 ROOT = Path(__file__).resolve().parent.parent / "recordings"

@@ -100,7 +100,7 @@ def write_recording(
     content_type: str = "text/event-stream",
 ) -> Path:
     """A small recording written by a test (timings and reads as given)."""
-    from streamtool.core.records import Chunk, End
+    from streamtool.core.model.records import Chunk, End
 
     header = {
         "type": "header",

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streamtool.core.model.records import Chunk, End
 from streamtool.core.recording.tape_index import IndexEntry, append_entry
-from streamtool.core.records import Chunk, End
 
 from .serve_helpers import chunks_of, recording
 

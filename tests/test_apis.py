@@ -12,6 +12,7 @@ import pytest
 
 from streamtool.core.converters import converter_names, detect_from_header
 from streamtool.core.exchange.requests import APIS, RequestOptions, build_request
+from streamtool.core.model.records import Header
 from streamtool.core.net.capture import is_stream_request, provider_and_api
 from streamtool.core.net.library import load_recording
 from streamtool.core.net.proxy import PROVIDER_NAMES, parse_upstreams, route
@@ -25,7 +26,6 @@ from streamtool.core.plugins import (
     find_api,
     served_api,
 )
-from streamtool.core.records import Header
 
 ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table()])
 KEYS = {

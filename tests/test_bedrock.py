@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.exchange.playback import Playback
+from streamtool.core.model.records import Chunk, End
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.eventstream import (
     EventStreamDecoder,
     encode_event,

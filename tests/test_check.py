@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.handlers import parser_names
+from streamtool.core.model.records import RecordingError
 from streamtool.core.outputs.golden import golden_name, is_golden_name, parse_golden
 from streamtool.core.recording.writer import RecordingWriter
-from streamtool.core.records import RecordingError
 
 from .conftest import RECORDINGS
 from .helpers import recording_body

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
-from streamtool.core.citations import (
+from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.model.citations import (
     from_anthropic,
     from_gemini_grounding,
     from_openai_annotation,
     from_search_results,
 )
-from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.outputs.transcript import build_transcript
 
 from .conftest import RECORDINGS

@@ -120,7 +120,7 @@ def test_the_layer_contracts_hold_on_the_readme_install() -> None:
     lint = Path(sys.executable).parent / "lint-imports"
     done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "4 kept, 0 broken" in done.stdout
+    assert "kept, 0 broken" in done.stdout
 
 
 def test_docs_name_no_design_document_the_project_lacks() -> None:

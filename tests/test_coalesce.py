@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.coalesce import join_argument_runs
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.model import ChunkResponse, Quirk, SegmentEventType, ToolCallDelta
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
+from streamtool.core.pipeline.coalesce import join_argument_runs
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.exchange.playback import Playback
+from streamtool.core.model.records import Chunk, End
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
 

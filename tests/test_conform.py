@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.exchange.playback import Playback, Write, random_cuts, schedule
-from streamtool.core.outputs.conform import ClientRun, Expected, judge, parse_answer, suspects
+from streamtool.core.outputs.conformance import ClientRun, Expected, judge, parse_answer, suspects
 
 from .conftest import RECORDINGS
 from .serve_helpers import write_recording
@@ -207,7 +207,7 @@ def test_parse_answer_and_suspects():
 
 
 def test_expected_is_the_wire_meaning_not_the_file_view():
-    from streamtool.core.outputs.conform import expected_from
+    from streamtool.core.outputs.conformance import expected_from
 
     engine = replay_file(RECORDINGS / "openai-patch-file-markers.jsonl", handler_options={})
     assert engine.invocations()[0].arguments["patch"].startswith("--- a/")  # markers stripped

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from streamtool.core.converters import make_converter
-from streamtool.core.records import Header
+from streamtool.core.model.records import Header
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS, corpus_params

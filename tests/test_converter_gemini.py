@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.apis.gemini.decoder import PartialArgsError, PartialArgsWriter, parse_json_path
-from streamtool.core.records import Header
+from streamtool.core.model.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params
 from .wire_helpers import (

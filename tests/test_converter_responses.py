@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from streamtool.core.records import Header
+from streamtool.core.model.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params
 from .sdk_reference import Outcome, Streams, body_reads, openai_response

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamtool.core.converters import detect_from_event, detect_from_header
-from streamtool.core.records import Header
+from streamtool.core.model.records import Header
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS

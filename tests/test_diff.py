@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.model.records import Header
 from streamtool.core.outputs.diff import (
     align,
     describe,
@@ -20,7 +21,6 @@ from streamtool.core.outputs.diff import (
     first_difference,
 )
 from streamtool.core.recording.writer import RecordingWriter
-from streamtool.core.records import Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, recording_body, sse

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.drive.translate import recording_of, reply_from_file, wire_api
+from streamtool.core.model.quirks import CATALOGUE
 from streamtool.core.outputs.emit import EMITTERS, emitter, module
 from streamtool.core.outputs.emit.pieces import groups, tokens
-from streamtool.core.quirks import CATALOGUE
 from streamtool.core.recording.writer import RecordingWriter
 
 from .conftest import RECORDINGS

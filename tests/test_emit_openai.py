@@ -20,10 +20,10 @@ from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
 from streamtool.core.apis.openai_chat.encoder import OpenAISSEEmitter, openai_usage
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.finish import OPENAI_CHAT_REASONS
 from streamtool.core.model import SegmentEvent, SegmentType, StreamError, ToolInvocation
+from streamtool.core.model.finish import OPENAI_CHAT_REASONS
+from streamtool.core.model.records import Header
 from streamtool.core.outputs.emit.reply import stream_identity
-from streamtool.core.records import Header
 
 from .conftest import RECORDINGS
 from .kimi_streams import text_stream

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from streamtool.core.finish import finish_class
-from streamtool.core.quirks import CATALOGUE
+from streamtool.core.model.finish import finish_class
+from streamtool.core.model.quirks import CATALOGUE
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamtool.core.records import Header
+from streamtool.core.model.records import Header
 
 from .conftest import RECORDINGS
 from .test_converter_responses import HEADER, Stream

@@ -9,7 +9,7 @@ import pytest
 
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.finish import CLASSES, REASONS, finish_class
+from streamtool.core.model.finish import CLASSES, REASONS, finish_class
 from streamtool.core.outputs.diff import diff_streams
 from streamtool.core.outputs.transcript import build_transcript
 

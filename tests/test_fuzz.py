@@ -323,9 +323,9 @@ def test_fuzz_as_real_processes(tmp_path):
 def test_fuzz_payload_types_through_every_converter_and_parser():
     """Many more payload type mutations, straight through the pipeline (no CLI): every field a
     converter reads gets values of every JSON type; nothing may raise."""
+    from streamtool.core.engine.replay import ReplayEngine
+    from streamtool.core.model.records import Chunk, End
     from streamtool.core.recording.reader import Source
-    from streamtool.core.records import Chunk, End
-    from streamtool.core.replay import ReplayEngine
 
     rng = random.Random(SEED + 7)
     streams = []

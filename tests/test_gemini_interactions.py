@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.exchange.playback import Playback
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.net.server import serving
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 from .helpers import recording_summary as summary
 from .serve_helpers import body_of as body

@@ -22,10 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.converters import make_converter
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
-from streamtool.core.wire.kimi_tokens import (
+from streamtool.core.apis.openai_chat.kimi_tokens import (
     ARGUMENT_BEGIN,
     CALL_BEGIN,
     CALL_END,
@@ -37,6 +34,9 @@ from streamtool.core.wire.kimi_tokens import (
     Piece,
     Text,
 )
+from streamtool.core.converters import make_converter
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End
 from streamtool.core.wire.sse import SSEEvent
 
 from .helpers import feed_many_replay

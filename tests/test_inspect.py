@@ -10,8 +10,8 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.outputs.inspect import Inspector, findings_failing
-from streamtool.core.records import Chunk, End, Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse

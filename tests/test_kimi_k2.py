@@ -9,10 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.converters import detect_from_event, detect_from_header
-from streamtool.core.recording.reader import Source
-from streamtool.core.records import Header
-from streamtool.core.wire.kimi_tokens import (
+from streamtool.core.apis.openai_chat.kimi_tokens import (
     ARGUMENT_BEGIN,
     CALL_BEGIN,
     CALL_END,
@@ -30,6 +27,9 @@ from streamtool.core.wire.kimi_tokens import (
     decode_double_encoded,
     parse_call_id,
 )
+from streamtool.core.converters import detect_from_event, detect_from_header
+from streamtool.core.model.records import Header
+from streamtool.core.recording.reader import Source
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform, complete_events_end
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 
 from .kimi_streams import text_stream
 from .serve_helpers import body_of, recording

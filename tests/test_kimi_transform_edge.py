@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.exchange.playback import Playback
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.server import create_app
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
 from .serve_helpers import STREAMTOOL, chunks_of, start_listening, write_recording

@@ -17,15 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core import textbuf, tracker
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.handlers import api_tool_call, long_arguments
 from streamtool.core.handlers.api_tool_call import parse_arguments
 from streamtool.core.handlers.long_arguments import NOT_HERE, parse_blocks
+from streamtool.core.model import textbuf
+from streamtool.core.model.records import Chunk
+from streamtool.core.model.textbuf import TextPieces
 from streamtool.core.outputs.json_text import iter_json
-from streamtool.core.records import Chunk
-from streamtool.core.replay import ReplayEngine
-from streamtool.core.textbuf import TextPieces
+from streamtool.core.pipeline import tracker
 
 from .helpers import recording_body
 from .test_memory import _call, _code, _ending, _sse, huge_call, write_events

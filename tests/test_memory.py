@@ -23,14 +23,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End
+from streamtool.core.model.textbuf import TextBuffer
 from streamtool.core.outputs import json_text
 from streamtool.core.outputs.json_text import iter_json
 from streamtool.core.outputs.transcript import build_transcript, coalesce_segments
+from streamtool.core.pipeline.tracker import ToolCallTracker
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End
-from streamtool.core.replay import ReplayEngine
-from streamtool.core.textbuf import TextBuffer
-from streamtool.core.tracker import ToolCallTracker
 
 from .conftest import RECORDINGS
 from .helpers import recording_body
@@ -360,7 +360,7 @@ def test_text_pieces_are_written_as_their_joined_string(
 ) -> None:
     """A summary's text kept in blocks is written as the one string they make (escapes cut
     nowhere, lone surrogates included)."""
-    from streamtool.core.textbuf import TextPieces
+    from streamtool.core.model.textbuf import TextPieces
 
     whole = "".join(pieces)
     value = {"text": TextPieces(pieces), "n": [whole]}

@@ -23,14 +23,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamtool.core import textbuf
-from streamtool.core import tracker as tracker_module
 from streamtool.core.converters import make_converter
-from streamtool.core.faults import WireWatch
+from streamtool.core.engine.wire_watch import WireWatch
+from streamtool.core.model import textbuf
+from streamtool.core.model.records import RecordingError
+from streamtool.core.pipeline import tracker as tracker_module
+from streamtool.core.pipeline.tracker import ToolCallTracker
 from streamtool.core.recording import reader
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import RecordingError
-from streamtool.core.tracker import ToolCallTracker
 from streamtool.core.wire.sse import SSEComment, SSEEvent
 
 from .helpers import feed_many_replay

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 
 from streamtool.core import mutations as M
 from streamtool.core.exchange.playback import Playback
+from streamtool.core.model.quirks import CATALOGUE
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.mutated_library import mutate_library, parse_mutate
 from streamtool.core.net.server import create_app
 from streamtool.core.outputs.transcript import build_transcript
-from streamtool.core.quirks import CATALOGUE
 from streamtool.core.recording.reader import Source
 
 from .conftest import RECORDINGS

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from streamtool.core.model import Quirk
-from streamtool.core.quirk_ids import QuirkId
-from streamtool.core.quirks import (
+from streamtool.core.model.quirk_ids import QuirkId
+from streamtool.core.model.quirks import (
     CATALOGUE,
     SEVERITIES,
     catalogue_markdown,
@@ -22,9 +22,10 @@ def test_the_quirk_ids_are_the_catalogue_s():
     # the code reports a quirk by a QuirkId member (mypy refuses a bare string, and a member the
     # enum lacks), so an id the catalogue does not hold cannot be reported
     assert [str(q) for q in QuirkId] == list(CATALOGUE)
-    source = (ROOT / "core" / "quirk_ids.py").read_text(encoding="utf-8")
+    source = (ROOT / "core" / "model" / "quirk_ids.py").read_text(encoding="utf-8")
     assert source == quirk_ids_source(), (
-        "core/quirk_ids.py is stale: python -m streamtool.core.quirks --ids > core/quirk_ids.py"
+        "core/model/quirk_ids.py is stale: "
+        "python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py"
     )
 
 
@@ -68,7 +69,7 @@ def test_lookup_of_an_unknown_id_is_a_warning_not_a_crash():
 def test_docs_quirks_md_is_generated_from_the_catalogue():
     doc = (ROOT / "docs" / "quirks.md").read_text(encoding="utf-8")
     assert doc == catalogue_markdown(), (
-        "docs/quirks.md is stale: python -m streamtool.core.quirks > docs/quirks.md"
+        "docs/quirks.md is stale: python -m streamtool.core.model.quirks > docs/quirks.md"
     )
     for quirk_id in CATALOGUE:
         assert f"\n## {quirk_id}\n" in doc

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from streamtool.core.model.records import Chunk, End, Header, RecordingError
 from streamtool.core.recording.reader import Source
 from streamtool.core.recording.writer import RecordingWriter
-from streamtool.core.records import Chunk, End, Header, RecordingError
 
 from .conftest import RECORDINGS
 

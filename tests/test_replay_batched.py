@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.outputs.transcript import build_transcript
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import corpus_api, corpus_files
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.outputs.inspect import Inspector
 from streamtool.core.outputs.report import build_report
-from streamtool.core.records import Chunk, End, Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse

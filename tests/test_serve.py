@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from streamtool.core.converters import CONVERTERS
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.exchange.playback import Cut, Playback, Write, schedule
+from streamtool.core.model.records import RecordingError
+from streamtool.core.model.speed import parse_speed
 from streamtool.core.net.library import Library
 from streamtool.core.net.server import create_app, serving
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import RecordingError
-from streamtool.core.speed import parse_speed
 
 from .conftest import RECORDINGS
 from .serve_helpers import (

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamtool.core.model.records import RecordingError
 from streamtool.core.recording.tape_index import (
     COUNTER_NAME,
     INDEX_NAME,
@@ -22,7 +23,6 @@ from streamtool.core.recording.tape_index import (
     read_index,
     slug,
 )
-from streamtool.core.records import RecordingError
 
 
 def entry(seq: int, file: str, **kw: object) -> IndexEntry:

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.tracker import ToolCallTracker
+from streamtool.core.pipeline.tracker import ToolCallTracker
 
 
 def tracker_with_notes():

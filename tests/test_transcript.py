@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import DetectionError, ReplayEngine
 from streamtool.core.model import SegmentEvent, SegmentType
+from streamtool.core.model.records import Chunk, chunk_from_read
 from streamtool.core.outputs.transcript import build_transcript, coalesce_segments, render
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, chunk_from_read
-from streamtool.core.replay import DetectionError, ReplayEngine
 
 from .conftest import RECORDINGS, corpus_params
 from .helpers import recording_body

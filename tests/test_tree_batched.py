@@ -21,10 +21,10 @@ from streamtool.cli.main import app
 from streamtool.cli.tree import TreeSink, make_console
 from streamtool.cli.tree_view import ViewOptions
 from streamtool.core.drive.replay_file import replay_file
+from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.model import SegmentEvent, SegmentEventType
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 
 from .conftest import RECORDINGS
 

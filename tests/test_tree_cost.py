@@ -143,8 +143,8 @@ def test_a_live_display_that_stops_draws_no_frame_only_to_erase_it(
 def test_the_live_footer_follows_reads_that_give_no_item_without_observe() -> None:
     """``replay --speed max`` does not call ``observe`` before every read: the redraw thread
     sees the engine's reads itself (here, keep-alive comments that give no item)."""
-    from streamtool.core.records import Chunk, Header
-    from streamtool.core.replay import ReplayEngine
+    from streamtool.core.engine.replay import ReplayEngine
+    from streamtool.core.model.records import Chunk, Header
 
     from .helpers import chat_chunk, sse
 

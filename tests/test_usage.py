@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.usage import normalize_usage
+from streamtool.core.model.usage import normalize_usage
 
 from .conftest import RECORDINGS
 

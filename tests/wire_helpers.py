@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from streamtool.cli.sinks import item_to_dict
+from streamtool.core.engine.replay import ReplayEngine
+from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
-from streamtool.core.records import Chunk, End, Header
-from streamtool.core.replay import ReplayEngine
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 COMPLETE = End(None, "complete", None)

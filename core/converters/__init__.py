@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..plugins.registry import CONVERTERS
 
 if TYPE_CHECKING:
+    from ..model.records import Header
     from ..plugins.wire_api import WireApi
-    from ..records import Header
     from ..wire.sse import SSEEvent
     from .base import Converter
 

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
-from ..quirk_ids import QuirkId
-from ..records import Header
-from ..tracker import ToolCallTracker
+from ..model.quirk_ids import QuirkId
+from ..model.records import Header
+from ..pipeline.tracker import ToolCallTracker
 from ..wire import fastjson
 from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
 from ..wire.sse import SSEComment, SSEEvent, SSEItem

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..converters import check_converter_name
+from ..engine.replay import DetectionError
 from ..handlers import check_parser_name, default_parser
+from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..outputs.golden import (
     DEFAULT_CONVERTER,
     Golden,
@@ -38,8 +40,6 @@ from ..outputs.golden import (
     recording_stem,
 )
 from ..outputs.transcript import build_transcript, render
-from ..records import INDEX_NAME, RecordingError, os_error_text
-from ..replay import DetectionError
 from .replay_file import replay_file
 
 if TYPE_CHECKING:

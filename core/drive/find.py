@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..model.records import INDEX_NAME
 from ..outputs.golden import is_golden_name
-from ..records import INDEX_NAME
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
 STDIN = "-"

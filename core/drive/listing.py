@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.replay import DetectionError, ReplayEngine
+from ..model.records import RecordingError
 from ..recording.reader import Source
-from ..records import RecordingError
-from ..replay import DetectionError, ReplayEngine
 from .find import find_recordings
 
 COLUMNS = (

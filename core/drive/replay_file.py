@@ -6,9 +6,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.replay import Item, ReplayEngine
+from ..model.records import Chunk
 from ..recording.reader import Source
-from ..records import Chunk
-from ..replay import Item, ReplayEngine
 
 
 def replay_file(
@@ -31,7 +31,7 @@ def replay_file(
     called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
     the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
     log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
-    (see :class:`~streamtool.core.replay.ReplayEngine`).
+    (see :class:`~streamtool.core.engine.replay.ReplayEngine`).
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..model.records import RecordingError
 from ..outputs.emit import EMITTERS, Part, Reply, api_id, emitter
 from ..outputs.emit.pieces import tokens
 from ..outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL
 from ..recording.tape_index import IndexEntry, Tape
 from ..recording.writer import RecordingWriter
-from ..records import RecordingError
 from .translate import recording_of, reply_from_file
 
 FINISHES = ("stop", "tool_calls", "length", "content_filter", "refusal")

@@ -8,10 +8,10 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
+from ..engine.replay import ReplayEngine
+from ..model.records import Chunk, End, Header
 from ..outputs.emit import Emitted, Reply, ReplyBuilder, api_id, emitter
 from ..plugins import WireApi, api_table
-from ..records import Chunk, End, Header
-from ..replay import ReplayEngine
 from .replay_file import replay_file
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..adapter import TextArgumentParser
 from ..model import (
     ArgumentsSource,
     ChunkResponse,
@@ -36,8 +35,9 @@ from ..model import (
     SegmentType,
     ToolCallDelta,
 )
-from ..quirk_ids import QuirkId
-from ..textbuf import TextBuffer, TextPieces
+from ..model.quirk_ids import QuirkId
+from ..model.textbuf import TextBuffer, TextPieces
+from ..pipeline.adapter import TextArgumentParser
 from ..wire import fastjson
 from ..wire.json_fields import JsonStringFields, MarkerStripper, strip_markers
 from .base import SegmentCallback, StreamingResponseHandler

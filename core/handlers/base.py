@@ -14,9 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..adapter import TextArgumentParser, ToolInvocationAdapter
 from ..model import ChunkResponse, Quirk, SegmentEvent, SegmentType, ToolInvocation
-from ..quirk_ids import QuirkId
+from ..model.quirk_ids import QuirkId
+from ..pipeline.adapter import TextArgumentParser, ToolInvocationAdapter
 
 SegmentCallback = Callable[[SegmentEvent], None]
 

@@ -6,7 +6,7 @@ text are held at once) and then decoded (the text and the value are held at once
 size of the file at each step. For a writer that streams the value
 (:func:`~streamtool.core.outputs.json_text.iter_json`), :func:`parse_blocks` gives the value
 that :func:`~streamtool.core.handlers.api_tool_call.parse_arguments` gives for the joined text,
-except that each long string in it is a :class:`~streamtool.core.textbuf.TextPieces` of its
+except that each long string in it is a :class:`~streamtool.core.model.textbuf.TextPieces` of its
 decoded text, and it decodes the long strings a block at a time, letting each block of argument
 text go once it is decoded: the text is held about once.
 
@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..textbuf import TextPieces
+from ..model.textbuf import TextPieces
 
 LONG = 1 << 16  # a string literal at least this long (its JSON text) is kept in pieces
 CUT = 1 << 16  # characters of a literal decoded at a time

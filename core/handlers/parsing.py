@@ -11,11 +11,11 @@ are not read by a text parser: that is reported as a quirk, not dropped silently
 
 from __future__ import annotations
 
-from ..adapter import TextArgumentParser
 from ..model import ChunkResponse, SegmentEvent, SegmentEventType
+from ..model.quirk_ids import QuirkId
 from ..parsers import make_text_parser
 from ..parsers.xml_args import parse_xml_arguments
-from ..quirk_ids import QuirkId
+from ..pipeline.adapter import TextArgumentParser
 from .base import SegmentCallback, StreamingResponseHandler
 
 

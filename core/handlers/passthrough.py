@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import ChunkResponse, SegmentEvent
-from ..quirk_ids import QuirkId
+from ..model.quirk_ids import QuirkId
 from .base import StreamingResponseHandler
 
 

@@ -1,14 +1,14 @@
 """Mutations: a quirk of the catalogue applied to a real recorded stream, at the wire level.
 
-The catalogue (:mod:`streamtool.core.quirks`) names, beside each generatable quirk, the mutation
-that applies it (``QuirkInfo.mutation``, as :attr:`Mutation.name`). A mutation edits the stream's
-events (:mod:`.stream`) and keeps everything else: the other events byte for byte, the read
+The catalogue (:mod:`streamtool.core.model.quirks`) names, beside each generatable quirk, the
+mutation that applies it (``QuirkInfo.mutation``, as :attr:`Mutation.name`). A mutation edits the
+stream's events (:mod:`.stream`) and keeps everything else: the other events byte for byte, the read
 boundaries and their times as far as the quirk allows. It returns whether it found something to
 change; a quirk applies to a recording when it does and the recording does not show that quirk
 already.
 
-This package holds what every API shares: the SSE layer (:mod:`.sse`), the model's faults
-(:mod:`.faults`, each cut by its API's rules) and the reads (:mod:`.wire`). Each API's own
+This package holds what every API shares: the SSE layer (:mod:`.sse_layer`), the model's faults
+(:mod:`.faults`, each cut by its API's rules) and the reads (:mod:`.read_cuts`). Each API's own
 mutations, and its rules for the shared ones, are the ``mutations`` part of its package
 (:class:`ApiMutations` declares them): the APIs whose package has one are :func:`wire_apis`.
 
@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..engine.replay import ReplayEngine
+from ..model.quirk_ids import QuirkId
+from ..model.quirks import CATALOGUE, QuirkInfo
+from ..model.records import Chunk, End, Header, chunk_from_read
 from ..plugins import api_for_converter, api_table, part
-from ..quirk_ids import QuirkId
-from ..quirks import CATALOGUE, QuirkInfo
-from ..records import Chunk, End, Header, chunk_from_read
-from ..replay import ReplayEngine
 from .stream import Stream, parse
 
 # what a mutation may change in a transcript (besides its quirks)
@@ -147,7 +147,7 @@ def __getattr__(name: str) -> Any:
 @functools.cache
 def _load() -> None:
     mutation_parts()
-    for module in ("sse", "faults", "wire"):
+    for module in ("sse_layer", "faults", "read_cuts"):
         importlib.import_module(f"{__name__}.{module}")
 
 

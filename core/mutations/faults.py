@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..faults import offered_tools
+from ..engine.wire_watch import offered_tools
 from . import Decorator, MutationFunc, Scope, mutation, rules_of
 from .stream import Stream
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import Header
+from ..model.records import Header
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 Cut = tuple[int, float | None]  # (offset into the event, time of the read that ended there)

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..exchange.requests import PreparedRequest, RequestError
+from ..model.records import RecordingError
 from ..plugins import api_for_path, api_table, find_api, served_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values
-from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.eventstream import EventStreamDecoder
 

@@ -41,11 +41,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..exchange.requests import preset_for
+from ..model.records import RecordingError
 from ..plugins import WireApi, api_for_path, api_table, official_hosts, served_api
 from ..plugins.table import default_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
-from ..records import RecordingError
 from ..wire import fastjson
 from ..wire.http_body import StreamEndDetector
 

@@ -4,7 +4,7 @@ One HTTP server (127.0.0.1, a free port) serves every run under its own path pre
 (``/run/<n>``), so runs can go in parallel and each knows which endpoints its client called.
 For each recording and each chunking the client command is started with ``STREAMTOOL_BASE_URL``,
 ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL`` pointing at its
-prefix, and its printed answer is judged by :mod:`streamtool.core.outputs.conform`.
+prefix, and its printed answer is judged by :mod:`streamtool.core.outputs.conformance`.
 
 A client applies to a recording when its request reaches an endpoint that serves the
 recording's API: an OpenAI-SDK client asked for an Anthropic recording calls
@@ -26,11 +26,11 @@ from typing import Any
 
 from ..drive.replay_file import replay_file
 from ..exchange.playback import Playback
-from ..outputs.conform import ClientRun, Difference, Expected, Verdict, expected_from, judge
+from ..model.quirks import QuirkInfo, lookup, severity_rank
+from ..model.records import RecordingError
+from ..outputs.conformance import ClientRun, Difference, Expected, Verdict, expected_from, judge
 from ..plugins import served_api
 from ..plugins.table import sdk_apis, sdk_base_urls
-from ..quirks import QuirkInfo, lookup, severity_rank
-from ..records import RecordingError
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
 from .listen import ServerThread

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from ..model.records import Chunk
 from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
 from ..recording.secrets import credential_values, secret_query_values
-from ..records import Chunk
 from ..wire import fastjson
 from .bodies import OFF_LOOP
 from .listen import CutConnection

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 
 from ..exchange.requests import PreparedRequest
+from ..model.records import Chunk, RecordingError
 from ..recording.recorder import RecordResult, ResponseRecorder
-from ..records import Chunk, RecordingError
 
 USER_AGENT = "streamtool-record"
 

@@ -20,10 +20,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
+from ..model.records import INDEX_NAME, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
-from ..records import INDEX_NAME, RecordingError
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent

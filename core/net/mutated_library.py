@@ -14,12 +14,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..engine.replay import DetectionError
+from ..model.quirks import CATALOGUE
+from ..model.records import Chunk, End, Header
 from ..mutations import Original, analyse, applicable, apply, generatable, replay, suggest
-from ..outputs.conform import expected_from
-from ..quirks import CATALOGUE
+from ..outputs.conformance import expected_from
 from ..recording.reader import Source
-from ..records import Chunk, End, Header
-from ..replay import DetectionError
 
 if TYPE_CHECKING:
     from .conform import Case, Result

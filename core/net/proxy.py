@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..exchange.hostcheck import host_refusal, is_loopback, refuse
+from ..model.records import RecordingError
 from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
 from ..plugins.table import default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
-from ..records import RecordingError
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,

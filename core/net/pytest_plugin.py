@@ -102,7 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "(default: tapes/<test module>/<test name>/ beside the test file); path may name a "
         "script of turns (.yaml, .yml, .json).",
     )
-    from ..speed import parse_speed
+    from ..model.speed import parse_speed
 
     config.stash[_RUN] = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
     try:
@@ -261,9 +261,9 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
+    from ..model.records import RecordingError
     from ..plugins.table import default_api
     from ..recording.tape_index import highest_seq
-    from ..records import RecordingError
     from .proxy import OFFICIAL, Upstreams
     from .tape import MissRecorder, TapeLibrary, discard_staging, load_tape, merge_into
 
@@ -379,7 +379,7 @@ def _service(config: pytest.Config, tape: StreamTape, library: Any, on_miss: Any
     ``--stream-tape-mutate`` from the options, and what nothing matched noted in
     ``tape.misses`` (a recording test records it instead)."""
     from ..exchange.playback import Playback
-    from ..speed import parse_speed
+    from ..model.speed import parse_speed
     from .service import ServiceConfig, build_service
 
     playback = Playback(

@@ -35,6 +35,7 @@ from ..drive.conversation import last_input, read_conversation
 from ..drive.script import TurnPicker
 from ..exchange.playback import Playback
 from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
+from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import served_api
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
@@ -49,7 +50,6 @@ from ..recording.tape_index import (
     tape_files,
     tape_lock,
 )
-from ..records import INDEX_NAME, RecordingError, os_error_text
 from .library import (
     Incoming,
     Library,

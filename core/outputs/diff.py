@@ -1,6 +1,6 @@
 """Comparing two replays side by side: what each stream meant and how it arrived. Sans-IO.
 
-Two finished :class:`~streamtool.core.replay.ReplayEngine` s that kept their segments
+Two finished :class:`~streamtool.core.engine.replay.ReplayEngine` s that kept their segments
 (``transcript=True``; two recordings, say two providers answering one prompt, or one recording
 through two parsers or converters) are described
 (:func:`describe`) and lined up row by row (:func:`diff_streams`).
@@ -13,7 +13,7 @@ client acting on the stream would do differently:
   ``{"a":1}`` and ``{"a": 1}`` are the same; the raw text when they did not parse). Calls the
   provider ran itself (``server_side``: web search, code execution...) are shown, not compared:
   the client does nothing with them, and APIs without hosted tools cannot carry them;
-- the finish class (:mod:`streamtool.core.finish`): providers name the same ending differently
+- the finish class (:mod:`streamtool.core.model.finish`): providers name the same ending differently
   (``tool_calls`` / ``tool_use`` / Gemini ``STOP`` after function calls, ``stop`` / ``end_turn``,
   ``length`` / ``max_tokens``);
 - the kinds of errors in the stream (a stream that broke does not mean what a whole one does; the
@@ -41,11 +41,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..finish import finish_class
+from ..model.finish import finish_class
 from .transcript import build_transcript
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..replay import ReplayEngine
+    from ..engine.replay import ReplayEngine
 
 T = TypeVar("T")
 

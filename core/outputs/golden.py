@@ -29,7 +29,7 @@ import orjson
 
 from ..converters import check_converter_name
 from ..handlers import check_parser_name
-from ..records import RecordingError
+from ..model.records import RecordingError
 from ..wire import fastjson
 from .transcript import render
 

@@ -1,8 +1,8 @@
 """How a stream arrived: per-read facts, timing figures, stalls and the quirk lint. Sans-IO.
 
-:class:`Inspector` wraps a :class:`~streamtool.core.replay.ReplayEngine`: feed it the recording's
-chunks (one per network read) and its end record, then :meth:`Inspector.result` gives one object
-(what ``streamtool inspect --format json`` prints, documented in docs/inspect.md):
+:class:`Inspector` wraps a :class:`~streamtool.core.engine.replay.ReplayEngine`: feed it the
+recording's chunks (one per network read) and its end record, then :meth:`Inspector.result` gives
+one object (what ``streamtool inspect --format json`` prints, documented in docs/inspect.md):
 
 - ``facts``: provider, API, model, endpoint, status, recorded at, end reason, converter, parser;
 - ``timing``: TTFB, TTFT, duration, reads, bytes, events, comments, inter-read gaps (p50, p95,
@@ -22,11 +22,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.replay import Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
-from ..quirks import lookup, severity_rank
-from ..records import Chunk, End, Header
-from ..replay import Item, ReplayEngine
-from ..segment_log import SegmentLog
+from ..model.quirks import lookup, severity_rank
+from ..model.records import Chunk, End, Header
+from ..pipeline.segment_log import SegmentLog
 from ..wire.sse import SSEEvent
 
 DEFAULT_STALL = 1.0

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring
 from typing import Any
 
-from ..textbuf import TextPieces
+from ..model.textbuf import TextPieces
 
 SLICE = 1 << 16  # characters of a long string escaped at a time
 

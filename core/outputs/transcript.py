@@ -1,11 +1,11 @@
 """The transcript of a replay: what a stream meant, as a readable, deterministic JSON document.
 
-A transcript is built from a finished :class:`~streamtool.core.replay.ReplayEngine` that kept its
-segments (``transcript=True``: ``replay_file(path, transcript=True)``). It holds the
-converter and parser used, the model, every segment in order with its content coalesced and its
-START and END metadata merged, the invocations, the finish reason, the usage, the errors and the
-quirks. It holds nothing that depends on how the bytes were cut into reads or when they came (no
-chunk counts, no times): the same bytes cut at any points give the same transcript. Golden files
+A transcript is built from a finished :class:`~streamtool.core.engine.replay.ReplayEngine` that kept
+its segments (``transcript=True``: ``replay_file(path, transcript=True)``). It holds the converter
+and parser used, the model, every segment in order with its content coalesced and its START and END
+metadata merged, the invocations, the finish reason, the usage, the errors and the quirks. It holds
+nothing that depends on how the bytes were cut into reads or when they came (no chunk counts, no
+times): the same bytes cut at any points give the same transcript. Golden files
 (:mod:`streamtool.core.outputs.golden`) and ``streamtool diff`` are built on it. Sans-IO.
 """
 
@@ -16,10 +16,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..model import SegmentEvent
-from ..segment_log import SegmentLog
+from ..pipeline.segment_log import SegmentLog
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..replay import ReplayEngine
+    from ..engine.replay import ReplayEngine
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

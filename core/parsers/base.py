@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..adapter import TextArgumentParser
 from ..model import SegmentEvent, SegmentEventType, SegmentType
+from ..pipeline.adapter import TextArgumentParser
 from ..wire import fastjson
 from .xml_args import parse_xml_arguments
 

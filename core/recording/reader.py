@@ -1,7 +1,7 @@
 """File I/O for recordings: open a recording or a raw SSE body, and write recordings.
 
 This is the edge: everything here touches the file system. Parsing rules live in
-:mod:`streamtool.core.records`.
+:mod:`streamtool.core.model.records`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import IO, Any, Literal
 
 import msgspec
 
-from ..records import (
+from ..model.records import (
     Chunk,
     End,
     Header,

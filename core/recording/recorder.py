@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..records import Chunk, Header, RecordingError
+from ..model.records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
 from .secrets import (
     SecretScrubber,

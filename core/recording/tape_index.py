@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..records import INDEX_NAME, RecordingError, os_error_text
+from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
 
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)

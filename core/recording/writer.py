@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ..records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from ..model.records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
 

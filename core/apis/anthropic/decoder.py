@@ -5,7 +5,7 @@ Events: ``message_start`` (model, usage), ``content_block_start`` / ``content_bl
 ``ping`` and a mid-stream ``error``. Blocks map as follows:
 
 - ``text``: ``text_delta`` is content; ``citations_delta`` are collected into the text segment's
-  ``citations`` metadata (normalized, :mod:`streamtool.core.citations`; as sent in
+  ``citations`` metadata (normalized, :mod:`streamtool.core.model.citations`; as sent in
   ``raw_citations``).
 - ``thinking``: ``thinking_delta`` is reasoning; the ``signature_delta`` is kept in the reasoning
   segment's metadata (``signature``; ``signatures`` as well when one segment holds several
@@ -37,13 +37,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...citations import from_anthropic
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...tracker import TrackedCall
-from ...usage import normalize_usage
+from ...model.citations import from_anthropic
+from ...model.quirk_ids import QuirkId
+from ...model.usage import normalize_usage
+from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}

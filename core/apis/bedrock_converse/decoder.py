@@ -34,8 +34,8 @@ from typing import Any
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...records import Header
+from ...model.quirk_ids import QuirkId
+from ...model.records import Header
 from ...wire.sse import SSEEvent
 
 _USAGE = {

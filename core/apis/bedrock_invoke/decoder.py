@@ -15,8 +15,8 @@ from typing import Any
 
 from ...converters.base import Converter
 from ...model import ChunkResponse
-from ...quirk_ids import QuirkId
-from ...records import Header
+from ...model.quirk_ids import QuirkId
+from ...model.records import Header
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
 from ..bedrock_converse.decoder import (

@@ -25,7 +25,7 @@ from typing import Any
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse
-from ...quirk_ids import QuirkId
+from ...model.quirk_ids import QuirkId
 from ...wire.sse import SSEEvent
 
 
@@ -221,8 +221,8 @@ class CohereConverter(Converter):
 
 
 def _normalize_citation(citation: dict[str, Any]) -> list[dict[str, Any]]:
-    """A Cohere citation as the normalized citations, one per source (see core/citations.py)."""
-    from ...citations import KEYS
+    """A Cohere citation as the normalized citations, one per source (core/model/citations.py)."""
+    from ...model.citations import KEYS
 
     base: dict[str, Any] = {}
     for key, value in (

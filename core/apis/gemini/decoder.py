@@ -28,13 +28,13 @@ import json
 import re
 from typing import Any
 
-from ...citations import from_gemini_grounding
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...tracker import TrackedCall
-from ...usage import normalize_usage
+from ...model.citations import from_gemini_grounding
+from ...model.quirk_ids import QuirkId
+from ...model.usage import normalize_usage
+from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming

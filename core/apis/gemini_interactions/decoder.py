@@ -44,13 +44,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...citations import from_openai_annotation
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...tracker import TrackedCall
-from ...usage import normalize_usage
+from ...model.citations import from_openai_annotation
+from ...model.quirk_ids import QuirkId
+from ...model.usage import normalize_usage
+from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
 _MEDIA = frozenset({"image", "audio", "video", "document"})

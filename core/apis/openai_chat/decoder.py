@@ -15,15 +15,15 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...citations import from_openai_annotation, from_search_results
 from ...converters.base import Converter, MultiPayload
 from ...converters.prose_runs import TEXT
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...tracker import TrackedCall
-from ...usage import normalize_usage
-from ...wire.kimi_tokens import MarkerSniffer
+from ...model.citations import from_openai_annotation, from_search_results
+from ...model.quirk_ids import QuirkId
+from ...model.usage import normalize_usage
+from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
+from .kimi_tokens import MarkerSniffer
 
 # the field of the delta that carries the reasoning -> its quirk
 _REASONING_FIELDS = {

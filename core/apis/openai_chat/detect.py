@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...records import Header
+    from ...model.records import Header
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``):
 # last, the least telling shape (other APIs' objects may hold ``choices`` too)

@@ -2,30 +2,29 @@
 
 The one encoder of the API, with two entries over one chunk writer (:class:`Chunks`):
 
-- :func:`emit` writes a whole reply (``replay --emit``, ``serve --script``, translation) as
-  OpenAI streams: a first chunk with the assistant role, text (``content``) one token per chunk,
-  a refusal as ``refusal`` deltas, each tool call opened by a chunk with its ``index``, ``id``,
-  ``type`` and ``name`` (and empty arguments) followed by its arguments a token or so per chunk,
-  a closing chunk with the finish reason, then ``data: [DONE]``. Usage rides on the closing chunk
-  (the way most servers send it; a separate usage chunk with empty ``choices`` is a catalogued
-  quirk). Reasoning, which OpenAI's own API does not stream, is sent as ``reasoning_content``
-  (DeepSeek, vLLM): replaying it reports that one field's quirk. An error the provider reported
-  in the stream is sent as an ``error`` object where it happened; when it came in the middle of
-  a tool call, the stream ends after it (no finish chunk, no ``[DONE]``: either would close the
-  call) and the usage rides on that call's last chunk.
-- :class:`OpenAISSEEmitter` writes the replay engine's items as they come (segment events and
-  tool invocations, behind any converter and any parser: the proxy's live rewriting): text
-  segments become ``content`` deltas (a refusal: ``refusal`` deltas), reasoning segments
-  ``reasoning_content`` deltas; each tool invocation a ``tool_calls`` delta, sent when the call
-  is whole; a provider error in the stream an ``error`` object in its own chunk, where it
-  happened. ``finish()`` adds the finish chunk (the finish class of :mod:`streamtool.core.finish`
-  as an OpenAI finish reason: ``tool_calls`` when the client has calls to run), a usage chunk
-  when usage is known (``choices: []``, as with ``stream_options.include_usage``) and
-  ``data: [DONE]``. A stream that was cut off (``truncated``) stays cut off: no finish chunk and
-  no ``[DONE]``; a stream that ended on an error without a finish reason gets no finish chunk.
-  The completion id and ``created`` are given by the caller: nothing random. Quirks and other
-  errors are not part of the stream (an OpenAI stream has no place for them); server-side tool
-  invocations (run by the provider, not the client) are not sent as tool calls.
+- :func:`emit` writes a whole reply (``replay --emit``, ``serve --script``, translation) as OpenAI
+streams: a first chunk with the assistant role, text (``content``) one token per chunk, a refusal as
+``refusal`` deltas, each tool call opened by a chunk with its ``index``, ``id``, ``type`` and
+``name`` (and empty arguments) followed by its arguments a token or so per chunk, a closing chunk
+with the finish reason, then ``data: [DONE]``. Usage rides on the closing chunk (the way most
+servers send it; a separate usage chunk with empty ``choices`` is a catalogued quirk). Reasoning,
+which OpenAI's own API does not stream, is sent as ``reasoning_content`` (DeepSeek, vLLM): replaying
+it reports that one field's quirk. An error the provider reported in the stream is sent as an
+``error`` object where it happened; when it came in the middle of a tool call, the stream ends after
+it (no finish chunk, no ``[DONE]``: either would close the call) and the usage rides on that call's
+last chunk. - :class:`OpenAISSEEmitter` writes the replay engine's items as they come (segment
+events and tool invocations, behind any converter and any parser: the proxy's live rewriting): text
+segments become ``content`` deltas (a refusal: ``refusal`` deltas), reasoning segments
+``reasoning_content`` deltas; each tool invocation a ``tool_calls`` delta, sent when the call is
+whole; a provider error in the stream an ``error`` object in its own chunk, where it happened.
+``finish()`` adds the finish chunk (the finish class of :mod:`streamtool.core.model.finish` as an
+OpenAI finish reason: ``tool_calls`` when the client has calls to run), a usage chunk when usage is
+known (``choices: []``, as with ``stream_options.include_usage``) and ``data: [DONE]``. A stream
+that was cut off (``truncated``) stays cut off: no finish chunk and no ``[DONE]``; a stream that
+ended on an error without a finish reason gets no finish chunk. The completion id and ``created``
+are given by the caller: nothing random. Quirks and other errors are not part of the stream (an
+OpenAI stream has no place for them); server-side tool invocations (run by the provider, not the
+client) are not sent as tool calls.
 """
 
 from __future__ import annotations
@@ -34,8 +33,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...finish import OPENAI_CHAT_REASONS, finish_class
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
+from ...model.finish import OPENAI_CHAT_REASONS, finish_class
 from ...outputs.emit.base import Emitted, Out, data_event, error_response
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
@@ -104,7 +103,7 @@ def error_event(body: dict[str, Any]) -> str:
 
 
 def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
-    """Normalized usage (core/usage.py keys) as an OpenAI chat-completions usage object."""
+    """Normalized usage (core/model/usage.py keys) as an OpenAI chat-completions usage object."""
     out: dict[str, Any] = {}
     if "input_tokens" in usage:
         out["prompt_tokens"] = usage["input_tokens"]

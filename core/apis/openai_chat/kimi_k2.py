@@ -1,10 +1,11 @@
 """Converter ``kimi-k2``: an OpenAI-compatible stream plus Kimi K2's special-token tool calls.
 
-Everything ``openai-chat`` reads is read the same way (structured ``tool_calls`` included). On
-top of that, the content and the reasoning text each pass through a
-:class:`~streamtool.core.wire.kimi_tokens.KimiTokenScanner`: each Kimi tool-call section becomes
-ordinary tool calls (through the shared tracker, so they share one index space with structured
-calls, in order of appearance), and the text around a section stays content (or reasoning).
+Everything ``openai-chat`` reads is read the same way (structured ``tool_calls`` included). On top
+of that, the content and the reasoning text each pass through a
+:class:`~streamtool.core.apis.openai_chat.kimi_tokens.KimiTokenScanner`: each Kimi tool-call section
+becomes ordinary tool calls (through the shared tracker, so they share one index space with
+structured calls, in order of appearance), and the text around a section stays content (or
+reasoning).
 
 - call id: the text between ``<|tool_call_begin|>`` and ``<|tool_call_argument_begin|>``,
   trimmed, verbatim (``functions.get_weather:0``: clients must send it back unchanged);
@@ -26,12 +27,12 @@ from typing import Any
 
 from ...converters.prose_runs import TEXT
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...records import Header
+from ...model.quirk_ids import QuirkId
+from ...model.records import Header
 from ...wire import fastjson
-from ...wire.kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
-from ...wire.kimi_tokens import parse_call_id as parse_call_id
 from .decoder import OpenAIChatConverter
+from .kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
+from .kimi_tokens import parse_call_id as parse_call_id
 
 # the text a Kimi tool-call section was found in: its quirk, and where that text is
 _FOUND = {

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...engine.replay import ReplayEngine
 from ...model import SegmentEvent, SegmentEventType
-from ...records import Chunk, End, Header
-from ...replay import ReplayEngine
-from ...segment_log import SegmentLog
+from ...model.records import Chunk, End, Header
+from ...pipeline.segment_log import SegmentLog
 from .encoder import OpenAISSEEmitter
 
 # a blank line ends an event; line ends are CRLF, LF or CR (each taken whole: atomic groups)

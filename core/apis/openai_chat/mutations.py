@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Event, Stream
-from ...quirk_ids import QuirkId
 from . import API
 
 mutation = ApiMutations(API.id, "chat")  # the catalogue names them chat.<function>

@@ -20,8 +20,8 @@ from typing import Any
 from ...converters.base import Converter
 from ...converters.prose_runs import TEXT, ProseRuns
 from ...model import ChunkResponse
-from ...quirk_ids import QuirkId
-from ...usage import normalize_usage
+from ...model.quirk_ids import QuirkId
+from ...model.usage import normalize_usage
 from ...wire.sse import SSEEvent
 
 

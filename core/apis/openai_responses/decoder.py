@@ -37,14 +37,14 @@ from typing import Any
 
 import msgspec
 
-from ...citations import from_openai_annotation
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...quirk_ids import QuirkId
-from ...records import Header
-from ...tracker import TrackedCall
-from ...usage import normalize_usage
+from ...model.citations import from_openai_annotation
+from ...model.quirk_ids import QuirkId
+from ...model.records import Header
+from ...model.usage import normalize_usage
+from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
 

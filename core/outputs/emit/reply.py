@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
-from ...records import Header
+from ...model.records import Header
 
 TEXT = "text"
 REASONING = "reasoning"
@@ -60,8 +60,8 @@ class Part:
 @dataclass(slots=True)
 class Reply:
     parts: list[Part] = field(default_factory=list)
-    finish_class: str = "stop"  # a class of core/finish.py
-    usage: dict[str, int] | None = None  # normalized keys (core/usage.py)
+    finish_class: str = "stop"  # a class of core/model/finish.py
+    usage: dict[str, int] | None = None  # normalized keys (core/model/usage.py)
     model: str = ""
     truncated: bool = False  # the stream was cut off: no finish, no closing events
     status: int = 200  # an HTTP error status: the reply is one error body, not a stream

@@ -16,9 +16,9 @@ is at most ``info``.
 The reference names the section of the provider-quirks catalogue this project keeps (``Q-TC-1``...)
 and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``);
 for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
-``docs/quirks.md`` is generated from this table (``python -m streamtool.core.quirks``), and so is
-``core/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a quirk (so
-that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
+``docs/quirks.md`` is generated from this table (``python -m streamtool.core.model.quirks``), and
+so is ``core/model/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a
+quirk (so that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
 """
 
 from __future__ import annotations
@@ -900,8 +900,8 @@ def catalogue_markdown() -> str:
         "documents but clients often miss (a usage chunk with empty `choices`, SSE comments) is at",
         "most **info**.",
         "",
-        "This file is generated from `core/quirks.py` (`python -m streamtool.core.quirks >",
-        "docs/quirks.md`); a test keeps them equal.",
+        "This file is generated from `core/model/quirks.py`",
+        "(`python -m streamtool.core.model.quirks > docs/quirks.md`); a test keeps them equal.",
         "",
         "| id | severity |",
         "|---|---|",
@@ -921,16 +921,17 @@ def catalogue_markdown() -> str:
 
 
 def quirk_ids_source() -> str:
-    """The text of ``core/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order."""
+    """The text of ``core/model/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order."""
     lines = [
         '"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,',
         "so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue",
         "does not know.",
         "",
-        "Generated from the catalogue, :mod:`streamtool.core.quirks` (``python -m",
-        "streamtool.core.quirks --ids > core/quirk_ids.py``); a test keeps the two equal. A",
-        "module of its own, so that the code that reports quirks does not load the catalogue's",
-        "texts. A member is its id: it compares, hashes and serializes as the string.",
+        "Generated from the catalogue, :mod:`streamtool.core.model.quirks`",
+        "(``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test",
+        "keeps the two equal. A module of its own, so that the code that reports quirks does not",
+        "load the catalogue's texts. A member is its id: it compares, hashes and serializes as the",
+        "string.",
         '"""',
         "",
         "from enum import StrEnum",
@@ -948,6 +949,6 @@ if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md
     if sys.argv[1:] == ["--ids"]:
         sys.stdout.write(quirk_ids_source())
     elif sys.argv[1:]:
-        sys.exit("usage: python -m streamtool.core.quirks [--ids]")
+        sys.exit("usage: python -m streamtool.core.model.quirks [--ids]")
     else:
         sys.stdout.write(catalogue_markdown())

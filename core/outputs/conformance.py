@@ -7,7 +7,7 @@ and the client prints what it understood as one JSON object::
      "finish_reason": "...", "refusal": "..."}   # finish_reason and refusal are optional
 
 This module holds the two ends of that comparison: :func:`expected_from` (what the recording
-means, from a finished :class:`~streamtool.core.replay.ReplayEngine`) and :func:`judge` (the
+means, from a finished :class:`~streamtool.core.engine.replay.ReplayEngine`) and :func:`judge` (the
 differences between that and what the client did, each with the provider quirks of the recording
 that plausibly explain it).
 """
@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..quirk_ids import QuirkId
+from ..model.quirk_ids import QuirkId
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..replay import ReplayEngine
+    from ..engine.replay import ReplayEngine
 
 # error kinds after which a stream did not deliver a complete answer: a client must say so
 # (exit non-zero, or an "error" key), not print a partial answer as if it were whole

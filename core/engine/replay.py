@@ -5,17 +5,17 @@ converter (header, then the first events, unless one is named), keeps the statis
 (chunks, bytes, events, timings, usage, finish reason, errors, quirks) and builds the summary
 object that ``replay --format json`` prints.
 
-Memory follows what the outputs hold, not the length of the stream: segment events are handed to
-the caller as they come and not kept; the engine keeps only what its results need from them (the
-text and the reasoning, citations, whether a text was a refusal). The segments (every segment's
-type, content and metadata: :class:`~streamtool.core.segment_log.SegmentLog`, the one fold of the
+Memory follows what the outputs hold, not the length of the stream: segment events are handed to the
+caller as they come and not kept; the engine keeps only what its results need from them (the text
+and the reasoning, citations, whether a text was a refusal). The segments (every segment's type,
+content and metadata: :class:`~streamtool.core.pipeline.segment_log.SegmentLog`, the one fold of the
 segment events) are kept with ``transcript=True``, or in the log given as ``segments`` (one that
 keeps no content, for a reader of sizes only); readers read ``engine.segments`` (what changed since
 their last look: ``engine.segments.changes(cursor)``) instead of folding the events again. The
 handler's whole event log is kept with ``keep_events=True``. With ``string_pieces=True`` (for a
-caller that only writes the summary with ``iter_json``), a long string in a tool call's arguments
-is kept in the pieces it was decoded in (``TextPieces``), never joined: a call that writes a
-large file is held once.
+caller that only writes the summary with ``iter_json``), a long string in a tool call's arguments is
+kept in the pieces it was decoded in (``TextPieces``), never joined: a call that writes a large file
+is held once.
 """
 
 from __future__ import annotations
@@ -23,19 +23,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from .coalesce import join_argument_runs
-from .converters import (
+from ..converters import (
     converter_names,
     detect_from_event,
     detect_from_header,
     is_converter,
     make_converter,
 )
-from .converters.base import Converter
-from .faults import WireWatch, offered_tools, tool_call_faults
-from .finish import finish_class
-from .handlers import make_handler
-from .model import (
+from ..converters.base import Converter
+from ..handlers import make_handler
+from ..model import (
     ChunkResponse,
     Quirk,
     SegmentEvent,
@@ -44,12 +41,15 @@ from .model import (
     StreamError,
     ToolInvocation,
 )
-from .records import Chunk, End, Header
-from .segment_log import SegmentLog
-from .textbuf import TextBuffer, TextPieces
-from .usage import merge_latest
-from .wire.framing import open_decoder
-from .wire.sse import SSEEvent, SSEItem
+from ..model.finish import finish_class
+from ..model.records import Chunk, End, Header
+from ..model.textbuf import TextBuffer, TextPieces
+from ..model.usage import merge_latest
+from ..pipeline.coalesce import join_argument_runs
+from ..pipeline.segment_log import SegmentLog
+from ..wire.framing import open_decoder
+from ..wire.sse import SSEEvent, SSEItem
+from .wire_watch import WireWatch, offered_tools, tool_call_faults
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
 _CONTENT = SegmentEventType.CONTENT
@@ -501,7 +501,8 @@ class ReplayEngine:
         return self.handler.get_all_invocations()
 
     def finish_class(self) -> str:
-        """The normalized finish class (:mod:`streamtool.core.finish`) of the replay so far."""
+        """The normalized finish class (:mod:`streamtool.core.model.finish`) of the replay so
+        far."""
         client_calls = any(not inv.server_side for inv in self.handler.invocations)
         refusal = self._refusal and self.finish_reason is not None and not client_calls
         return finish_class(
@@ -512,7 +513,7 @@ class ReplayEngine:
         )
 
     def citations(self) -> list[dict[str, Any]]:
-        """Every text segment's citations (:mod:`streamtool.core.citations`), with its id."""
+        """Every text segment's citations (:mod:`streamtool.core.model.citations`), with its id."""
         out: list[dict[str, Any]] = []
         for segment_id, cited in self._cited:
             out.extend({"segment": segment_id, **c} for c in cited if isinstance(c, dict))
@@ -553,7 +554,7 @@ class ReplayEngine:
 
     def summary(self, *, pieces: bool = False) -> dict[str, Any]:
         """The summary of DESIGN.md. ``pieces=True``: the text and the reasoning are
-        :class:`~streamtool.core.textbuf.TextPieces` (the blocks they are kept in,
+        :class:`~streamtool.core.model.textbuf.TextPieces` (the blocks they are kept in,
         not joined), for a writer that streams them (``iter_json``) without holding them twice,
         and so are the long string arguments of a replay made with ``string_pieces=True``
         (joined in the summary without ``pieces``)."""

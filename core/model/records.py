@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from .wire import fastjson
+from ..wire import fastjson
 
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1

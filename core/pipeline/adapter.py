@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
-from .textbuf import TextBuffer
-from .wire import fastjson
+from ..model import SegmentEvent, SegmentEventType, SegmentType, ToolInvocation
+from ..model.textbuf import TextBuffer
+from ..wire import fastjson
 
 TextArgumentParser = Callable[[str], Any]
 

@@ -1,11 +1,11 @@
 """Segments folded as their events pass: the one place a START / CONTENT / END fold is written.
 
 :class:`SegmentLog` takes a handler's segment events one by one and keeps one :class:`Segment` per
-START: its type, id, content (joined, kept compact by :class:`~streamtool.core.textbuf.TextBuffer`;
-not kept at all with ``keep_content=False``, for a reader of the structure and the sizes only),
-its metadata (the START metadata updated by the END metadata; what CONTENT events learnt is kept
-apart, in ``learnt``), whether it has ended, and how many content fragments each segment id got.
-The events themselves are not kept.
+START: its type, id, content (joined, kept compact by
+:class:`~streamtool.core.model.textbuf.TextBuffer`; not kept at all with ``keep_content=False``, for
+a reader of the structure and the sizes only), its metadata (the START metadata updated by the END
+metadata; what CONTENT events learnt is kept apart, in ``learnt``), whether it has ended, and how
+many content fragments each segment id got. The events themselves are not kept.
 
 A reader that looks now and then asks what changed since its last look: :meth:`SegmentLog.changes`
 with the cursor the previous call gave (0 the first time) gives the segments opened, appended to
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .model import SegmentEvent, SegmentEventType, SegmentType
-from .textbuf import SEAL, TextBuffer
+from ..model import SegmentEvent, SegmentEventType, SegmentType
+from ..model.textbuf import SEAL, TextBuffer
 
 _CONTENT = SegmentEventType.CONTENT
 _START = SegmentEventType.START

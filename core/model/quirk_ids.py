@@ -2,10 +2,11 @@
 so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue
 does not know.
 
-Generated from the catalogue, :mod:`streamtool.core.quirks` (``python -m
-streamtool.core.quirks --ids > core/quirk_ids.py``); a test keeps the two equal. A
-module of its own, so that the code that reports quirks does not load the catalogue's
-texts. A member is its id: it compares, hashes and serializes as the string.
+Generated from the catalogue, :mod:`streamtool.core.model.quirks`
+(``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test
+keeps the two equal. A module of its own, so that the code that reports quirks does not
+load the catalogue's texts. A member is its id: it compares, hashes and serializes as the
+string.
 """
 
 from enum import StrEnum

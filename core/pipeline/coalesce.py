@@ -17,7 +17,7 @@ left to join here is what came by other paths.
 
 from __future__ import annotations
 
-from .model import ChunkResponse, ToolCallDelta
+from ..model import ChunkResponse, ToolCallDelta
 
 
 def _pure_fragment(chunk: ChunkResponse) -> ToolCallDelta | None:

@@ -36,8 +36,8 @@ from typing import Any
 
 import msgspec
 
-from ..quirk_ids import QuirkId
-from . import fastjson
+from ...model.quirk_ids import QuirkId
+from ...wire import fastjson
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .model import Quirk
-from .plugins import api_for_converter
-from .quirk_ids import QuirkId
-from .wire.jsonstream import JSONArrayDecoder
+from ..model import Quirk
+from ..model.quirk_ids import QuirkId
+from ..plugins import api_for_converter
+from ..wire.jsonstream import JSONArrayDecoder
 
 _SERVER_TOOL_TYPES = frozenset({"function", "custom"})
 

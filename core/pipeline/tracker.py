@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .model import ToolCallDelta
-from .quirk_ids import QuirkId
-from .textbuf import SEAL, TextBuffer
+from ..model import ToolCallDelta
+from ..model.quirk_ids import QuirkId
+from ..model.textbuf import SEAL, TextBuffer
 
 # the fragments of a released call: none, and none to come (a complete call takes no text);
 # one list for all of them rather than one each
