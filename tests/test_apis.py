@@ -27,6 +27,8 @@ from streamtool.core.plugins import (
     served_api,
 )
 
+from .conftest import ROOT
+
 ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table()])
 KEYS = {
     "OPENAI_API_KEY": "k",
@@ -146,3 +148,22 @@ def test_the_table_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_replaying_the_built_in_apis_reads_no_plugin_entry_points() -> None:
+    """The built-in APIs answer every look-up a replay of their recordings makes: the installed
+    distributions' entry points (importlib.metadata, some 10 ms) are never read for them."""
+    code = (
+        "import sys, pathlib\n"
+        "from streamtool.core.drive.replay_file import replay_file\n"
+        "for path in sorted(pathlib.Path(sys.argv[1]).glob('*.jsonl')):\n"
+        "    replay_file(str(path))\n"
+        "print('importlib.metadata' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "recordings")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False", out.stderr

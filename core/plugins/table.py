@@ -150,12 +150,16 @@ def api_for_converter(converter: str | None) -> WireApi | None:
 
 def converter_named(name: str) -> str | None:
     """The converter a recording header's ``api`` points to: a converter named outright, else
-    the default one of the API it names."""
+    the default one of the API it names (the built-ins asked both ways before any plugin)."""
     low = name.lower()
-    if api_for_converter(low) is not None:
-        return low
-    api = find_api(low)
-    return api.converter if api is not None else None
+
+    def found(rows: tuple[WireApi, ...]) -> str | None:
+        if any(low in a.converters for a in rows):
+            return low
+        api = _names(rows).get(low)
+        return api.converter if api is not None else None
+
+    return _first(found)
 
 
 def api_for_provider(provider: str) -> WireApi | None:
