@@ -4,36 +4,13 @@ Every option whose value is one of a known set (a parser, a converter, an API, a
 severity, a column) completes that set in bash, zsh and fish (``autocompletion=``, typer's
 public hook), and a value outside it is refused at parse time with exit code 2 and the nearest
 valid value ("did you mean ...?"). Nothing here imports a converter or a handler: the names come
-from the registries and the quirk ids' enum.
+from the registries and the model's enums (quirk ids, severities, error kinds).
 """
 
 import difflib
 from collections.abc import Callable, Iterable
 
 import typer
-
-SEVERITIES = ("error", "warn", "info")
-
-# the error kinds a replay reports (``errors[].kind``); Gemini's error finishes are reported under
-# their reason in lower case
-ERROR_KINDS = (
-    "arguments_mismatch",
-    "bad_json",
-    "bad_payload",
-    "kimi_bad_call_id",
-    "partial_args",
-    "prompt_blocked",
-    "provider_error",
-    "recording_cut_off",
-    "recording_error",
-    "recording_interrupted",
-    "recording_timeout",
-    "segment",
-    "text_mismatch",
-    "truncated",
-    "malformed_function_call",
-    "unexpected_tool_call",
-)
 
 
 def did_you_mean(value: str, valid: Iterable[str]) -> str:
@@ -55,6 +32,19 @@ def quirk_ids() -> list[str]:
     from streamtool.core.model.quirk_ids import QuirkId
 
     return [q.value for q in QuirkId]
+
+
+def severities() -> list[str]:
+    from streamtool.core.model.vocabulary import Severity
+
+    return [s.value for s in Severity]
+
+
+def error_kinds() -> list[str]:
+    """The error kinds a replay reports (``errors[].kind``)."""
+    from streamtool.core.model.vocabulary import ErrorKind
+
+    return [k.value for k in ErrorKind]
 
 
 def parser_names() -> list[str]:
@@ -89,7 +79,7 @@ def _complete_list(names: Callable[[], Iterable[str]]) -> Callable[[str], list[s
 
 
 def fail_on_names() -> list[str]:
-    return [*SEVERITIES, *quirk_ids(), *ERROR_KINDS]
+    return [*severities(), *quirk_ids(), *error_kinds()]
 
 
 complete_parser = _complete(parser_names)

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import IO
 
 from streamtool.core.engine.replay import Item, ReplayEngine
+from streamtool.core.model.vocabulary import ErrorKind
 from streamtool.core.outputs.emit import builtin_names, emitter
 
 from .errors import warn
@@ -39,7 +40,11 @@ class EmitSink:
         emitted = emitter(self.api)(reply)
         self.out.write(emitted.body.encode("utf-8"))
         self.out.flush()
-        carried = ("provider_error", "truncated", "segment")  # segment: the call carries it
+        carried = (
+            ErrorKind.PROVIDER_ERROR,
+            ErrorKind.TRUNCATED,
+            ErrorKind.SEGMENT,
+        )  # segment: the call carries it
         n = sum(1 for e in engine.errors if e.kind not in carried)
         if n:
             warn(

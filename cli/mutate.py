@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 def parse_ids(values: list[str] | None) -> list[str]:
     """Quirk ids from repeated or comma-separated options; a bad one fails (exit 2) with
     the closest generatable ids."""
-    from streamtool.core.model.quirks import CATALOGUE
+    from streamtool.core.model.quirks import entry
     from streamtool.core.mutations import suggest
 
     ids = [v.strip() for item in values or () for v in item.split(",") if v.strip()]
     for qid in ids:
-        info = CATALOGUE.get(qid)
+        info = entry(qid)
         if info is None or not info.mutation:
             close = suggest(qid)
             why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"

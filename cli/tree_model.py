@@ -22,6 +22,7 @@ from streamtool.core.model import (
     StreamError,
     ToolInvocation,
 )
+from streamtool.core.model.vocabulary import ErrorKind
 from streamtool.core.pipeline.segment_log import Segment as LogSegment
 from streamtool.core.pipeline.segment_log import SegmentLog
 
@@ -289,12 +290,14 @@ class TreeState:
             elif type(item) is StreamError:
                 self.errors += 1
                 seg = segments.get(item.detail) if isinstance(item.detail, str) else None
-                if item.kind == "segment" and seg is not None:
+                if item.kind == ErrorKind.SEGMENT and seg is not None:
                     seg.errors.append(item)
                 else:
-                    if item.kind == "provider_error":
+                    if item.kind == ErrorKind.PROVIDER_ERROR:
                         self.provider_errors += 1
-                    elif item.kind == "recording_error" and str(item.detail).startswith("HTTP "):
+                    elif item.kind == ErrorKind.RECORDING_ERROR and str(item.detail).startswith(
+                        "HTTP "
+                    ):
                         self.http_end_errors += 1
                     self.nodes.append(Note("error", item.kind, item.message, item.detail))
             elif type(item) is Quirk:

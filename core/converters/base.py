@@ -10,6 +10,7 @@ import msgspec
 from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..model.quirk_ids import QuirkId
 from ..model.records import Header
+from ..model.vocabulary import ErrorKind
 from ..pipeline.tracker import ToolCallTracker
 from ..wire import fastjson
 from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
@@ -101,8 +102,13 @@ class Converter:
             )
             self.quirk(QuirkId.UNKNOWN_EVENT, f"event types this converter does not know: {listed}")
 
-    def error(self, kind: str, message: str, detail: Any = None) -> None:
+    def error(self, kind: ErrorKind, message: str, detail: Any = None) -> None:
         self._errors.append(StreamError(kind, message, detail))
+
+    @property
+    def has_notes(self) -> bool:
+        """Whether quirks or errors wait to be attached to the next chunks returned."""
+        return bool(self._quirks or self._errors)
 
     def _attach(self, chunks: list[ChunkResponse]) -> list[ChunkResponse]:
         if self._quirks or self._errors:
@@ -308,7 +314,7 @@ class Converter:
             return
         open_calls = [str(c.call_id) for c in self.tracker.open_calls()]
         self.error(
-            "truncated",
+            ErrorKind.TRUNCATED,
             f"the stream ended without {missing}"
             + (f"; tool calls {', '.join(open_calls)} {cut}" if open_calls else ""),
         )
@@ -337,12 +343,12 @@ class Converter:
                 if isinstance(payload, dict):
                     out.extend(handle(payload))
                 else:
-                    self.error("bad_payload", "event data is not a JSON object", payload)
+                    self.error(ErrorKind.BAD_PAYLOAD, "event data is not a JSON object", payload)
             return out
         if isinstance(obj, dict):
             return handle(obj)
         if obj is not None:
-            self.error("bad_payload", "event data is not a JSON object", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, "event data is not a JSON object", obj)
         return []
 
     def load_json(self, event: SSEEvent) -> Any:
@@ -375,7 +381,7 @@ class Converter:
                     "several JSON payloads in one event (events separated by a single LF)",
                 )
                 return MultiPayload(parts)
-        self.error("bad_json", f"event data is not JSON: {exc}", data[:200])
+        self.error(ErrorKind.BAD_JSON, f"event data is not JSON: {exc}", data[:200])
         return None
 
 

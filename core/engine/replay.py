@@ -45,6 +45,7 @@ from ..model.finish import finish_class
 from ..model.records import Chunk, End, Header
 from ..model.textbuf import TextBuffer, TextPieces
 from ..model.usage import merge_latest
+from ..model.vocabulary import ErrorKind
 from ..pipeline.coalesce import join_argument_runs
 from ..pipeline.segment_log import SegmentLog
 from ..wire.framing import open_decoder
@@ -311,13 +312,16 @@ class ReplayEngine:
         )
         if end is None:
             self._error(
-                StreamError("recording_cut_off", "the recording has no end record (cut off)"), out
+                StreamError(
+                    ErrorKind.RECORDING_CUT_OFF, "the recording has no end record (cut off)"
+                ),
+                out,
             )
         elif end.reason != "complete":
             message = f"the recording ended: {end.reason}"
             if end.error:
                 message += f" ({end.error})"
-            self._error(StreamError(f"recording_{end.reason}", message, end.error), out)
+            self._error(StreamError(ErrorKind.recording(end.reason), message, end.error), out)
         if end is not None and end.t is not None:
             self.last_t = end.t if self.last_t is None else max(self.last_t, end.t)
         return out
@@ -359,7 +363,7 @@ class ReplayEngine:
     def _framing_errors(self, out: list[Item]) -> None:
         """The framing errors the decoder met (a binary frame failing its CRC, cut off...)."""
         for kind, message, offset in self._framing():
-            self._error(StreamError(kind, message, {"offset": offset}), out)
+            self._error(StreamError(ErrorKind(kind), message, {"offset": offset}), out)
 
     def _detect_now(self, final: bool) -> None:
         for item in self._pending:
@@ -452,7 +456,7 @@ class ReplayEngine:
                 metadata = ev.metadata
                 if metadata:
                     if "error" in metadata:
-                        err = StreamError("segment", str(metadata["error"]), ev.segment_id)
+                        err = StreamError(ErrorKind.SEGMENT, str(metadata["error"]), ev.segment_id)
                         self._error(err, out)
                     cited = metadata.get("citations")
                     if isinstance(cited, list):

@@ -16,6 +16,9 @@ from typing import Any, Protocol
 
 import msgspec
 
+from .quirk_ids import QuirkId
+from .vocabulary import ErrorKind
+
 
 class SegmentType(enum.StrEnum):
     TEXT = "text"
@@ -42,10 +45,10 @@ class SegmentEventType(enum.StrEnum):
 class Quirk(msgspec.Struct):
     """A provider behaviour that deviates from the reference wire format.
 
-    ``id`` is one of the fixture names of the quirk catalogue (``oai_tool_index_missing``...).
+    ``id`` is an id of the quirk catalogue (``QuirkId.OAI_TOOL_INDEX_MISSING``...).
     """
 
-    id: str
+    id: QuirkId
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,7 +58,7 @@ class Quirk(msgspec.Struct):
 class StreamError(msgspec.Struct):
     """Something that went wrong in the stream: an in-band error, a truncation, bad arguments."""
 
-    kind: str
+    kind: ErrorKind
     message: str
     detail: Any = None
 

@@ -18,25 +18,30 @@ and one or two public issue threads that show the behaviour (``owner/repo#N``, `
 for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
 ``docs/quirks.md`` is generated from this table (``python -m streamtool.core.model.quirks``), and
 so is ``core/model/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a
-quirk (so that mypy knows every id): a test keeps the three equal. Sans-IO, no imports.
+quirk (so that mypy knows every id): a test keeps the three equal. Sans-IO; it imports only the
+model's vocabulary (the ids, severities and kinds as enums).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
-SEVERITIES = ("error", "warn", "info")
+from .quirk_ids import QuirkId
+from .vocabulary import QuirkKind, Severity
+
+SEVERITIES = tuple(Severity)
 """Severities, most severe first."""
 
 
 @dataclass(frozen=True, slots=True)
 class QuirkInfo:
-    id: str
-    severity: str
+    id: str  # a QuirkId member, but for the entry :func:`lookup` makes for an id the enum lacks
+    severity: Severity
     explanation: str
     reference: str
     mutation: str = ""
-    kind: str = "provider"
+    kind: QuirkKind = QuirkKind.PROVIDER
 
     @property
     def generatable(self) -> bool:
@@ -63,14 +68,17 @@ class QuirkInfo:
         }
 
 
-KINDS = ("provider", "model", "wire")
+KINDS = tuple(QuirkKind)
 """What an entry is: a provider's way of streaming, a fault of the model's output (``model``), or
 how the bytes arrived (``wire``: read boundaries and framing, which never change what a stream
 means and are reported in a replay's statistics, not its quirks)."""
 
 # (id, severity, explanation, reference[, mutation]); grouped as in the catalogue's sections. The
-# mutation names the function in :mod:`streamtool.core.mutations` (``module.function``) that
-# applies the quirk to a real stream: an entry that has one is generatable.
+# mutation, ``<prefix>.<function>``, names the function that applies the quirk to a real stream:
+# ``<prefix>`` is a mutation module's (the generic ``sse``, ``faults`` and ``wire`` of
+# :mod:`streamtool.core.mutations`, or an API package's ``mutations`` part, which registers the
+# function under its prefix); an entry that has one is generatable. The table is text: the
+# ``QuirkId`` enum is generated from it (``--ids``, below).
 _ENTRIES: tuple[tuple[str, ...], ...] = (
     # -- A. SSE and transport -----------------------------------------------------------------
     (
@@ -852,34 +860,94 @@ _WIRE: tuple[tuple[str, ...], ...] = (
     ),
 )
 
-_KIND_OF = {"tool_id_reused": "model"}  # an entry above that is a fault of the model's output
+_KIND_OF = {"tool_id_reused": QuirkKind.MODEL}  # an entry above that is a fault of the model's
+
+_TABLES = (
+    (_ENTRIES, QuirkKind.PROVIDER),
+    (_MODEL_FAULTS, QuirkKind.MODEL),
+    (_WIRE, QuirkKind.WIRE),
+)
 
 
-def _info(entry: tuple[str, ...], kind: str) -> QuirkInfo:
-    qid, severity, explanation, reference, *mutation = entry
-    kind = _KIND_OF.get(qid, kind)
-    return QuirkInfo(qid, severity, explanation, reference, "".join(mutation), kind)
+def _quirk_id(qid: str) -> QuirkId:
+    try:
+        return QuirkId(qid)
+    except ValueError:
+        raise LookupError(
+            f"{qid!r} is not in core/model/quirk_ids.py, which is stale: "
+            "python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py"
+        ) from None
 
 
-CATALOGUE: dict[str, QuirkInfo] = {
-    e[0]: _info(e, kind)
-    for entries, kind in ((_ENTRIES, "provider"), (_MODEL_FAULTS, "model"), (_WIRE, "wire"))
-    for e in entries
-}
+def _catalogue() -> dict[QuirkId, QuirkInfo]:
+    out: dict[QuirkId, QuirkInfo] = {}
+    for entries, kind in _TABLES:
+        for qid, severity, explanation, reference, *mutation in entries:
+            key = _quirk_id(qid)
+            out[key] = QuirkInfo(
+                key,
+                Severity(severity),
+                explanation,
+                reference,
+                "".join(mutation),
+                _KIND_OF.get(qid, kind),
+            )
+    return out
+
+
+def quirk_ids_source() -> str:
+    """The text of ``core/model/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order.
+
+    Read from the table's text, not from :data:`CATALOGUE`, so that it can be written while the
+    enum lacks a new entry's id."""
+    lines = [
+        '"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,',
+        "so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue",
+        "does not know.",
+        "",
+        "Generated from the catalogue, :mod:`streamtool.core.model.quirks`",
+        "(``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test",
+        "keeps the two equal. A module of its own, so that the code that reports quirks does not",
+        "load the catalogue's texts. A member is its id: it compares, hashes and serializes as the",
+        "string.",
+        '"""',
+        "",
+        "from enum import StrEnum",
+        "",
+        "",
+        "class QuirkId(StrEnum):",
+    ]
+    lines += [f'    {e[0].upper()} = "{e[0]}"' for entries, _ in _TABLES for e in entries]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--ids"]:  # pragma: no cover
+    # the generator of quirk_ids.py runs before the catalogue is built from the enum it writes
+    sys.stdout.write(quirk_ids_source())
+    sys.exit(0)
+
+CATALOGUE: dict[QuirkId, QuirkInfo] = _catalogue()
 """Every quirk id, in the catalogue's order."""
+
+_BY_TEXT: dict[str, QuirkInfo] = {str(qid): info for qid, info in CATALOGUE.items()}
+
+
+def entry(quirk_id: str) -> QuirkInfo | None:
+    """The catalogue entry of ``quirk_id`` (a member or its text, as a user gives it), or None."""
+    return _BY_TEXT.get(quirk_id)
 
 
 def lookup(quirk_id: str) -> QuirkInfo:
     """The catalogue entry of ``quirk_id``; an id the catalogue lacks is a ``warn`` of its own."""
-    info = CATALOGUE.get(quirk_id)
+    info = _BY_TEXT.get(quirk_id)
     if info is not None:
         return info
-    return QuirkInfo(quirk_id, "warn", "not in this version's quirk catalogue", "")
+    return QuirkInfo(quirk_id, Severity.WARN, "not in this version's quirk catalogue", "")
 
 
 def severity_rank(severity: str) -> int:
     """0 for ``error``, 1 for ``warn``, 2 for ``info``."""
-    return SEVERITIES.index(severity)
+    return SEVERITIES.index(Severity(severity))
 
 
 def catalogue_markdown() -> str:
@@ -920,35 +988,8 @@ def catalogue_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def quirk_ids_source() -> str:
-    """The text of ``core/model/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order."""
-    lines = [
-        '"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,',
-        "so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue",
-        "does not know.",
-        "",
-        "Generated from the catalogue, :mod:`streamtool.core.model.quirks`",
-        "(``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test",
-        "keeps the two equal. A module of its own, so that the code that reports quirks does not",
-        "load the catalogue's texts. A member is its id: it compares, hashes and serializes as the",
-        "string.",
-        '"""',
-        "",
-        "from enum import StrEnum",
-        "",
-        "",
-        "class QuirkId(StrEnum):",
-    ]
-    lines += [f'    {info.id.upper()} = "{info.id}"' for info in CATALOGUE.values()]
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md and quirk_ids.py
-    import sys
-
-    if sys.argv[1:] == ["--ids"]:
-        sys.stdout.write(quirk_ids_source())
-    elif sys.argv[1:]:
+if __name__ == "__main__":  # pragma: no cover - the generator of docs/quirks.md
+    if sys.argv[1:]:
         sys.exit("usage: python -m streamtool.core.model.quirks [--ids]")
     else:
         sys.stdout.write(catalogue_markdown())

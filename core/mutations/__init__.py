@@ -31,7 +31,7 @@ from typing import Any
 
 from ..engine.replay import ReplayEngine
 from ..model.quirk_ids import QuirkId
-from ..model.quirks import CATALOGUE, QuirkInfo
+from ..model.quirks import CATALOGUE, QuirkInfo, entry
 from ..model.records import Chunk, End, Header, chunk_from_read
 from ..plugins import api_for_converter, api_table, part
 from .stream import Stream, parse
@@ -159,8 +159,8 @@ def generatable() -> list[QuirkInfo]:
 def mutation_of(quirk_id: str) -> Mutation:
     """The mutation of a generatable quirk (KeyError for any other id)."""
     _load()
-    info = CATALOGUE[quirk_id]
-    if not info.mutation:
+    info = entry(quirk_id)
+    if info is None or not info.mutation:
         raise KeyError(quirk_id)
     return _REGISTRY[info.mutation]
 
@@ -230,7 +230,7 @@ def analyse(header: Header, chunks: Iterable[Chunk], end: End | None) -> Origina
 
 def reported(engine: ReplayEngine) -> set[str]:
     """What a finished replay reports: its quirks, its error kinds and its wire notes."""
-    found = {q.id for q in engine.quirks}
+    found: set[str] = {q.id for q in engine.quirks}
     found.update(e.kind for e in engine.errors)
     found.update(engine.wire.found)
     return found

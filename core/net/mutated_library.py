@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.replay import DetectionError
-from ..model.quirks import CATALOGUE
+from ..model.quirks import entry
 from ..model.records import Chunk, End, Header
 from ..mutations import Original, analyse, applicable, apply, generatable, replay, suggest
 from ..outputs.conformance import expected_from
@@ -41,7 +41,7 @@ def parse_mutate(value: str | Sequence[str] | None) -> list[str] | None:
     if ALL in ids:
         return [info.id for info in generatable()]
     for qid in ids:
-        info = CATALOGUE.get(qid)
+        info = entry(qid)
         if info is None or not info.mutation:
             close = suggest(qid)
             why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"

@@ -20,13 +20,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..model.quirk_ids import QuirkId
+from ..model.vocabulary import ErrorKind
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.replay import ReplayEngine
 
 # error kinds after which a stream did not deliver a complete answer: a client must say so
 # (exit non-zero, or an "error" key), not print a partial answer as if it were whole
-FAILED_STREAM_KINDS = frozenset({"provider_error", "truncated", "prompt_blocked"})
+FAILED_STREAM_KINDS = frozenset(
+    {ErrorKind.PROVIDER_ERROR, ErrorKind.TRUNCATED, ErrorKind.PROMPT_BLOCKED}
+)
 
 # which part of a client's answer each quirk can spoil (by id, then by the id's prefix);
 # "any" quirks can make a naive client crash or misread anything

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..model.finish import finish_class
+from ..model.vocabulary import ErrorKind
 from .transcript import build_transcript
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -232,7 +233,7 @@ def error_kinds(side: dict[str, Any]) -> list[str]:
         {
             kind
             for kind in (e["kind"] for e in side["errors"])
-            if (not kind.startswith("recording_") or kind == "recording_cut_off")
+            if (not kind.startswith("recording_") or kind == ErrorKind.RECORDING_CUT_OFF)
             and not kind.endswith("_mismatch")
         }
     )

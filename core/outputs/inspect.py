@@ -26,6 +26,7 @@ from ..engine.replay import Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ..model.quirks import lookup, severity_rank
 from ..model.records import Chunk, End, Header
+from ..model.vocabulary import Severity
 from ..pipeline.segment_log import SegmentLog
 from ..wire.sse import SSEEvent
 
@@ -355,7 +356,7 @@ def findings_failing(result: dict[str, Any], fail_on: set[str]) -> list[str]:
     ``info``: everything) and/or quirk ids and error kinds.
     """
     hits: list[str] = []
-    levels = [s for s in ("error", "warn", "info") if s in fail_on]
+    levels = [s for s in Severity if s in fail_on]
     worst = max((severity_rank(s) for s in levels), default=-1)
     for q in result["quirks"]:
         if q["id"] in fail_on or severity_rank(q["severity"]) <= worst:

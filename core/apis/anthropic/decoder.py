@@ -43,6 +43,7 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_anthropic
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
@@ -166,7 +167,7 @@ class AnthropicConverter(Converter):
             message = f"{err.get('type', 'error')}: {err.get('message', '')}"
         else:
             message = str(err if err is not None else obj)
-        self.error("provider_error", f"error event in the stream: {message}", err)
+        self.error(ErrorKind.PROVIDER_ERROR, f"error event in the stream: {message}", err)
         return []
 
     def _message_start(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -210,7 +211,9 @@ class AnthropicConverter(Converter):
         index = obj.get("index")
         block = obj.get("content_block")
         if not isinstance(block, dict) or type(index) is not int:
-            self.error("bad_payload", "content_block_start without a block or an index", obj)
+            self.error(
+                ErrorKind.BAD_PAYLOAD, "content_block_start without a block or an index", obj
+            )
             return []
         return self._start_block(index, block)
 
@@ -224,7 +227,9 @@ class AnthropicConverter(Converter):
         out: list[ChunkResponse] = []
         for i, block in enumerate(content):
             if not isinstance(block, dict):
-                self.error("bad_payload", "a message_start content block is not an object", block)
+                self.error(
+                    ErrorKind.BAD_PAYLOAD, "a message_start content block is not an object", block
+                )
                 continue
             key = ("message_start", i)
             out.extend(self._start_block(key, block))
@@ -314,7 +319,7 @@ class AnthropicConverter(Converter):
     def _block_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         delta = obj.get("delta")
         if not isinstance(delta, dict):
-            self.error("bad_payload", "content_block_delta without a delta", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, "content_block_delta without a delta", obj)
             return []
         kind = delta.get("type")
         index = obj.get("index")

@@ -17,12 +17,13 @@ import base64
 import hashlib
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...outputs.emit.base import Emitted, Out, error_kind, error_response, named_event
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 from .errors import error_shape
 
-INHERENT_QUIRKS: set[str] = set()
+INHERENT_QUIRKS: set[QuirkId] = set()
 TOKENS_PER_DELTA = 3
 STOP_REASONS = {
     "stop": "end_turn",

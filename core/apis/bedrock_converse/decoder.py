@@ -36,6 +36,7 @@ from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
+from ...model.vocabulary import ErrorKind
 from ...wire.sse import SSEEvent
 
 _USAGE = {
@@ -112,7 +113,9 @@ class ConverseEvents:
     def _index(self, obj: dict[str, Any]) -> int | None:
         index = obj.get("contentBlockIndex")
         if type(index) is not int:
-            self.c.error("bad_payload", "a content block event without contentBlockIndex", obj)
+            self.c.error(
+                ErrorKind.BAD_PAYLOAD, "a content block event without contentBlockIndex", obj
+            )
             return None
         return index
 
@@ -293,7 +296,7 @@ class BedrockConverseConverter(Converter):
     def exception(self, kind: str, data: str) -> list[ChunkResponse]:
         self.failed = True
         message, payload = exception_message(kind, data)
-        self.error("provider_error", f"exception in the stream: {message}", payload)
+        self.error(ErrorKind.PROVIDER_ERROR, f"exception in the stream: {message}", payload)
         return []
 
     def on_finish(self) -> list[ChunkResponse]:

@@ -17,6 +17,7 @@ from ...converters.base import Converter
 from ...model import ChunkResponse
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
+from ...model.vocabulary import ErrorKind
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
 from ..bedrock_converse.decoder import (
@@ -51,23 +52,27 @@ class BedrockInvokeConverter(Converter):
         if kind.startswith(("exception:", "error:")):
             self.failed = True
             message, payload = exception_message(kind, event.data)
-            self.error("provider_error", f"exception in the stream: {message}", payload)
+            self.error(ErrorKind.PROVIDER_ERROR, f"exception in the stream: {message}", payload)
             return []
         if kind != "chunk":
             return super().on_event(event)
         try:
             part = fastjson.loads(event.data)
         except ValueError as exc:
-            self.error("bad_json", f"chunk frame payload is not JSON: {exc}", event.data[:200])
+            self.error(
+                ErrorKind.BAD_JSON, f"chunk frame payload is not JSON: {exc}", event.data[:200]
+            )
             return []
         raw = part.get("bytes") if isinstance(part, dict) else None
         if not isinstance(raw, str):
-            self.error("bad_payload", "a chunk frame without bytes", part)
+            self.error(ErrorKind.BAD_PAYLOAD, "a chunk frame without bytes", part)
             return []
         try:
             text = base64.b64decode(raw, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError) as exc:
-            self.error("bad_payload", f"a chunk frame's bytes are not base64 of UTF-8: {exc}")
+            self.error(
+                ErrorKind.BAD_PAYLOAD, f"a chunk frame's bytes are not base64 of UTF-8: {exc}"
+            )
             return []
         return self.native(text)
 
@@ -79,10 +84,10 @@ class BedrockInvokeConverter(Converter):
         try:
             obj: Any = fastjson.loads(text)
         except ValueError as exc:
-            self.error("bad_json", f"a chunk's event is not JSON: {exc}", text[:200])
+            self.error(ErrorKind.BAD_JSON, f"a chunk's event is not JSON: {exc}", text[:200])
             return []
         if not isinstance(obj, dict):
-            self.error("bad_payload", "a chunk's event is not a JSON object", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, "a chunk's event is not a JSON object", obj)
             return []
         out: list[ChunkResponse] = []
         metrics = obj.get("amazon-bedrock-invocationMetrics")

@@ -26,6 +26,7 @@ from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse
 from ...model.quirk_ids import QuirkId
+from ...model.vocabulary import ErrorKind
 from ...wire.sse import SSEEvent
 
 
@@ -117,7 +118,9 @@ class CohereConverter(Converter):
         index = obj.get("index")
         call_info = _message(obj).get("tool_calls")
         if type(index) is not int or not isinstance(call_info, dict):
-            self.error("bad_payload", "tool-call-start without an index or a tool call", obj)
+            self.error(
+                ErrorKind.BAD_PAYLOAD, "tool-call-start without an index or a tool call", obj
+            )
             return []
         tracker = self.tracker
         call_id = call_info.get("id")
@@ -204,7 +207,7 @@ class CohereConverter(Converter):
         if isinstance(error, str) and error:
             self.failed = True
             self.quirk(QuirkId.COHERE_ERROR_IN_MESSAGE_END, "delta.error in message-end")
-            self.error("provider_error", f"error in message-end: {error}", delta)
+            self.error(ErrorKind.PROVIDER_ERROR, f"error in message-end: {error}", delta)
         deltas = self.tracker.complete_all()
         if deltas:
             chunk.tool_calls = deltas

@@ -34,19 +34,23 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_gemini_grounding
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
 _CODE = ("gemini", "code-execution")  # tracker key: the code execution awaiting its result
-# finish reasons that are errors: their quirk, and what they mean
+# finish reasons that are errors: their quirk, their error kind (the reason in lower case), and
+# what they mean
 _ERROR_FINISHES = {
     "MALFORMED_FUNCTION_CALL": (
         QuirkId.GEMINI_MALFORMED_FUNCTION_CALL,
+        ErrorKind.MALFORMED_FUNCTION_CALL,
         "the model produced a malformed function call",
     ),
     "UNEXPECTED_TOOL_CALL": (
         QuirkId.GEMINI_UNEXPECTED_TOOL_CALL,
+        ErrorKind.UNEXPECTED_TOOL_CALL,
         "the model called a tool that was not offered",
     ),
 }
@@ -75,12 +79,14 @@ class GeminiConverter(Converter):
                 if isinstance(payload, dict):
                     out.extend(self.on_payload(payload, event))
             return out
-        self.error("bad_payload", "event data is not a JSON object", obj)
+        self.error(ErrorKind.BAD_PAYLOAD, "event data is not a JSON object", obj)
         return []
 
     def on_unparsed(self, event: SSEEvent) -> bool:
         if event.unterminated:
-            self.error("truncated", "the stream ends inside a response object", event.data[:200])
+            self.error(
+                ErrorKind.TRUNCATED, "the stream ends inside a response object", event.data[:200]
+            )
             return True
         return False
 
@@ -97,12 +103,12 @@ class GeminiConverter(Converter):
         err = obj.get("error")
         if err:
             self.failed = True
-            self.error("provider_error", f"error in the stream: {_error_message(err)}", err)
+            self.error(ErrorKind.PROVIDER_ERROR, f"error in the stream: {_error_message(err)}", err)
         feedback = obj.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             reason = str(feedback["blockReason"])
             self.quirk(QuirkId.GEMINI_BLOCK_REASON, f"promptFeedback.blockReason {reason}")
-            self.error("prompt_blocked", f"the prompt was blocked: {reason}", feedback)
+            self.error(ErrorKind.PROMPT_BLOCKED, f"the prompt was blocked: {reason}", feedback)
             if self.finish_reason is None:
                 self.finish_reason = head.finish_reason = reason
                 head.is_complete = True
@@ -224,7 +230,7 @@ class GeminiConverter(Converter):
             self._close_streamed(streamed, out)
         if name is None and call_id is None and not fc.get("args"):
             if partial:
-                self.error("bad_payload", "partialArgs without an open streamed call", fc)
+                self.error(ErrorKind.BAD_PAYLOAD, "partialArgs without an open streamed call", fc)
             else:
                 self.quirk(
                     QuirkId.GEMINI_EMPTY_FUNCTION_CALL, "an empty functionCall with no open call"
@@ -279,10 +285,10 @@ class GeminiConverter(Converter):
             try:
                 text = writer.add(entry)
             except PartialArgsError as exc:
-                self.error("partial_args", f"call {call.call_id}: {exc}", entry)
+                self.error(ErrorKind.PARTIAL_ARGS, f"call {call.call_id}: {exc}", entry)
                 continue
             if writer.problem is not None:
-                self.error("partial_args", f"call {call.call_id}: {writer.problem}", entry)
+                self.error(ErrorKind.PARTIAL_ARGS, f"call {call.call_id}: {writer.problem}", entry)
                 writer.problem = None
             if text:
                 delta = self.tracker.append_exact(call, text)
@@ -362,16 +368,16 @@ class GeminiConverter(Converter):
         chunk.is_complete = True
         error_finish = _ERROR_FINISHES.get(reason)
         if error_finish is not None:
-            quirk_id, meaning = error_finish
+            quirk_id, error_kind, meaning = error_finish
             self.quirk(quirk_id, f"finishReason {reason}")
             message = candidate.get("finishMessage")
             detail = message if isinstance(message, str) and message else meaning
-            self.error(reason.lower(), f"{reason}: {detail}")
+            self.error(error_kind, f"{reason}: {detail}")
         tracker = self.tracker
         streamed = tracker.find(_STREAMED)
         if streamed is not None and not streamed.complete:
             self.error(
-                "truncated",
+                ErrorKind.TRUNCATED,
                 f"finishReason {reason} while the arguments of call {streamed.call_id} were "
                 "still streaming",
             )

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...outputs.emit.base import Emitted, Out, data_event, error_response
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 from .errors import error_shape
 
-INHERENT_QUIRKS = {"finish_stop_with_tools"}  # only when the reply has tool calls
+INHERENT_QUIRKS = {QuirkId.FINISH_STOP_WITH_TOOLS}  # only when the reply has tool calls
 TOKENS_PER_CHUNK = 24
 FINISH_REASONS = {
     "stop": "STOP",

@@ -50,6 +50,7 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_openai_annotation
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 
@@ -167,7 +168,7 @@ class GeminiInteractionsConverter(Converter):
                 if isinstance(e, dict)
             ]
             detail = "; ".join(messages) or "no error given"
-            self.error("provider_error", f"the interaction failed: {detail}", errors)
+            self.error(ErrorKind.PROVIDER_ERROR, f"the interaction failed: {detail}", errors)
         if any(b.call is not None and not b.call.complete for b in self._blocks.values()):
             self.quirk(
                 QuirkId.INTERACTIONS_STEP_NOT_STOPPED,
@@ -185,7 +186,7 @@ class GeminiInteractionsConverter(Converter):
         message = _str(error.get("message")) or "no message"
         self.failed = True
         self.quirk(QuirkId.INTERACTIONS_ERROR_EVENT, f"an error event: {code or message}")
-        self.error("provider_error", f"{code}: {message}" if code else message, error)
+        self.error(ErrorKind.PROVIDER_ERROR, f"{code}: {message}" if code else message, error)
         return []
 
     # -- steps and contents ----------------------------------------------------------------------
@@ -193,7 +194,7 @@ class GeminiInteractionsConverter(Converter):
         index = obj.get("index")
         if type(index) is int:
             return index
-        self.error("bad_payload", f"{what} without an index", obj)
+        self.error(ErrorKind.BAD_PAYLOAD, f"{what} without an index", obj)
         return None
 
     def _start(self, obj: dict[str, Any], field: str) -> list[ChunkResponse]:
@@ -204,7 +205,7 @@ class GeminiInteractionsConverter(Converter):
         if index is None:
             return []
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            self.error("bad_payload", f"{field} start without a typed {field}", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, f"{field} start without a typed {field}", obj)
             return []
         kind = item["type"]
         block = _Block(kind)
@@ -237,7 +238,7 @@ class GeminiInteractionsConverter(Converter):
         if index is None:
             return []
         if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
-            self.error("bad_payload", "a delta without a type", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, "a delta without a type", obj)
             return []
         kind = delta["type"]
         block = self._blocks.get(index)

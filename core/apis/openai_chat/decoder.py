@@ -21,6 +21,7 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_openai_annotation, from_search_results
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 from .kimi_tokens import MarkerSniffer
@@ -208,7 +209,7 @@ class OpenAIChatConverter(Converter):
 
     def _payload(self, obj: Any) -> list[ChunkResponse]:
         if not isinstance(obj, dict):
-            self.error("bad_payload", "event data is not a JSON object", obj)
+            self.error(ErrorKind.BAD_PAYLOAD, "event data is not a JSON object", obj)
             return []
         self.payloads += 1
         chunk = ChunkResponse()
@@ -220,7 +221,7 @@ class OpenAIChatConverter(Converter):
         if err:
             message = err.get("message") if isinstance(err, dict) else str(err)
             self.failed = True
-            self.error("provider_error", f"error inside the stream: {message}", err)
+            self.error(ErrorKind.PROVIDER_ERROR, f"error inside the stream: {message}", err)
 
         usage = obj.get("usage")
         if not usage and "x_groq" in obj:
@@ -256,7 +257,7 @@ class OpenAIChatConverter(Converter):
             return [chunk]
 
         if not isinstance(choices, list):
-            self.error("bad_payload", "'choices' is not a list", choices)
+            self.error(ErrorKind.BAD_PAYLOAD, "'choices' is not a list", choices)
             return [chunk]
         tool_deltas: list[ToolCallDelta] = []
         for choice in choices:
@@ -571,7 +572,7 @@ class OpenAIChatConverter(Converter):
         if self._wrapper_list:
             self._unwrap(out)
         if reason == "error":
-            self.error("provider_error", "finish_reason 'error'")
+            self.error(ErrorKind.PROVIDER_ERROR, "finish_reason 'error'")
         if self.tracker.calls and reason == "stop":
             self.quirk(
                 QuirkId.FINISH_STOP_WITH_TOOLS, 'finish_reason "stop" although tool calls were made'

@@ -35,12 +35,14 @@ from typing import Any
 
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ...model.finish import OPENAI_CHAT_REASONS, finish_class
+from ...model.quirk_ids import QuirkId
+from ...model.vocabulary import ErrorKind
 from ...outputs.emit.base import Emitted, Out, data_event, error_response
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 from .errors import error_shape
 
-INHERENT_QUIRKS = {"reasoning_field_reasoning_content"}  # only when the reply has reasoning
+INHERENT_QUIRKS = {QuirkId.REASONING_FIELD_REASONING_CONTENT}  # only when the reply has reasoning
 DONE = "data: [DONE]\n\n"
 _FIELDS = {TEXT: "content", REFUSAL: "refusal", REASONING: "reasoning_content"}
 # an HTTP error's type by status (the one OpenAI's API sends)
@@ -243,9 +245,9 @@ class OpenAISSEEmitter:
                 if not item.server_side:
                     self._tool_call(parts, item)
             elif isinstance(item, StreamError):
-                if item.kind == "provider_error":
+                if item.kind == ErrorKind.PROVIDER_ERROR:
                     self._error(parts, item)
-                elif item.kind == "truncated":
+                elif item.kind == ErrorKind.TRUNCATED:
                     self.truncated = True
         return "".join(parts)
 

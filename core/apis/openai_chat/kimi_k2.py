@@ -29,6 +29,7 @@ from ...converters.prose_runs import TEXT
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
+from ...model.vocabulary import ErrorKind
 from ...wire import fastjson
 from .decoder import OpenAIChatConverter
 from .kimi_tokens import Call, KimiTokenScanner, Note, Piece, Text, decode_double_encoded
@@ -146,7 +147,7 @@ class KimiK2Converter(OpenAIChatConverter):
             # inside a call's arguments: the scanner's plain read, kept for it
             self._room = room - len(content)
             self._held.append(content)
-            if not self._quirks and not self._errors:
+            if not self.has_notes:
                 return ()
             return self._plain_read(content, "")
         if self._held:
@@ -229,10 +230,10 @@ class KimiK2Converter(OpenAIChatConverter):
         self.quirk(quirk_id, f"Kimi K2 tool-call tokens in {where}, read as tool calls")
 
     def _note(self, note: Note) -> None:
-        if note.error:
+        if isinstance(note.kind, ErrorKind):
             self.error(note.kind, note.message, note.detail)
         else:
-            self.quirk(QuirkId(note.kind), note.message)
+            self.quirk(note.kind, note.message)
 
     def _call(self, call: Call) -> list[ToolCallDelta] | Text:
         """A scanned call as tracker deltas, or its text given back when it names no tool.
@@ -257,7 +258,7 @@ class KimiK2Converter(OpenAIChatConverter):
         if name is None:
             why = "names no tool" if form == "counter" else "is not functions.NAME:IDX"
             self.error(
-                "kimi_bad_call_id",
+                ErrorKind.KIMI_BAD_CALL_ID,
                 f"Kimi tool call id {call_id!r} {why}; its text is given back as ordinary text",
                 call_id,
             )

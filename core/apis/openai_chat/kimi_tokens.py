@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 
 from ...model.quirk_ids import QuirkId
+from ...model.vocabulary import ErrorKind
 from ...wire import fastjson
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -78,7 +79,7 @@ class Call(msgspec.Struct, frozen=True, gc=False):
 class Note(msgspec.Struct, frozen=True):
     """A repair (``error=False``: a quirk) or a problem (``error=True``) met while scanning."""
 
-    kind: str  # a repair's QuirkId, a problem's error kind
+    kind: QuirkId | ErrorKind  # a repair's quirk, a problem's error kind
     message: str
     detail: Any = None
     error: bool = False
@@ -231,7 +232,7 @@ class KimiTokenScanner:
             return out
         self._give_back(
             out,
-            "kimi_section_unterminated",
+            ErrorKind.KIMI_SECTION_UNTERMINATED,
             "the stream ended inside a Kimi tool-call section; its unfinished text is given "
             "back as ordinary text",
         )
@@ -254,14 +255,14 @@ class KimiTokenScanner:
         if self._raw_len > self.limit:
             self._give_back(
                 out,
-                "kimi_section_too_large",
+                ErrorKind.KIMI_SECTION_TOO_LARGE,
                 f"a Kimi tool-call section grew past {self.limit} characters without closing; "
                 "it is given back as ordinary text",
             )
             return False
         return True
 
-    def _give_back(self, out: list[Piece], kind: str, message: str) -> None:
+    def _give_back(self, out: list[Piece], kind: ErrorKind, message: str) -> None:
         """Give the whole unresolved section text back as ordinary text; leave the section."""
         raw = "".join(self._raw)
         # the excerpt covers no more than the limit: the same whatever the chunking
@@ -392,7 +393,7 @@ class KimiTokenScanner:
         raw = "".join(self._raw[self._call_at :])
         out.append(
             Note(
-                "kimi_call_without_arguments",
+                ErrorKind.KIMI_CALL_WITHOUT_ARGUMENTS,
                 f"Kimi tool call {call_id!r} has no <|tool_call_argument_begin|>; its text is "
                 "given back as ordinary text",
                 _excerpt(raw),
@@ -411,7 +412,7 @@ class KimiTokenScanner:
             if stray.strip():
                 out.append(
                     Note(
-                        "kimi_stray_text",
+                        ErrorKind.KIMI_STRAY_TEXT,
                         "text between tool calls inside a Kimi tool-call section was dropped",
                         stray,
                         error=True,

@@ -22,6 +22,7 @@ from ...converters.prose_runs import TEXT, ProseRuns
 from ...model import ChunkResponse
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...wire.sse import SSEEvent
 
 
@@ -97,7 +98,7 @@ class OpenAICompletionsConverter(Converter):
         if err:
             self.failed = True
             message = err.get("message") if isinstance(err, dict) else None
-            self.error("provider_error", f"error inside the stream: {message or err}", err)
+            self.error(ErrorKind.PROVIDER_ERROR, f"error inside the stream: {message or err}", err)
         model = obj.get("model")
         if isinstance(model, str) and model and model != self._model:
             self._model = chunk.model = model
@@ -108,11 +109,11 @@ class OpenAICompletionsConverter(Converter):
         if choices is None:
             choices = []
         if not isinstance(choices, list):
-            self.error("bad_payload", "'choices' is not a list", choices)
+            self.error(ErrorKind.BAD_PAYLOAD, "'choices' is not a list", choices)
             return out
         for choice in choices:
             if not isinstance(choice, dict):
-                self.error("bad_payload", "a choice is not an object", choice)
+                self.error(ErrorKind.BAD_PAYLOAD, "a choice is not an object", choice)
                 continue
             index = choice.get("index", 0)
             text = choice.get("text")

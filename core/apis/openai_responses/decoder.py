@@ -44,6 +44,7 @@ from ...model.citations import from_openai_annotation
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
 from ...model.usage import normalize_usage
+from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
@@ -480,7 +481,7 @@ class OpenAIResponsesConverter(Converter):
             message = _error_message(err) if err else "the response failed"
             if message not in self._error_messages:
                 self._error_messages.add(message)
-                self.error("provider_error", f"response failed: {message}", err)
+                self.error(ErrorKind.PROVIDER_ERROR, f"response failed: {message}", err)
         self.finish_reason = chunk.finish_reason = reason
         output = response.get("output")
         if isinstance(output, list):
@@ -510,7 +511,7 @@ class OpenAIResponsesConverter(Converter):
             err = {k: v for k, v in obj.items() if k not in ("type", "sequence_number")}
         message = _error_message(err)
         self._error_messages.add(message)
-        self.error("provider_error", f"error event in the stream: {message}", err)
+        self.error(ErrorKind.PROVIDER_ERROR, f"error event in the stream: {message}", err)
         return []
 
     # -- output items ----------------------------------------------------------------------
@@ -733,7 +734,7 @@ class OpenAIResponsesConverter(Converter):
 
     def _mismatch(self, call: TrackedCall, final: str, where: str) -> None:
         self.error(
-            "arguments_mismatch",
+            ErrorKind.ARGUMENTS_MISMATCH,
             f"call {call.call_id}: {where} states other arguments than were streamed "
             "(the streamed ones are kept)",
             {"streamed": call.arguments, "stated": final},
@@ -1055,7 +1056,7 @@ class OpenAIResponsesConverter(Converter):
             elif info.stated.get(key) != text:
                 info.stated[key] = text
                 self.error(
-                    "text_mismatch",
+                    ErrorKind.TEXT_MISMATCH,
                     f"{where} states other {kind} than was streamed (the streamed text is kept)",
                     {"streamed": streamed, "stated": text},
                 )

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...outputs.emit.base import Emitted, Out, error_kind, error_response, named_event
 from ...outputs.emit.pieces import cut
 from ...outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL, Reply, error_message
 from ..openai_chat.errors import error_shape
 
-INHERENT_QUIRKS: set[str] = set()
+INHERENT_QUIRKS: set[QuirkId] = set()
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ...model.records import Header
+from ...model.vocabulary import ErrorKind
 
 TEXT = "text"
 REASONING = "reasoning"
@@ -199,9 +200,9 @@ class ReplyBuilder:
                 self._offset += len(part.text)
                 self.reply.marks.append((self._offset, now))
             elif isinstance(item, StreamError):
-                if item.kind == "provider_error":
+                if item.kind == ErrorKind.PROVIDER_ERROR:
                     parts.append(Part(ERROR, error=_error_object(item)))
-                elif item.kind == "truncated":
+                elif item.kind == ErrorKind.TRUNCATED:
                     self.reply.truncated = True
 
     def build(self, engine: Any) -> Reply:

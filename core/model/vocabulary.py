@@ -1,0 +1,64 @@
+"""The closed sets of names the model reports, as enums: a quirk's severity and kind, and the
+kind of a :class:`~streamtool.core.model.StreamError`.
+
+A member is its name: it compares, hashes and serializes as the string, so every JSON and text
+output is the same as with the bare string, and a typo is an error (mypy's, or an
+AttributeError), never a name nobody checks for. The quirk ids have their own enum,
+:mod:`streamtool.core.model.quirk_ids`, generated from the catalogue.
+"""
+
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """How much a quirk matters, most severe first."""
+
+    ERROR = "error"  # a client will likely get it wrong
+    WARN = "warn"  # a client may get it wrong, or streamtool repaired something
+    INFO = "info"  # a legitimate variation worth knowing about
+
+
+class QuirkKind(StrEnum):
+    """What a catalogue entry is."""
+
+    PROVIDER = "provider"  # a provider's way of streaming
+    MODEL = "model"  # a fault of the model's output
+    WIRE = "wire"  # how the bytes arrived: read boundaries and framing
+
+
+class ErrorKind(StrEnum):
+    """What went wrong in a stream (``errors[].kind`` of a replay)."""
+
+    ARGUMENTS_MISMATCH = "arguments_mismatch"
+    BAD_JSON = "bad_json"
+    BAD_PAYLOAD = "bad_payload"
+    KIMI_BAD_CALL_ID = "kimi_bad_call_id"
+    PARTIAL_ARGS = "partial_args"
+    PROMPT_BLOCKED = "prompt_blocked"
+    PROVIDER_ERROR = "provider_error"
+    RECORDING_CUT_OFF = "recording_cut_off"
+    RECORDING_ERROR = "recording_error"
+    RECORDING_INTERRUPTED = "recording_interrupted"
+    RECORDING_TIMEOUT = "recording_timeout"
+    SEGMENT = "segment"
+    TEXT_MISMATCH = "text_mismatch"
+    TRUNCATED = "truncated"
+    # Gemini's error finishes, under their reason in lower case
+    MALFORMED_FUNCTION_CALL = "malformed_function_call"
+    UNEXPECTED_TOOL_CALL = "unexpected_tool_call"
+    RECORDING_LIMIT = "recording_limit"
+    # the framing of a binary body (AWS event stream), as the wire's decoder names them
+    FRAME_CRC = "frame_crc"
+    FRAME_LENGTH = "frame_length"
+    FRAME_HEADERS = "frame_headers"
+    FRAME_CUT_OFF = "frame_cut_off"
+    # Kimi K2's tool-call tokens that could not be read as tool calls
+    KIMI_SECTION_UNTERMINATED = "kimi_section_unterminated"
+    KIMI_SECTION_TOO_LARGE = "kimi_section_too_large"
+    KIMI_CALL_WITHOUT_ARGUMENTS = "kimi_call_without_arguments"
+    KIMI_STRAY_TEXT = "kimi_stray_text"
+
+    @classmethod
+    def recording(cls, end_reason: str) -> "ErrorKind":
+        """The kind of a recording that ended for ``end_reason`` (not ``complete``)."""
+        return cls(f"recording_{end_reason}")
