@@ -4,19 +4,38 @@ to stdout (``openai-sse`` is the older name of ``openai-chat``)."""
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import IO
+
+import typer
 
 from streamtool.core.engine.replay import Item, ReplayEngine
 from streamtool.core.model.vocabulary import ErrorKind
-from streamtool.core.outputs.emit import builtin_names, emitter
+from streamtool.core.outputs.emit import api_id, builtin_names, emitter
 
 from .errors import warn
 
 # the built-in APIs that have an encoder, then their encoders' older names (the registry's, found
-# without loading an encoder: a replay without --emit loads none; mypy cannot list the members)
+# without loading an encoder: a replay without --emit loads none): the choices --help lists
 _IDS, _OLDER = builtin_names()
-Emit = StrEnum("Emit", [(v.replace("-", "_"), v) for v in _IDS + _OLDER])  # type: ignore[misc]
+EMIT_CHOICES = (*_IDS, *_OLDER)
+
+
+def complete_emit(incomplete: str) -> list[str]:
+    """``--emit``'s shell completion: the choices."""
+    return [name for name in EMIT_CHOICES if name.startswith(incomplete)]
+
+
+def check_emit(value: str | None) -> str | None:
+    """``--emit``'s value: a choice, or a name of a plugin's API that has an encoder (looked up
+    only when the value is no choice: the installed plugins are read then, as for
+    ``--converter``)."""
+    if value is None or value in EMIT_CHOICES:
+        return value
+    found = api_id(value)
+    if found is not None and found not in _IDS:
+        return value
+    listed = ", ".join(EMIT_CHOICES[:-1]) + f" or {EMIT_CHOICES[-1]}"
+    raise typer.BadParameter(f"{value!r} is not one of {listed}.")
 
 
 class EmitSink:
@@ -60,5 +79,5 @@ class OpenAISSESink(EmitSink):
         super().__init__("openai-sse", out)
 
 
-def make_emit_sink(emit: Emit) -> EmitSink:
-    return EmitSink(emit.value)
+def make_emit_sink(emit: str) -> EmitSink:
+    return EmitSink(emit)

@@ -12,11 +12,11 @@ from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 
 from .choices import complete_sample
-from .emit import Emit, make_emit_sink
+from .emit import EMIT_CHOICES, check_emit, complete_emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
-from .params import converter_option, no_color_option, parser_option
+from .params import choices, converter_option, no_color_option, parser_option
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
@@ -113,9 +113,12 @@ def replay(
         bool, typer.Option("--full", help="Tree: show all content, nothing cut or collapsed.")
     ] = False,
     emit: Annotated[
-        Emit | None,
+        str | None,
         typer.Option(
             "--emit",
+            metavar=choices(EMIT_CHOICES),
+            callback=check_emit,
+            autocompletion=complete_emit,
             help="Write the replayed stream re-encoded instead of --format: openai-sse (an "
             "OpenAI chat-completions SSE stream).",
         ),

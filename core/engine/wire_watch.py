@@ -8,9 +8,10 @@ never finished (``model_stream_cut_mid_call``), a tool the request did not offer
 (``model_tool_not_offered``). These are meaning: they go with the other quirks.
 
 :class:`WireWatch` looks at the reads as they come: a UTF-8 character or a CRLF split across two
-reads, every read one whole event, the whole stream in one read, a Gemini JSON array. These do
-not change what a stream means (a transcript never depends on where the reads were cut), so a
-replay reports them in its statistics (``wire_quirks``), not among its quirks.
+reads, every read one whole event (one line of an NDJSON body), the whole stream in one read, a
+Gemini JSON array. These do not change what a stream means (a transcript never depends on where
+the reads were cut), so a replay reports them in its statistics (``wire_quirks``), not among its
+quirks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from ..model import Quirk
 from ..model.quirk_ids import QuirkId
 from ..plugins import api_for_converter
-from ..wire.jsonstream import JSONArrayDecoder
+from ..wire.jsonstream import JSONArrayDecoder, NDJSONDecoder
 
 _SERVER_TOOL_TYPES = frozenset({"function", "custom"})
 
@@ -81,12 +82,13 @@ def tool_call_faults(
 class WireWatch:
     """Notes how a stream's bytes arrived, read by read (see the module's docstring)."""
 
-    __slots__ = ("found", "_cr", "_whole_events")
+    __slots__ = ("found", "_cr", "_whole_events", "_whole_lines")
 
     def __init__(self) -> None:
         self.found: list[str] = []
         self._cr = False  # the last read ended with CR
         self._whole_events = True  # every read so far ended at an event's end
+        self._whole_lines = True  # every read so far ended at a line's end (NDJSON's events)
 
     def _note(self, quirk_id: str) -> None:
         if quirk_id not in self.found:
@@ -105,14 +107,18 @@ class WireWatch:
                     self._note(QuirkId.READS_UTF8_SPLIT)
             first, last = data[:1] == b"\n", data[-1:] == b"\r"
             ends = data.endswith((b"\n\n", b"\r\n\r\n", b"\r\r"))
+            line = last or data[-1:] == b"\n"
         else:
             first, last = data[0] == "\n", data[-1] == "\r"
             ends = data.endswith(("\n\n", "\r\n\r\n", "\r\r"))
+            line = last or data[-1] == "\n"
         if first and self._cr:
             self._note(QuirkId.READS_CRLF_SPLIT)
         self._cr = last
         if not ends:
             self._whole_events = False
+            if not line:
+                self._whole_lines = False
 
     def read_texts(self, texts: list[str], joined: str) -> None:
         """:meth:`read` of each of several text reads in turn (``joined``: their text)."""
@@ -128,6 +134,12 @@ class WireWatch:
         self._cr = False
         if self._whole_events and not all(data.endswith("\n\n") for data in texts if data):
             self._whole_events = False
+        if (
+            self._whole_lines
+            and not self._whole_events
+            and not all(data.endswith("\n") for data in texts if data)
+        ):
+            self._whole_lines = False
 
     def finish(self, decoder: Any, reads: int, items: int, converter: str | None) -> None:
         """At the stream's end: ``reads`` network reads held ``items`` events and comments."""
@@ -136,7 +148,8 @@ class WireWatch:
             api = api_for_converter(converter)
             if api is not None and api.json_array_quirk:
                 self._note(QuirkId.GEMINI_JSON_ARRAY)
+        whole = self._whole_lines if isinstance(inner, NDJSONDecoder) else self._whole_events
         if reads == 1 and items > 1:
             self._note(QuirkId.READS_SINGLE)
-        elif reads >= 2 and self._whole_events and reads == items:
+        elif reads >= 2 and whole and reads == items:
             self._note(QuirkId.READS_ONE_EVENT_EACH)

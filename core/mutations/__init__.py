@@ -252,8 +252,8 @@ def applies(original: Original, quirk_id: str) -> bool:
         # are left as they are (only the framing and the reads are mutated)
         return False
     stream = original.stream()
-    if stream.events and stream.events[0].raw.lstrip()[:1] in (b"[", b"{"):
-        return False  # not SSE (a JSON array, NDJSON): mutations edit SSE events
+    if stream.events and stream.events[0].raw.lstrip()[:1] == b"[":
+        return False  # a JSON array: mutations edit events (SSE events, or NDJSON's lines)
     return mut.func(stream)
 
 

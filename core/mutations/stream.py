@@ -3,6 +3,8 @@
 :func:`parse` cuts the body (every read joined) into its events, byte-exact: each
 :class:`Event` holds its raw bytes, blank line included, and the read boundaries that fell inside
 it or at its end (``cuts``: offset into the event, and the time of the read that ended there).
+An NDJSON body (one JSON object per line) is cut into its lines, each an event whose data is the
+line itself (``bare``), so that a mutation edits it as it edits an SSE event's data.
 A mutation edits events (:meth:`Stream.set_json`, :meth:`Stream.insert`, :meth:`Stream.remove`);
 an edited event keeps its boundaries, moved in proportion to its new length (never inside a
 UTF-8 character or a CRLF, which would add a quirk of its own), and a removed event hands its
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.records import Header
+from ..wire.framing import sniff
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 Cut = tuple[int, float | None]  # (offset into the event, time of the read that ended there)
@@ -33,6 +36,7 @@ def render_json(obj: Any) -> str:
 class Event:
     raw: bytes
     cuts: list[Cut] = field(default_factory=list)
+    bare: bool = False  # a line of an NDJSON body: its data alone, no SSE fields
     _obj: Any = field(default=None, repr=False)
     _parsed: bool = field(default=False, repr=False)
 
@@ -47,6 +51,8 @@ class Event:
         return out
 
     def field(self, name: bytes) -> str | None:
+        if self.bare:
+            return self.raw.strip().decode("utf-8", errors="replace") if name == b"data" else None
         values = [
             body[len(name) + 1 :].removeprefix(b" ")
             for body, _ in self.lines()
@@ -66,6 +72,8 @@ class Event:
 
     @property
     def terminated(self) -> bool:
+        if self.bare:
+            return self.raw.endswith((b"\n", b"\r"))
         lines = self.lines()
         return len(lines) >= 2 and lines[-1][0] == b"" and bool(lines[-1][1])
 
@@ -88,6 +96,10 @@ class Event:
     # -- writing ---------------------------------------------------------------------------
     def with_data(self, data: str) -> bytes:
         """This event's bytes with its data replaced by ``data`` (one line), other fields kept."""
+        if self.bare:  # the line replaced, the blank space around it kept
+            lead = self.raw[: len(self.raw) - len(self.raw.lstrip())]
+            trail = self.raw[len(self.raw.rstrip()) :]
+            return lead + data.encode("utf-8") + (trail or b"\n")
         out: list[bytes] = []
         wrote = False
         eol = self.eol
@@ -147,14 +159,14 @@ class Stream:
         ev = self.events[i]
         if raw == ev.raw:
             return
-        self.events[i] = Event(raw, _scaled(ev.cuts, len(ev.raw), raw))
+        self.events[i] = Event(raw, _scaled(ev.cuts, len(ev.raw), raw), bare=ev.bare)
 
     def set_json(self, i: int, obj: Any) -> None:
         self.set_raw(i, self.events[i].with_data(render_json(obj)))
 
     def insert(self, i: int, raw: bytes) -> None:
         """A new event before event ``i`` (it joins the read of what follows it)."""
-        self.events.insert(i, Event(raw))
+        self.events.insert(i, Event(raw, bare=self.framing == "ndjson"))
 
     def insert_json(self, i: int, obj: Any, like: int, name: str | None = None) -> None:
         """A new event before ``i``, shaped like event ``like`` (its line ends and ``event:``
@@ -242,13 +254,16 @@ class Stream:
 def parse(
     chunks: list[tuple[float | None, bytes]], header: Header, api: str, converter: str
 ) -> Stream:
-    """The events of a recorded SSE body (``chunks``: its reads), boundaries kept."""
+    """The events of a recorded SSE body, or the lines of an NDJSON one (``chunks``: its reads),
+    boundaries kept."""
     body = b"".join(data for _, data in chunks)
     bounds: list[Cut] = []
     at = 0
     for t, data in chunks:
         at += len(data)
         bounds.append((at, t))
+    if sniff(body) == "ndjson":
+        return _with_cuts(_lines(body), bounds, Stream([], header, api, converter, "ndjson"))
     events: list[Event] = []
     start = 0
     pos = 0
@@ -272,7 +287,28 @@ def parse(
             has_field = False
     if start < len(body):
         events.append(Event(body[start:]))
-    # hand the read boundaries to the events they fall in
+    return _with_cuts(events, bounds, Stream([], header, api, converter))
+
+
+def _lines(body: bytes) -> list[Event]:
+    """The lines of an NDJSON body, each an event (blank lines stay with the line before)."""
+    events: list[Event] = []
+    lead = b""
+    for m in _LINE.finditer(body):
+        line = m.group()
+        if not line.strip():
+            if events:
+                events[-1].raw += line
+            else:
+                lead += line
+            continue
+        events.append(Event(lead + line, bare=True))
+        lead = b""
+    return events
+
+
+def _with_cuts(events: list[Event], bounds: list[Cut], stream: Stream) -> Stream:
+    """``stream`` holding ``events``, the read boundaries handed to the events they fall in."""
     base = 0
     k = 0
     for ev in events:
@@ -282,5 +318,6 @@ def parse(
                 ev.cuts.append((bounds[k][0] - base, bounds[k][1]))
             k += 1
         base = end
-    tail = bounds[-1][1] if bounds else None
-    return Stream(events, header, api, converter, tail_t=tail)
+    stream.events = events
+    stream.tail_t = bounds[-1][1] if bounds else None
+    return stream
