@@ -1,8 +1,6 @@
 """``replay --emit API``: the replayed stream's meaning written as another wire API's stream,
 to stdout (``openai-sse`` is the older name of ``openai-chat``)."""
 
-from __future__ import annotations
-
 import sys
 from typing import IO
 
