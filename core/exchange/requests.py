@@ -218,6 +218,24 @@ class PreparedRequest:
         return {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body}
 
 
+def add_tools(
+    body: dict[str, Any],
+    opts: RequestOptions,
+    format_tools: Callable[[list[ToolDef]], Any],
+    format_tool_choice: Callable[[str], Any],
+    choice_key: str = "tool_choice",
+) -> dict[str, Any]:
+    """``body`` with the options' tools (under ``tools``) and tool choice (under ``choice_key``),
+    each in an API's shape; a choice its API formats as None is sent as nothing (its default)."""
+    if opts.tools:
+        body["tools"] = format_tools(opts.tools)
+    if opts.tool_choice is not None:
+        choice = format_tool_choice(opts.tool_choice)
+        if choice is not None:
+            body[choice_key] = choice
+    return body
+
+
 # -- reading the user's files (text in, values out) ---------------------------------------------
 def _load_json(text: str, source: str) -> Any:
     try:
