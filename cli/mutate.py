@@ -18,17 +18,13 @@ if TYPE_CHECKING:
 def parse_ids(values: list[str] | None) -> list[str]:
     """Quirk ids from repeated or comma-separated options; a bad one fails (exit 2) with
     the closest generatable ids."""
-    from streamtool.core.model.quirks import entry
-    from streamtool.core.mutations import suggest
+    from streamtool.core.mutations import not_generatable
 
     ids = [v.strip() for item in values or () for v in item.split(",") if v.strip()]
     for qid in ids:
-        info = entry(qid)
-        if info is None or not info.mutation:
-            close = suggest(qid)
-            why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            fail(f"{qid!r} is {why}{hint} (streamtool mutate REC --list shows them)")
+        refusal = not_generatable(qid)
+        if refusal is not None:
+            fail(f"{refusal} (streamtool mutate REC --list shows them)")
     return ids
 
 

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -344,6 +345,62 @@ def record(
     Exit 0 when the stream completed, 1 on an HTTP error, a dropped connection or a timeout
     (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
     """
+    _record(
+        _Options(
+            output=output,
+            provider=provider,
+            model=model,
+            prompt=prompt,
+            messages=messages,
+            system=system,
+            tools=tools,
+            tool_choice=tool_choice,
+            body=body,
+            header=tuple(header or ()),
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+            set_=tuple(set_ or ()),
+            no_stream_usage=no_stream_usage,
+            key_in_query=key_in_query,
+            force=force,
+            timeout=timeout,
+            view=view,
+            parser=parser,
+            converter=converter,
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """record's options, as given."""
+
+    output: Path
+    provider: str | None
+    model: str | None
+    prompt: str | None
+    messages: Path | None
+    system: str | None
+    tools: Path | None
+    tool_choice: str | None
+    body: Path | None
+    header: tuple[str, ...]
+    base_url: str | None
+    api_key_env: str | None
+    max_tokens: int | None
+    set_: tuple[str, ...]
+    no_stream_usage: bool
+    key_in_query: bool
+    force: bool
+    timeout: float
+    view: str
+    parser: str | None
+    converter: str
+
+
+def _record(o: _Options) -> None:
+    """Send the request the options describe and record its response."""
     # request building and HTTP are imported by this command only: every other one starts fast
     from streamtool.core.exchange.requests import (
         RequestError,
@@ -356,31 +413,31 @@ def record(
     )
     from streamtool.core.recording.recorder import check_output
 
-    parser_name = parser or default_parser()
-    if view not in VIEWS:
-        fail(f"unknown view {view!r}; valid: {', '.join(VIEWS)}")
-    with user_errors(str(output)):
-        check_names(converter, parser_name)
-        check_output(output, force)
+    parser_name = o.parser or default_parser()
+    if o.view not in VIEWS:
+        fail(f"unknown view {o.view!r}; valid: {', '.join(VIEWS)}")
+    with user_errors(str(o.output)):
+        check_names(o.converter, parser_name)
+        check_output(o.output, o.force)
     try:
         opts = RequestOptions(
-            provider=provider,
-            model=model,
-            prompt=prompt,
-            messages=parse_messages(_read(messages, "messages"), str(messages))
-            if messages
+            provider=o.provider,
+            model=o.model,
+            prompt=o.prompt,
+            messages=parse_messages(_read(o.messages, "messages"), str(o.messages))
+            if o.messages
             else None,
-            system=system,
-            tools=parse_tools(_read(tools, "tools"), str(tools)) if tools else None,
-            tool_choice=tool_choice,
-            body=_read(body, "body", binary=True) if body else None,
-            headers=[parse_header_option(h) for h in header or ()],
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_tokens=max_tokens,
-            extra=dict(parse_set_option(s) for s in set_ or ()),
-            stream_usage=not no_stream_usage,
-            key_in_query=key_in_query,
+            system=o.system,
+            tools=parse_tools(_read(o.tools, "tools"), str(o.tools)) if o.tools else None,
+            tool_choice=o.tool_choice,
+            body=_read(o.body, "body", binary=True) if o.body else None,
+            headers=[parse_header_option(h) for h in o.header],
+            base_url=o.base_url,
+            api_key_env=o.api_key_env,
+            max_tokens=o.max_tokens,
+            extra=dict(parse_set_option(s) for s in o.set_),
+            stream_usage=not o.no_stream_usage,
+            key_in_query=o.key_in_query,
         )
         prepared = build_request(opts, os.environ)
         if prepared.sigv4 is not None:  # Bedrock without an API key: botocore signs it
@@ -393,14 +450,14 @@ def record(
     from streamtool.core.net.http_capture import record_request
 
     live = LiveFeed(
-        prepared, VIEWS[view](), converter=converter, parser=parser_name, source=str(output)
+        prepared, VIEWS[o.view](), converter=o.converter, parser=parser_name, source=str(o.output)
     )
-    with user_errors(str(output)):
+    with user_errors(str(o.output)):
         result = record_request(
             prepared,
-            output,
-            force=force,
-            read_timeout=timeout,
+            o.output,
+            force=o.force,
+            read_timeout=o.timeout,
             on_start=live.on_start,
             on_chunk=live.on_chunk,
         )

@@ -1,5 +1,6 @@
 """``streamtool replay FILE``: run a recording through a converter and a handler."""
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -149,32 +150,70 @@ def replay(
     ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
-    file = _input(file, sample)
+    _replay(
+        _Options(
+            file=file,
+            parser=parser,
+            converter=converter,
+            fmt=fmt,
+            speed=speed,
+            max_gap=max_gap,
+            no_color=no_color,
+            full=full,
+            emit=emit,
+            file_tools=file_tools,
+            strict=strict,
+            sample=sample,
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """replay's options, as given."""
+
+    file: Path | None
+    parser: str | None
+    converter: str
+    fmt: Format | None
+    speed: str | None
+    max_gap: float
+    no_color: bool
+    full: bool
+    emit: str | None
+    file_tools: str | None
+    strict: bool
+    sample: str | None
+
+
+def _replay(o: _Options) -> None:
+    """Replay the recording the options name, shown as they say."""
+    file = _input(o.file, o.sample)
     if file.is_dir():
         fail(_folder_message(file))
-    if emit is not None and fmt is not None:
+    if o.emit is not None and o.fmt is not None:
         fail("--emit and --format cannot be used together: --emit replaces the --format output")
-    parser_name = parser or default_parser()
+    parser_name = o.parser or default_parser()
     handler_options = None
-    if file_tools is not None:
+    if o.file_tools is not None:
         if parser_name != "api_tool_call":
             fail(f"--file-tools applies to --parser api_tool_call, not {parser_name}")
         try:
-            handler_options = {"file_tools": parse_file_tools(file_tools)}
+            handler_options = {"file_tools": parse_file_tools(o.file_tools)}
         except FileToolsError as exc:
             fail(str(exc))
     with user_errors(str(file)):
-        check_names(converter, parser_name)
+        check_names(o.converter, parser_name)
         sink: Sink = (
-            make_sink(fmt or Format.tree, no_color=no_color, full=full)
-            if emit is None
-            else make_emit_sink(emit)
+            make_sink(o.fmt or Format.tree, no_color=o.no_color, full=o.full)
+            if o.emit is None
+            else make_emit_sink(o.emit)
         )
         live = bool(getattr(sink, "live", False))
-        if speed is None:
-            pacer = Pacer(1.0 if live else None, max_gap)
+        if o.speed is None:
+            pacer = Pacer(1.0 if live else None, o.max_gap)
         else:
-            pacer = Pacer(parse_speed(speed), max_gap)
+            pacer = Pacer(parse_speed(o.speed), o.max_gap)
         # while paced, the live tree shows the stream's source and counters before its first
         # item; unpaced, the first items come at once (and the sink follows the engine itself)
         observe = getattr(sink, "observe", None) if live else None
@@ -192,7 +231,7 @@ def replay(
         try:
             engine = replay_file(
                 file,
-                converter=converter,
+                converter=o.converter,
                 parser=parser_name,
                 handler_options=handler_options,
                 # the summary alone needs no items
@@ -224,7 +263,7 @@ def replay(
             "tells it from the recording)",
             code=1,
         )
-    if strict:
+    if o.strict:
         problem = strict_problem(engine)
         if problem:
             warn(f"{file}: {problem} (--strict)")

@@ -55,13 +55,16 @@ class Api:
 
 
 APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
-# any server that speaks OpenAI's API: the API that goes by this name too, with no default base URL
-# and no key variable (the key is only read from --api-key-env or a preset's variable, so an
-# official key is never sent to an arbitrary host); what a preset is used with by default
-COMPATIBLE = "openai-compatible"
-_compatible = find_api(COMPATIBLE)
-if _compatible is not None:
-    APIS[COMPATIBLE] = Api(COMPATIBLE, COMPATIBLE, _compatible, None, ())
+# any server that speaks an API other providers speak too (OpenAI's), under the name its row gives:
+# that API with no default base URL and no key variable (the key is only read from --api-key-env
+# or a preset's variable, so an official key is never sent to an arbitrary host)
+for _wire in api_table():
+    if _wire.compatible_provider:
+        APIS[_wire.compatible_provider] = Api(
+            _wire.compatible_provider, _wire.compatible_provider, _wire, None, ()
+        )
+# what a preset is used with by default
+COMPATIBLE = next((a.compatible_provider for a in api_table() if a.compatible_provider), "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,20 @@ class Preset:
     key_required: bool
     stream_usage: bool  # accepts stream_options.include_usage (else usage comes by default)
     hosts: tuple[str, ...]
+    # the proxy takes a request whose path starts with the base URL's path for this provider's
+    # and forwards it to the base URL's origin
+    proxied: bool = False
+
+    @property
+    def origin(self) -> str:
+        """The base URL's scheme and host."""
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def route_prefix(self) -> str:
+        """The path prefix of the requests that are this provider's (``/api/v1/``)."""
+        return urlsplit(self.base_url).path.rstrip("/") + "/"
 
 
 PRESETS: dict[str, Preset] = {
@@ -87,6 +104,7 @@ PRESETS: dict[str, Preset] = {
             True,
             False,
             ("openrouter.ai",),
+            proxied=True,
         ),
         Preset(
             "groq",
@@ -198,6 +216,24 @@ class PreparedRequest:
     def describe(self) -> dict[str, Any]:
         """The request as a recording header keeps it (before redaction)."""
         return {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body}
+
+
+def add_tools(
+    body: dict[str, Any],
+    opts: RequestOptions,
+    format_tools: Callable[[list[ToolDef]], Any],
+    format_tool_choice: Callable[[str], Any],
+    choice_key: str = "tool_choice",
+) -> dict[str, Any]:
+    """``body`` with the options' tools (under ``tools``) and tool choice (under ``choice_key``),
+    each in an API's shape; a choice its API formats as None is sent as nothing (its default)."""
+    if opts.tools:
+        body["tools"] = format_tools(opts.tools)
+    if opts.tool_choice is not None:
+        choice = format_tool_choice(opts.tool_choice)
+        if choice is not None:
+            body[choice_key] = choice
+    return body
 
 
 # -- reading the user's files (text in, values out) ---------------------------------------------
@@ -387,7 +423,7 @@ def preset_for(base_url: str | None) -> Preset | None:
 def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
     name = opts.provider
     if name is None:
-        if preset is None:
+        if preset is None or not COMPATIBLE:
             raise RequestError(
                 f"--provider is required ({', '.join(APIS)}) unless --base-url names a preset "
                 f"({', '.join(PRESETS)})"
@@ -400,7 +436,9 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
     if api is None:
         raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
     if preset is not None and not api.wire.compatible:
-        names = [COMPATIBLE, *(n for n, a in APIS.items() if a.wire.compatible and n != COMPATIBLE)]
+        # the compatible name first, then the compatible APIs' own
+        compatible = (n for n, a in APIS.items() if a.wire.compatible)
+        names = sorted(compatible, key=lambda n: n != COMPATIBLE)
         raise RequestError(
             f"the {preset.name} preset speaks the OpenAI API; use it with "
             f"{', '.join(names[:-1])} or {names[-1]}"

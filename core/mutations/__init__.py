@@ -179,6 +179,18 @@ def suggest(quirk_id: str) -> list[str]:
     return difflib.get_close_matches(quirk_id, names, n=3, cutoff=0.5)
 
 
+def not_generatable(quirk_id: str) -> str | None:
+    """Why an id names no quirk streamtool can generate (with the closest ids that do), or None
+    when it names one."""
+    info = entry(quirk_id)
+    if info is not None and info.mutation:
+        return None
+    close = suggest(quirk_id)
+    why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"{quirk_id!r} is {why}{hint}"
+
+
 # -- recordings --------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Original:

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.replay import DetectionError
-from ..model.quirks import entry
 from ..model.records import Chunk, End, Header
-from ..mutations import Original, analyse, applicable, apply, generatable, replay, suggest
+from ..mutations import Original, analyse, applicable, apply, generatable, not_generatable, replay
 from ..outputs.conformance import expected_from
 from ..recording.reader import Source
 
@@ -41,12 +40,9 @@ def parse_mutate(value: str | Sequence[str] | None) -> list[str] | None:
     if ALL in ids:
         return [info.id for info in generatable()]
     for qid in ids:
-        info = entry(qid)
-        if info is None or not info.mutation:
-            close = suggest(qid)
-            why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise ValueError(f"--mutate: {qid!r} is {why}{hint}")
+        refusal = not_generatable(qid)
+        if refusal is not None:
+            raise ValueError(f"--mutate: {refusal}")
     return list(dict.fromkeys(ids))
 
 

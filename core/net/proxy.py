@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from ..exchange.hostcheck import host_refusal, is_loopback, refuse
+from ..exchange.requests import PRESETS
 from ..model.records import RecordingError
 from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
 from ..plugins.table import default_api
@@ -46,8 +47,10 @@ if TYPE_CHECKING:
     import ssl
 
 DEFAULT_OUT = "streamtool-captures"
-# the official origin of each provider: the wire APIs' own, and OpenRouter's
-OFFICIAL = {**official_origins(), "openrouter": "https://openrouter.ai"}
+# the providers of the presets the proxy routes by path (OpenRouter)
+_PROXIED = tuple(p for p in PRESETS.values() if p.proxied)
+# the official origin of each provider: the wire APIs' own, and the routed presets'
+OFFICIAL = {**official_origins(), **{p.name: p.origin for p in _PROXIED}}
 PROVIDER_NAMES = frozenset(OFFICIAL)
 _STYLES = {a.provider: a.error_style for a in api_table()}
 _DEFAULT = default_api()
@@ -58,7 +61,7 @@ _log = logging.getLogger("uvicorn.error")
 class Route:
     """Where a request goes and what it is."""
 
-    provider: str  # a provider of the API table, or openrouter
+    provider: str  # a provider of the API table, or a routed preset's (openrouter)
     api: str | None  # the API's name (chat.completions, messages...); None: not generating
     model: str | None = None
     style: str = _DEFAULT.error_style  # the error body shape its SDK reads
@@ -81,10 +84,8 @@ def _provider_of(low: str, headers: Mapping[str, str]) -> str:
 def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Route:
     """What a request is, from its method, path, headers and parsed body (sans-IO)."""
     low = path.lower()
-    if low.startswith("/api/v1/"):
-        provider = "openrouter"
-    else:
-        provider = _provider_of(low, headers)
+    preset = next((p for p in _PROXIED if low.startswith(p.route_prefix)), None)
+    provider = preset.name if preset is not None else _provider_of(low, headers)
     # the provider's own error shape (its wire APIs'), but an API that many providers speak
     # answers in its own shape whoever serves it
     style = _STYLES.get(provider, _DEFAULT.error_style)

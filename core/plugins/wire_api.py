@@ -62,6 +62,9 @@ class WireApi(NamedTuple):
     sdk_headers: tuple[str, ...] = ()
     sdk_agent: str = ""  # how its official SDK's User-Agent starts ("OpenAI/")
     sigv4: str = ""  # the AWS service its requests are signed for (SigV4), when they are
+    # record's --provider name for any server that speaks it (OpenAI-compatible ones): no default
+    # base URL and no key variable, so an official key is never sent to an arbitrary host
+    compatible_provider: str = ""
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""

@@ -39,6 +39,7 @@ import msgspec
 
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_anthropic
 from ...model.quirk_ids import QuirkId
@@ -180,12 +181,7 @@ class AnthropicConverter(Converter):
         if not isinstance(message, dict):
             return []
         chunk = ChunkResponse()
-        model = message.get("model")
-        if isinstance(model, str) and model and model != self._model:
-            self._model = chunk.model = model
-        usage = normalize_usage(message.get("usage"))
-        if usage:
-            chunk.usage = usage
+        self._model = take_head(chunk, message.get("model"), message.get("usage"), self._model)
         content = message.get("content")
         if isinstance(content, list) and content:
             return [chunk, *self._whole_blocks(content)]

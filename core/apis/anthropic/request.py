@@ -19,7 +19,7 @@ from ...drive.conversation import (
     call_ids,
     text_of,
 )
-from ...exchange.requests import RequestOptions, ToolDef
+from ...exchange.requests import RequestOptions, ToolDef, add_tools
 
 KEY_HEADER = "x-api-key"
 KEY_PREFIX = ""
@@ -42,13 +42,9 @@ def format_tool_choice(choice: str) -> dict[str, Any]:
     return {"type": "tool", "name": choice}
 
 
-def add_tools(body: dict[str, Any], opts: RequestOptions) -> dict[str, Any]:
-    """``body`` with the options' tools and tool choice."""
-    if opts.tools:
-        body["tools"] = format_tools(opts.tools)
-    if opts.tool_choice is not None:
-        body["tool_choice"] = format_tool_choice(opts.tool_choice)
-    return body
+def with_tools(body: dict[str, Any], opts: RequestOptions) -> dict[str, Any]:
+    """``body`` with the options' tools and tool choice in the Messages shape."""
+    return add_tools(body, opts, format_tools, format_tool_choice)
 
 
 def build_body(
@@ -62,7 +58,7 @@ def build_body(
     }
     if system is not None:
         body["system"] = system
-    return add_tools(body, opts)
+    return with_tools(body, opts)
 
 
 # -- a request's conversation ----------------------------------------------------------------

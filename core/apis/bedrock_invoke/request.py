@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...exchange.requests import RequestOptions
-from ..anthropic.request import DEFAULT_MAX_TOKENS, add_tools
+from ..anthropic.request import DEFAULT_MAX_TOKENS, with_tools
 
 ACCEPT = "application/vnd.amazon.eventstream"
 SIGV4 = True
@@ -24,4 +24,4 @@ def build_body(
     }
     if system is not None:
         body["system"] = system
-    return add_tools(body, opts)
+    return with_tools(body, opts)

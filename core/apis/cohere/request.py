@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...exchange.requests import RequestError, RequestOptions
-from ..openai_chat.request import format_tools
+from ..openai_chat.request import chat_body
 
 
 def format_tool_choice(choice: str) -> str | None:
@@ -23,15 +23,5 @@ def format_tool_choice(choice: str) -> str | None:
 def build_body(
     opts: RequestOptions, system: str | None, messages: list[dict[str, Any]], stream_usage: bool
 ) -> dict[str, Any]:
-    if system is not None:
-        messages = [{"role": "system", "content": system}, *messages]
-    body: dict[str, Any] = {"model": opts.model, "messages": messages, "stream": True}
-    if opts.max_tokens is not None:
-        body["max_tokens"] = opts.max_tokens
-    if opts.tools:
-        body["tools"] = format_tools(opts.tools)
-    if opts.tool_choice is not None:
-        choice = format_tool_choice(opts.tool_choice)
-        if choice is not None:
-            body["tool_choice"] = choice
-    return body
+    # Chat's body, never with stream_options (not a Cohere field)
+    return chat_body(opts, system, messages, False, format_tool_choice)

@@ -30,10 +30,10 @@ from typing import Any
 
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_gemini_grounding
 from ...model.quirk_ids import QuirkId
-from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
@@ -94,12 +94,9 @@ class GeminiConverter(Converter):
         self.payloads += 1
         out: list[ChunkResponse] = []
         head = ChunkResponse()
-        model = obj.get("modelVersion")
-        if isinstance(model, str) and model and model != self._model:
-            self._model = head.model = model
-        usage = normalize_usage(obj.get("usageMetadata"))
-        if usage:
-            head.usage = usage
+        self._model = take_head(
+            head, obj.get("modelVersion"), obj.get("usageMetadata"), self._model
+        )
         err = obj.get("error")
         if err:
             self.failed = True

@@ -21,7 +21,7 @@ from ...drive.conversation import (
     canonical_arguments,
     turns,
 )
-from ...exchange.requests import RequestOptions, ToolDef, text_parts
+from ...exchange.requests import RequestOptions, ToolDef, add_tools, text_parts
 
 KEY_HEADER = "x-goog-api-key"
 KEY_PREFIX = ""
@@ -65,11 +65,7 @@ def build_body(
         body["systemInstruction"] = {"parts": [{"text": system}]}
     if opts.max_tokens is not None:
         body["generationConfig"] = {"maxOutputTokens": opts.max_tokens}
-    if opts.tools:
-        body["tools"] = format_tools(opts.tools)
-    if opts.tool_choice is not None:
-        body["toolConfig"] = format_tool_choice(opts.tool_choice)
-    return body
+    return add_tools(body, opts, format_tools, format_tool_choice, "toolConfig")
 
 
 # -- a request's conversation ----------------------------------------------------------------

@@ -18,6 +18,7 @@ API = WireApi(
     path="/chat/completions",
     key_env=("OPENAI_API_KEY",),
     compatible=True,
+    compatible_provider="openai-compatible",
     arguments_as_text=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
     default=True,  # an unknown request is an OpenAI-compatible one

@@ -74,6 +74,18 @@ class KimiK2Converter(OpenAIChatConverter):
             out.extend(self._split(chunk))
         return out
 
+    def _scan(
+        self, kind: str, text: str, scan: KimiTokenScanner, other: str, held: KimiTokenScanner
+    ) -> list[tuple[str, Piece]]:
+        """The pieces of ``text`` (a ``kind`` channel's: reasoning or content) after those the
+        ``other`` channel's scanner still held (its text has ended where this one's begins)."""
+        pieces = [(other, p) for p in held.flush_tail()] if held.tail else []
+        before = scan.sections
+        pieces.extend((kind, p) for p in scan.feed(text))
+        if scan.sections != before:
+            self._found(kind)
+        return pieces
+
     def _split(self, chunk: ChunkResponse) -> list[ChunkResponse]:
         """Route ``chunk``'s text through the scanners; one chunk per run of pieces, in order."""
         content, reasoning = chunk.content, chunk.reasoning
@@ -83,19 +95,9 @@ class KimiK2Converter(OpenAIChatConverter):
         self._give_held()
         pieces: list[tuple[str, Piece]] = []
         if reasoning:
-            if cscan.tail:
-                pieces.extend(("content", p) for p in cscan.flush_tail())
-            before = rscan.sections
-            pieces.extend(("reasoning", p) for p in rscan.feed(reasoning))
-            if rscan.sections != before:
-                self._found("reasoning")
+            pieces.extend(self._scan("reasoning", reasoning, rscan, "content", cscan))
         if content:
-            if rscan.tail:
-                pieces.extend(("reasoning", p) for p in rscan.flush_tail())
-            before = cscan.sections
-            pieces.extend(("content", p) for p in cscan.feed(content))
-            if cscan.sections != before:
-                self._found("content")
+            pieces.extend(self._scan("content", content, cscan, "reasoning", rscan))
         if chunk.tool_calls:
             # a structured call comes next: a held marker prefix was ordinary text
             pieces.extend(("reasoning", p) for p in rscan.flush_tail())

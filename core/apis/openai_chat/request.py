@@ -6,7 +6,7 @@ The key goes in ``authorization: Bearer`` (the default of a request part).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...drive.conversation import (
@@ -19,7 +19,7 @@ from ...drive.conversation import (
     call_ids,
     text_of,
 )
-from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef
+from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef, add_tools
 
 
 def format_tools(tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
@@ -42,6 +42,18 @@ def format_tool_choice(choice: str) -> Any:
 def build_body(
     opts: RequestOptions, system: str | None, messages: list[dict[str, Any]], stream_usage: bool
 ) -> dict[str, Any]:
+    return chat_body(opts, system, messages, stream_usage, format_tool_choice)
+
+
+def chat_body(
+    opts: RequestOptions,
+    system: str | None,
+    messages: list[dict[str, Any]],
+    stream_usage: bool,
+    tool_choice: Callable[[str], Any],
+) -> dict[str, Any]:
+    """A body in Chat's shape, its tool choice as ``tool_choice`` formats it (Chat's own, or
+    that of an API with Chat's body and its own tool choice)."""
     if system is not None:
         messages = [{"role": "system", "content": system}, *messages]
     body: dict[str, Any] = {"model": opts.model, "messages": messages, "stream": True}
@@ -49,11 +61,7 @@ def build_body(
         body["stream_options"] = {"include_usage": True}
     if opts.max_tokens is not None:
         body["max_tokens"] = opts.max_tokens
-    if opts.tools:
-        body["tools"] = format_tools(opts.tools)
-    if opts.tool_choice is not None:
-        body["tool_choice"] = format_tool_choice(opts.tool_choice)
-    return body
+    return add_tools(body, opts, format_tools, tool_choice)
 
 
 # -- a request's conversation ----------------------------------------------------------------

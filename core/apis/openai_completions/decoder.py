@@ -19,9 +19,9 @@ from typing import Any
 
 from ...converters.base import Converter
 from ...converters.prose_runs import TEXT, ProseRuns
+from ...converters.stream_head import take_head
 from ...model import ChunkResponse
 from ...model.quirk_ids import QuirkId
-from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...wire.sse import SSEEvent
 
@@ -99,12 +99,7 @@ class OpenAICompletionsConverter(Converter):
             self.failed = True
             message = err.get("message") if isinstance(err, dict) else None
             self.error(ErrorKind.PROVIDER_ERROR, f"error inside the stream: {message or err}", err)
-        model = obj.get("model")
-        if isinstance(model, str) and model and model != self._model:
-            self._model = chunk.model = model
-        usage = normalize_usage(obj.get("usage"))
-        if usage:
-            chunk.usage = usage
+        self._model = take_head(chunk, obj.get("model"), obj.get("usage"), self._model)
         choices = obj.get("choices")
         if choices is None:
             choices = []

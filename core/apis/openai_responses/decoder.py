@@ -39,11 +39,11 @@ import msgspec
 
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
+from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.citations import from_openai_annotation
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
-from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
@@ -464,12 +464,7 @@ class OpenAIResponsesConverter(Converter):
         response = obj.get("response")
         if not isinstance(response, dict):
             response = {}
-        model = response.get("model")
-        if isinstance(model, str) and model and model != self._model:
-            self._model = chunk.model = model
-        usage = normalize_usage(response.get("usage"))
-        if usage:
-            chunk.usage = usage
+        self._model = take_head(chunk, response.get("model"), response.get("usage"), self._model)
         reason = status
         if status == "incomplete":
             details = response.get("incomplete_details")

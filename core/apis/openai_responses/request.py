@@ -20,7 +20,7 @@ from ...drive.conversation import (
     text_of,
     turns,
 )
-from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef
+from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef, add_tools
 
 # the content part types that hold text
 _TEXT = ("input_text", "output_text", "text")
@@ -53,11 +53,7 @@ def build_body(
         body["instructions"] = system
     if opts.max_tokens is not None:
         body["max_output_tokens"] = opts.max_tokens
-    if opts.tools:
-        body["tools"] = format_tools(opts.tools)
-    if opts.tool_choice is not None:
-        body["tool_choice"] = format_tool_choice(opts.tool_choice)
-    return body
+    return add_tools(body, opts, format_tools, format_tool_choice)
 
 
 # -- a request's conversation ----------------------------------------------------------------
