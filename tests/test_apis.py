@@ -150,20 +150,31 @@ def test_the_table_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_replaying_the_built_in_apis_reads_no_plugin_entry_points() -> None:
-    """The built-in APIs answer every look-up a replay of their recordings makes: the installed
-    distributions' entry points (importlib.metadata, some 10 ms) are never read for them."""
+def test_replaying_the_built_in_apis_reads_no_plugin_entry_points(tmp_path: Path) -> None:
+    """The built-in APIs answer every look-up a replay of their recordings makes, and of their
+    raw bodies (no header: the stream tells): the installed distributions' entry points
+    (importlib.metadata, some 10 ms) are never read for them."""
+    for rec in sorted((ROOT / "recordings").glob("*.jsonl")):
+        lines = [json.loads(line) for line in rec.read_text(encoding="utf-8").splitlines()]
+        chunks = [r for r in lines if r.get("type") == "chunk"]
+        status = (lines[0].get("response") or {}).get("status")
+        # a stream's body (an HTTP error's JSON body alone tells no API: plugins are asked)
+        if status == 200 and chunks and all("text" in c for c in chunks):
+            body = "".join(c["text"] for c in chunks)
+            (tmp_path / f"{rec.stem}.sse").write_text(body, encoding="utf-8")
     code = (
         "import sys, pathlib\n"
         "from streamtool.core.drive.replay_file import replay_file\n"
-        "for path in sorted(pathlib.Path(sys.argv[1]).glob('*.jsonl')):\n"
-        "    replay_file(str(path))\n"
+        "for folder, pattern in ((sys.argv[1], '*.jsonl'), (sys.argv[2], '*.sse')):\n"
+        "    for path in sorted(pathlib.Path(folder).glob(pattern)):\n"
+        "        replay_file(str(path))\n"
         "print('importlib.metadata' in sys.modules)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT / "recordings")],
+        [sys.executable, "-c", code, str(ROOT / "recordings"), str(tmp_path)],
         capture_output=True,
         text=True,
         check=True,
     )
+    assert len(list(tmp_path.glob("*.sse"))) > 40
     assert out.stdout.strip() == "False", out.stderr

@@ -166,8 +166,13 @@ def api_for_provider(provider: str) -> WireApi | None:
     """The API of a provider that has only one (``anthropic``, ``gemini``, ``vertex``...);
     ``None`` for one with several (``openai``: the stream tells) or none."""
     low = provider.lower()
-    found = [a for a in api_table() if low == a.provider or low in a.provider_aliases]
-    return found[0] if len(found) == 1 else None
+    if not low:
+        return None
+    for rows in _tiers():  # a built-in provider's APIs are all built-in: no plugin is read
+        found = [a for a in rows if low == a.provider or low in a.provider_aliases]
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
 
 
 def model_in_path(path: str) -> str | None:
