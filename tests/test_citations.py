@@ -10,13 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
+from streamtool.core.apis.anthropic.citations import from_anthropic
+from streamtool.core.apis.gemini.citations import from_gemini_grounding
+from streamtool.core.apis.openai_chat.citations import from_openai_annotation, from_search_results
 from streamtool.core.drive.replay_file import replay_file
-from streamtool.core.model.citations import (
-    from_anthropic,
-    from_gemini_grounding,
-    from_openai_annotation,
-    from_search_results,
-)
 from streamtool.core.outputs.transcript import build_transcript
 
 from .conftest import RECORDINGS

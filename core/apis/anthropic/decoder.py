@@ -41,12 +41,12 @@ from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
-from ...model.citations import from_anthropic
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
+from .citations import from_anthropic
 
 _TOOL_BLOCKS = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
 

@@ -32,11 +32,11 @@ from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
-from ...model.citations import from_gemini_grounding
 from ...model.quirk_ids import QuirkId
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
+from .citations import from_gemini_grounding
 
 _STREAMED = ("gemini", "streamed-call")  # tracker key: the call whose arguments are streaming
 _CODE = ("gemini", "code-execution")  # tracker key: the code execution awaiting its result

@@ -47,12 +47,12 @@ from typing import Any
 from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...model import ChunkResponse, ToolCallDelta
-from ...model.citations import from_openai_annotation
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
+from ..openai_chat.citations import from_openai_annotation
 
 _MEDIA = frozenset({"image", "audio", "video", "document"})
 

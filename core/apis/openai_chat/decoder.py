@@ -18,12 +18,12 @@ import msgspec
 from ...converters.base import Converter, MultiPayload
 from ...converters.prose_runs import TEXT
 from ...model import ChunkResponse, ToolCallDelta
-from ...model.citations import from_openai_annotation, from_search_results
 from ...model.quirk_ids import QuirkId
 from ...model.usage import normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
+from .citations import from_openai_annotation, from_search_results
 from .kimi_tokens import MarkerSniffer
 
 # the field of the delta that carries the reasoning -> its quirk

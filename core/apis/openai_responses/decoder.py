@@ -41,13 +41,13 @@ from ...converters.base import Converter
 from ...converters.prose_runs import REASONING, TEXT, TOOL, ProseRuns
 from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
-from ...model.citations import from_openai_annotation
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
+from ..openai_chat.citations import from_openai_annotation
 
 # hosted tools the provider runs inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
