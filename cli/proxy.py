@@ -149,10 +149,8 @@ def proxy(
     sock, origin = listen(host, port)
     err = sys.stderr
     err.write(f"streamtool: proxy on {origin}, recording into {out}/\n")
-    err.write(f"  OpenAI SDK / Codex:   OPENAI_BASE_URL={origin}/v1\n")
-    err.write(f"  Anthropic / Claude:   ANTHROPIC_BASE_URL={origin}\n")
-    err.write(f"  Gemini:               GOOGLE_GEMINI_BASE_URL={origin}\n")
-    err.write(f"  OpenRouter:           {origin}/api/v1\n")
+    for label, where in _pointers(origin):
+        err.write(f"  {label + ':':<22}{where}\n")
     where = ", ".join(f"{k}={v}" for k, v in upstreams.rules.items())
     if upstreams.default or where:
         err.write(
@@ -172,3 +170,24 @@ def proxy(
     err.write(
         f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/\n"
     )
+
+
+def _pointers(origin: str) -> list[tuple[str, str]]:
+    """How each official SDK (by its base-URL variable) and each proxied preset reaches the
+    proxy at ``origin``, from the API rows and the presets."""
+    from urllib.parse import urlsplit
+
+    from streamtool.core.exchange.requests import PRESETS
+    from streamtool.core.plugins import api_table
+
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for api in api_table():
+        if api.sdk_label and api.base_url_env and api.base_url_env not in seen:
+            seen.add(api.base_url_env)
+            path = urlsplit(api.base_url).path.rstrip("/")
+            out.append((api.sdk_label, f"{api.base_url_env}={origin}{path}"))
+    for preset in PRESETS.values():
+        if preset.proxied:
+            out.append((preset.label or preset.name, origin + preset.route_prefix.rstrip("/")))
+    return out

@@ -132,3 +132,17 @@ def test_a_failing_live_view_says_so_once_and_the_proxy_goes_on(capsys) -> None:
     assert err.count("the live view stopped") == 1
     assert "ValueError: cannot draw this row" in err
     assert view.failed == "ValueError: cannot draw this row"
+
+
+def test_the_banner_points_each_sdk_and_proxied_preset_at_the_proxy() -> None:
+    """What the proxy prints at start comes from the API rows (an SDK's base-URL variable and
+    its official base path) and the presets the proxy routes."""
+    from streamtool.cli.proxy import _pointers
+
+    lines = dict(_pointers("http://127.0.0.1:9"))
+    assert lines == {
+        "OpenAI SDK / Codex": "OPENAI_BASE_URL=http://127.0.0.1:9/v1",
+        "Anthropic / Claude": "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+        "Gemini": "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9",
+        "OpenRouter": "http://127.0.0.1:9/api/v1",
+    }

@@ -80,6 +80,7 @@ class Preset:
     # the proxy takes a request whose path starts with the base URL's path for this provider's
     # and forwards it to the base URL's origin
     proxied: bool = False
+    label: str = ""  # how the proxy's banner names it ("OpenRouter")
 
     @property
     def origin(self) -> str:
@@ -105,6 +106,7 @@ PRESETS: dict[str, Preset] = {
             False,
             ("openrouter.ai",),
             proxied=True,
+            label="OpenRouter",
         ),
         Preset(
             "groq",

@@ -61,6 +61,8 @@ class WireApi(NamedTuple):
     # request sends them again)
     sdk_headers: tuple[str, ...] = ()
     sdk_agent: str = ""  # how its official SDK's User-Agent starts ("OpenAI/")
+    # who points a client at a proxy through base_url_env (the proxy's banner): "Anthropic / Claude"
+    sdk_label: str = ""
     sigv4: str = ""  # the AWS service its requests are signed for (SigV4), when they are
     # record's --provider name for any server that speaks it (OpenAI-compatible ones): no default
     # base URL and no key variable, so an official key is never sent to an arbitrary host

@@ -23,5 +23,6 @@ API = WireApi(
     error_path=r"/messages",
     sdk="anthropic",
     base_url_env="ANTHROPIC_BASE_URL",
+    sdk_label="Anthropic / Claude",
     sdk_headers=("anthropic-version",),
 )

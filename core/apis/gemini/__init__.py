@@ -26,4 +26,5 @@ API = WireApi(
     provider_path=r"^/v1(?:beta|alpha)/|generatecontent",
     error_path=r":[^/]*$|/models/",  # a method (":streamGenerateContent"), or a model
     base_url_env="GOOGLE_GEMINI_BASE_URL",
+    sdk_label="Gemini",
 )

@@ -25,6 +25,7 @@ API = WireApi(
     sdk="openai",
     sdk_agent="OpenAI/",
     base_url_env="OPENAI_BASE_URL",
+    sdk_label="OpenAI SDK / Codex",
     sdk_headers=("openai-beta",),
 )
 # older names of its encoder (``--emit openai-sse``): not names of the API
