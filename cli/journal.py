@@ -106,7 +106,7 @@ def row_cells(row: Row) -> list[str]:
         problems.append(row.failed)
     return [
         time.strftime("%H:%M:%S", time.localtime(ex.started_at)),
-        API_LABELS.get(ex.api or "", ex.api or "-"),
+        _short(ex.api),
         redact_keys(ex.model or "-"),
         status,
         state,
@@ -136,7 +136,14 @@ HEADINGS = [
     "file",
     "",
 ]
-API_LABELS = {"chat.completions": "chat"}
+
+
+def _short(api: str | None) -> str:
+    """An API's name as the journal's column shows it (its row's short name, if it has one)."""
+    from streamtool.core.plugins import find_api
+
+    row = find_api(api) if api else None
+    return (row.short if row is not None else "") or api or "-"
 
 
 class Journal:

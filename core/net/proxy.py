@@ -231,7 +231,8 @@ class ProxyConfig:
     upstreams: Upstreams = field(default_factory=Upstreams)
     timeout: float = 600.0
     connect_timeout: float = 30.0
-    transform: Callable[[Any], StreamTransform] | None = None  # request body -> transform
+    # request body -> transform; its ``api`` attribute names the API whose responses it rewrites
+    transform: Callable[[Any], StreamTransform] | None = None
     observer: Observer | None = None
     verify: bool | ssl.SSLContext = True  # check the upstream's TLS certificate
     log: Callable[[str], None] | None = None  # one line per refused request (default: stderr)
@@ -372,7 +373,8 @@ class ProxyApp:
         )
         claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
-        if self.config.transform is not None and r.api == "chat.completions":
+        applies = getattr(self.config.transform, "api", None)
+        if self.config.transform is not None and r.api == applies:
             transform = self.config.transform(parsed)
         self.active.add(ex)
         observer = self.config.observer

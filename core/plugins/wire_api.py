@@ -63,6 +63,7 @@ class WireApi(NamedTuple):
     sdk_agent: str = ""  # how its official SDK's User-Agent starts ("OpenAI/")
     # who points a client at a proxy through base_url_env (the proxy's banner): "Anthropic / Claude"
     sdk_label: str = ""
+    short: str = ""  # a shorter name for narrow columns (the proxy's journal): "chat"
     sigv4: str = ""  # the AWS service its requests are signed for (SigV4), when they are
     # record's --provider name for any server that speaks it (OpenAI-compatible ones): no default
     # base URL and no key variable, so an official key is never sent to an arbitrary host

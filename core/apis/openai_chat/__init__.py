@@ -10,6 +10,7 @@ API = WireApi(
     id="openai-chat",
     name="chat.completions",
     label="chat.completions",
+    short="chat",
     route="/chat/completions",
     converters=("openai-chat", "kimi-k2"),
     error_style="openai",

@@ -25,6 +25,7 @@ from ...engine.replay import ReplayEngine
 from ...model import SegmentEvent, SegmentEventType
 from ...model.records import Chunk, End, Header
 from ...pipeline.segment_log import SegmentLog
+from . import API
 from .encoder import OpenAISSEEmitter
 
 # a blank line ends an event; line ends are CRLF, LF or CR (each taken whole: atomic groups)
@@ -47,10 +48,12 @@ def complete_events_end(data: bytes | bytearray) -> int:
 class KimiTransform:
     """One Chat Completions response, rewritten as it streams."""
 
+    api = API.name  # the API whose responses it rewrites (the proxy applies it to those only)
+
     def __init__(self, request_body: Any = None) -> None:
         header = Header(
-            provider="openai-compatible",
-            api="chat.completions",
+            provider=API.compatible_provider,
+            api=API.name,
             request={"body": request_body if isinstance(request_body, dict) else {}},
         )
         self.engine = ReplayEngine(
