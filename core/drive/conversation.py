@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..plugins import api_table, part
+from ..plugins import api_table, find_api, part
 
 SYSTEM = "system"
 USER = "user"
@@ -178,21 +178,26 @@ def turns(value: Any, out: Builder) -> Iterator[dict[str, Any]]:
 
 
 @functools.cache
-def _parts() -> dict[str, ModuleType]:
-    """The request parts that read and write conversations, by API id, in the table's order."""
-    found = {}
-    for api in api_table():
-        module = part(api, "request")
-        if module is not None and all(
-            callable(getattr(module, f, None)) for f in ("read_conversation", "request_body")
-        ):
-            found[api.id] = module
-    return found
+def _part(api: str) -> ModuleType | None:
+    """The request part of the API ``api`` names when it reads and writes conversations."""
+    row = find_api(api)
+    module = part(row, "request") if row is not None else None
+    if module is None or not all(
+        callable(getattr(module, f, None)) for f in ("read_conversation", "request_body")
+    ):
+        return None
+    return module
+
+
+def has_conversation(api: str) -> bool:
+    """Whether the API ``api`` names reads and writes conversations (its request part does)."""
+    return _part(api) is not None
 
 
 def conversation_apis() -> tuple[str, ...]:
-    """The ids of the APIs whose request part reads and writes a conversation."""
-    return tuple(_parts())
+    """The ids of the APIs whose request part reads and writes a conversation, in the table's
+    order (every API's request part is imported: for listing them, not for one look-up)."""
+    return tuple(api.id for api in api_table() if has_conversation(api.id))
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -201,10 +206,17 @@ def __getattr__(name: str) -> tuple[str, ...]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _reader(api: str) -> ModuleType:
+    module = _part(api)
+    if module is None:
+        raise KeyError(api)
+    return module
+
+
 def read_conversation(api: str, body: Any) -> Conversation:
     """The conversation of a request body sent to ``api`` (an id of :data:`APIS`); a body
     that is not a JSON object holds none. ``KeyError`` for another API."""
-    reader = _parts()[api].read_conversation
+    reader = _reader(api).read_conversation
     out = Builder()
     if isinstance(body, dict):
         reader(body, out)
@@ -235,5 +247,5 @@ def request_body(conversation: Conversation, api: str, model: str = "model") -> 
     """The conversation as a streaming request body of ``api``: what a client of that API
     would send (ids made up: ``call_0000``, ``toolu_0000``...). ``KeyError`` for an API not
     in :data:`APIS`."""
-    body: dict[str, Any] = _parts()[api].request_body(conversation, model)
+    body: dict[str, Any] = _reader(api).request_body(conversation, model)
     return body

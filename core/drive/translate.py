@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from ..engine.replay import ReplayEngine
 from ..model.records import Chunk, End, Header
 from ..outputs.emit import Emitted, Reply, ReplyBuilder, api_id, emitter
-from ..plugins import WireApi, api_table
+from ..plugins import WireApi, find_api, part
 from .replay_file import replay_file
 
 
@@ -32,8 +33,10 @@ def emit_file(path: str | os.PathLike[str], api: str, *, converter: str = "auto"
 
 
 def wire_api(name: str) -> WireApi:
-    found = api_id(name)
-    return next(a for a in api_table() if a.id == found)
+    found = find_api(api_id(name) or name)
+    if found is None:
+        raise KeyError(name)
+    return found
 
 
 def recording_of(
@@ -43,8 +46,10 @@ def recording_of(
     chunk per read at its time, and the end record."""
     row = wire_api(api)
     url = row.base_url + row.path.replace("{model}", model or "model")
-    if row.stream_in_path:
-        url += "?alt=sse"
+    request = part(row, "request")  # the query its requests carry (Gemini's alt=sse)
+    query = getattr(request, "QUERY", ()) if request is not None else ()
+    if query:
+        url += "?" + urlencode(query)
     body = request_body if request_body is not None else {"model": model, "stream": True}
     header = Header(
         provider=row.provider,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..plugins import error_body
+from ..plugins.table import default_api
 
 # host [":" port], the host a name, an IPv4 address or a bracketed IPv6 one (RFC 9110 7.2)
 _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]@/\\\s]+))(?::\d{0,5})?$")
@@ -69,6 +70,7 @@ async def refuse(send: Any, status: int, message: str, style: str = "") -> None:
             "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
         }
     )
+    style = style or default_api().error_style
     await send({"type": "http.response.body", "body": error_body(style, status, message)})
 
 

@@ -16,7 +16,6 @@ way as a built-in one. An API whose package has no request part cannot be record
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -24,9 +23,10 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ..plugins import WireApi, api_table, find_api, part
+from ..plugins import WireApi, api_table, builtin_apis, find_api, part
 from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
+from .hostcheck import is_loopback
 
 
 class RequestError(ValueError):
@@ -54,17 +54,30 @@ class Api:
         return self.wire.path
 
 
-APIS: dict[str, Api] = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
-# any server that speaks an API other providers speak too (OpenAI's), under the name its row gives:
-# that API with no default base URL and no key variable (the key is only read from --api-key-env
-# or a preset's variable, so an official key is never sent to an arbitrary host)
-for _wire in api_table():
-    if _wire.compatible_provider:
-        APIS[_wire.compatible_provider] = Api(
-            _wire.compatible_provider, _wire.compatible_provider, _wire, None, ()
-        )
-# what a preset is used with by default
-COMPATIBLE = next((a.compatible_provider for a in api_table() if a.compatible_provider), "")
+@functools.cache
+def provider_apis() -> dict[str, Api]:
+    """Every ``--provider`` choice: each API of the table (plugins' included) by its id, then
+    each compatible provider's name (:data:`COMPATIBLE`)."""
+    found = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
+    # any server that speaks an API other providers speak too (OpenAI's), under the name its
+    # row gives: that API with no default base URL and no key variable (the key is only read
+    # from --api-key-env or a preset's variable, so an official key is never sent to an
+    # arbitrary host); a plugin does not take a built-in's name
+    for wire in api_table():
+        if wire.compatible_provider:
+            name = wire.compatible_provider
+            found.setdefault(name, Api(name, name, wire, None, ()))
+    return found
+
+
+# what a preset is used with by default (a built-in's name: the plugins are not read for it)
+COMPATIBLE = next((a.compatible_provider for a in builtin_apis() if a.compatible_provider), "")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "APIS":  # read when asked for: it reads the installed plugins' APIs too
+        return provider_apis()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,9 +401,10 @@ def request_part(wire: WireApi) -> RequestPart:
 
 @functools.cache
 def _key_headers() -> frozenset[str]:
-    """The headers any API reads its key from: one passed with --header is the credential."""
+    """The headers the built-in APIs read their key from: one passed with --header is the
+    credential (so is the header of the API the request is for, a plugin's too)."""
     found = set()
-    for wire in api_table():
+    for wire in builtin_apis():
         try:
             found.add(request_part(wire).key_header.lower())
         except RequestError:
@@ -427,19 +441,21 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
     if name is None:
         if preset is None or not COMPATIBLE:
             raise RequestError(
-                f"--provider is required ({', '.join(APIS)}) unless --base-url names a preset "
+                f"--provider is required ({', '.join(provider_apis())}) unless --base-url names "
+                f"a preset "
                 f"({', '.join(PRESETS)})"
             )
         name = COMPATIBLE
-    api = APIS.get(name)
+    apis = provider_apis()
+    api = apis.get(name)
     if api is None:
         wire = find_api(name)  # another name of an API (an alias)
-        api = APIS.get(wire.id) if wire is not None else None
+        api = apis.get(wire.id) if wire is not None else None
     if api is None:
-        raise RequestError(f"unknown provider {name!r}; valid: {', '.join(APIS)}")
+        raise RequestError(f"unknown provider {name!r}; valid: {', '.join(apis)}")
     if preset is not None and not api.wire.compatible:
         # the compatible name first, then the compatible APIs' own
-        compatible = (n for n, a in APIS.items() if a.wire.compatible)
+        compatible = (n for n, a in apis.items() if a.wire.compatible)
         names = sorted(compatible, key=lambda n: n != COMPATIBLE)
         raise RequestError(
             f"the {preset.name} preset speaks the OpenAI API; use it with "
@@ -450,17 +466,12 @@ def _resolve_api(opts: RequestOptions, preset: Preset | None) -> Api:
 
 def _loopback(base: str) -> bool:
     """Whether ``base`` points at this machine (a local server: Ollama, vLLM, ``serve``)."""
-    host = (urlsplit(base).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(urlsplit(base).hostname or "")
 
 
 def _api_key(
     api: Api,
+    request: RequestPart,
     preset: Preset | None,
     opts: RequestOptions,
     env: Mapping[str, str],
@@ -476,9 +487,9 @@ def _api_key(
     for var in names:
         if env.get(var):
             return env[var]
-    if sent & _key_headers():
+    if sent & (_key_headers() | {request.key_header.lower()}):
         return None  # the user passed the credential with --header
-    if request_part(api.wire).sigv4:
+    if request.sigv4:
         return None  # no API key: the request is signed with SigV4 (botocore)
     required = preset.key_required if preset is not None else bool(names)
     # a server on this machine asks for no key (and a real one would only be sent there)
@@ -562,7 +573,7 @@ def build_request(opts: RequestOptions, env: Mapping[str, str]) -> PreparedReque
 
     # headers
     sent = {name.lower() for name, _ in opts.headers}
-    key = _api_key(api, preset, opts, env, sent, base)
+    key = _api_key(api, request, preset, opts, env, sent, base)
     headers: dict[str, str] = {
         "content-type": "application/json",
         "accept": request.accept,

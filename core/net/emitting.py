@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..drive.conversation import APIS, Conversation, as_json, last_input, read_conversation
+from ..drive.conversation import (
+    Conversation,
+    as_json,
+    conversation_apis,
+    has_conversation,
+    last_input,
+    read_conversation,
+)
 from ..drive.script import Script, TurnPicker, load_script
 from ..drive.translate import recording_of, reply_from_file
 from ..exchange.playback import Playback
@@ -48,8 +55,9 @@ def route_api(request: Incoming) -> WireApi:
     """The API of the route a request came on, when an emitter speaks it (else a 404); a
     request that does not ask for a stream is refused (400) before it takes a turn."""
     api = served_api(request.path)
-    if api is None or api.id not in APIS:
-        names = ", ".join(a.label for a in api_table() if a.id in APIS)
+    if api is None or not has_conversation(api.id):
+        known = conversation_apis()
+        names = ", ".join(a.label for a in api_table() if a.id in known)
         raise SelectionError(
             404, f"streamtool makes streams for the {names} endpoints, not {request.path}"
         )
@@ -181,7 +189,7 @@ class TranslateLibrary(EmittingLibrary):
             api = api_for_converter(rec.api)
             if rec.request_body is None:
                 self.skipped.append((rec.name, "holds no request to match"))
-            elif api is None or api.id not in APIS:
+            elif api is None or not has_conversation(api.id):
                 label = api.label if api is not None else "an unknown API"
                 self.skipped.append((rec.name, f"its request ({label}) cannot be read"))
             else:

@@ -30,8 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..drive.conversation import APIS as conversation_apis
-from ..drive.conversation import last_input, read_conversation
+from ..drive.conversation import has_conversation, last_input, read_conversation
 from ..drive.script import TurnPicker
 from ..exchange.playback import Playback
 from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
@@ -165,7 +164,7 @@ class TapeLibrary(ServingLibrary):
         if scripted is not None:
             api = served_api(request.path)
             subject = ""
-            if api is not None and api.id in conversation_apis:
+            if api is not None and has_conversation(api.id):
                 subject = last_input(read_conversation(api.id, request.body))
             n = scripted[1].pick(subject)
             if n is not None:

@@ -211,18 +211,20 @@ def sdk_base_urls(origin: str) -> dict[str, str]:
 def default_api() -> WireApi:
     """The API a request of no known shape is taken for (the row marked ``default``; else the
     table's first): its provider and its error style answer for it."""
-    rows = api_table()
-    return next((a for a in rows if a.default), rows[0])
+    found = _first(lambda rows: next((a for a in rows if a.default), None))
+    return found if found is not None else builtin_apis()[0]
 
 
 @functools.cache
 def error_api(style: str) -> WireApi:
     """The API that shapes the error bodies of a style: the first of that ``error_style`` whose
     package has an ``errors`` part; the default API's for a style none shapes."""
-    for api in api_table():
-        if api.error_style == style and part(api, "errors") is not None:
-            return api
-    return default_api()
+    found = _first(
+        lambda rows: next(
+            (a for a in rows if a.error_style == style and part(a, "errors") is not None), None
+        )
+    )
+    return found if found is not None else default_api()
 
 
 def error_shape(api: WireApi, status: int, message: str) -> dict[str, Any]:
