@@ -31,4 +31,10 @@ def converters() -> None:
         "",
         *_table("parsers", PARSERS.group, PARSERS.plugins()),
     ]
+    from streamtool.core.plugins.table import SKIPPED, plugin_apis
+
+    plugin_apis()  # loads the plugins' APIs: any that cannot be loaded is noted
+    if SKIPPED:
+        lines += ["", "APIs that could not be loaded (left out):"]
+        lines += [f"  {name}  {why}" for name, why in sorted(SKIPPED.items())]
     sys.stdout.write("\n".join(lines) + "\n")

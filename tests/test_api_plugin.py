@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import urllib.error
 import urllib.request
 import venv
 from collections.abc import Iterator
@@ -105,13 +106,36 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # this interpreter's packages (streamtool, its dependencies, setuptools) as a site directory
     outer = sysconfig.get_paths()["purelib"]
     Path(site, "_outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n", "utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
-        + ["--no-build-isolation", "--no-index", str(src)],
-        check=True,
-        capture_output=True,
-    )
+    # beside it, a broken package: an API registered whose module does not exist (every
+    # command here must go on working, the broken one left out)
+    broken = base / "broken"
+    broken.mkdir()
+    (broken / "pyproject.toml").write_text(BROKEN_PROJECT, encoding="utf-8")
+    for package in (src, broken):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+            + ["--no-build-isolation", "--no-index", str(package)],
+            check=True,
+            capture_output=True,
+        )
     return python
+
+
+BROKEN_PROJECT = """\
+[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "streamtool-broken-api"
+version = "0.1.0"
+
+[project.entry-points."streamtool.apis"]
+broken = "streamtool_no_such_module:API"
+
+[tool.setuptools]
+py-modules = []
+"""
 
 
 def _recording(path: Path, body: bytes = BODY, *, header: bool = True) -> Path:
@@ -256,3 +280,52 @@ def test_conform_checks_a_client_of_the_api(python: Path, work: Path) -> None:
     done = streamtool(python, "conform", "-r", str(work / "lines.jsonl"), "--", str(python),
                       str(client), cwd=work)  # fmt: skip
     assert "5 passed, 0 failed, 0 not applicable" in done.stdout, done.stdout
+
+
+def test_a_broken_plugin_is_left_out_and_named(python: Path, work: Path) -> None:
+    # every other test of this file runs with it installed; converters names what was left out
+    done = streamtool(python, "converters", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert "APIs that could not be loaded (left out):" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if x.strip().startswith("broken "))
+    assert "ModuleNotFoundError" in line and "streamtool_no_such_module" in line
+
+
+def test_serve_refuses_in_the_api_error_shape(served: str) -> None:
+    # a request for no stream: refused in the shape the plugin's errors part gives
+    request = urllib.request.Request(
+        served + "/v1/lines",
+        data=json.dumps({**REQUEST, "stream": False}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=30)
+    body = json.loads(info.value.read())
+    assert info.value.code >= 400 and body["kind"] == "error" and body["message"]
+
+
+def test_record_builds_the_api_request(python: Path, work: Path, served: str) -> None:
+    # the plugin's request part builds what record sends; the answer replays to the meaning
+    out = work / "recorded.jsonl"
+    done = streamtool(
+        python,
+        "record",
+        "-p",
+        "lines",
+        "--base-url",
+        served,
+        "--model",
+        "m",
+        "--prompt",
+        "hi",
+        "-o",
+        str(out),
+        "--view",
+        "none",
+        cwd=work,
+    )
+    assert done.returncode == 0, done.stderr
+    header = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert header["api"] == "lines" and header["request"]["url"] == served + "/v1/lines"
+    assert header["request"]["body"]["stream"] is True
+    assert meaning(summary(python, out)) == MEANING

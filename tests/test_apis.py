@@ -141,10 +141,13 @@ def test_error_bodies_carry_the_message(style: str) -> None:
 
 
 def test_the_table_imports_nothing_heavy() -> None:
+    # the whole table (every API package's row), and nothing of any API's parts
     code = (
-        "import sys, streamtool.core.plugins\n"
+        "import sys, streamtool.core.plugins as p\n"
+        "assert p.api_table()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('streamtool.core.net', "
-        "'streamtool.core.converters', 'httpx', 'starlette', 'uvicorn', 'openai', 'anthropic'))))"
+        "'streamtool.core.converters', 'httpx', 'starlette', 'uvicorn', 'openai', 'anthropic')) "
+        "or (m.startswith('streamtool.core.apis.') and m.count('.') > 3)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -178,3 +181,12 @@ def test_replaying_the_built_in_apis_reads_no_plugin_entry_points(tmp_path: Path
     )
     assert len(list(tmp_path.glob("*.sse"))) > 40
     assert out.stdout.strip() == "False", out.stderr
+
+
+@ROWS
+def test_the_row_a_package_holds_is_the_table_s(api: WireApi) -> None:
+    # its parts can pass their own package's API to the registry's look-ups
+    import importlib
+
+    own = importlib.import_module(api.package).API
+    assert own == api and own.package == api.package

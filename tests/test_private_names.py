@@ -46,8 +46,23 @@ def _defined(tree: ast.Module) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            names.add(node.value)  # __slots__ entries, getattr names
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets
+        ):  # __slots__ entries
+            names.update(
+                c.value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            )
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):  # a name read or set by getattr/setattr
+            names.add(node.args[1].value)
     return names
 
 
@@ -84,7 +99,7 @@ def _reach_ins(path: Path) -> list[str]:
         if node.attr in NAMEDTUPLE_API or _is_own(node.value):
             continue
         owner = node.value
-        if isinstance(owner, ast.Name) and owner.id in module_names and node.attr not in defined:
+        if isinstance(owner, ast.Name) and owner.id in module_names:
             found.append(f"{where}:{node.lineno}: reads {owner.id}.{node.attr}")
         elif node.attr not in defined:
             found.append(f"{where}:{node.lineno}: reads {ast.unparse(owner)}.{node.attr}")

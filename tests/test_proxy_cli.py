@@ -139,10 +139,9 @@ def test_the_banner_points_each_sdk_and_proxied_preset_at_the_proxy() -> None:
     its official base path) and the presets the proxy routes."""
     from streamtool.cli.proxy import _pointers
 
-    lines = dict(_pointers("http://127.0.0.1:9"))
-    assert lines == {
-        "OpenAI SDK / Codex": "OPENAI_BASE_URL=http://127.0.0.1:9/v1",
-        "Anthropic / Claude": "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
-        "Gemini": "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9",
-        "OpenRouter": "http://127.0.0.1:9/api/v1",
-    }
+    assert _pointers("http://127.0.0.1:9") == [
+        ("OpenAI SDK / Codex", "OPENAI_BASE_URL=http://127.0.0.1:9/v1"),
+        ("Anthropic / Claude", "ANTHROPIC_BASE_URL=http://127.0.0.1:9"),
+        ("Gemini", "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9"),
+        ("OpenRouter", "http://127.0.0.1:9/api/v1"),
+    ]

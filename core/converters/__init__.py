@@ -126,26 +126,30 @@ def _sniffers(apis: tuple[WireApi, ...]) -> _Sniffers:
     return _Sniffers(events, tuple(p.sniff_json for p in ranked))
 
 
-def _tiers() -> Iterator[_Sniffers]:
-    """The built-in APIs' sniffers, then (only when those do not tell) the plugins'."""
+def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
+    """The built-in APIs' sniffers (``plugins`` not True), then the plugins' (not False)."""
     from ..plugins.table import builtin_apis, plugin_apis
 
-    yield _sniffers(builtin_apis())
-    yield _sniffers(plugin_apis())
+    if plugins is not True:
+        yield _sniffers(builtin_apis())
+    if plugins is not False:
+        yield _sniffers(plugin_apis())
 
 
-def detect_from_event(event: SSEEvent) -> str | None:
+def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell.
 
     Each API's ``detect`` part says whether an event is its API's: ``sniff_event`` by the
     event's name (the APIs asked in the table's order: no two name an event alike), then
     ``sniff_json`` by the event's JSON object (the first of a JSON array), the parts asked in
     the order of their ``RANK``, lower first: an object that names its type outright is read
-    before one known by its keys. The built-in APIs are asked first, the plugins' after.
+    before one known by its keys. The built-in APIs are asked first, the plugins' after;
+    ``plugins=False`` asks the built-ins only, ``plugins=True`` the plugins only (a caller with
+    several events asks the built-ins about all of them before it reads the plugins).
     """
     name = event.event
     obj: Any = _UNREAD
-    for sniffers in _tiers():
+    for sniffers in _tiers(plugins):
         if name:
             for sniff in sniffers.events:
                 found = sniff(name)

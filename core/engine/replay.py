@@ -366,12 +366,15 @@ class ReplayEngine:
             self._error(StreamError(ErrorKind(kind), message, {"offset": offset}), out)
 
     def _detect_now(self, final: bool) -> None:
-        for item in self._pending:
-            if type(item) is SSEEvent:
-                name = detect_from_event(item)
-                if name is not None:
-                    self._use_converter(name, detected_by="first events")
-                    return
+        # every pending event asked of the built-in APIs before any of the plugins (whose
+        # entry points are read only when the built-ins cannot tell)
+        for plugins in (False, True):
+            for item in self._pending:
+                if type(item) is SSEEvent:
+                    name = detect_from_event(item, plugins=plugins)
+                    if name is not None:
+                        self._use_converter(name, detected_by="first events")
+                        return
         events = sum(1 for i in self._pending if type(i) is SSEEvent)
         if final or events >= DETECT_LIMIT:
             if not events:

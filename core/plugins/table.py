@@ -49,10 +49,24 @@ def builtin_apis() -> tuple[WireApi, ...]:
     return tuple(_load(name) for name in APIS.builtins)
 
 
+# the installed plugins' APIs that could not be loaded, and why (``streamtool converters``)
+SKIPPED: dict[str, str] = {}
+
+
 @functools.cache
 def plugin_apis() -> tuple[WireApi, ...]:
-    """The rows of the APIs installed plugins add (a plugin's name taken by a built-in aside)."""
-    return tuple(_load(name) for name in APIS.names() if name not in APIS.builtins)
+    """The rows of the APIs installed plugins add (a plugin's name taken by a built-in aside).
+    A plugin whose row cannot be loaded is left out (and noted in :data:`SKIPPED`): one broken
+    package never breaks the look-ups of every other API."""
+    rows = []
+    for name in APIS.names():
+        if name in APIS.builtins:
+            continue
+        try:
+            rows.append(_load(name))
+        except Exception as exc:  # an uninstallable plugin: any error of its import
+            SKIPPED[name] = f"{type(exc).__name__}: {exc}"
+    return tuple(rows)
 
 
 def api_table() -> tuple[WireApi, ...]:
@@ -71,12 +85,6 @@ def _first(found: Callable[[tuple[WireApi, ...]], T | None]) -> T | None:
         if answer is not None:
             return answer
     return None
-
-
-def __getattr__(name: str) -> Any:
-    if name == "API_TABLE":
-        return api_table()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache

@@ -7,6 +7,7 @@ This package holds everything about the API: its row (below), and its parts as m
 from ...plugins.wire_api import WireApi
 
 API = WireApi(
+    package=__name__,  # where its parts are
     id="openai-chat",
     name="chat.completions",
     label="chat.completions",

@@ -6,8 +6,8 @@ This package holds everything about the API: its row (below), and its parts as m
 
 from ...plugins.wire_api import WireApi
 
-# after openai-chat: "/chat/completions" also ends with "/completions"
 API = WireApi(
+    package=__name__,  # where its parts are
     id="openai-completions",
     name="completions",
     label="completions",
