@@ -58,11 +58,8 @@ class ProgressLine:
         self.chunks = 0
         self.bytes = 0
         self.t = 0.0
-        self.text_chars = 0
-        self.reasoning_chars = 0
         self.tools = 0
-        self._cursor = 0  # of the engine's segments, at the last look
-        self._seen: dict[int, int] = {}  # segment (its identity) -> its characters counted
+        self._log: SegmentLog | None = None  # the engine's segments (LiveFeed has it keep them)
         self._drawn = 0.0
         self._width = 0
 
@@ -71,28 +68,24 @@ class ProgressLine:
         self._draw()
 
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
-        log = engine.segments  # what the segments got since the last look (LiveFeed keeps them)
-        if log is not None:
-            changes = log.changes(self._cursor)
-            self._cursor = changes.cursor
-            seen = self._seen
-            for seg in (*changes.opened, *changes.appended):
-                gained = seg.chars - seen.get(id(seg), 0)
-                seen[id(seg)] = seg.chars
-                if seg.type is SegmentType.TEXT:
-                    self.text_chars += gained
-                elif seg.type is SegmentType.REASONING:
-                    self.reasoning_chars += gained
+        self._log = engine.segments
         for item in items:
             if isinstance(item, ToolInvocation):
                 self.tools += 1
 
+    def _chars(self, kind: SegmentType) -> int:
+        """The characters the segments of ``kind`` got so far (counted when a line is drawn)."""
+        log = self._log
+        return sum(seg.chars for seg in log.segments if seg.type is kind) if log else 0
+
     def line(self) -> str:
         parts = [_count(self.chunks, "chunk"), _size(self.bytes), f"{self.t:.1f} s"]
-        if self.reasoning_chars:
-            parts.append(f"reasoning {self.reasoning_chars} chars")
-        if self.text_chars:
-            parts.append(f"text {self.text_chars} chars")
+        reasoning = self._chars(SegmentType.REASONING)
+        if reasoning:
+            parts.append(f"reasoning {reasoning} chars")
+        text = self._chars(SegmentType.TEXT)
+        if text:
+            parts.append(f"text {text} chars")
         if self.tools:
             parts.append(f"{self.tools} tool call{'s' if self.tools != 1 else ''}")
         return "recording: " + " · ".join(parts)
@@ -180,6 +173,7 @@ class LiveFeed:
         source: str,
     ) -> None:
         self.view = view
+        self.wants_segments = isinstance(view, ProgressLine)  # the tree folds its own
         self.engine: ReplayEngine | None = None
         self.problem: str | None = None
         self.chunks = 0
@@ -195,7 +189,8 @@ class LiveFeed:
                 converter=converter,
                 parser=parser,
                 source=source,
-                segments=SegmentLog(keep_content=False),  # what a view reads of the segments
+                # the segments, kept for a view that reads them (the progress line's counts)
+                segments=SegmentLog(keep_content=False) if self.wants_segments else None,
             )
         except Exception as exc:  # no converter for this API yet: bytes only
             self.problem = f"live view off: {exc}"

@@ -977,3 +977,25 @@ def test_the_live_tree_view_shows_the_capture(served, tmp_path):
     assert "tool_call get_weather" in result.stderr and '"city": "Lisbon"' in result.stderr
     assert "invocations (1)" in result.stderr
     assert body_of(out) == body_of(recording("anthropic-text-then-tool-use"))
+
+
+@pytest.mark.parametrize("name", ["deepseek-reasoning-then-tool-call", "anthropic-write-file"])
+def test_progress_line_counts_the_text_and_reasoning_read(name: str) -> None:
+    from streamtool.cli.record import ProgressLine
+    from streamtool.core.engine.replay import ReplayEngine
+    from streamtool.core.pipeline.segment_log import SegmentLog
+
+    path = recording(name)
+    summary = replay_file(str(path)).summary()
+    line = ProgressLine(io.StringIO())
+    with Source(path) as source:
+        engine = ReplayEngine(source.header, segments=SegmentLog(keep_content=False))
+        for chunk in source.chunks():
+            line.on_items(engine, chunk.t, engine.feed_chunk(chunk))
+        line.on_items(engine, None, engine.finish(source.end))
+    text = line.line()
+    for kind in ("reasoning", "text"):
+        if summary[kind]:
+            assert f"{kind} {len(summary[kind])} chars" in text, text
+        else:
+            assert f"{kind} " not in text, text

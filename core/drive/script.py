@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..model.records import RecordingError
-from ..outputs.emit import EMITTERS, Part, Reply, api_id, emitter
+from ..outputs.emit import Part, Reply, api_id, emitter, encoders
 from ..outputs.emit.pieces import tokens
 from ..outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL
 from ..recording.tape_index import IndexEntry, Tape
@@ -233,7 +233,7 @@ def _script(name: str, root: _Node) -> Script:
         api = _want(name, top["api"], "api", str, "an API name")
         if api_id(api) is None:
             raise ScriptError(
-                name, top["api"].line, "api", f"unknown API {api!r} ({', '.join(EMITTERS)})"
+                name, top["api"].line, "api", f"unknown API {api!r} ({', '.join(encoders())})"
             )
         script.api = api_id(api)
     if "model" in top:
