@@ -175,19 +175,18 @@ def proxy(
 def _pointers(origin: str) -> list[tuple[str, str]]:
     """How each official SDK (by its base-URL variable) and each proxied preset reaches the
     proxy at ``origin``, from the API rows and the presets."""
-    from urllib.parse import urlsplit
-
     from streamtool.core.exchange.requests import PRESETS
-    from streamtool.core.plugins import api_table
+    from streamtool.core.plugins.table import sdk_apis, sdk_base_urls
 
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for api in api_table():
-        if api.sdk_label and api.base_url_env and api.base_url_env not in seen:
-            seen.add(api.base_url_env)
-            path = urlsplit(api.base_url).path.rstrip("/")
-            out.append((api.sdk_label, f"{api.base_url_env}={origin}{path}"))
-    for preset in PRESETS.values():
-        if preset.proxied:
-            out.append((preset.label or preset.name, origin + preset.route_prefix.rstrip("/")))
+    urls = sdk_base_urls(origin)
+    labels: dict[str, str] = {}
+    for api in sdk_apis():
+        if api.sdk_label:
+            labels.setdefault(api.base_url_env, api.sdk_label)
+    out = [(label, f"{env}={urls[env]}") for env, label in labels.items()]
+    out += [
+        (p.label or p.name, origin + p.route_prefix.rstrip("/"))
+        for p in PRESETS.values()
+        if p.proxied
+    ]
     return out

@@ -10,7 +10,6 @@ recordings of any API (:mod:`streamtool.core.net.emitting`).
 
 import sys
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -236,12 +235,14 @@ def _serve(o: _Options) -> None:
     except ServeRefused as exc:
         fail(str(exc))
     playback, body_limit, body_time, limits = _settings(o)
+    from streamtool.core.net.mutated_library import mutator
+
     try:
         config = ServiceConfig(
             playback=playback,
             log=log,
             on_miss=chosen.on_miss,
-            mutate=_mutation(o.mutate),
+            mutate=mutator(o.mutate),
             max_body=body_limit,
             body_timeout=body_time,
         )
@@ -267,16 +268,6 @@ def _serve(o: _Options) -> None:
         access_log=False,
         limits=limits,
     )
-
-
-def _mutation(value: str | None) -> Any:
-    """What applies ``--mutate``'s quirks to a library (``None``: not given; ``ValueError``: a
-    quirk that is not generatable)."""
-    if value is None:
-        return None
-    from streamtool.core.net.mutated_library import mutate_library, parse_mutate
-
-    return partial(mutate_library, ids=parse_mutate(value) or [])
 
 
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:

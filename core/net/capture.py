@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 from ..exchange.requests import preset_for
 from ..model.records import RecordingError
 from ..plugins import WireApi, api_for_path, api_table, official_hosts, served_api
-from ..plugins.table import default_api
+from ..plugins.table import api_by_header, default_api
 from ..recording.recorder import ResponseRecorder
 from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
@@ -106,14 +106,13 @@ def _provider_by_client(lowered: dict[str, str], found: WireApi | None) -> str:
     """The provider of a request to a host of no known provider: the one whose clients alone
     send one of its headers, the one of an API only its own provider speaks, the one whose
     official SDK sent it (its User-Agent), else "compatible" with the default API's."""
-    rows = api_table()
-    by_header = next((a for a in rows if a.provider_header and a.provider_header in lowered), None)
+    by_header = api_by_header(lowered)
     if by_header is not None:
         return by_header.provider
     if found is not None and not found.compatible:
         return found.provider
     agent = lowered.get("user-agent", "")
-    by_sdk = next((a for a in rows if a.sdk_agent and agent.startswith(a.sdk_agent)), None)
+    by_sdk = next((a for a in api_table() if a.sdk_agent and agent.startswith(a.sdk_agent)), None)
     if by_sdk is not None:
         return by_sdk.provider
     return f"{default_api().provider}-compatible"

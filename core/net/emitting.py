@@ -260,15 +260,10 @@ def _serving(
     log: Callable[[str], None] | None,
     port: int,
 ) -> EmittingServer:
-    mutation = None
-    if mutate:
-        from functools import partial
+    from .mutated_library import mutator
 
-        from .mutated_library import mutate_library
-
-        mutation = partial(mutate_library, ids=list(mutate))
     config = ServiceConfig(
-        playback=Playback(speed=speed, max_gap=max_gap), log=log, mutate=mutation
+        playback=Playback(speed=speed, max_gap=max_gap), log=log, mutate=mutator(mutate or None)
     )
     return EmittingServer(library, build_service(library, config).app, port=port)
 

@@ -11,7 +11,8 @@ those that apply to it) and says which.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..engine.replay import DetectionError
@@ -179,3 +180,12 @@ __all__ = [
     "parse_mutate",
     "quirk_of",
 ]
+
+
+def mutator(value: str | Sequence[str] | None) -> Callable[[Library], dict[str, list[str]]] | None:
+    """What applies a ``--mutate`` option's quirks to a library (a service's ``mutate``):
+    ``None`` when not given. Raises ``ValueError`` for an id that is not generatable."""
+    ids = parse_mutate(value)
+    if ids is None:
+        return None
+    return partial(mutate_library, ids=ids)

@@ -27,7 +27,7 @@ from ..exchange.hostcheck import host_refusal, is_loopback, refuse
 from ..exchange.requests import PRESETS
 from ..model.records import RecordingError
 from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
-from ..plugins.table import default_api
+from ..plugins.table import api_by_header, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
@@ -74,10 +74,7 @@ class Route:
 def _provider_of(low: str, headers: Mapping[str, str]) -> str:
     """The provider a request is for: the one whose paths it takes (``low``: lower case), else
     the one whose clients alone send one of its headers, else the default API's."""
-    rows = api_table()
-    found = next((a for a in rows if a.claims_path(low)), None)
-    if found is None:
-        found = next((a for a in rows if a.provider_header and a.provider_header in headers), None)
+    found = next((a for a in api_table() if a.claims_path(low)), None) or api_by_header(headers)
     return (found or _DEFAULT).provider
 
 
@@ -373,7 +370,8 @@ class ProxyApp:
         )
         claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
-        applies = getattr(self.config.transform, "api", None)
+        # a transform says which API's responses it rewrites (``api``), else the default API's
+        applies = getattr(self.config.transform, "api", None) or _DEFAULT.name
         if self.config.transform is not None and r.api == applies:
             transform = self.config.transform(parsed)
         self.active.add(ex)

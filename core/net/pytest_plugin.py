@@ -42,7 +42,6 @@ import re
 import tempfile
 import uuid
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -386,25 +385,18 @@ def _service(config: pytest.Config, tape: StreamTape, library: Any, on_miss: Any
         speed=parse_speed(config.getoption("--stream-tape-speed")),
         rechunk_seed=config.getoption("--stream-tape-rechunk"),
     )
+    from .mutated_library import mutator
+
     settings = ServiceConfig(
         playback=playback,
         on_miss=on_miss,
         on_no_match=tape.misses.append,
-        mutate=_mutation(config.getoption("--stream-tape-mutate")),
+        mutate=mutator(config.getoption("--stream-tape-mutate")),
     )
     service = build_service(library, settings)
     tape.mutated = service.mutated
     tape.library = library
     return service
-
-
-def _mutation(value: str | None) -> Any:
-    """What applies ``--stream-tape-mutate``'s quirks to a library (``None``: not given)."""
-    if value is None:
-        return None
-    from .mutated_library import mutate_library, parse_mutate
-
-    return partial(mutate_library, ids=parse_mutate(value) or [])
 
 
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:

@@ -36,9 +36,8 @@ class ServiceConfig:
 
 @dataclass(frozen=True, slots=True)
 class Service:
-    """A library and the ASGI app that serves it."""
+    """The ASGI app that serves a library, and the quirks it applied."""
 
-    library: Library
     app: Any
     mutated: dict[str, list[str]]  # recording -> the quirks applied to it
 
@@ -56,4 +55,4 @@ def build_service(library: Library, config: ServiceConfig) -> Service:
         body_timeout=config.body_timeout,
         on_no_match=config.on_no_match,
     )
-    return Service(library, app, mutated)
+    return Service(app, mutated)

@@ -18,7 +18,7 @@ import functools
 import importlib
 import importlib.util
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -200,6 +200,13 @@ def official_origins() -> dict[str, str]:
         parts = urlsplit(api.base_url)
         origins.setdefault(api.provider, f"{parts.scheme}://{parts.netloc}")
     return origins
+
+
+def api_by_header(headers: Mapping[str, str]) -> WireApi | None:
+    """The API whose provider's clients alone send one of the (lower-case) ``headers``."""
+    return next(
+        (a for a in api_table() if a.provider_header and a.provider_header in headers), None
+    )
 
 
 def sdk_apis() -> tuple[WireApi, ...]:
