@@ -233,14 +233,12 @@ def _status(response: Any) -> int | None:
 class TreeState:
     """The tree's model: nodes in stream order, invocations, counters.
 
-    The segments are those of a :class:`~streamtool.core.pipeline.segment_log.SegmentLog`: the
-    tree's own, fed the segment events of the items (``segments`` not given: a live tree is drawn on
-    another thread than the stream's, under its own lock, so it folds into a log of its own), or one
-    already fed the same events before each ``feed`` (a replay engine's, for a tree drawn on the
-    stream's side).
+    The segments are those of a :class:`~streamtool.core.pipeline.segment_log.SegmentLog` of the
+    tree's own, fed the segment events of the items (a live tree is drawn on another thread than
+    the stream's, under its own lock: it cannot read the engine's log while the engine fills it).
     """
 
-    def __init__(self, segments: SegmentLog | None = None) -> None:
+    def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.segments: dict[str, Segment] = {}
         self.invocations: list[ToolInvocation] = []
@@ -252,8 +250,7 @@ class TreeState:
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
         # told the path of every file whose code the tree will show, when it is learnt
         self.on_path: Callable[[str], None] | None = None
-        self._own = segments is None
-        self.log = SegmentLog() if segments is None else segments
+        self.log = SegmentLog()
         self._taken = 0  # the log's segments the tree has a node for
 
     @property
@@ -264,12 +261,11 @@ class TreeState:
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
         log = self.log
-        add = log.add if self._own else None
+        add = log.add
         start = SegmentEventType.START
         for item in items:
             if type(item) is SegmentEvent:
-                if add is not None:
-                    add(item)
+                add(item)
                 if item.event_type is start:  # the log's next segment
                     source = log.segments[self._taken]
                     self._taken += 1

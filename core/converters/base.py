@@ -165,6 +165,7 @@ class Converter:
         for item in items:
             if type(item) is SSEEvent:
                 found: Any = None
+                shaped_read = False  # the Struct path read it: the dict path would say the same
                 if hot_decode is not None:
                     data = item.data
                     size = len(data)
@@ -177,6 +178,7 @@ class Converter:
                             pass
                         else:
                             found = hot_struct(shaped)  # None: read as a dict below
+                            shaped_read = True
                 parsed = True
                 if found is None:
                     try:
@@ -184,7 +186,8 @@ class Converter:
                     except ValueError:
                         parsed = False  # not JSON: feed() says what it is
                     else:
-                        found = hot(obj)
+                        # hot_event of a dict of the Struct's shape is hot_struct: not asked again
+                        found = None if shaped_read else hot(obj)
                         if found is None:
                             if run:  # the run is whole before anything else is read
                                 out.append(self._run_chunk(key, run))

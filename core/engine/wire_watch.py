@@ -107,17 +107,15 @@ class WireWatch:
                     self._note(QuirkId.READS_UTF8_SPLIT)
             first, last = data[:1] == b"\n", data[-1:] == b"\r"
             ends = data.endswith((b"\n\n", b"\r\n\r\n", b"\r\r"))
-            line = last or data[-1:] == b"\n"
         else:
             first, last = data[0] == "\n", data[-1] == "\r"
             ends = data.endswith(("\n\n", "\r\n\r\n", "\r\r"))
-            line = last or data[-1] == "\n"
         if first and self._cr:
             self._note(QuirkId.READS_CRLF_SPLIT)
         self._cr = last
         if not ends:
             self._whole_events = False
-            if not line:
+            if self._whole_lines and not (last or data[-1:] in (b"\n", "\n")):
                 self._whole_lines = False
 
     def read_texts(self, texts: list[str], joined: str) -> None:

@@ -929,17 +929,15 @@ if __name__ == "__main__" and sys.argv[1:] == ["--ids"]:  # pragma: no cover
 CATALOGUE: dict[QuirkId, QuirkInfo] = _catalogue()
 """Every quirk id, in the catalogue's order."""
 
-_BY_TEXT: dict[str, QuirkInfo] = {str(qid): info for qid, info in CATALOGUE.items()}
-
 
 def entry(quirk_id: str) -> QuirkInfo | None:
     """The catalogue entry of ``quirk_id`` (a member or its text, as a user gives it), or None."""
-    return _BY_TEXT.get(quirk_id)
+    return CATALOGUE.get(quirk_id)  # type: ignore[call-overload]  # a QuirkId is its text
 
 
 def lookup(quirk_id: str) -> QuirkInfo:
     """The catalogue entry of ``quirk_id``; an id the catalogue lacks is a ``warn`` of its own."""
-    info = _BY_TEXT.get(quirk_id)
+    info = entry(quirk_id)
     if info is not None:
         return info
     return QuirkInfo(quirk_id, Severity.WARN, "not in this version's quirk catalogue", "")

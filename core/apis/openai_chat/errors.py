@@ -20,6 +20,6 @@ KINDS = {
 
 def error_shape(status: int, message: str) -> dict[str, Any]:
     """``{"error": {"message", "type", "param", "code"}}``: where the SDK reads the message."""
-    kind = KINDS.get(status, "server_error" if status >= 500 else "api_error")
+    kind = KINDS.get(status, "server_error" if status >= 500 else "invalid_request_error")
     code = {404: "not_found"}.get(status)
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}

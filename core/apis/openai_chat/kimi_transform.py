@@ -24,7 +24,7 @@ from typing import Any
 from ...engine.replay import ReplayEngine
 from ...model import SegmentEvent, SegmentEventType
 from ...model.records import Chunk, End, Header
-from ...pipeline.segment_log import SegmentLog
+from ...pipeline.segment_log import Segment, SegmentLog
 from . import API
 from .encoder import OpenAISSEEmitter
 
@@ -68,9 +68,9 @@ class KimiTransform:
         self.emitter: OpenAISSEEmitter | None = None
         self._held = bytearray()  # upstream bytes not sent yet (pass-through mode)
         self._items: list[Any] = []  # the engine's items for the events held back
-        # the START events of the segments open at the end of what was passed on: the emitter
-        # must know them to write their text when rewriting starts in the middle of one
-        self._open: list[SegmentEvent] = []
+        # the segments open at the end of what was passed on: the emitter must know their
+        # starts to write their text when rewriting starts in the middle of one
+        self._open: list[Segment] = []
         self._ident = bytearray()  # the start of the stream, for the completion id and model
 
     def _kimi_seen(self) -> bool:
@@ -93,8 +93,13 @@ class KimiTransform:
         )
         self.rewriting = True
         self._ident.clear()
-        self.emitter.feed(self._open)  # segment starts write nothing
-        self._open.clear()
+        # the segments the passed-on events left open: their starts (which write nothing)
+        starts = {
+            seg.id: SegmentEvent(SegmentEventType.START, seg.id, seg.type, None, seg.start_metadata)
+            for seg in self._open
+        }
+        self.emitter.feed(list(starts.values()))
+        self._open = []
         return self.emitter
 
     def _passed_on(self) -> None:
@@ -102,11 +107,7 @@ class KimiTransform:
         they left open (the engine's segments say)."""
         log = self.engine.segments
         assert log is not None  # made in __init__
-        starts = {
-            seg.id: SegmentEvent(SegmentEventType.START, seg.id, seg.type, None, seg.start_metadata)
-            for seg in log.open_segments()
-        }
-        self._open = list(starts.values())
+        self._open = log.open_segments()
         self._items.clear()
 
     def feed(self, data: bytes) -> bytes:
