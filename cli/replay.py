@@ -239,6 +239,8 @@ def _replay(o: _Options) -> None:
                 string_pieces=isinstance(sink, JsonSink),
                 before_chunk=before_chunk,
                 batched=batched,
+                segments=bool(getattr(sink, "needs_segments", False)),
+                lock=getattr(sink, "feed_lock", None),
             )
         except KeyboardInterrupt:
             # Ctrl-C while watching: show the tree as far as it got
