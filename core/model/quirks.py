@@ -492,6 +492,16 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "Q-RA-1; vllm-project/vllm PR#47916",
     ),
     (
+        "responses_parallel_wrapper",
+        "error",
+        "parallel calls wrapped in one `function_call` named `parallel` (no declared tool has "
+        "that name) whose arguments hold `tool_uses` (`recipient_name: functions.NAME`, "
+        "`parameters`): the Responses form of `multi_tool_use.parallel`; clients that do not "
+        "unwrap it run a tool named `parallel` (streamtool gives the inner calls, ids "
+        "`<wrapper call_id>_<n>`)",
+        "Q-TC-2 (its Responses form); anomalyco/opencode PR#39042",
+    ),
+    (
         "responses_item_id_rotation",
         "warn",
         "the same output item came back under a new `item_id`; clients keyed by item id split "

@@ -246,3 +246,9 @@ def call_id_duplicate(s: Stream) -> bool:
         _set_item(o, item_id, lambda it: it.__setitem__("call_id", first_call_id))
         s.set_json(i, o)
     return True
+
+
+# a recording that reports this keeps its events: its call is a wrapper whose arguments hold the
+# real calls, so quirks of the calls' events are not generated on it (only the framing and the
+# reads are)
+EVENTS_KEPT_WHEN = frozenset({QuirkId.RESPONSES_PARALLEL_WRAPPER})
