@@ -327,3 +327,30 @@ def test_a_declared_tool_named_parallel_or_another_shape_is_a_call_as_sent() -> 
     other = summary([_responses_wrapper_body([], raw='{"tool_uses": "not a list"}')])
     assert calls(other) == [("call_P", "parallel", {"tool_uses": "not a list"})]
     assert "responses_parallel_wrapper" not in [q["id"] for q in other["quirks"]]
+
+
+def test_a_client_tool_search_whose_call_id_changes_is_answered_under_its_last_id() -> None:
+    """The item's ``call_id`` in ``output_item.done`` (and ``response.completed``) is the one
+    the client answers with: the summary gives it, the segment keeps the id it began with, and
+    the change is reported."""
+
+    def ev(kind: str, **fields: object) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
+
+    added = {"id": "tsc_9", "type": "tool_search_call", "call_id": "call_first",
+             "execution": "client", "status": "in_progress", "arguments": {}}  # fmt: skip
+    done = {**added, "call_id": "call_last", "status": "completed",
+            "arguments": {"query": "weather"}}  # fmt: skip
+    body = (
+        ev("response.created", response={"id": "r", "status": "in_progress", "output": []})
+        + ev("response.output_item.added", output_index=0, item=added)
+        + ev("response.output_item.done", output_index=0, item=done)
+        + ev("response.completed", response={"id": "r", "status": "completed", "output": [done]})
+    )
+    result, items = run(body)
+    (call,) = result["invocations"]
+    assert (call["id"], call["segment_id"]) == ("call_last", "call_first")
+    assert call["arguments"] == {"query": "weather"} and not call.get("server_side")
+    assert [q["id"] for q in result["quirks"]] == ["responses_call_id_changed"]
+    starts = [i for i in items if i.get("event") == "SEGMENT_START"]
+    assert [s["segment_id"] for s in starts] == ["call_first"]

@@ -44,6 +44,7 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
 from ...model.vocabulary import ErrorKind
+from ...pipeline.adapter import RENAMED
 from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
@@ -259,6 +260,8 @@ class OpenAIResponsesConverter(Converter):
         # function calls named `parallel` that wrap the real calls (no declared tool has that
         # name), held until whole: item id -> the wrapper
         self._wrapped: dict[str, Wrapper] = {}
+        # a client call whose call_id a later event changed: its tracker index -> the last id
+        self._later_id: dict[int, str] = {}
 
     def use_header(self, header: Header) -> None:
         super().use_header(header)
@@ -488,7 +491,7 @@ class OpenAIResponsesConverter(Converter):
                 if isinstance(item, dict):
                     out.extend(self._final_item(index, item))
         if status == "completed":
-            deltas = self.tracker.complete_all()
+            deltas = self._renamed(self.tracker.complete_all())
             if deltas:
                 out.append(ChunkResponse(tool_calls=deltas))
         elif self._held:
@@ -499,7 +502,7 @@ class OpenAIResponsesConverter(Converter):
                 if done is not None:
                     deltas.append(done)
             if deltas:
-                out.append(ChunkResponse(tool_calls=deltas))
+                out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
         self._held = []
         return out
 
@@ -873,11 +876,26 @@ class OpenAIResponsesConverter(Converter):
 
     def _check_call_id(self, call: TrackedCall, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")
-        if isinstance(call_id, str) and call_id and call.call_id and call_id != call.call_id:
+        known = call.given_id or call.call_id
+        if isinstance(call_id, str) and call_id and known and call_id != known:
+            if self._later_id.get(call.index) == call_id:
+                return  # said again (response.completed repeats output_item.done)
+            self._later_id[call.index] = call_id
             self.quirk(
                 QuirkId.RESPONSES_CALL_ID_CHANGED,
                 f"item {item.get('id')} said call_id {call.call_id!r}, later {call_id!r}",
             )
+
+    def _renamed(self, deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
+        """Completions of client calls whose call_id changed carry the last id (the one the
+        final response holds and a client answers with) in their END metadata."""
+        later = self._later_id
+        if later:
+            for delta in deltas:
+                new = later.get(delta.index) if delta.is_complete else None
+                if new is not None and not (delta.metadata or {}).get("server_side"):
+                    delta.metadata = {**(delta.metadata or {}), RENAMED: new}
+        return deltas
 
     def _finish_item(self, index: Any, item: dict[str, Any], where: str) -> list[ChunkResponse]:
         """An item is finished (``output_item.done``, or only listed in the final response)."""
@@ -947,7 +965,7 @@ class OpenAIResponsesConverter(Converter):
                     done.metadata = {"result": _without_images(item)}
                 deltas.append(done)
         if deltas:
-            out.append(ChunkResponse(tool_calls=deltas))
+            out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
         return out
 
     def _call_output(self, item: dict[str, Any]) -> list[ChunkResponse]:
@@ -1200,7 +1218,7 @@ class OpenAIResponsesConverter(Converter):
         if self.terminal is None and not self.failed and self.payloads:
             self.truncated("response.completed")
         if deltas:
-            out.append(ChunkResponse(tool_calls=deltas))
+            out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
         return out
 
 

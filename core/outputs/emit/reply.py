@@ -205,7 +205,7 @@ class ReplyBuilder:
                 if item.server_side:
                     parts.remove(part)
                     continue
-                part.call_id = item.id
+                part.call_id = item.answer_id
                 part.name = item.name
                 part.text = arguments_text(item)
                 self._offset += len(part.text)
