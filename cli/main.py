@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Write a self-contained HTML report of a recording (with a player)."),
     "conform": ("conform", "Check a stream client against recordings cut every way."),
     "mutate": ("mutate", "Apply catalogue quirks to a real recording: a new recording."),
+    "drift": ("drift", "Record a tape's requests again and say what changed in meaning."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "converters": ("plugins", "List the converters and parsers installed, and where from."),
