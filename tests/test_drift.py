@@ -240,3 +240,89 @@ def test_fail_on_is_a_threshold() -> None:
     brk = ExchangeDrift("b", 2, [Change("break", "finish_class")])
     assert not fails([warn], "break") and fails([warn], "warn")
     assert fails([brk], "break") and fails([warn, brk], "warn")
+
+
+# -- two writers, and a kill -9 -----------------------------------------------------------------
+def big_tapes(tmp_path: Path, n: int) -> tuple[Path, Path, Path]:
+    """A tape of ``n`` exchanges and two other answers to it (one with other tool calls)."""
+    from .tape_helpers import OPENAI_TOOLS, OPENAI_TURN1, recorded_reads, write_exchange
+
+    old = tmp_path / "big"
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "weather?"}]}
+    body |= {"tools": OPENAI_TOOLS, "stream": True}
+    reads = recorded_reads(OPENAI_TURN1)
+    for i in range(1, n + 1):
+        write_exchange(
+            old, f"{i:04d}-openai-chat-gpt-4o.jsonl", url="https://api.openai.com/v1/chat/completions",
+            body={**body, "seed": i}, reads=reads, index=i,
+        )  # fmt: skip
+    one, two = tmp_path / "one", tmp_path / "two"
+    mutated_tape(old, one, "model_tool_not_offered")
+    mutated_tape(old, two, "sse_comment_keepalive")
+    return old, one, two
+
+
+def assert_whole_tape(old: Path, originals: dict[str, bytes], *others: Path) -> None:
+    """Every indexed file is one whole version of itself: the original or an adopted one."""
+    from streamtool.core.recording.reader import Source
+
+    entries = read_index(old)
+    assert sorted(e.seq for e in entries) == sorted(range(1, len(originals) + 1))
+    for e in entries:
+        data = (old / e.file).read_bytes()
+        choices = {originals[e.file], *((o / e.file).read_bytes() for o in others)}
+        assert data in choices, e.file
+        assert Source(old / e.file).end is not None or list(Source(old / e.file).chunks())
+    assert not [p.name for p in old.iterdir() if p.name.endswith(".adopt")]
+
+
+def test_two_adopters_at_once_leave_whole_recordings(tmp_path: Path) -> None:
+    old, one, two = big_tapes(tmp_path, 12)
+    originals = {e.file: (old / e.file).read_bytes() for e in read_index(old)}
+    procs = [
+        subprocess.Popen(
+            [
+                *STREAMTOOL,
+                "drift",
+                str(old),
+                "--against",
+                str(other),
+                "--adopt",
+                "all",
+                "--format",
+                "json",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for other in (one, two)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 1) and "Traceback" not in err, err
+    assert_whole_tape(old, originals, one, two)
+    first = (old / read_index(old)[0].file).read_bytes()
+    assert first in (
+        (one / read_index(one)[0].file).read_bytes(),
+        (two / read_index(two)[0].file).read_bytes(),
+    )
+
+
+def test_a_killed_adopter_leaves_the_tape_whole(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    old, one, _ = big_tapes(tmp_path, 40)
+    originals = {e.file: (old / e.file).read_bytes() for e in read_index(old)}
+    for delay in (0.4, 0.9, 1.6):
+        proc = subprocess.Popen(
+            [*STREAMTOOL, "drift", str(old), "--against", str(one), "--adopt", "all"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        for stray in old.glob(".*.adopt"):
+            stray.unlink()  # a temporary file a killed writer leaves is not part of the tape
+        assert_whole_tape(old, originals, one)
