@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conform": ("conform", "Check a stream client against recordings cut every way."),
     "mutate": ("mutate", "Apply catalogue quirks to a real recording: a new recording."),
     "drift": ("drift", "Record a tape's requests again and say what changed in meaning."),
+    "import": ("import_tape", "Import vcrpy cassettes, HAR files and mitmproxy flows as a tape."),
+    "export": ("export", "Write a tape as a vcrpy cassette."),
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "converters": ("plugins", "List the converters and parsers installed, and where from."),

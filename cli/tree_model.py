@@ -199,6 +199,7 @@ class Stats(NamedTuple):
     finished: bool = False
     end_reason: str | None = None
     status: int | None = None  # the recorded HTTP status
+    imported: str | None = None  # an imported recording: where from (its timing is unknown)
 
     @classmethod
     def of(cls, engine: Any) -> Stats:
@@ -222,7 +223,14 @@ class Stats(NamedTuple):
             finished=engine.finished,
             end_reason=None if end is None else end.reason,
             status=_status(engine.header.response),
+            imported=_imported(engine.header.extra.get("imported")),
         )
+
+
+def _imported(imported: Any) -> str | None:
+    if not isinstance(imported, dict):
+        return None
+    return f"{imported.get('from')} {imported.get('file')}, {imported.get('entry')}"
 
 
 def _status(response: Any) -> int | None:
