@@ -13,6 +13,8 @@ from .errors import fail
 from .main import app
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from streamtool.core.outputs.drift import ExchangeDrift
 
 
@@ -127,7 +129,7 @@ def _new_tape(
     return out
 
 
-def _progress(total: int):  # type: ignore[no-untyped-def]
+def _progress(total: int) -> "Callable[[object], None]":
     count = [0]
 
     def seen(item: object) -> None:

@@ -191,7 +191,7 @@ def vcr_interactions(doc: Any, path: Path) -> list[Interaction]:
                     url=str(req["uri"]),
                     request_headers=_header_map(req.get("headers")),
                     request_body=parsed if parsed is not None else _body_json(_vcr_body(req_body)),
-                    status=int(code),
+                    status=int(code),  # type: ignore[arg-type]  # a bad one: ValueError, TypeError
                     response_headers=headers,
                     body=body,
                     where=where,
@@ -512,8 +512,10 @@ def vcr_cassette(tape: Path) -> dict[str, Any]:
             else json.dumps(req_body, ensure_ascii=False)
         )  # fmt: skip
         resp = header.response if isinstance(header.response, dict) else {}
-        headers = resp.get("headers") if isinstance(resp.get("headers"), dict) else {}
-        status = resp.get("status") if isinstance(resp.get("status"), int) else 200
+        found = resp.get("headers")
+        headers: dict[str, Any] = found if isinstance(found, dict) else {}
+        code = resp.get("status")
+        status: int = code if isinstance(code, int) else 200
         try:
             text_body: Any = body.decode("utf-8")
         except UnicodeDecodeError:
