@@ -181,10 +181,16 @@ def vcr_interactions(doc: Any, path: Path) -> list[Interaction]:
             status = resp.get("status")
             code = status.get("code") if isinstance(status, Mapping) else status
             headers = _header_map(resp.get("headers"))
-            raw = _vcr_body(resp.get("body")) or b""
+            # a dialect keeps a JSON body parsed, under parsed_body beside (or in) the body
+            resp_body = resp.get("body")
+            if resp_body is None and "parsed_body" in resp:
+                resp_body = {"parsed_body": resp["parsed_body"]}
+            raw = _vcr_body(resp_body) or b""
             body = decode_body(raw, headers.pop("content-encoding", ""), path, where)
             req_body = req.get("body")
-            parsed = req_body.get("parsed_body") if isinstance(req_body, Mapping) else None
+            parsed = req.get("parsed_body")
+            if parsed is None and isinstance(req_body, Mapping):
+                parsed = req_body.get("parsed_body")
             out.append(
                 Interaction(
                     method=str(req.get("method") or "GET").upper(),
