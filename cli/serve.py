@@ -261,13 +261,18 @@ def _serve(o: _Options) -> None:
     else:
         _describe(chosen, o, origin)
     sys.stderr.flush()
-    run_server(
+    stopped = run_server(
         service.app,
         sock,
         log_level="warning",  # serve logs its requests itself; uvicorn's INFO lines are noise
         access_log=False,
         limits=limits,
     )
+    # Ctrl-C (130) or SIGTERM (143): the requests in progress were cut at once
+    n = stopped.cut
+    cut = f"; {n} request{'s' * (n != 1)} in progress cut" if n else ""
+    sys.stderr.write(f"streamtool: serve stopped{cut}\n")
+    raise typer.Exit(stopped.exit_code)
 
 
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:
