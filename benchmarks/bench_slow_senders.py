@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import select
 import shutil
@@ -216,6 +217,7 @@ def main() -> int:
             got = ", ".join(f"{k}: {v}" for k, v in sorted(senders.items()))
             print(f"  the slow senders at the end: {got}")
             failed |= outcome.served < args.requests - 1
+    print(f"load average (1 min): {os.getloadavg()[0]:.1f}")
     return 1 if failed else 0
 
 

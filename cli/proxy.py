@@ -91,6 +91,9 @@ def proxy(
 
     Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
+
+    Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: exchanges in progress are cut,
+    their recordings end interrupted and are indexed with the rest.
     """
     from streamtool.core.net.bodies import body_timeout as check_body_timeout
     from streamtool.core.net.guard import ConnectionLimits, connection_limit

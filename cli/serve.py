@@ -158,6 +158,8 @@ def serve(
     to clients of any of those four APIs: a request gets the recording whose request holds the
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
     byte in the recording's own). A request nothing answers gets a 404 saying why.
+
+    Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: streams in progress are cut.
     """
     _serve(
         _Options(
