@@ -47,13 +47,14 @@ NOISE = (
 
 def long_stream(folder: Path, model: str = "gpt-long") -> Path:
     """100 events 0.1 s apart: 10 s of stream, far longer than any stop may take."""
-    reads = [(0.1 * i, chat_chunk(f"word{i} ", i)) for i in range(100)]
+    reads: list[tuple[float, bytes | str]] = [(i / 10, chat_chunk(f"w{i} ", i)) for i in range(100)]
     reads.append((10.0, "data: [DONE]\n\n"))
     return write_recording(folder / f"{model}.jsonl", reads, model=model)
 
 
 def short_stream(folder: Path, model: str = "gpt-short") -> Path:
-    reads = [(0.0, chat_chunk("hello", 0)), (0.01, chat_chunk("", 1, "stop"))]
+    reads: list[tuple[float, bytes | str]] = [(0.0, chat_chunk("hi", 0))]
+    reads.append((0.01, chat_chunk("", 1, "stop")))
     reads.append((0.02, "data: [DONE]\n\n"))
     return write_recording(folder / f"{model}.jsonl", reads, model=model)
 

@@ -299,7 +299,8 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
       connection (the idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with
       a 408 when bytes of a head came. A head is complete when uvicorn hands the request to the
       app: the middleware sees it and knows its connection through a context variable the
-      protocol sets while uvicorn reads the connection's bytes (never by the client's address);
+      protocol sets while uvicorn reads the connection's bytes (never by the client's address;
+      uvicorn's ``reset_contextvars`` must stay off, as it is by default);
     - a connection limit, ``max_connections``: at the limit, a new connection closes the oldest
       one still without a complete request head, else the one whose request body has come
       slowest (answered 503), to take its place; if every connection is busy with a request
@@ -365,8 +366,9 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
 
         def eof_received(self) -> bool | None:
             if self.admitted and not self.released:
-                return self.http.eof_received()
-            return None  # the transport closes: the client has read what the guard answered
+                self.http.eof_received()
+            # the transport closes (after a guard's answer: the client has read it)
+            return None
 
         def connection_lost(self, exc: Exception | None) -> None:
             guard.forget(self)
