@@ -4,13 +4,13 @@ shared ones (the model's faults, an error inside the stream, an unknown event:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
+from ...wire import fastjson
 from . import API
 
 mutation = ApiMutations(API.id, "anthropic")  # the catalogue names them anthropic.<function>
@@ -47,7 +47,7 @@ def tool_input_in_start(s: Stream) -> bool:
         ]
         text = "".join(str(o["delta"].get("partial_json") or "") for _, o in deltas)
         try:
-            value = json.loads(text)
+            value = fastjson.loads(text)
         except ValueError:
             continue
         if not isinstance(value, dict) or not value:
