@@ -35,7 +35,7 @@ def tape(
     from streamtool.core.drive.script import build_tape, load_script
     from streamtool.core.model.records import RecordingError
 
-    if output.exists() and any(output.iterdir()):
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
         fail(f"{output}: exists and is not empty (a tape is built into a new folder)")
     try:
         written = build_tape(load_script(script), output, api.value if api else None)

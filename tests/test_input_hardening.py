@@ -368,3 +368,69 @@ def test_bytes_and_text_lines_replay_alike(tmp_path):
     assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
     expected = "héllo ✓ 𝄞\u2028 and \\ escapes"
     assert json.loads(a.stdout)["text"] == json.loads(b.stdout)["text"] == expected
+
+
+# -- mutate on events nested deeper than a replay reads ------------------------------------------
+def _with_deep_event(source: Path, path: Path, depth: int) -> Path:
+    """``source`` with one more read after its first: an event whose data is nested ``depth``
+    deep (a replay reports it: nested too deeply)."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[1])
+    deep = 'data: {"x":' + "[" * depth + "]" * depth + "}\n\n"
+    lines.insert(2, json.dumps({"type": "chunk", "t": first["t"], "text": deep}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 100_000])
+@pytest.mark.parametrize("name", ["openai-write-file.jsonl", "anthropic-text-then-tool-use.jsonl"])
+def test_mutate_keeps_an_event_nested_deeper_than_replay_reads(tmp_path, name, depth):
+    from streamtool.core import mutations as M
+
+    rec = _with_deep_event(RECORDINGS / name, tmp_path / "deep.jsonl", depth)
+    listed = cli("mutate", str(rec), "--list")
+    assert listed.exit_code == 0, listed.output
+    source = Source(rec)
+    chunks = list(source.chunks())
+    original = M.analyse(source.header, chunks, source.end)
+    quirks = [info.id for info in M.applicable(original)]
+    assert len(quirks) >= 5, quirks
+    deep = ('"x":' + "[" * depth).encode()
+    for n, quirk in enumerate(quirks):
+        out = tmp_path / f"out{n}.jsonl"
+        result = cli("mutate", str(rec), "-q", quirk, "-o", str(out))
+        assert result.exit_code == 0, (quirk, result.output)
+        mutated = Source(out)
+        body = b"".join(
+            c.data.encode() if isinstance(c.data, str) else c.data for c in mutated.chunks()
+        )
+        assert deep in body, quirk  # the event is kept as it is
+        replayed = cli("replay", str(out), "--format", "json")
+        assert replayed.exit_code == 0, (quirk, replayed.output)
+        errors = strict_json(replayed.stdout)["errors"]
+        assert any("nested too deeply" in e["message"] for e in errors), quirk
+
+
+def test_mutate_on_arguments_nested_too_deeply_says_the_quirk_does_not_apply(tmp_path):
+    # the arguments are only whole once joined: "[" * 100,000 over many fragments
+    pieces = ["[" * 10_000] * 10 + ["]" * 10_000] * 10
+    reads = [
+        chat_call(
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
+        ),  # fmt: skip
+        *(chat_call({"index": 0, "function": {"arguments": p}}) for p in pieces),
+        "data: "
+        + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        + "\n\n",  # fmt: skip
+        "data: [DONE]\n\n",
+    ]
+    rec = write(
+        tmp_path / "args.jsonl", *(chunk(r, 0.1 + i / 100) for i, r in enumerate(reads)), END
+    )
+    result = cli("mutate", str(rec), "-q", "oai_args_object", "-o", str(tmp_path / "out.jsonl"))
+    one_line_error(result, "quirk oai_args_object does not apply to it")
+
+
+def chat_call(call: dict) -> str:
+    event = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+    return "data: " + json.dumps(event) + "\n\n"

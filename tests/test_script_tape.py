@@ -166,3 +166,191 @@ def test_a_built_tape_is_served_as_its_script_byte_for_byte(tmp_path):
         "It is 21 °C in Lisbon.",
     )
     assert raw == body_of(files[0])  # the recording, byte for byte
+
+
+# -- limits: what a script may hold, what a tape may grow to ---------------------------------------
+def test_aliases_that_repeat_a_reply_are_read_as_written(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text(
+        "model: m\nanswer: &a {text: same answer, usage: {output_tokens: 2}}\n"
+        "turns:\n" + "  - reply: *a\n" * 30,
+        encoding="utf-8",
+    )
+    with pytest.raises(ScriptError, match=r"s\.yaml:2: answer: unknown field"):
+        load_script(script)  # the anchor's own key is not a field of a script
+    script.write_text(
+        "model: m\nturns:\n  - reply: &a {text: same answer, usage: {output_tokens: 2}}\n"
+        + "  - reply: *a\n" * 30,
+        encoding="utf-8",
+    )
+    turns = load_script(script).turns
+    assert len(turns) == 31
+    assert {t.reply.parts[0].text for t in turns} == {"same answer"}
+
+
+def test_the_alias_limit_counts_what_aliases_repeat(tmp_path):
+    from streamtool.core.drive.script import MAX_ALIAS_VALUES
+
+    # a list of n values repeated k times: n * k values added by the aliases
+    n = 1000
+    k = MAX_ALIAS_VALUES // (n + 1)  # each repeat adds the list itself and its n values
+    items = ", ".join(["x"] * n)
+    head = f"turns:\n  - reply: {{text: hi, tool_calls: [{{name: f, arguments: {{a: &l [{items}]"
+    script = tmp_path / "s.yaml"
+    script.write_text(head + ", b: [" + ", ".join(["*l"] * k) + "]}}]}\n", encoding="utf-8")
+    assert len(load_script(script).turns) == 1  # at the limit: read
+    script.write_text(head + ", b: [" + ", ".join(["*l"] * (k + 1)) + "]}}]}\n", encoding="utf-8")
+    with pytest.raises(ScriptError, match=r"s\.yaml:2: aliases expand to more than 100,000"):
+        load_script(script)
+
+
+def _tape_size(folder) -> int:
+    return sum(p.stat().st_size for p in folder.iterdir())
+
+
+def test_a_tape_stays_within_its_stated_multiple_of_the_script(tmp_path):
+    from streamtool.core.drive.script import TAPE_MULTIPLE, tape_limit
+
+    script = tmp_path / "s.yaml"
+    # a long model name is repeated in every event of a Chat stream: 2,000 words of text would
+    # build a tape of about 3,000 times the script
+    script.write_text(
+        f"model: {'m' * 3000}\nturns:\n  - reply: {{text: {' word' * 2000}}}\n", encoding="utf-8"
+    )
+    out = tmp_path / "tape"
+    result = CliRunner().invoke(
+        app, ["tape", "build", str(script), "--api", "openai-chat", "-o", str(out)]
+    )
+    assert result.exit_code == 2
+    limit = tape_limit(load_script(script))
+    assert result.stderr.strip() == (
+        f"streamtool: error: {script}:3: turns[0]: the tape would be more than {TAPE_MULTIPLE} "
+        f"times the size of the script, plus 1 MiB ({limit:,} bytes): stream it in larger pieces "
+        "(stream: whole, or {like: RECORDING})"
+    )
+    # nothing is left: neither the tape nor the folder it was built in
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+    # the same script streamed whole fits
+    script.write_text(
+        f"model: {'m' * 3000}\nturns:\n  - reply: {{text: {' word' * 2000}}}\n    stream: whole\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        app, ["tape", "build", str(script), "--api", "openai-chat", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert _tape_size(out) <= tape_limit(load_script(script))
+
+
+@pytest.mark.parametrize("api", sorted(EMITTERS))
+def test_prose_and_code_build_within_the_bound(tmp_path, api):
+    from streamtool.core.drive.script import TAPE_MULTIPLE
+
+    code = (RECORDINGS.parent / "core" / "drive" / "script.py").read_text(encoding="utf-8")
+    prose = " ".join(["the quick brown fox jumps over the lazy dog"] * 600)
+    script = tmp_path / "s.yaml"
+    import yaml
+
+    script.write_text(
+        yaml.safe_dump(
+            {
+                "model": "gpt-4o-2024-08-06",
+                "turns": [
+                    {"reply": {"text": prose}},
+                    {"reply": {"tool_calls": [{"name": "w", "arguments": {"content": code}}]}},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "tape"
+    result = CliRunner().invoke(app, ["tape", "build", str(script), "--api", api, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert _tape_size(out) < TAPE_MULTIPLE * script.stat().st_size
+
+
+@pytest.mark.parametrize("api", sorted(EMITTERS))
+def test_a_reply_emitted_into_a_sink_is_the_same_reads_kept_nowhere(api):
+    import dataclasses
+
+    reply = load_script_text(LOOP).turns[0].reply
+    kept = emitter(api)(reply)
+    got: list = []
+    streamed = emitter(api)(dataclasses.replace(reply, sink=lambda t, text: got.append((t, text))))
+    assert got == kept.reads and len(got) >= 2
+    assert streamed.reads == [] and streamed.t_end == kept.t_end
+
+
+def load_script_text(text: str):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.yaml"
+        path.write_text(text, encoding="utf-8")
+        return load_script(path)
+
+
+def _start_build(script, out, api="openai-chat"):
+    import subprocess
+
+    from .serve_helpers import STREAMTOOL
+
+    return subprocess.Popen(
+        [*STREAMTOOL, "tape", "build", str(script), "--api", api, "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_builds_into_one_folder_leave_one_whole_tape(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("turns:\n" + f"  - reply: {{text: {' word' * 3000}}}\n" * 3, encoding="utf-8")
+    out = tmp_path / "tape"
+    procs = [_start_build(script, out) for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert sorted(code for code, _ in results) == [0, 2], results
+    refused = next(err for code, err in results if code == 2)
+    assert refused.strip().endswith(
+        f"{out}: exists and is not empty (a tape is built into a new folder)"
+    )
+    entries = read_index(out)
+    assert [e.seq for e in entries] == [1, 2, 3]
+    assert {p.name for p in out.iterdir() if p.suffix == ".jsonl"} == {
+        *(e.file for e in entries),
+        "index.jsonl",
+    }
+    for e in entries:
+        assert replay_file(out / e.file).summary()["text"] == ("word " * 3000).strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml", "tape"]  # nothing left
+
+
+def test_a_build_killed_midway_leaves_no_tape(tmp_path):
+    import os
+    import signal
+    import time
+
+    script = tmp_path / "s.yaml"
+    script.write_text(f"turns:\n  - reply: {{text: {' word' * 200_000}}}\n", encoding="utf-8")
+    out = tmp_path / "tape"
+    proc = _start_build(script, out)
+    deadline = time.monotonic() + 60
+    recording = None
+    while recording is None and time.monotonic() < deadline and proc.poll() is None:
+        building = [p for p in tmp_path.iterdir() if p.name.endswith(".building")]
+        found = [r for b in building for r in b.glob("*.jsonl") if r.stat().st_size > 100_000]
+        recording = found[0] if found else None
+        time.sleep(0.02)
+    assert recording is not None, "the build wrote nothing where it builds"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert not out.exists()  # a half-built tape never takes the folder's name
+    # the hidden folder it was building in is all that is left, beside the script
+    assert [p.name for p in tmp_path.iterdir() if p.name != "s.yaml"] == [recording.parent.name]
+    assert recording.parent.name.startswith(".tape.")

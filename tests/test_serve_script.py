@@ -346,8 +346,34 @@ def test_a_bad_script_given_to_serve_is_one_line_and_exit_2(tmp_path: Path) -> N
             '{\n  "model": "m",\n  "turns": ' + "[" * 2000 + "]" * 2000 + "\n}",
             ":3: nested too deeply",
         ),
+        (
+            # 318 bytes that expand to 9**9 values: refused at the alias that passes the limit
+            "bomb.yaml",
+            "a: &a [x,x,x,x,x,x,x,x,x]\n"
+            + "".join(
+                f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n"
+                for i in range(8)
+            )
+            + "turns: [*i]\n",
+            ":6: aliases expand to more than 100,000 values",
+        ),
+        (
+            "big-int.yaml",
+            "turns:\n  - reply:\n      text: hi\n      usage: {input_tokens: " + "9" * 5000 + "}\n",
+            ":4: an integer longer than 1,000 digits",
+        ),
+        (
+            "big-value.yaml",
+            "turns:\n  - reply: {text: hi}\n  - reply: {text: " + "x" * (1024 * 1024 + 1) + "}\n",
+            ":3: a value longer than 1,048,576 characters",
+        ),
+        (
+            "bad-date.yaml",
+            "turns:\n  - reply: {text: hi, usage: {input_tokens: 2001-13-45}}\n",
+            ":2: '2001-13-45' is not a valid timestamp",
+        ),
     ],
-    ids=["alias-in-itself", "deep-yaml", "deep-json"],
+    ids=["alias-in-itself", "deep-yaml", "deep-json", "alias-bomb", "big-int", "big-value", "date"],
 )
 def test_a_script_that_cannot_be_read_is_one_line_and_exit_2(
     tmp_path: Path, name: str, text: str, said: str

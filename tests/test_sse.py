@@ -258,3 +258,51 @@ def test_text_reads_decode_as_the_rules_say(blocks: list[str], data) -> None:
     if data.draw(st.booleans()):
         crlf = body.replace("\n", "\r\n")
         assert decode_all([crlf[i : i + 7] for i in range(0, len(crlf), 7)]) == expected
+
+
+# -- linear work, whatever the events hold -------------------------------------------------------
+_UNITS = {
+    "no data (event:)": "event: ping\n\n",
+    "no data (id:)": "id: 7\n\n",
+    "data": 'data: {"a":1}\n\n',
+    "event+data": 'event: e\ndata: {"a":1}\n\n',
+    "data, comment per 10": 'data: {"a":1}\n\n' * 9 + ": keepalive\n\n",
+    "data, no-data per 10": 'event: a\ndata: {"a":1}\n\n' * 9 + "event: ping\n\n",
+    "alternating": 'data: {"a":1}\n\nevent: ping\n\n',
+}
+
+
+@pytest.mark.parametrize("unit", _UNITS.values(), ids=_UNITS.keys())
+def test_the_run_finder_reads_a_body_at_most_twice(unit):
+    """Counting work, not time: the characters the decoder's run finder reads (``scanned``)
+    stay within twice the body, at 2,000 and at 20,000 events, in one read or in many; a
+    finder that looked again after every event without data read the rest each time."""
+    for n in (2_000, 20_000):
+        body = unit * (n // unit.count("\n\n"))
+        for reads in ([body], [body[i : i + 65536] for i in range(0, len(body), 65536)]):
+            decoder = SSEDecoder()
+            out = [item for read in reads for item in decoder.feed(read)] + decoder.finish()
+            assert decoder.scanned <= 2 * len(body), (n, decoder.scanned / len(body))
+            assert out == rules(body)
+
+
+_WITH_AND_WITHOUT_DATA = st.lists(
+    st.one_of(
+        _VALUE.map(lambda v: f"data: {v}\n\n"),
+        _VALUE.map(lambda v: f"event: e\ndata: {v}\n\n"),
+        st.sampled_from(["event: ping\n\n", "id: 1\n\n", "retry: 5\n\n", ": c\n\n", "\n"]),
+    ),
+    min_size=1,
+    max_size=300,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=_WITH_AND_WITHOUT_DATA, data=st.data())
+def test_long_runs_of_events_with_and_without_data_decode_as_the_rules_say(blocks, data):
+    body = "".join(blocks)
+    assert decode_all([body]) == rules(body)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(body) - 1)), max_size=6)))
+    cuts = [c for c in cuts if 0 < c < len(body)]
+    reads = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    assert decode_all(reads) == rules(body)

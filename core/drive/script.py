@@ -26,21 +26,25 @@ A script that is not valid raises :class:`ScriptError`: the file, the line and t
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
 import os
 import re
+import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model.records import RecordingError
-from ..outputs.emit import Part, Reply, api_id, emitter, encoders
+from ..model.records import INDEX_NAME, Header, RecordingError, os_error_text
+from ..outputs.emit import Emitted, Part, Reply, api_id, emitter, encoders
 from ..outputs.emit.pieces import tokens
 from ..outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL
 from ..recording.tape_index import IndexEntry, Tape
 from ..recording.writer import RecordingWriter
-from .translate import recording_of, reply_from_file
+from .translate import recording_end, recording_header, reply_from_file
 
 FINISHES = ("stop", "tool_calls", "length", "content_filter", "refusal")
 MATCH_KINDS = ("contains", "equals", "matches")
@@ -110,6 +114,7 @@ class Script:
     api: str | None = None
     model: str = ""
     turns: list[Turn] = field(default_factory=list)
+    size: int = 0  # bytes of the script's file
 
 
 SCRIPT_SUFFIXES = (".yaml", ".yml")
@@ -140,6 +145,15 @@ def is_script(path: str | os.PathLike[str]) -> bool:
 
 
 # -- reading ---------------------------------------------------------------------------------
+# What a script may hold (a value beyond these is refused, by its line): every value an alias
+# repeats counts again, so a few lines of aliases of aliases cannot stand for billions of values
+MAX_ALIAS_VALUES = 100_000  # values (mappings, lists, scalars) that aliases add
+MAX_ALIAS_CHARS = 16 * 1024 * 1024  # characters of scalars that aliases add
+MAX_SCALAR_CHARS = 1024 * 1024  # characters of one scalar (a reply's text, a call's arguments...)
+MAX_INT_CHARS = 1000  # characters of an integer (Python reads at most 4,300 digits)
+INT_TAG = "tag:yaml.org,2002:int"
+
+
 class _Node:
     """A value of the script with the line it is on (1-based)."""
 
@@ -157,7 +171,69 @@ class _Cycle(Exception):
         self.line = line
 
 
-def _convert(node: Any, within: frozenset[int] = frozenset()) -> _Node:
+class _Refused(Exception):
+    """A value beyond a limit of the script, or one that cannot be read: its line (1-based)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        self.message = message
+
+
+def _loader(text: str) -> Any:
+    """A YAML ``SafeLoader`` that refuses, while it composes, what no script needs: a scalar
+    over :data:`MAX_SCALAR_CHARS`, an integer over :data:`MAX_INT_CHARS` and aliases that add
+    more than :data:`MAX_ALIAS_VALUES` values or :data:`MAX_ALIAS_CHARS` characters once
+    expanded (each alias counts the whole value it repeats, as reading the script expands it).
+    Built on the composer's ``compose_node`` (PyYAML's documented composition step)."""
+    import yaml
+
+    class ScriptLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, characters)
+            self.added = (0, 0)  # what aliases added: values, characters
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                node = super().compose_node(parent, index)
+                size = self.sizes.get(id(node))
+                if size is not None:  # None: inside the value it names (a cycle, refused later)
+                    values, chars = self.added[0] + size[0], self.added[1] + size[1]
+                    self.added = (values, chars)
+                    if values > MAX_ALIAS_VALUES or chars > MAX_ALIAS_CHARS:
+                        raise _Refused(
+                            line,
+                            f"aliases expand to more than {MAX_ALIAS_VALUES:,} values or "
+                            f"{MAX_ALIAS_CHARS:,} characters",
+                        )
+                return node
+            if isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR_CHARS:
+                raise _Refused(line, f"a value longer than {MAX_SCALAR_CHARS:,} characters")
+            node = super().compose_node(parent, index)
+            if isinstance(node, yaml.ScalarNode):
+                if node.tag == INT_TAG and len(node.value) > MAX_INT_CHARS:
+                    raise _Refused(line, f"an integer longer than {MAX_INT_CHARS:,} digits")
+                self.sizes[id(node)] = (1, len(node.value))
+            else:
+                children = (
+                    [n for pair in node.value for n in pair]
+                    if isinstance(node, yaml.MappingNode)
+                    else node.value
+                )
+                values = chars = 0
+                for child in children:
+                    size = self.sizes.get(id(child), (0, 0))
+                    values += size[0]
+                    chars += size[1]
+                self.sizes[id(node)] = (values + 1, chars)
+            return node
+
+    return ScriptLoader(text)
+
+
+def _convert(loader: Any, node: Any, within: frozenset[int] = frozenset()) -> _Node:
     import yaml
 
     line = node.start_mark.line + 1
@@ -166,10 +242,14 @@ def _convert(node: Any, within: frozenset[int] = frozenset()) -> _Node:
             raise _Cycle(line)
         within = within | {id(node)}
     if isinstance(node, yaml.MappingNode):
-        return _Node({str(k.value): _convert(v, within) for k, v in node.value}, line)
+        return _Node({str(k.value): _convert(loader, v, within) for k, v in node.value}, line)
     if isinstance(node, yaml.SequenceNode):
-        return _Node([_convert(v, within) for v in node.value], line)
-    value = yaml.safe_load(yaml.serialize(node))
+        return _Node([_convert(loader, v, within) for v in node.value], line)
+    try:
+        value = loader.construct_object(node)
+    except (ValueError, KeyError, TypeError, OverflowError):  # e.g. a date of month 13
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise _Refused(line, f"{node.value[:40]!r} is not a valid {tag}") from None
     return _Node(value, line)
 
 
@@ -188,19 +268,19 @@ def load_script(path: str | os.PathLike[str]) -> Script:
 
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise ScriptError(name, None, "", exc.strerror or str(exc)) from None
     except UnicodeDecodeError:
         raise ScriptError(name, None, "", "is not UTF-8 text") from None
-    # yaml.compose, with the loader kept: where its reader stands names the line of a value
-    # nested too deeply to read
-    loader = yaml.SafeLoader(text)
+    # the loader is kept: where its reader stands names the line of a value nested too deeply
+    loader = _loader(text)
     try:
         root = loader.get_single_node()
         if root is None:
             raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
-        converted = _convert(root)
+        converted = _convert(loader, root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -209,12 +289,16 @@ def load_script(path: str | os.PathLike[str]) -> Script:
         ) from None
     except _Cycle as exc:
         raise ScriptError(name, exc.line, "", "an alias refers to the value it is in") from None
+    except _Refused as exc:
+        raise ScriptError(name, exc.line, "", exc.message) from None
     except RecursionError:
         line = loader.get_mark().line + 1
         raise ScriptError(name, line, "", "nested too deeply to read") from None
     finally:
         loader.dispose()
-    return _script(name, converted)
+    script = _script(name, converted)
+    script.size = len(raw)
+    return script
 
 
 def _want(name: str, node: _Node, where: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -477,35 +561,129 @@ def turn_of(extra: dict[str, Any]) -> Turn | None:
 
 
 # -- building ----------------------------------------------------------------------------------
+# A tape is at most TAPE_MULTIPLE times the size of its script, plus TAPE_ALLOWANCE bytes (the
+# recordings' headers and the index of a short script). A reply streams one event per token or
+# so, each event a few hundred bytes: prose in OpenAI's APIs builds about 60 times its script,
+# source code about 90 times; text in one-character tokens or a long model name repeated in every
+# event can reach past the bound, and is refused.
+TAPE_MULTIPLE = 128
+TAPE_ALLOWANCE = 1024 * 1024
+
+
+def tape_limit(script: Script) -> int:
+    """The most bytes a tape built from ``script`` may hold."""
+    return TAPE_MULTIPLE * script.size + TAPE_ALLOWANCE
+
+
+class _TooLarge(Exception):
+    """A turn's recording would take the tape past its limit."""
+
+
 def build_tape(
     script: Script, folder: str | os.PathLike[str], api: str | None = None
 ) -> list[Path]:
     """Write every turn as a real recording of ``api`` (the script's when not given) into the
-    tape ``folder``, in order, with its index entries; returns the recordings written. Each
-    header keeps the turn's number (``turn``) and ``match``: serving the tape answers a
-    request as serving the script would (:class:`TurnPicker`), in that API."""
+    tape ``folder`` (a new or empty folder), in order, with its index entries; returns the
+    recordings written. Each header keeps the turn's number (``turn``) and ``match``: serving
+    the tape answers a request as serving the script would (:class:`TurnPicker`), in that API.
+
+    The tape is built in a hidden folder beside ``folder`` (``.NAME.*.building``), then
+    renamed into place: a build that fails (a tape larger than :func:`tape_limit`, a full disk)
+    leaves nothing; a build into a folder that another writer filled meanwhile is refused.
+    Each read is written as the emitter makes it: memory holds one turn's reply, not its
+    stream."""
     target = api_id(api) if api else script.api
     if target is None:
         raise ScriptError(script.path, None, "api", "the script names no API: pass --api")
-    tape = Tape(folder)
-    written: list[Path] = []
-    for turn in script.turns:
-        emitted = emitter(target)(turn.reply)
-        header, chunks, end = recording_of(emitted, target, model=script.model)
+    out = Path(folder)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = out.parent / f".{out.name}.{os.getpid()}-{secrets.token_hex(4)}.building"
+        os.mkdir(work)
+    except OSError as exc:
+        raise RecordingError(str(out), None, os_error_text(exc)) from None
+    try:
+        names = _build(script, work, target)
+        try:
+            os.rename(work, out)  # onto nothing, or an empty folder
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise RecordingError(
+                    str(out), None, "exists and is not empty (a tape is built into a new folder)"
+                ) from None
+            raise RecordingError(str(out), None, os_error_text(exc)) from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return [out / name for name in names]
+
+
+class _TurnRecording:
+    """One turn's recording in the tape being built, opened at its first read (a streamed
+    reply: status 200 and the event stream's type, the emitter's own) or once the emitter
+    returns (an HTTP error reply); each read written as it comes, the tape's size watched."""
+
+    def __init__(self, tape: Tape, script: Script, target: str, n: int, room: int) -> None:
+        self.tape, self.script, self.target, self.n = tape, script, target, n
+        self.room = room  # bytes this recording may take
+        self.writer: RecordingWriter | None = None
+        self.header: Header | None = None
+        self.seq = 0
+        self.reads = 0
+
+    def open(self, status: int, content_type: str) -> RecordingWriter:
+        turn = self.script.turns[self.n]
+        header = recording_header(self.target, status, content_type, model=self.script.model)
         # what serving the tape answers it by: the turn's match, in the script's order
-        header.extra["turn"] = len(written) + 1
+        header.extra["turn"] = self.n + 1
         if turn.match is not None:
             header.extra["match"] = {turn.match[0]: turn.match[1]}
-        seq, path = tape.allocate(header.api, script.model or None)
-        with RecordingWriter(path, header) as writer:
-            for chunk in chunks:
-                data = chunk.data if isinstance(chunk.data, bytes) else chunk.data.encode("utf-8")
-                writer.write_read(chunk.t or 0.0, data)
+        self.seq, path = self.tape.allocate(header.api, self.script.model or None)
+        self.header = header
+        self.writer = RecordingWriter(path, header)
+        return self.writer
+
+    def write(self, t: float, text: str) -> None:
+        writer = self.writer
+        if writer is None:
+            streamed = Emitted()
+            writer = self.open(streamed.status, streamed.content_type)
+        writer.write_read(t, text.encode("utf-8"))
+        self.reads += 1
+        if writer.size > self.room:
+            raise _TooLarge
+
+
+def _build(script: Script, folder: Path, target: str) -> list[str]:
+    """Write the tape into ``folder``: the names of its recordings, in order."""
+    limit = tape_limit(script)
+    tape = Tape(folder)
+    written: list[str] = []
+    size = 0  # bytes of the tape's recordings so far
+    for n, turn in enumerate(script.turns):
+        index = os.stat(folder / INDEX_NAME).st_size if written else 0
+        rec = _TurnRecording(tape, script, target, n, limit - size - index)
+        reply = turn.reply
+        if reply.status < 400:
+            reply = dataclasses.replace(reply, sink=rec.write)
+        try:
+            emitted = emitter(target)(reply)
+            writer = rec.writer or rec.open(emitted.status, emitted.content_type)
+            for t, text in emitted.reads:  # an error reply's (or an emitter's that kept them)
+                rec.write(t, text)
+            end = recording_end(emitted)
             writer.close(end.t, end.reason)
+        except _TooLarge:
+            raise _too_large(script, n, limit) from None
+        finally:
+            if rec.writer is not None:
+                rec.writer.abandon()
+        header = rec.header
+        assert header is not None
         tape.append(
             IndexEntry(
-                seq=seq,
-                file=path.name,
+                seq=rec.seq,
+                file=Path(writer.path).name,
                 api=header.api,
                 provider=header.provider,
                 path=urlsplit(header.url or "").path or None,
@@ -513,8 +691,21 @@ def build_tape(
                 status=emitted.status,
                 end=end.reason,
                 duration_s=end.t,
-                chunks=len(chunks),
+                chunks=rec.reads,
             )
         )
-        written.append(path)
+        written.append(Path(writer.path).name)
+        size += writer.size
+        if size + os.stat(folder / INDEX_NAME).st_size > limit:
+            raise _too_large(script, n, limit)
     return written
+
+
+def _too_large(script: Script, n: int, limit: int) -> ScriptError:
+    return ScriptError(
+        script.path,
+        script.turns[n].line,
+        f"turns[{n}]",
+        f"the tape would be more than {TAPE_MULTIPLE} times the size of the script, plus 1 MiB "
+        f"({limit:,} bytes): stream it in larger pieces (stream: whole, or {{like: RECORDING}})",
+    )

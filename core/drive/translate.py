@@ -42,6 +42,18 @@ def recording_of(
 ) -> tuple[Header, list[Chunk], End]:
     """An emitted response as a recording: a header naming the API (its official URL), one
     chunk per read at its time, and the end record."""
+    header = recording_header(
+        api, emitted.status, emitted.content_type, model=model, request_body=request_body
+    )
+    chunks = [Chunk(round(t, 6), text) for t, text in emitted.reads]
+    return header, chunks, recording_end(emitted)
+
+
+def recording_header(
+    api: str, status: int, content_type: str, *, model: str = "", request_body: Any = None
+) -> Header:
+    """The header of a recording of an emitted response: the API, its official URL, the
+    response's status and content type."""
     row = wire_api(api)
     url = row.base_url + row.path.replace("{model}", model or "model")
     request = part(row, "request")  # the query its requests carry (Gemini's alt=sse)
@@ -49,7 +61,7 @@ def recording_of(
     if query:
         url += "?" + urlencode(query)
     body = request_body if request_body is not None else {"model": model, "stream": True}
-    header = Header(
+    return Header(
         provider=row.provider,
         api=row.name,
         recorded_at=datetime.fromtimestamp(0, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -59,8 +71,9 @@ def recording_of(
             "headers": {"content-type": "application/json"},
             "body": body,
         },
-        response={"status": emitted.status, "headers": {"content-type": emitted.content_type}},
+        response={"status": status, "headers": {"content-type": content_type}},
     )
-    chunks = [Chunk(round(t, 6), text) for t, text in emitted.reads]
-    end = End(round(emitted.t_end, 6), "complete" if emitted.complete else "interrupted")
-    return header, chunks, end
+
+
+def recording_end(emitted: Emitted) -> End:
+    return End(round(emitted.t_end, 6), "complete" if emitted.complete else "interrupted")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.records import Header
+from ..wire import fastjson
 from ..wire.framing import sniff
 
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -83,12 +84,14 @@ class Event:
         return lines[0][1] if lines and lines[0][1] else b"\n"
 
     def json(self) -> Any:
-        """The data parsed as JSON (a fresh copy to edit), or None."""
+        """The data parsed as JSON (a fresh copy to edit), or None: data that is not JSON, or
+        JSON nested deeper than a replay reads (:data:`~streamtool.core.wire.fastjson.MAX_DEPTH`:
+        such an event is kept as it is, as a replay reports it)."""
         if not self._parsed:
             self._parsed = True
             data = self.data
             try:
-                self._obj = json.loads(data) if data else None
+                self._obj = fastjson.loads(data) if data else None
             except ValueError:
                 self._obj = None
         return copy.deepcopy(self._obj)

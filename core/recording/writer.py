@@ -64,9 +64,15 @@ class RecordingWriter:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
-        self._writer = jsonlines.Writer(self._fh, flush=True, dumps=_dumps)
+        self.size = 0  # bytes written so far
+        self._writer = jsonlines.Writer(self._fh, flush=True, dumps=self._counted)
         self.closed = False
         self._put(header.to_record())
+
+    def _counted(self, record: dict[str, Any]) -> bytes:
+        line = _dumps(record)
+        self.size += len(line) + 1  # and its line end
+        return line
 
     def _put(self, record: dict[str, Any]) -> None:
         """Write one record; a write error (a full disk) closes the file and is raised."""

@@ -68,6 +68,7 @@ class SSEDecoder:
         "_retry",
         "lines",
         "saw_cr",
+        "scanned",
         "_bytes_fed",
     )
 
@@ -82,6 +83,9 @@ class SSEDecoder:
         self._retry: int | None = None
         self.lines = 0  # complete lines seen (for statistics)
         self.saw_cr = False  # CR or CRLF line ends were used (framing statistics)
+        # characters the run finder (:meth:`_runs`) read, each read once or twice at most: the
+        # work beyond one pass over the text, which stays linear in its length
+        self.scanned = 0
         self._bytes_fed = False  # a read came as bytes (it may have ended inside a character)
 
     @property
@@ -162,8 +166,11 @@ class SSEDecoder:
             self._pending = []
         if not has_cr:
             # whole events of the common shape one regex match each; anything else (comments,
-            # multi-line data, id or retry fields, an event begun in an earlier read) line by
-            # line up to the blank line that ends its event, then the fast path again
+            # multi-line data, id or retry fields, events without data, an event begun in an
+            # earlier read) line by line up to the blank line that ends its event, then the fast
+            # path again. Runs of events are looked for again after a look that found something
+            # else among them only once half the text left has been read: the looks read the
+            # text left at most twice in all, however many events have no data
             pos = 0
             end = len(text)
             simple = _SIMPLE_EVENT.match
@@ -174,10 +181,13 @@ class SSEDecoder:
                 or self._id is not None
                 or self._retry is not None
             )
+            runs_at = 0  # where runs of events are looked for again
             if not busy:
                 pos = self._runs(text, 0, out)
                 if pos == end:
                     return out
+                if pos == 0:
+                    runs_at = end // 2
             while True:
                 if not busy:
                     lines = 0
@@ -201,9 +211,13 @@ class SSEDecoder:
                 self._lines(text[pos:cut].split("\n"), out)
                 if cut == end:
                     return out
-                pos = self._runs(text, cut, out)
-                if pos == end:
-                    return out
+                pos = cut
+                if pos >= runs_at:
+                    pos = self._runs(text, cut, out)
+                    if pos == end:
+                        return out
+                    if pos == cut:
+                        runs_at = cut + (end - cut) // 2
         self.saw_cr = True
         if text[-1] == "\r":
             self._skip_lf = True
@@ -220,6 +234,7 @@ class SSEDecoder:
         if last < 2:
             return pos
         if text.startswith("data: ", pos):
+            self.scanned += last - pos
             values = _DATA_EVENTS.findall(text, pos, last)
             if sum(map(len, values)) + 8 * len(values) != last - pos:
                 return pos
@@ -228,6 +243,7 @@ class SSEDecoder:
             self.lines += 2 * len(values)
             return last
         if text.startswith("event: ", pos):
+            self.scanned += last - pos
             pairs = _NAMED_EVENTS.findall(text, pos, last)
             if sum(map(len, chain.from_iterable(pairs))) + 16 * len(pairs) != last - pos:
                 return pos

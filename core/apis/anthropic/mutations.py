@@ -4,7 +4,6 @@ shared ones (the model's faults, an error inside the stream, an unknown event:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
+from ...wire import fastjson
 from . import API
 
 mutation = ApiMutations(API.id)
@@ -48,7 +48,7 @@ def tool_input_in_start(s: Stream) -> bool:
         ]
         text = "".join(str(o["delta"].get("partial_json") or "") for _, o in deltas)
         try:
-            value = json.loads(text)
+            value = fastjson.loads(text)
         except ValueError:
             continue
         if not isinstance(value, dict) or not value:

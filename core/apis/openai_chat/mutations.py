@@ -12,6 +12,7 @@ from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Event, Stream
+from ...wire import fastjson
 from . import API
 
 mutation = ApiMutations(API.id)
@@ -292,12 +293,10 @@ def args_delta_plus_summary(s: Stream) -> bool:
 
 @mutation(QuirkId.OAI_ARGS_OBJECT, changes=("args_text",))
 def args_object(s: Stream) -> bool:
-    import json
-
     edits: dict[tuple[int, int], Any] = {}
     for c in _calls(s):
         try:
-            value = json.loads(c.arguments)
+            value = fastjson.loads(c.arguments)
         except ValueError:
             continue
         if not isinstance(value, dict):

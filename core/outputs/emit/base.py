@@ -27,24 +27,36 @@ class Emitted:
 
 
 class Out:
-    """Collects an emitter's events with their times (never earlier than the one before)."""
+    """Collects an emitter's events with their times (never earlier than the one before).
+
+    Events at one time make one read, as a server flushes them. Each read, once whole, is kept
+    in the :class:`Emitted` or, when the reply has a ``sink``, handed to it (and not kept)."""
 
     def __init__(self, reply: Reply) -> None:
         self.clock = Clock(reply)
         self.offset = 0  # how much of the reply's meaning the events so far carry
         self.emitted = Emitted()
         self._t = 0.0
+        self._sink = reply.sink
+        self._held: list[str] = []  # the events of the read at ``_t``, not yet handed on
 
     def send(self, text: str, *, advance: int = 0, t: float | None = None) -> None:
         self.offset += advance
         when = self.clock.at(self.offset) if t is None else t
-        when = max(when, self._t)
-        self._t = when
-        reads = self.emitted.reads
-        if reads and reads[-1][0] == when:
-            reads[-1] = (when, reads[-1][1] + text)  # one read, as a server flushes them
+        if when > self._t:
+            self._flush()
+            self._t = when
+        self._held.append(text)
+
+    def _flush(self) -> None:
+        if not self._held:
+            return
+        text = "".join(self._held)
+        self._held = []
+        if self._sink is not None:
+            self._sink(self._t, text)
         else:
-            reads.append((when, text))
+            self.emitted.reads.append((self._t, text))
 
     def opening(self, text: str) -> None:
         self.send(text, t=self.clock.t_first)
@@ -53,6 +65,7 @@ class Out:
         self.send(text, t=self.clock.t_end)
 
     def done(self, *, complete: bool = True) -> Emitted:
+        self._flush()
         self.emitted.t_end = max(self.clock.t_end, self._t)
         self.emitted.complete = complete
         return self.emitted

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -73,6 +74,9 @@ class Reply:
     marks: list[tuple[int, float]] = field(default_factory=list)
     t_first: float = 0.0
     t_end: float = 0.0
+    # where a streamed reply's reads go as each is whole, (seconds, text), instead of being kept
+    # in the Emitted (a tape being built writes them as they come: memory stays that of one read)
+    sink: Callable[[float, str], None] | None = None
 
     def client_calls(self) -> list[Part]:
         return [p for p in self.parts if p.kind == TOOL_CALL]
