@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recording.secrets import redact_keys
+from ..recording.secrets import SecretScrubber, redact_keys
 
 # top-level request fields that change nothing about the conversation a recording answers
 DEFAULT_IGNORED: tuple[str, ...] = (
@@ -143,10 +143,10 @@ def _join(path: str, step: str) -> str:
     return path + step
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, mask: SecretScrubber) -> str:
     if value is _ABSENT:
         return "(absent)"
-    text = redact_keys(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    text = redact_keys(mask.text(json.dumps(value, ensure_ascii=False, sort_keys=True)))
     return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
 
 
@@ -180,17 +180,23 @@ class Difference:
     theirs: Any
     same: int
 
-    def describe(self) -> str:
+    def describe(self, secrets: Sequence[str] = ()) -> str:
+        """Where and how the bodies differ, in one line. Key-shaped strings and ``secrets``
+        (the request's credentials) are masked before any window of a value is cut: no part
+        of a key is ever shown (logs and the client's error keep these lines)."""
+        mask = SecretScrubber(secrets)
+        where = redact_keys(mask.text(self.path or "body"))
         if isinstance(self.ours, list) and isinstance(self.theirs, list):
             # only reached when every shared item is equal: the lengths differ
             n, m = len(self.ours), len(self.theirs)
-            return f"{self.path or 'body'} has {n} item{'s' * (n != 1)} vs {m}"
+            return f"{where} has {n} item{'s' * (n != 1)} vs {m}"
         if isinstance(self.ours, str) and isinstance(self.theirs, str):
-            # a key in the body is masked before any window of it is shown (logs keep them)
-            a, b = _show_strings(redact_keys(self.ours), redact_keys(self.theirs))
+            a, b = _show_strings(
+                redact_keys(mask.text(self.ours)), redact_keys(mask.text(self.theirs))
+            )
         else:
-            a, b = _show(self.ours), _show(self.theirs)
-        return f"{self.path or 'body'} differs: {a} vs {b}"
+            a, b = _show(self.ours, mask), _show(self.theirs, mask)
+        return f"{where} differs: {a} vs {b}"
 
 
 def _leaves(value: Any) -> int:
@@ -309,9 +315,16 @@ class Matcher:
     def with_bodies(self, endpoint: str) -> Iterator[Exchange]:
         return (ex for ex in self.exchanges if ex.body is not None and ex.endpoint == endpoint)
 
-    def miss(self, endpoint: str, body: Any, shown_endpoint: str | None = None) -> Miss:
-        """Why nothing matched: the closest exchange and the first difference."""
-        where = redact_keys(shown_endpoint or endpoint.split("@")[0])
+    def miss(
+        self,
+        endpoint: str,
+        body: Any,
+        shown_endpoint: str | None = None,
+        secrets: Sequence[str] = (),
+    ) -> Miss:
+        """Why nothing matched: the closest exchange and the first difference. ``secrets``:
+        the request's credentials, masked wherever the message would show them."""
+        where = redact_keys(SecretScrubber(secrets).text(shown_endpoint or endpoint.split("@")[0]))
         candidates = list(self.with_bodies(endpoint))
         if body is None:
             return Miss(f"no recorded exchange matches a request without a JSON body on {where}")
@@ -333,7 +346,7 @@ class Matcher:
         ex, diff = best[2], best[3]
         return Miss(
             f"no recorded exchange matches this request on {where}; closest is {ex.name} "
-            f"(request vs recording): {diff.describe()}",
+            f"(request vs recording): {diff.describe(secrets)}",
             closest=ex.name,
             difference=diff,
         )

@@ -23,7 +23,7 @@ from ..converters import detect_from_event, detect_from_header
 from ..model.records import INDEX_NAME, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
-from ..recording.secrets import REDACTED
+from ..recording.secrets import REDACTED, credential_values, secret_query_values
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent
@@ -266,6 +266,15 @@ class Incoming:
     name: str | None  # the X-Streamtool-Recording header
     body: Any  # parsed JSON, or None for an empty body
     path_model: str | None = None  # the model named in the path (an API that names it there)
+    # the request's headers (a mapping) and query string: what its credentials are read from
+    # (:meth:`secrets`, on a miss only), masked wherever a message would show them
+    headers: Any = None
+    query: str = ""
+
+    def secrets(self) -> list[str]:
+        """Every credential value the request carries (headers and query parameters)."""
+        pairs = self.headers.items() if self.headers is not None else ()
+        return credential_values(pairs) + secret_query_values(f"?{self.query}")
 
 
 class Library:

@@ -229,10 +229,12 @@ class ResponseRecorder:
         """The file cannot be written (a full disk, a file size limit): stop recording."""
         if self.writer is not None:
             self.writer.abandon()
-        self.write_error = (
-            f"{self.path}: cannot write the recording after {self.bytes} bytes: "
-            f"{exc.strerror or exc}; what was written before is kept"
-        )
+            self.write_error = (
+                f"{self.path}: cannot write the recording after {self.bytes} bytes: "
+                f"{exc.strerror or exc}; what was written before is kept"
+            )
+        else:  # not even its header: the writer removed the file it made
+            self.write_error = f"{self.path}: cannot write the recording: {exc.strerror or exc}"
         self.reason = "error"
         self.error = self.write_error
         self.end_t = self.now()
@@ -254,8 +256,18 @@ class ResponseRecorder:
                 error = provider_error_message(self.status, bytes(self._error_body))
             else:
                 reason = "complete"
+        if self.undecoded is not None:
+            # the body was kept as it came, not as the recording's header says: not complete
+            error = f"{error}; {self.undecoded}" if error else self.undecoded
+            reason = "error" if reason == "complete" else reason
         self._end(reason, error)
         return chunk
+
+    @property
+    def undecoded(self) -> str | None:
+        """Why the body is kept as it came from some read on (it does not decode as its
+        ``Content-Encoding`` says), or ``None``."""
+        return self.decoder.failed
 
     def fail(self, exc: BaseException) -> tuple[str, str]:
         """The stream stopped on ``exc``: end the recording with the reason it gives."""
@@ -268,6 +280,8 @@ class ResponseRecorder:
             except Exception:  # a truncated compressed body: keep what was decoded
                 tail = b""
             self._write(self.now(), tail + self.stream.finish())
+            if self.undecoded is not None:
+                message = f"{message}; {self.undecoded}"
             self._end(reason, message)
         return reason, redact_keys(self.scrubber.text(message))
 
