@@ -299,11 +299,17 @@ class Matcher:
             ex.key = canonical(ex.body)
             self._by_key.setdefault((ex.endpoint, ex.key), []).append(ex)
 
-    def match(self, endpoint: str, body: Any) -> Exchange | None:
-        """The next exchange recorded for this request (counted as served), or ``None``."""
+    def match(self, endpoint: str, body: Any, secrets: Sequence[str] = ()) -> Exchange | None:
+        """The next exchange recorded for this request (counted as served), or ``None``.
+
+        ``secrets``: the request's credentials. A recording keeps its request with them
+        scrubbed (a model set to the key reads ``[redacted]``): the request is compared with
+        them scrubbed too, so a request with a key in its body finds its own recording."""
         if body is None:
             return None
         key = canonical(self.rules.normalize(body))
+        if secrets:
+            key = SecretScrubber(secrets).text(key)
         same = self._by_key.get((endpoint, key))
         if not same:
             return None
@@ -333,6 +339,8 @@ class Matcher:
             also = f" (it holds {', '.join(others)})" if others else ""
             return Miss(f"the tape holds no exchange for {where}{also}")
         normalized = self.rules.normalize(body)
+        if secrets:  # compared as :meth:`match` compares it
+            normalized = SecretScrubber(secrets).deep(normalized)
         best: tuple[int, int, Exchange, Difference] | None = None
         for order, ex in enumerate(candidates):
             diff = first_difference(normalized, ex.body)

@@ -564,7 +564,10 @@ class _ForwardedResponse:
             # shielded: a cancelled exchange still waits for it in its ``finally``
             await asyncio.shield(pending)
         except Exception as exc:
-            self.ex.record_error = getattr(exc, "message", None) or str(exc)
+            # a file of the tape named (a link refused), else the message alone (a request
+            # holding a key, refused before its recording had a name)
+            path, message = getattr(exc, "path", None), getattr(exc, "message", None)
+            self.ex.record_error = (f"{path}: {message}" if path else message) or str(exc)
             self.recorder = None
         self._prepared = None
 

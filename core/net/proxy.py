@@ -412,7 +412,8 @@ class ProxyApp:
         self.active.discard(ex)
         if self.config.observer is None:
             # no live view to show it in its row: what went wrong is one line of its own
-            problems = [p for p in (ex.warning, ex.record_error) if p]
+            record_error = ex.record_error and f"not recorded: {ex.record_error}"
+            problems = [p for p in (ex.warning, record_error) if p]
             if problems:
                 self.log(redact_keys(f"{ex.method} {ex.path}: {'; '.join(problems)}"))
         self._index_writer.submit(self._index, ex)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -160,7 +161,8 @@ class TapeLibrary(ServingLibrary):
             named = self.by_name.get(request.name)
             if named is not None:
                 return named
-        found = self.matcher.match(self.request_key(request), request.body)
+        secrets = request.secrets() if request.body is not None else ()
+        found = self.matcher.match(self.request_key(request), request.body, secrets)
         if found is not None:
             return self.by_name[found.name]
         scripted = self._turns.get(request.endpoint)
@@ -354,7 +356,9 @@ class MissRecorder:
             )
             self.log(f"{request.method} {path} -> no match: forwarded, {what}")
         elif recorder is None:
-            _log.warning("%s %s: not recorded (%s)", request.method, path, ex.record_error)
+            self._problem(
+                f"{request.method} {path} -> no match: forwarded, not recorded ({ex.record_error})"
+            )
         return self.forwarder.forward(
             request,
             url,
@@ -362,17 +366,18 @@ class MissRecorder:
             recorder=recorder,
             exchange=ex,
             error_style=style,
-            on_end=partial(self._ended, recording=recorder is not None),
+            on_end=partial(self._ended, recorder=recorder),
         )
 
     def _problem(self, line: str) -> None:
-        """A line that is always shown: in the log, else as a warning (``serve --quiet``)."""
+        """A line that is always shown: in the log, else on stderr (``serve --quiet``)."""
         if self.log is not None:
             self.log(line)
         else:
-            _log.warning("%s", line)
+            sys.stderr.write(f"streamtool: {line}\n")
+            sys.stderr.flush()
 
-    def _ended(self, ex: Any, *, recording: bool = True) -> None:
+    def _ended(self, ex: Any, *, recorder: Any = None) -> None:
         """Keep a complete exchange (indexed, and answered from now on). A failed one (an HTTP
         error, a dropped or stalled stream) is not kept: pinned in the tape, it would answer
         the client's retry with the same failure forever. A recording that could not be
@@ -383,9 +388,11 @@ class MissRecorder:
             return
         path = Path(ex.file)
         if ex.record_error is not None or not path.exists():
-            if recording and ex.record_error is not None:
-                path.unlink(missing_ok=True)
-                self._problem(f"not kept on the tape: {path.name} ({ex.record_error})")
+            if recorder is not None and ex.record_error is not None:
+                if recorder.writer is not None:  # its file, made by this recorder: it goes
+                    path.unlink(missing_ok=True)
+                why = recorder.write_problem or ex.record_error
+                self._problem(f"not kept on the tape: {path.name} ({why})")
             self.library.forget(path.stem)
             self.tape.release(path)
             return
@@ -401,7 +408,12 @@ class MissRecorder:
         # answered from now on: in the library before the index names it (any later request
         # of this server matches it; a reader of the tape finds it once it is indexed)
         self.library.add(load_recording(path), served=True)
-        self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
+        try:
+            self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
+        except RecordingError as exc:  # an index put in as a link meanwhile, a full disk
+            self.tape.release(path)
+            self._problem(f"not indexed: {path.name} ({exc})")
+            return
         if self.log is not None:
             self.log(f"recorded {path.name} ({ex.status}, complete)")
 

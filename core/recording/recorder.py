@@ -135,8 +135,10 @@ class ResponseRecorder:
         self.reason: str | None = None
         self.error: str | None = None
         self.end_t: float | None = None
-        # set when the file could not be written (a full disk): recording stopped there
+        # set when the file could not be written (a full disk): recording stopped there;
+        # ``write_problem`` says it without the file's name and without what is kept
         self.write_error: str | None = None
+        self.write_problem: str | None = None
         self._checked_request: dict[str, Any] | None = None  # by :meth:`preflight`
 
     def now(self) -> float:
@@ -227,14 +229,14 @@ class ResponseRecorder:
 
     def _broken(self, exc: OSError) -> None:
         """The file cannot be written (a full disk, a file size limit): stop recording."""
+        why = exc.strerror or str(exc)
         if self.writer is not None:
             self.writer.abandon()
-            self.write_error = (
-                f"{self.path}: cannot write the recording after {self.bytes} bytes: "
-                f"{exc.strerror or exc}; what was written before is kept"
-            )
+            self.write_problem = f"cannot write the recording after {self.bytes} bytes: {why}"
+            self.write_error = f"{self.path}: {self.write_problem}; what was written before is kept"
         else:  # not even its header: the writer removed the file it made
-            self.write_error = f"{self.path}: cannot write the recording: {exc.strerror or exc}"
+            self.write_problem = f"cannot write the recording: {why}"
+            self.write_error = f"{self.path}: {self.write_problem}"
         self.reason = "error"
         self.error = self.write_error
         self.end_t = self.now()
