@@ -7,6 +7,7 @@ credential of the request, or a key in the content; a Bedrock upstream echoing t
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.net.tape import serving_tape
-from streamtool.core.recording.secrets import REDACTED, SecretScrubber, redact_keys
+from streamtool.core.recording.secrets import REDACTED, SecretScrubber, key_spans, redact_keys
 from streamtool.core.recording.tape_index import read_index
 
 from .odd_upstreams import CHAT_BODY, chat_app, chat_request, sigv4_echo_app
@@ -244,27 +245,32 @@ def test_sigv4_credential_and_signature_echoed_by_the_upstream_are_scrubbed(
 
 
 # a SigV4 signature and AWS key ids that are not the request's: scrubbed by their shape, in a
-# stream cut into reads anywhere
+# stream cut into reads anywhere, beside the other key shapes
 OTHER_SIGNATURE = "Signature=" + "0123456789abcdef" * 4
 OTHER_KEY_ID = "ASIAQWERTYUIOPASDFGH"
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    pieces=st.lists(
-        st.sampled_from([OTHER_SIGNATURE, OTHER_KEY_ID, KEY_ID, "Sig", "AKIA", " ", "=", "x"]),
-        min_size=1,
-        max_size=10,
-    ),
-    cuts=st.lists(st.integers(0, 2000), max_size=12),
+OPENAI_KEY = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"
+# every key shape, written out independently of the module's: where it starts a word (a
+# signature anywhere)
+EVERY_SHAPE = re.compile(
+    rb"(?<![A-Za-z0-9_])(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}"
+    rb"|AIza[0-9A-Za-z_\-]{20,}|xai-[A-Za-z0-9]{20,}|gsk_[A-Za-z0-9]{20,}"
+    rb"|AKIA[A-Z0-9]{16,}|ASIA[A-Z0-9]{16,})|Signature[=0-9a-f]{65,}"
 )
+_bits = st.sampled_from(
+    [OTHER_SIGNATURE, OTHER_KEY_ID, KEY_ID, OPENAI_KEY, "Sig", "AKIA", "sk-", " ", "=", "x", "0a"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_bits, min_size=1, max_size=12), cuts=st.lists(st.integers(0, 2000)))
 def test_aws_shapes_are_scrubbed_across_any_split(pieces: list[str], cuts: list[int]) -> None:
-    body = " ".join(pieces).encode()
+    glued = "".join(pieces).encode()  # found where the expression finds them, also glued
+    assert key_spans(glued) == [m.span() for m in EVERY_SHAPE.finditer(glued)]
+    body = " ".join(pieces).encode()  # each piece starts a word
     points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
     stream = SecretScrubber([]).stream()
     out = b"".join(stream.feed(body[a:b]) for a, b in zip(points, points[1:], strict=False))
     out += stream.finish()
-    assert out == redact_keys(body.decode()).encode()
-    text = out.decode()
-    for secret in (OTHER_SIGNATURE, OTHER_KEY_ID, KEY_ID):
-        assert secret not in text
+    assert out == redact_keys(body.decode()).encode()  # as if scrubbed whole
+    for secret in (OTHER_SIGNATURE, OTHER_KEY_ID, KEY_ID, OPENAI_KEY):
+        assert secret.encode() not in out

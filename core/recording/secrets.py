@@ -77,7 +77,8 @@ _KEY_SHAPES = (
     # names them, and the SigV4 ``Signature=`` value (an upstream may echo either)
     ("AWS access key id", "AKIA", "A-Z0-9", 16, True),
     ("AWS access key id", "ASIA", "A-Z0-9", 16, True),
-    ("SigV4 signature", "Signature", "=0-9a-f", 65, True),  # Signature=<64 hex digits>
+    # (anywhere: "X-Amz-Signature=", glued to what comes before)
+    ("SigV4 signature", "Signature", "=0-9a-f", 65, False),  # Signature=<64 hex digits>
 )
 _WORD = "A-Za-z0-9_"
 
@@ -430,13 +431,14 @@ class StreamScrubber:
                     best = i
                     break
                 i = head.find(literal, i + 1)
-            for k in range(min(len(literal) - 1, cut - run), 0, -1):
-                i = cut - k
-                if i >= best:
-                    break
-                if head.endswith(literal[:k]) and (not bounded or self._starts_word(head, i)):
+            # the literal's start, cut short by the end of the read: looked for by its first
+            # byte (one search per shape, not one comparison per possible length)
+            i = head.find(literal[:1], max(run, cut - len(literal) + 1))
+            while 0 <= i < best:
+                if literal.startswith(head[i:]) and (not bounded or self._starts_word(head, i)):
                     best = i
                     break
+                i = head.find(literal[:1], i + 1)
         return best
 
     def _starts_word(self, head: bytes, i: int) -> bool:
