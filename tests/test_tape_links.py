@@ -234,3 +234,30 @@ def test_a_recording_is_never_written_through_a_link(tmp_path: Path, force: bool
     with pytest.raises(RecordingError, match=expected):
         RecordingWriter(tmp_path / "r.jsonl", Header(provider="openai"), force=force)
     assert outside.read_bytes() == OUTSIDE
+
+
+def test_record_refuses_a_link_before_any_request_even_with_force(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
+
+    from .odd_upstreams import raw_answer
+    from .proxy_helpers import ScriptedUpstream
+    from .serve_helpers import record_args
+
+    outside = link_outside(tmp_path, tmp_path / "r.jsonl")
+    env = {"OPENAI_API_KEY": "sk-test-FAKElink0123456789abcdef"}
+    answer = raw_answer(b"200 OK", [b"content-type: text/event-stream"], CHAT_BODY)
+    with ScriptedUpstream([(0, answer)]) as server:
+        args = ["record", *record_args(server.url + "/v1"), "--view", "none", "--force", "-o"]
+        refused = CliRunner().invoke(app, [*args, str(tmp_path / "r.jsonl")], env=env)
+        assert server.requests == []  # refused before the request went out
+        # a device named on purpose is still written (nothing of it is a link)
+        kept = CliRunner().invoke(app, [*args, os.devnull], env=env)
+    assert refused.exit_code == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"streamtool: error: {tmp_path / 'r.jsonl'}: is a symbolic link: streamtool writes only "
+        "its own files, never through a link"
+    ]
+    assert outside.read_bytes() == OUTSIDE
+    assert kept.exit_code == 0, kept.output

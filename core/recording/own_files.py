@@ -29,37 +29,42 @@ HARD_LINKED = (
 )
 
 
-def refusal(path: str | os.PathLike[str]) -> str | None:
+def refusal(path: str | os.PathLike[str], *, regular: bool = True) -> str | None:
     """Why the entry at ``path`` may not be written (``None``: it may, or it does not exist):
-    looked at without following a link."""
+    looked at without following a link. ``regular``: anything but a regular file is refused
+    too (else a device such as ``/dev/null``, named on purpose, may be written)."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return _why(st)
+    return _why(st, regular)
 
 
-def _why(st: os.stat_result) -> str | None:
+def _why(st: os.stat_result, regular: bool = True) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return LINK_REFUSED
     if not stat.S_ISREG(st.st_mode):
-        return NOT_REGULAR
+        return NOT_REGULAR if regular else None
     if st.st_nlink > 1:
         return HARD_LINKED
     return None
 
 
-def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+def open_own(
+    path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, regular: bool = True
+) -> int:
     """``os.open(path, flags, mode)`` for a file of streamtool's own: a symbolic link at
-    ``path`` is not followed, and what was opened must be a regular file with no other name.
-    Raises :class:`RecordingError` for a refused file; other ``OSError``\\ s pass through
+    ``path`` is not followed, and what was opened must be a regular file (``regular``; else
+    also a device or a FIFO named on purpose) with no other name. Raises
+    :class:`RecordingError` for a refused file; other ``OSError`` exceptions pass through
     (``FileExistsError`` for ``O_EXCL``, ``FileNotFoundError``...)."""
     if not _NOFOLLOW:  # no O_NOFOLLOW (Windows): look first
-        why = refusal(path)
+        why = refusal(path, regular=regular)
         if why is not None:
             raise RecordingError(str(path), None, why)
+    extra = _NOFOLLOW | _CLOEXEC | (_NONBLOCK if regular else 0)
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode)
+        fd = os.open(path, flags | extra, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP or (
             exc.errno == errno.ENXIO and refusal(path) is not None  # a FIFO without a reader
@@ -67,7 +72,7 @@ def open_own(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int
             raise RecordingError(str(path), None, refusal(path) or LINK_REFUSED) from None
         raise
     try:
-        why = _why(os.fstat(fd))
+        why = _why(os.fstat(fd), regular)
     except OSError as exc:
         os.close(fd)
         raise RecordingError(str(path), None, os_error_text(exc)) from None

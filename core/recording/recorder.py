@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from ..model.records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
+from .own_files import refusal
 from .secrets import (
     SecretScrubber,
     find_secret,
@@ -40,6 +41,9 @@ def check_output(path: str | os.PathLike[str], force: bool) -> None:
     p = Path(path)
     if p.is_dir():
         raise RecordingError(str(path), None, "is a folder, not a file")
+    why = refusal(p, regular=False)
+    if why is not None:  # never written through a link, even with --force
+        raise RecordingError(str(path), None, why)
     if p.exists() and not force:
         raise RecordingError(str(path), None, "exists (use --force to overwrite)")
     if not p.parent.is_dir():

@@ -61,7 +61,8 @@ class RecordingWriter:
         # never written through a link (a link at the path is refused, even with ``force``)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
         try:
-            self._fh = open(open_own(self.path, flags), "wb")  # noqa: SIM115
+            # a device named on purpose (``-o /dev/null --force``) is written as before
+            self._fh = open(open_own(self.path, flags, regular=False), "wb")  # noqa: SIM115
         except FileExistsError:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
