@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
-from .own_files import HARD_LINKED, LINK_REFUSED, open_own, refusal
+from .own_files import LINK_REFUSED, open_own, refusal
 
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
@@ -418,7 +418,7 @@ def check_own_files(folder: str | os.PathLike[str]) -> None:
     for name in (LOCK_NAME, COUNTER_NAME, INDEX_NAME):
         path = Path(folder) / name
         why = refusal(path)
-        if why is not None and not (name == LOCK_NAME and why == HARD_LINKED):
+        if why is not None:
             raise RecordingError(str(path), None, why)
 
 
@@ -489,7 +489,7 @@ class Tape:
                     # one that another writer could hand out again
                     _write_counter(self.folder, seq, in_place=in_place)
                     in_place = True
-                    fd = os.open(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    fd = open_own(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 except FileExistsError:
                     continue
                 except OSError as exc:
