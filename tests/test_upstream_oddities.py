@@ -72,6 +72,8 @@ def test_the_proxy_passes_on_records_and_indexes_an_odd_answer_as_it_came(
     if odd == "status-999":
         assert status == entry.status == header.response["status"] == 999
         assert "status 999, which HTTP does not define" in line
+        with serving_tape(tape) as server:  # and the tape answers it as it was recorded
+            assert send(server.url) == (999, CHAT_BODY)
     else:
         assert status == entry.status == 200
         note = "labelled Content-Encoding: gzip but does not decode"

@@ -206,7 +206,8 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     if isinstance(status, int) and 100 <= status <= 199:
         # an informational status (101 Switching Protocols) is no answer to a request
         raise RecordingError(str(path), None, f"recorded status {status} cannot be served")
-    if not isinstance(status, int) or not 100 <= status <= 599:
+    # a status HTTP does not define (600-999, three digits still) is served as it was recorded
+    if not isinstance(status, int) or not 100 <= status <= 999:
         status = 200
     recorded = header.response.get("headers")
     headers: list[tuple[str, str]] = []

@@ -28,7 +28,7 @@ from ..recording.secrets import (
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
-from .listen import CutConnection, ServerThread
+from .listen import CutConnection, ServerThread, allow_status
 
 RECORDING_HEADER = "x-streamtool-recording"
 # every method a request may come with: serve answers each (a 404 for all but POST)
@@ -107,6 +107,8 @@ def create_app(
             self.rec = rec
             self.start = start
             self.status_code = rec.status
+            if not 100 <= rec.status <= 599:  # recorded as the upstream sent it (999)
+                allow_status(rec.status)
             self.background = None
             self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in rec.headers]
             self.raw_headers.append((RECORDING_HEADER.encode(), rec.name.encode("utf-8")))
