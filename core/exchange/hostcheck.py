@@ -17,6 +17,7 @@ from typing import Any
 
 from ..plugins import error_body
 from ..plugins.table import default_api
+from ..recording.secrets import redact_keys
 
 # host [":" port], the host a name, an IPv4 address or a bracketed IPv6 one (RFC 9110 7.2)
 _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]@/\\\s]+))(?::\d{0,5})?$")
@@ -56,7 +57,8 @@ def host_refusal(scope: Any) -> str | None:
         text = value.decode("latin-1")
         host = host_of(text)
         if host is None or not is_loopback(host):
-            return f"Host {text[:80]!r} is not a loopback address (421: misdirected request)"
+            shown = redact_keys(text)[:80]
+            return f"Host {shown!r} is not a loopback address (421: misdirected request)"
     return None
 
 
@@ -82,7 +84,8 @@ def loopback_only(app: Any, log: Callable[[str], None] | None) -> Any:
             why = host_refusal(scope)
             if why is not None:
                 if log is not None:
-                    log(f"{scope.get('method', '?')} {scope.get('path', '')} -> 421: {why}")
+                    path = redact_keys(str(scope.get("path", "")))
+                    log(f"{scope.get('method', '?')} {path} -> 421: {why}")
                 await refuse(send, MISDIRECTED, why)
                 return
         await app(scope, receive, send)

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recording.secrets import redact_keys
+from ..recording.secrets import SecretScrubber, redact_keys
 from ..wire.fastjson import canonical
 
 # top-level request fields that change nothing about the conversation a recording answers
@@ -139,10 +139,10 @@ def _join(path: str, step: str) -> str:
     return path + step
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, mask: SecretScrubber) -> str:
     if value is _ABSENT:
         return "(absent)"
-    text = redact_keys(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    text = redact_keys(mask.text(json.dumps(value, ensure_ascii=False, sort_keys=True)))
     return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
 
 
@@ -176,17 +176,23 @@ class Difference:
     theirs: Any
     same: int
 
-    def describe(self) -> str:
+    def describe(self, secrets: Sequence[str] = ()) -> str:
+        """Where and how the bodies differ, in one line. Key-shaped strings and ``secrets``
+        (the request's credentials) are masked before any window of a value is cut: no part
+        of a key is ever shown (logs and the client's error keep these lines)."""
+        mask = SecretScrubber(secrets)
+        where = redact_keys(mask.text(self.path or "body"))
         if isinstance(self.ours, list) and isinstance(self.theirs, list):
             # only reached when every shared item is equal: the lengths differ
             n, m = len(self.ours), len(self.theirs)
-            return f"{self.path or 'body'} has {n} item{'s' * (n != 1)} vs {m}"
+            return f"{where} has {n} item{'s' * (n != 1)} vs {m}"
         if isinstance(self.ours, str) and isinstance(self.theirs, str):
-            # a key in the body is masked before any window of it is shown (logs keep them)
-            a, b = _show_strings(redact_keys(self.ours), redact_keys(self.theirs))
+            a, b = _show_strings(
+                redact_keys(mask.text(self.ours)), redact_keys(mask.text(self.theirs))
+            )
         else:
-            a, b = _show(self.ours), _show(self.theirs)
-        return f"{self.path or 'body'} differs: {a} vs {b}"
+            a, b = _show(self.ours, mask), _show(self.theirs, mask)
+        return f"{where} differs: {a} vs {b}"
 
 
 def _leaves(value: Any) -> int:
@@ -289,11 +295,17 @@ class Matcher:
             ex.key = canonical(ex.body)
             self._by_key.setdefault((ex.endpoint, ex.key), []).append(ex)
 
-    def match(self, endpoint: str, body: Any) -> Exchange | None:
-        """The next exchange recorded for this request (counted as served), or ``None``."""
+    def match(self, endpoint: str, body: Any, secrets: Sequence[str] = ()) -> Exchange | None:
+        """The next exchange recorded for this request (counted as served), or ``None``.
+
+        ``secrets``: the request's credentials. A recording keeps its request with them
+        scrubbed (a model set to the key reads ``[redacted]``): the request is compared with
+        them scrubbed too, so a request with a key in its body finds its own recording."""
         if body is None:
             return None
         key = canonical(self.rules.normalize(body))
+        if secrets:
+            key = SecretScrubber(secrets).text(key)
         same = self._by_key.get((endpoint, key))
         if not same:
             return None
@@ -305,9 +317,16 @@ class Matcher:
     def with_bodies(self, endpoint: str) -> Iterator[Exchange]:
         return (ex for ex in self.exchanges if ex.body is not None and ex.endpoint == endpoint)
 
-    def miss(self, endpoint: str, body: Any, shown_endpoint: str | None = None) -> Miss:
-        """Why nothing matched: the closest exchange and the first difference."""
-        where = redact_keys(shown_endpoint or endpoint.split("@")[0])
+    def miss(
+        self,
+        endpoint: str,
+        body: Any,
+        shown_endpoint: str | None = None,
+        secrets: Sequence[str] = (),
+    ) -> Miss:
+        """Why nothing matched: the closest exchange and the first difference. ``secrets``:
+        the request's credentials, masked wherever the message would show them."""
+        where = redact_keys(SecretScrubber(secrets).text(shown_endpoint or endpoint.split("@")[0]))
         candidates = list(self.with_bodies(endpoint))
         if body is None:
             return Miss(f"no recorded exchange matches a request without a JSON body on {where}")
@@ -316,6 +335,8 @@ class Matcher:
             also = f" (it holds {', '.join(others)})" if others else ""
             return Miss(f"the tape holds no exchange for {where}{also}")
         normalized = self.rules.normalize(body)
+        if secrets:  # compared as :meth:`match` compares it
+            normalized = SecretScrubber(secrets).deep(normalized)
         best: tuple[int, int, Exchange, Difference] | None = None
         for order, ex in enumerate(candidates):
             diff = first_difference(normalized, ex.body)
@@ -329,7 +350,7 @@ class Matcher:
         ex, diff = best[2], best[3]
         return Miss(
             f"no recorded exchange matches this request on {where}; closest is {ex.name} "
-            f"(request vs recording): {diff.describe()}",
+            f"(request vs recording): {diff.describe(secrets)}",
             closest=ex.name,
             difference=diff,
         )

@@ -221,7 +221,7 @@ class TranslateLibrary(EmittingLibrary):
         body = _matched(read_conversation(api.id, request.body))
         found = self.matcher.match(_ANY_API, body)
         if found is None:
-            raise NoMatch(self._miss(body, request.path))
+            raise NoMatch(self._miss(body, request.path, request.secrets()))
         ex = self.exchanges[int(found.name)]
         if ex.api.id == api.id:
             return self._kept((ex.rec.name, api.id), lambda: ex.rec)
@@ -233,17 +233,17 @@ class TranslateLibrary(EmittingLibrary):
 
         return self._kept((ex.rec.name, api.id), make)
 
-    def _miss(self, body: dict[str, Any], path: str) -> str:
+    def _miss(self, body: dict[str, Any], path: str, secrets: Sequence[str] = ()) -> str:
         where = redact_keys(path)
         if not self.exchanges:
             return f"no recorded exchange holds a request to match on {where}"
-        miss = self.matcher.miss(_ANY_API, body)
+        miss = self.matcher.miss(_ANY_API, body, secrets=secrets)
         if miss.closest is None or miss.difference is None:
             return f"no recorded exchange has this conversation on {where}"
         return (
             f"no recorded exchange has this conversation on {where}; closest is "
             f"{self.exchanges[int(miss.closest)].rec.name} (request vs recording): "
-            f"{miss.difference.describe()}"
+            f"{miss.difference.describe(secrets)}"
         )
 
 

@@ -42,7 +42,7 @@ from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
 from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
 from .bodies import OFF_LOOP
-from .listen import CutConnection
+from .listen import CutConnection, allow_status
 
 if TYPE_CHECKING:
     import ssl
@@ -99,6 +99,9 @@ class Exchange:
     end: str | None = None  # complete | error | timeout | interrupted, once ended
     error: str | None = None
     record_error: str | None = None  # the recording could not be written (forwarding went on)
+    # what the upstream sent that is passed on as it came but is not what it should be (a
+    # status HTTP does not define, a body that does not decode as its Content-Encoding says)
+    warning: str | None = None
 
     @property
     def elapsed(self) -> float:
@@ -490,9 +493,15 @@ class _ForwardedResponse:
                 reason, error = self._safely(self.recorder.fail, exc) or (reason, error)
         elif self.recorder is not None:
             self._safely(self.recorder.close, reason, error)
-            if self.recorder is not None:
+            if self.recorder is not None and self.recorder.write_error is None:
                 reason = self.recorder.reason
                 error = self.recorder.error
+        rec = self.recorder
+        if rec is not None and rec.write_error is not None:
+            # the stream went on (the client got it all); its recording stopped (a full disk)
+            ex.record_error = rec.write_error
+        if rec is not None and rec.undecoded is not None:
+            ex.warning = rec.undecoded
         if reason is None and ex.status is not None and ex.status >= 400:
             reason = "error"
             error = error or f"HTTP {ex.status}"
@@ -555,7 +564,10 @@ class _ForwardedResponse:
             # shielded: a cancelled exchange still waits for it in its ``finally``
             await asyncio.shield(pending)
         except Exception as exc:
-            self.ex.record_error = getattr(exc, "message", None) or str(exc)
+            # a file of the tape named (a link refused), else the message alone (a request
+            # holding a key, refused before its recording had a name)
+            path, message = getattr(exc, "path", None), getattr(exc, "message", None)
+            self.ex.record_error = (f"{path}: {message}" if path else message) or str(exc)
             self.recorder = None
         self._prepared = None
 
@@ -608,6 +620,10 @@ class _ForwardedResponse:
 
         ex = self.ex
         ex.status = response.status_code
+        if not 100 <= ex.status <= 599:
+            # RFC 9110 15: a status outside 100-599 is not HTTP's; the client gets it as it came
+            allow_status(ex.status)
+            ex.warning = f"the upstream answered status {ex.status}, which HTTP does not define"
         raw_headers = response.headers.raw
         text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
         rec = self.recorder

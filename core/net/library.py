@@ -23,7 +23,7 @@ from ..converters import detect_from_event, detect_from_header
 from ..model.records import INDEX_NAME, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
-from ..recording.secrets import REDACTED
+from ..recording.secrets import REDACTED, credential_values, secret_query_values
 from ..wire import fastjson
 from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent
@@ -206,7 +206,8 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     if isinstance(status, int) and 100 <= status <= 199:
         # an informational status (101 Switching Protocols) is no answer to a request
         raise RecordingError(str(path), None, f"recorded status {status} cannot be served")
-    if not isinstance(status, int) or not 100 <= status <= 599:
+    # a status HTTP does not define (600-999, three digits still) is served as it was recorded
+    if not isinstance(status, int) or not 100 <= status <= 999:
         status = 200
     recorded = header.response.get("headers")
     headers: list[tuple[str, str]] = []
@@ -266,6 +267,15 @@ class Incoming:
     name: str | None  # the X-Streamtool-Recording header
     body: Any  # parsed JSON, or None for an empty body
     path_model: str | None = None  # the model named in the path (an API that names it there)
+    # the request's headers (a mapping) and query string: what its credentials are read from
+    # (:meth:`secrets`, on a miss only), masked wherever a message would show them
+    headers: Any = None
+    query: str = ""
+
+    def secrets(self) -> list[str]:
+        """Every credential value the request carries (headers and query parameters)."""
+        pairs = self.headers.items() if self.headers is not None else ()
+        return credential_values(pairs) + secret_query_values(f"?{self.query}")
 
 
 class Library:

@@ -34,6 +34,15 @@ def quiet_cut_logging() -> None:
         logger.addFilter(_QuietCuts())
 
 
+def allow_status(status: int) -> None:
+    """Let uvicorn's h11 protocol send ``status`` although its table of reason phrases (100 to
+    599) lacks it: a status HTTP does not define (an upstream's 999) is passed on as it came,
+    with an empty reason phrase, instead of failing the response. uvicorn is imported here."""
+    from uvicorn.protocols.http import h11_impl
+
+    h11_impl.STATUS_PHRASES.setdefault(status, b"")
+
+
 # -- the listening socket --------------------------------------------------------------------------
 class _Listener(socket.socket):
     """A listening socket that accepts at most :data:`ACCEPT_BURST` connections per turn of the

@@ -145,7 +145,7 @@ class Upstreams:
         origin = self.origin(r)
         url = origin + raw_path + (f"?{query}" if query else "")
         if urlsplit(url).netloc != urlsplit(origin).netloc:  # what target_path rules out
-            raise BadTarget(f"the request target {raw_path[:80]!r} leaves the upstream")
+            raise BadTarget(f"the request target {_shown(raw_path)!r} leaves the upstream")
         return url
 
 
@@ -155,6 +155,12 @@ class BadTarget(ValueError):
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _shown(target: str) -> str:
+    """A request target as a message shows it: key-shaped parts masked, then cut to 80
+    characters (never a key cut short, which would no longer look like one)."""
+    return redact_keys(target)[:80]
 
 
 def target_path(raw: str, server: Any, host: str | None = None) -> str:
@@ -174,12 +180,13 @@ def target_path(raw: str, server: Any, host: str | None = None) -> str:
             parts.netloc, parts.scheme.lower(), server, host
         ):
             raise BadTarget(
-                f"the request target names {parts.netloc[:80]!r}, not this proxy: "
+                f"the request target names {_shown(parts.netloc)!r}, not this proxy: "
                 "send the path only (the proxy picks the upstream)"
             )
         raw = parts.path or "/"
     if not raw.startswith("/") or raw.startswith("//") or "\\" in raw or "#" in raw:
-        raise BadTarget(f"the request target {raw[:80]!r} is not a path starting with a single /")
+        shown = _shown(raw)
+        raise BadTarget(f"the request target {shown!r} is not a path starting with a single /")
     return raw
 
 
@@ -277,7 +284,7 @@ class ProxyApp:
         try:
             body = await read_body(request, max_body=config.max_body, timeout=config.body_timeout)
         except BodyRefused as exc:
-            what = f"{request.method} {request.url.path}"
+            what = f"{request.method} {redact_keys(request.url.path)}"
             if exc.status is None:
                 if not exc.quiet:
                     _log.warning("%s: %s", what, exc.message)
@@ -305,7 +312,7 @@ class ProxyApp:
             except BadTarget as exc:
                 why, status = str(exc), 400
         if why is not None:
-            self.log(f"{scope.get('method', '?')} {raw[:80]!r} -> {status}: {why}")
+            self.log(f"{scope.get('method', '?')} {_shown(raw)!r} -> {status}: {why}")
             await refuse(send, status, why)
             return None
         if path == raw:
@@ -410,15 +417,30 @@ class ProxyApp:
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
+        if self.config.observer is None:
+            # no live view to show it in its row: what went wrong is one line of its own
+            record_error = ex.record_error and f"not recorded: {ex.record_error}"
+            problems = [p for p in (ex.warning, record_error) if p]
+            if problems:
+                self.log(redact_keys(f"{ex.method} {ex.path}: {'; '.join(problems)}"))
         self._index_writer.submit(self._index, ex)
 
     def _index(self, ex: Exchange) -> None:
-        if ex.file is not None and Path(ex.file).exists():
-            self.recorded += 1
-            self.interrupted += ex.end == "interrupted"
+        """Index a recorded exchange. One whose recording could not be written (a full disk;
+        what was written is kept) is not an exchange of the tape: not indexed, not counted."""
+        if ex.file is None:
+            return
+        if ex.record_error is not None or not Path(ex.file).exists():
+            self.tape.release(ex.file)  # its number is free again
+            return
+        try:
             self.tape.append(IndexEntry(**index_entry(ex)))
-        elif ex.file is not None:
-            self.tape.release(ex.file)  # nothing was recorded: its number is free again
+        except RecordingError as exc:  # an index put in as a link meanwhile, a full disk
+            self.tape.release(ex.file)
+            self.log(f"{Path(ex.file).name}: not indexed: {exc}")
+            return
+        self.recorded += 1
+        self.interrupted += ex.end == "interrupted"
 
 
 # -- running it ------------------------------------------------------------------------------------

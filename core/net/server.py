@@ -19,10 +19,16 @@ from ..exchange.hostcheck import loopback_only
 from ..exchange.playback import Cut, Playback, schedule
 from ..plugins import api_table, error_body, served_api
 from ..plugins.table import default_api
+from ..recording.secrets import (
+    SecretScrubber,
+    credential_values,
+    redact_keys,
+    secret_query_values,
+)
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
-from .listen import CutConnection, ServerThread
+from .listen import CutConnection, ServerThread, allow_status
 
 RECORDING_HEADER = "x-streamtool-recording"
 # every method a request may come with: serve answers each (a 404 for all but POST)
@@ -38,6 +44,13 @@ def style_for(path: str) -> str:
 
 
 # -- the ASGI app --------------------------------------------------------------------------------
+def masked(request: Any, text: str) -> str:
+    """``text`` without the credentials ``request`` carries (headers, query parameters) and
+    without anything key-shaped: what a log line or an error answer may show."""
+    secrets = credential_values(request.headers.items()) + secret_query_values(str(request.url))
+    return redact_keys(SecretScrubber(secrets).text(text))
+
+
 def _parse(raw: bytes) -> Any:
     return fastjson.loads(raw) if raw.strip() else None
 
@@ -94,6 +107,8 @@ def create_app(
             self.rec = rec
             self.start = start
             self.status_code = rec.status
+            if not 100 <= rec.status <= 599:  # recorded as the upstream sent it (999)
+                allow_status(rec.status)
             self.background = None
             self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in rec.headers]
             self.raw_headers.append((RECORDING_HEADER.encode(), rec.name.encode("utf-8")))
@@ -139,8 +154,11 @@ def create_app(
             return False
 
     def error(request: Request, style: str, status: int, message: str) -> Response:
+        # the request's own credentials and anything key-shaped never reach the log or the
+        # client's error (a model set to the key, a key in the path)
+        message = masked(request, message)
         if log is not None:
-            log(f"{request.method} {request.url.path} -> {status}: {message}")
+            log(f"{request.method} {redact_keys(request.url.path)} -> {status}: {message}")
         return Response(error_body(style, status, message), status, media_type="application/json")
 
     known = ", ".join(f"POST *{api.route}" for api in api_table())
@@ -162,10 +180,10 @@ def create_app(
         except BodyRefused as exc:
             if exc.status is None:
                 if log is not None and not exc.quiet:
-                    log(f"{request.method} {path}: {exc.message}")
+                    log(f"{request.method} {redact_keys(path)}: {exc.message}")
                 return Response(status_code=400)  # nobody is there to read it
             if log is not None:
-                log(f"{request.method} {path} -> {exc.status}: {exc.message}")
+                log(f"{request.method} {redact_keys(path)} -> {exc.status}: {exc.message}")
             return refusal(exc.status, error_body(style, exc.status, exc.message))
         try:
             body: Any = await off_loop(len(raw), _parse, raw)
@@ -181,13 +199,15 @@ def create_app(
             name=request.headers.get(RECORDING_HEADER),
             body=body,
             path_model=path_model,
+            headers=request.headers,
+            query=request.scope.get("query_string", b"").decode("latin-1"),
         )
         try:
             rec = library.choose(incoming)
         except NoMatch as exc:
             if on_miss is None:
                 if on_no_match is not None:
-                    on_no_match(exc.message)
+                    on_no_match(masked(request, exc.message))
                 return error(request, style, exc.status, exc.message)
             # recording a large request (parsing, scrubbing) is done off the event loop
             return await off_loop(len(raw), on_miss, request, raw, incoming, style)
@@ -201,7 +221,7 @@ def create_app(
         ):
             return error(request, style, 400, "streamtool serve replays streams: send stream: true")
         if log is not None:
-            log(f"{request.method} {path} -> {rec.name} ({rec.status})")
+            log(f"{request.method} {redact_keys(path)} -> {rec.name} ({rec.status})")
         return RecordedStream(rec, start)
 
     async def index(request: Request) -> Response:

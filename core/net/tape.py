@@ -25,8 +25,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,8 @@ from ..exchange.playback import Playback
 from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import served_api
+from ..recording.own_files import open_own
+from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
     IndexEntry,
@@ -157,7 +161,8 @@ class TapeLibrary(ServingLibrary):
             named = self.by_name.get(request.name)
             if named is not None:
                 return named
-        found = self.matcher.match(self.request_key(request), request.body)
+        secrets = request.secrets() if request.body is not None else ()
+        found = self.matcher.match(self.request_key(request), request.body, secrets)
         if found is not None:
             return self.by_name[found.name]
         scripted = self._turns.get(request.endpoint)
@@ -182,10 +187,14 @@ class TapeLibrary(ServingLibrary):
         raise NoMatch(self.miss_message(request))
 
     def miss_message(self, request: Incoming) -> str:
-        miss = self.matcher.miss(self.request_key(request), request.body, request.path)
+        """Why nothing matched; the request's credentials and key-shaped strings masked
+        before any part of a value is cut out to be shown."""
+        secrets = request.secrets()
+        miss = self.matcher.miss(self.request_key(request), request.body, request.path, secrets)
+        message = miss.message
         if request.name:
-            return f"the tape holds no recording named {request.name!r}, and {miss.message}"
-        return miss.message
+            message = f"the tape holds no recording named {request.name!r}, and {message}"
+        return redact_keys(SecretScrubber(secrets).text(message))
 
 
 def load_exchanges(
@@ -309,37 +318,47 @@ class MissRecorder:
 
     def __call__(self, request: Any, raw: bytes, incoming: Incoming, style: str) -> Any:
         from .forward import Exchange as Forwarded
-        from .forward import recorder_for
+        from .forward import recorder_for, request_secrets
         from .proxy import route
 
         r = route(request.method, request.url.path, request.headers, incoming.body)
         scope = request.scope
         raw_path = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
         url = self.upstreams.url(r, raw_path, scope.get("query_string", b"").decode("latin-1"))
-        seq, file = self.tape.allocate(f"{r.provider}-{r.api or 'http'}", r.model)
+        # the model and path name the file, the index entry and the log: a credential the
+        # request carries (a model set to the key) reaches none of them (the proxy's rule)
+        secrets = request_secrets(request.headers.items(), url)
+        scrub = SecretScrubber(secrets)
+        model = None if r.model is None else redact_keys(scrub.text(r.model))
+        path = redact_keys(scrub.text(request.url.path))
         ex = Forwarded(
-            method=request.method,
-            path=request.url.path,
-            provider=r.provider,
-            api=r.api,
-            model=r.model,
-            file=str(file),
-            seq=seq,
+            method=request.method, path=path, provider=r.provider, api=r.api, model=model
         )
         recorder: Any = None
         try:
+            ex.seq, file = self.tape.allocate(f"{r.provider}-{r.api or 'http'}", model)
+            ex.file = str(file)
             recorder = recorder_for(
-                request, raw, str(file), provider=r.provider, api=r.api, url=url
+                request, raw, str(file), provider=r.provider, api=r.api, url=url, secrets=secrets
             )
             recorder.preflight()
         except RecordingError as exc:
-            ex.record_error = exc.message
+            # a tape file that is a link, a request holding a key: forwarded, not recorded
+            ex.record_error = str(exc) if ex.file is None else exc.message
             recorder = None
         if recorder is not None:
-            self.library.started(file.stem)
+            self.library.started(Path(ex.file or "").stem)
         if self.log is not None:
-            what = f"recording {file.name}" if recorder else f"not recorded ({ex.record_error})"
-            self.log(f"{request.method} {request.url.path} -> no match: forwarded, {what}")
+            what = (
+                f"recording {Path(ex.file or '').name}"
+                if recorder
+                else f"not recorded ({ex.record_error})"
+            )
+            self.log(f"{request.method} {path} -> no match: forwarded, {what}")
+        elif recorder is None:
+            self._problem(
+                f"{request.method} {path} -> no match: forwarded, not recorded ({ex.record_error})"
+            )
         return self.forwarder.forward(
             request,
             url,
@@ -347,17 +366,33 @@ class MissRecorder:
             recorder=recorder,
             exchange=ex,
             error_style=style,
-            on_end=self._ended,
+            on_end=partial(self._ended, recorder=recorder),
         )
 
-    def _ended(self, ex: Any) -> None:
+    def _problem(self, line: str) -> None:
+        """A line that is always shown: in the log, else on stderr (``serve --quiet``)."""
+        if self.log is not None:
+            self.log(line)
+        else:
+            sys.stderr.write(f"streamtool: {line}\n")
+            sys.stderr.flush()
+
+    def _ended(self, ex: Any, *, recorder: Any = None) -> None:
         """Keep a complete exchange (indexed, and answered from now on). A failed one (an HTTP
         error, a dropped or stalled stream) is not kept: pinned in the tape, it would answer
-        the client's retry with the same failure forever."""
+        the client's retry with the same failure forever. A recording that could not be
+        written (a full disk) is removed, not indexed, and said in one line."""
         from .proxy import index_entry
 
+        if ex.file is None:  # no name was had: said when the request came
+            return
         path = Path(ex.file)
         if ex.record_error is not None or not path.exists():
+            if recorder is not None and ex.record_error is not None:
+                if recorder.writer is not None:  # its file, made by this recorder: it goes
+                    path.unlink(missing_ok=True)
+                why = recorder.write_problem or ex.record_error
+                self._problem(f"not kept on the tape: {path.name} ({why})")
             self.library.forget(path.stem)
             self.tape.release(path)
             return
@@ -373,7 +408,12 @@ class MissRecorder:
         # answered from now on: in the library before the index names it (any later request
         # of this server matches it; a reader of the tape finds it once it is indexed)
         self.library.add(load_recording(path), served=True)
-        self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
+        try:
+            self.tape.append(IndexEntry(**{**index_entry(ex), "file": path.name}))
+        except RecordingError as exc:  # an index put in as a link meanwhile, a full disk
+            self.tape.release(path)
+            self._problem(f"not indexed: {path.name} ({exc})")
+            return
         if self.log is not None:
             self.log(f"recorded {path.name} ({ex.status}, complete)")
 
@@ -448,7 +488,9 @@ def merge_into(
             append_entries(root, added, locked=True)
         if note is not None:
             try:
-                (root / note[0]).write_text(note[1], encoding="utf-8")
+                fd = open_own(root / note[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                with open(fd, "w", encoding="utf-8") as fh:
+                    fh.write(note[1])
             except OSError as exc:
                 raise RecordingError(str(root / note[0]), None, os_error_text(exc)) from None
     return renamed

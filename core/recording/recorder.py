@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from ..model.records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
+from .own_files import refusal
 from .secrets import (
     SecretScrubber,
     find_secret,
@@ -40,6 +41,9 @@ def check_output(path: str | os.PathLike[str], force: bool) -> None:
     p = Path(path)
     if p.is_dir():
         raise RecordingError(str(path), None, "is a folder, not a file")
+    why = refusal(p, regular=False)
+    if why is not None:  # never written through a link, even with --force
+        raise RecordingError(str(path), None, why)
     if p.exists() and not force:
         raise RecordingError(str(path), None, "exists (use --force to overwrite)")
     if not p.parent.is_dir():
@@ -135,8 +139,10 @@ class ResponseRecorder:
         self.reason: str | None = None
         self.error: str | None = None
         self.end_t: float | None = None
-        # set when the file could not be written (a full disk): recording stopped there
+        # set when the file could not be written (a full disk): recording stopped there;
+        # ``write_problem`` says it without the file's name and without what is kept
         self.write_error: str | None = None
+        self.write_problem: str | None = None
         self._checked_request: dict[str, Any] | None = None  # by :meth:`preflight`
 
     def now(self) -> float:
@@ -227,12 +233,14 @@ class ResponseRecorder:
 
     def _broken(self, exc: OSError) -> None:
         """The file cannot be written (a full disk, a file size limit): stop recording."""
+        why = exc.strerror or str(exc)
         if self.writer is not None:
             self.writer.abandon()
-        self.write_error = (
-            f"{self.path}: cannot write the recording after {self.bytes} bytes: "
-            f"{exc.strerror or exc}; what was written before is kept"
-        )
+            self.write_problem = f"cannot write the recording after {self.bytes} bytes: {why}"
+            self.write_error = f"{self.path}: {self.write_problem}; what was written before is kept"
+        else:  # not even its header: the writer removed the file it made
+            self.write_problem = f"cannot write the recording: {why}"
+            self.write_error = f"{self.path}: {self.write_problem}"
         self.reason = "error"
         self.error = self.write_error
         self.end_t = self.now()
@@ -254,8 +262,18 @@ class ResponseRecorder:
                 error = provider_error_message(self.status, bytes(self._error_body))
             else:
                 reason = "complete"
+        if self.undecoded is not None:
+            # the body was kept as it came, not as the recording's header says: not complete
+            error = f"{error}; {self.undecoded}" if error else self.undecoded
+            reason = "error" if reason == "complete" else reason
         self._end(reason, error)
         return chunk
+
+    @property
+    def undecoded(self) -> str | None:
+        """Why the body is kept as it came from some read on (it does not decode as its
+        ``Content-Encoding`` says), or ``None``."""
+        return self.decoder.failed
 
     def fail(self, exc: BaseException) -> tuple[str, str]:
         """The stream stopped on ``exc``: end the recording with the reason it gives."""
@@ -268,6 +286,8 @@ class ResponseRecorder:
             except Exception:  # a truncated compressed body: keep what was decoded
                 tail = b""
             self._write(self.now(), tail + self.stream.finish())
+            if self.undecoded is not None:
+                message = f"{message}; {self.undecoded}"
             self._end(reason, message)
         return reason, redact_keys(self.scrubber.text(message))
 

@@ -9,7 +9,8 @@ Three things are removed before anything is written:
   and so are the parts a server may echo alone: each cookie's value, the decoded user and
   password of Basic authentication;
 - key-shaped strings (``sk-...``, ``sk-ant-...``, ``sk-proj-...``, ``AIza...``, ``xai-...``,
-  ``gsk_...``) anywhere in a response, which the client never sent;
+  ``gsk_...``, AWS access key ids ``AKIA...``/``ASIA...``, a SigV4 ``Signature=<hex>``)
+  anywhere in a response, which the client never sent;
 - both across network reads: :class:`StreamScrubber` holds back the tail of a read that could be
   the start of a secret until the next read (or the end) decides.
 """
@@ -53,7 +54,15 @@ SECRET_QUERY = frozenset(
         "signature",
     }
 )
-_SECRET_QUERY_ENDINGS = ("key", "token", "secret", "password", "credential", "credentials")
+_SECRET_QUERY_ENDINGS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "credential",
+    "credentials",
+    "signature",  # X-Amz-Signature: a SigV4 pre-signed URL's
+)
 
 # (kind, literal prefix, body character class, minimum body length, needs a word boundary).
 # A key starts a word: "task-..." and "disk-..." are no keys, and a read that ends in a word's
@@ -64,6 +73,12 @@ _KEY_SHAPES = (
     ("Google API key", "AIza", "0-9A-Za-z_\\-", 20, True),
     ("xAI key", "xai-", "A-Za-z0-9", 20, True),
     ("Groq key", "gsk_", "A-Za-z0-9", 20, True),
+    # AWS access key ids (long-term AKIA..., temporary ASIA...), as a SigV4 ``Credential=``
+    # names them, and the SigV4 ``Signature=`` value (an upstream may echo either)
+    ("AWS access key id", "AKIA", "A-Z0-9", 16, True),
+    ("AWS access key id", "ASIA", "A-Z0-9", 16, True),
+    # (anywhere: "X-Amz-Signature=", glued to what comes before)
+    ("SigV4 signature", "Signature", "=0-9a-f", 65, False),  # Signature=<64 hex digits>
 )
 _WORD = "A-Za-z0-9_"
 
@@ -85,8 +100,9 @@ def _shape_re(lit: str, cls: str, n: int, bounded: bool) -> str:
 _KEY_PATTERNS = tuple((shape[0], re.compile(_shape_re(*shape[1:]))) for shape in _KEY_SHAPES)
 _KEY_RE = re.compile("|".join(_shape_re(*shape[1:]) for shape in _KEY_SHAPES))
 _KEY_RE_BYTES = re.compile(_KEY_RE.pattern.encode("ascii"))
-_KEY_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-_WORD_CHARS = frozenset(_KEY_CHARS[:-1])
+# every character a key's body may hold ("=": a SigV4 signature's "Signature=<hex>")
+_KEY_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-="
+_WORD_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # (literal, its body's characters, needs a word boundary)
 _BYTE_SHAPES = tuple(
     (lit.encode("ascii"), re.sub(rb"[^" + cls.encode() + rb"]", b"", _KEY_CHARS), bounded)
@@ -180,9 +196,26 @@ def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
             out.append(token)
         if token and scheme.lower() == "basic":
             out += basic_credentials(token)
+        if token and scheme.upper().startswith("AWS4-"):
+            out += sigv4_parts(token)
         if "cookie" in name.lower():
             out += cookie_values(value)
     return [v for v in dict.fromkeys(out) if v]
+
+
+def sigv4_parts(params: str) -> list[str]:
+    """The parts of a SigV4 ``Authorization`` value (``Credential=AKID/20250101/us-east-1/
+    bedrock/aws4_request, SignedHeaders=..., Signature=<hex>``) a server may echo alone: the
+    credential, its access key id and the signature."""
+    out: list[str] = []
+    for part in params.split(","):
+        name, _, value = part.strip().partition("=")
+        value = value.strip()
+        if name.strip().lower() == "credential" and value:
+            out += [value, value.split("/", 1)[0]]
+        elif name.strip().lower() == "signature" and value:
+            out.append(value)
+    return out
 
 
 def basic_credentials(token: str) -> list[str]:
@@ -398,13 +431,14 @@ class StreamScrubber:
                     best = i
                     break
                 i = head.find(literal, i + 1)
-            for k in range(min(len(literal) - 1, cut - run), 0, -1):
-                i = cut - k
-                if i >= best:
-                    break
-                if head.endswith(literal[:k]) and (not bounded or self._starts_word(head, i)):
+            # the literal's start, cut short by the end of the read: looked for by its first
+            # byte (one search per shape, not one comparison per possible length)
+            i = head.find(literal[:1], max(run, cut - len(literal) + 1))
+            while 0 <= i < best:
+                if literal.startswith(head[i:]) and (not bounded or self._starts_word(head, i)):
                     best = i
                     break
+                i = head.find(literal[:1], i + 1)
         return best
 
     def _starts_word(self, head: bytes, i: int) -> bool:

@@ -12,6 +12,7 @@ run at the same time in one process.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from typing import Any
 
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
+from .own_files import LINK_REFUSED, open_own, refusal
 
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
@@ -136,13 +138,26 @@ def tape_lock(folder: str | os.PathLike[str], held: Any = None) -> Iterator[None
     from filelock import FileLock, Timeout
 
     path = Path(folder) / LOCK_NAME
+    lock = held if held is not None else FileLock(str(path), timeout=LOCK_TIMEOUT)
     try:
-        with held if held is not None else FileLock(str(path), timeout=LOCK_TIMEOUT):
-            yield
+        lock.acquire()
     except Timeout:
         raise RecordingError(
             str(path), None, f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
         ) from None
+    except OSError as exc:  # filelock opens the lock file without following a link
+        raise RecordingError(str(path), None, _lock_error(path, exc)) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _lock_error(path: Path, exc: OSError) -> str:
+    """An ``OSError`` of taking the lock as one line (a link put there meanwhile is named)."""
+    if exc.errno == errno.ELOOP:
+        return LINK_REFUSED
+    return refusal(path) or os_error_text(exc)
 
 
 def _whole_entry(raw: bytes) -> bool:
@@ -195,7 +210,9 @@ def append_entries(
         held = lock() if lock is not None else tape_lock(folder)
     try:
         with held:
-            fh = open(index, "ab+")  # noqa: SIM115 (closed below, after the lock is let go)
+            # never through a link: opened as the tape's own regular file
+            fd = open_own(index, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            fh = open(fd, "ab+")  # noqa: SIM115 (closed below, after the lock is let go)
             try:
                 if data:
                     _append_line(fh, data)
@@ -225,7 +242,9 @@ def rewrite_index(folder: str | os.PathLike[str], entries: list[IndexEntry]) -> 
         json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n" for e in entries
     )
     try:
-        with open(temp, "w", encoding="utf-8", newline="\n") as fh:
+        temp.unlink(missing_ok=True)  # a leftover (or a link put there) goes, never written through
+        fd = open_own(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -347,12 +366,19 @@ def highest_seq(folder: str | os.PathLike[str]) -> int:
 def read_counter(folder: str | os.PathLike[str]) -> int | None:
     """The folder's counter (:data:`COUNTER_NAME`): the highest sequence number handed out;
     ``None`` when there is none (or it does not hold a number)."""
+    path = Path(folder) / COUNTER_NAME
     try:
-        text = (Path(folder) / COUNTER_NAME).read_bytes()
+        fd = open_own(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise RecordingError(str(Path(folder) / COUNTER_NAME), None, os_error_text(exc)) from None
+        raise RecordingError(str(path), None, os_error_text(exc)) from None
+    try:
+        text = os.read(fd, 4096)
+    except OSError as exc:
+        raise RecordingError(str(path), None, os_error_text(exc)) from None
+    finally:
+        os.close(fd)
     text = text.strip()
     return int(text) if text.isdigit() else None
 
@@ -364,7 +390,7 @@ def _write_counter(folder: Path, seq: int, *, in_place: bool) -> None:
     written ends in a newline: whatever it does not cover is the old number's trailing space,
     or it reads as no number (then the folder is listed, and the next write truncates)."""
     flags = os.O_WRONLY | os.O_CREAT | (0 if in_place else os.O_TRUNC)
-    fd = os.open(folder / COUNTER_NAME, flags, 0o644)
+    fd = open_own(folder / COUNTER_NAME, flags)
     try:
         os.write(fd, b"%d\n" % seq)
     finally:
@@ -382,6 +408,18 @@ def renumbered(name: str, seq: int) -> str:
     m = _SEQ_PREFIX.match(name)
     rest = name[m.end() :] if m and not name.startswith(".") else name
     return f"{seq:04d}-{rest}"
+
+
+def check_own_files(folder: str | os.PathLike[str]) -> None:
+    """Refuse a tape whose lock, counter or index is a symbolic link (or not a regular file, or
+    has another name): a writer would write through it, outside the tape. One
+    :class:`RecordingError` naming the file. (Each write opens its file without following a
+    link too: a link put there later is refused then.)"""
+    for name in (LOCK_NAME, COUNTER_NAME, INDEX_NAME):
+        path = Path(folder) / name
+        why = refusal(path)
+        if why is not None:
+            raise RecordingError(str(path), None, why)
 
 
 class Tape:
@@ -408,6 +446,7 @@ class Tape:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
+        check_own_files(self.folder)
         # this instance's threads queue here, woken as soon as the lock is free, before they
         # take the file lock (which another process may hold: its waiters poll)
         self._lock = threading.Lock()
@@ -450,13 +489,13 @@ class Tape:
                     # one that another writer could hand out again
                     _write_counter(self.folder, seq, in_place=in_place)
                     in_place = True
-                    fd = os.open(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    fd = open_own(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 except FileExistsError:
                     continue
                 except OSError as exc:
                     raise RecordingError(str(path), None, os_error_text(exc)) from None
                 os.close(fd)
-                if path.exists():  # a file placed by hand under that name
+                if os.path.lexists(path):  # a file (or a link) placed by hand under that name
                     os.unlink(reservation(path))
                     continue
                 self._last = seq

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ..model.records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from .own_files import open_own
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
 
@@ -57,9 +58,11 @@ class RecordingWriter:
             raise RecordingError(
                 self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
             )
-        mode = "wb" if force else "xb"
+        # never written through a link (a link at the path is refused, even with ``force``)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
         try:
-            self._fh = open(self.path, mode)  # noqa: SIM115
+            # a device named on purpose (``-o /dev/null --force``) is written as before
+            self._fh = open(open_own(self.path, flags, regular=False), "wb")  # noqa: SIM115
         except FileExistsError:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
@@ -67,7 +70,13 @@ class RecordingWriter:
         self.size = 0  # bytes written so far
         self._writer = jsonlines.Writer(self._fh, flush=True, dumps=self._counted)
         self.closed = False
-        self._put(header.to_record())
+        try:
+            self._put(header.to_record())
+        except OSError:
+            # not even the header fits (a full disk): no empty file is left behind
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            raise
 
     def _counted(self, record: dict[str, Any]) -> bytes:
         line = _dumps(record)

@@ -47,12 +47,17 @@ class BodyDecoder:
         self.max_output = max_output
         self.consumed = 0  # compressed bytes taken
         self.produced = 0  # decoded bytes given out
+        # why the body stopped being decoded (it is not what its encoding says): from the read
+        # that did not decode on, every read is given out as it came
+        self.failed: str | None = None
         self._z: Any = None
         self._head = b""  # deflate: the first bytes, until the zlib header can be checked
         if self.encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
     def feed(self, data: bytes) -> bytes:
+        if self.failed is not None:
+            return data
         if self._z is None:
             if self.encoding != "deflate":
                 return data
@@ -64,8 +69,20 @@ class BodyDecoder:
             wrapped = cmf & 0x0F == 8 and (cmf * 256 + flg) % 31 == 0
             # "deflate" is meant to be zlib-wrapped, but servers also send it raw
             self._z = zlib.decompressobj() if wrapped else zlib.decompressobj(-zlib.MAX_WBITS)
+        start = self.consumed
         self.consumed += len(data)
-        return self._decode(data)
+        try:
+            return self._decode(data)
+        except zlib.error as exc:
+            self._give_up(exc, start)
+            return data  # this read whole, as it came: none of it was given out decoded
+
+    def _give_up(self, exc: zlib.error, start: int) -> None:
+        where = f" from its byte {start} on" if start else ""
+        self.failed = (
+            f"the body is labelled Content-Encoding: {self.encoding} but does not decode "
+            f"({exc}): kept as received{where}, not decoded"
+        )
 
     def _decode(self, data: bytes) -> bytes:
         z = self._z
@@ -94,13 +111,19 @@ class BodyDecoder:
             )
 
     def flush(self) -> bytes:
+        if self.failed is not None:
+            return b""
         if self._z is None:
             if self._head:  # a deflate body of one byte cannot be valid; keep it as it came
                 head, self._head = self._head, b""
                 return head
             return b""
-        tail = self._decode(self._z.unconsumed_tail) if self._z.unconsumed_tail else b""
-        rest = bytes(self._z.flush(_STEP))
+        try:
+            tail = self._decode(self._z.unconsumed_tail) if self._z.unconsumed_tail else b""
+            rest = bytes(self._z.flush(_STEP))
+        except zlib.error as exc:
+            self._give_up(exc, self.consumed)
+            return b""
         self.produced += len(rest)
         self._check()
         return tail + rest
