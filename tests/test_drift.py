@@ -97,7 +97,10 @@ def test_the_same_provider_drifts_nowhere_and_no_key_is_written(old: Path, tmp_p
         done = drift_upstream(old, origin, new)
     assert done.returncode == 0, done.stderr
     report = doc(done)
-    assert [e["tier"] for e in report["exchanges"]] == ["none", "none"]
+    # the same streams: nothing changed in meaning (a busy machine may deliver them slower)
+    for e in report["exchanges"]:
+        assert [c for c in e["changes"] if c["kind"] != "timing"] == [], e
+        assert e["tier"] in ("none", "warn")
     entries = read_index(new)
     assert [(e.seq, e.file, e.status, e.end) for e in entries] == [
         (o.seq, o.file, 200, "complete") for o in read_index(old)

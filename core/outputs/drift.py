@@ -9,7 +9,7 @@ for what a client would notice, in three tiers:
   ``error``, an error (or an HTTP error status) where there was none;
 - ``warn``: new event types or fields, the text changed beyond the wording threshold (with its
   similarity), the usage's shape changed, a new quirk of lower severity, the time to first byte or
-  the inter-read gaps' p50 / p95 more than twice what they were;
+  the inter-read gaps' p50 / p95 more than twice what they were (and 0.1 s longer);
 - ``info``: ids and timestamps, wording within the threshold, quirks or errors that went away.
 
 Field paths are normalised (``choices[].delta.content``: array indexes and id-like keys folded)
@@ -32,7 +32,8 @@ from typing import Any
 TIERS = ("break", "warn", "info")  # most severe first
 NONE = "none"  # an exchange where nothing changed
 WORDING = 0.8  # text at least this similar (difflib's ratio) is a change of wording: info
-SLOWER = 2.0  # a time this many times the old one is worth a warning
+SLOWER = 2.0  # a time this many times the old one is worth a warning...
+SLOWER_BY = 0.1  # ...when it is also this many seconds longer (less is a busy machine's jitter)
 
 _ID_KEY = re.compile(r"^(?:[A-Za-z]+[_-])?[A-Za-z0-9]{16,}$|^[0-9a-f-]{32,36}$")
 _ID_LEAF = re.compile(r"(?:^|_)(?:id|ids|fingerprint)$|^(?:created|created_at|timestamp)$")
@@ -304,7 +305,7 @@ def _timing_changes(a: Side, b: Side) -> list[Change]:
     for name, before, after in pairs:
         if before is None or after is None:
             continue
-        if before > 0 and after > SLOWER * before:
+        if before > 0 and after > SLOWER * before and after - before > SLOWER_BY:
             ratio = round(after / before, 1)
             out.append(
                 Change("warn", "timing", name, round(before, 4), round(after, 4), {"ratio": ratio})
