@@ -84,6 +84,15 @@ def assert_no_key(*places: Path | str) -> None:
             assert KEY not in place
 
 
+def moved(exchange: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes besides timing (which a busy machine moves while serve replays)."""
+    return [c for c in exchange["changes"] if c["kind"] != "timing"]
+
+
+def meaning_kept(exchange: dict[str, Any]) -> bool:
+    return moved(exchange) == [] and exchange["tier"] in ("none", "warn")
+
+
 @pytest.fixture
 def old(tmp_path: Path) -> Path:
     folder = tmp_path / "old"
@@ -98,9 +107,7 @@ def test_the_same_provider_drifts_nowhere_and_no_key_is_written(old: Path, tmp_p
     assert done.returncode == 0, done.stderr
     report = doc(done)
     # the same streams: nothing changed in meaning (a busy machine may deliver them slower)
-    for e in report["exchanges"]:
-        assert [c for c in e["changes"] if c["kind"] != "timing"] == [], e
-        assert e["tier"] in ("none", "warn")
+    assert all(meaning_kept(e) for e in report["exchanges"])
     entries = read_index(new)
     assert [(e.seq, e.file, e.status, e.end) for e in entries] == [
         (o.seq, o.file, 200, "complete") for o in read_index(old)
@@ -115,7 +122,7 @@ def test_other_tool_calls_are_a_break_and_exit_1(old: Path, tmp_path: Path) -> N
         done = drift_upstream(old, origin, new)
     assert done.returncode == 1, done.stderr
     first, second = doc(done)["exchanges"]
-    assert first["tier"] == "break" and second["tier"] == "none"
+    assert first["tier"] == "break" and meaning_kept(second)
     kinds = {(c["tier"], c["kind"]) for c in first["changes"]}
     assert ("break", "tool_calls") in kinds
     assert ("break", "quirk_new") in kinds  # model_tool_not_offered is an error
@@ -130,7 +137,7 @@ def test_a_new_quirk_of_lower_severity_is_a_warning(old: Path, tmp_path: Path) -
         assert done.returncode == 0, done.stderr  # warn does not fail by default
         first = doc(done)["exchanges"][0]
         assert first["tier"] == "warn"
-        assert [(c["kind"], c["path"]) for c in first["changes"] if c["tier"] != "info"] == [
+        assert [(c["kind"], c["path"]) for c in moved(first) if c["tier"] != "info"] == [
             ("quirk_new", "sse_comment_keepalive")
         ]
         stricter = drift_upstream(old, origin, tmp_path / "new2", "--fail-on", "warn")
@@ -161,7 +168,7 @@ def test_a_request_the_provider_no_longer_answers_is_reported_not_fatal(
         done = drift_upstream(old, origin, new)
     # the second request gets the first answer: another text, other calls
     report = doc(done)
-    assert report["exchanges"][0]["tier"] == "none"
+    assert meaning_kept(report["exchanges"][0])
     assert report["exchanges"][1]["tier"] == "break"
     refused = drift_upstream(old, "http://127.0.0.1:9", tmp_path / "new3")
     assert refused.returncode == 1
