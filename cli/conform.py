@@ -243,28 +243,37 @@ def _print_table(plans: "list[Chunking]", results: "list[Result]") -> None:
     recording, wrapped to the width (off a terminal: one line each, nothing cut)."""
     from rich.text import Text
 
-    from .fit import Col, available_width, build_table, make_console, print_plain
+    from .fit import Col, available_width, build_table, fit, make_console, print_plain
 
     width = available_width()
     rows: dict[str, dict[str, Result]] = {}
     for r in results:
         rows.setdefault(r.case.name, {})[r.chunking] = r
 
-    def cell(run: "Result | None") -> Text:
+    def cell(run: "Result | None", fields: bool) -> Text:
         if run is None or run.status == "not applicable":
             return Text("n/a", style="dim")
         if run.status == "pass":
             return Text("pass", style="green")
         assert run.verdict is not None
+        if not fields:
+            return Text("FAIL", style="red")
         return Text(", ".join(sorted({d.field for d in run.verdict.differences})), style="red")
 
-    # the recording's name keeps what tells it apart; the differing fields go on more lines
-    columns = [Col("recording", list(rows), minimum=20, grow=0, names=True)]
-    for plan in plans:
-        cells = [cell(by.get(plan.name)) for by in rows.values()]
-        word = max(len(w) for c in cells for w in c.plain.split(", "))  # a field is never cut
-        columns.append(Col(plan.name, cells, minimum=word, wrap=True))
-    table, used = build_table(columns, width)
+    def columns(fields: bool) -> list[Col]:
+        # the recording's name keeps what tells it apart; a cell names the fields that differ,
+        # on more lines if need be, never cut inside one
+        cols = [Col("recording", list(rows), minimum=20, grow=0, names=True)]
+        for plan in plans:
+            cells = [cell(by.get(plan.name), fields) for by in rows.values()]
+            word = max(len(w) for c in cells for w in c.plain.split())
+            cols.append(Col(plan.name, cells, minimum=word, wrap=True))
+        return cols
+
+    detailed = columns(fields=True)
+    if any(w < (c.minimum or 0) for c, w in fit(detailed, width)):
+        detailed = columns(fields=False)  # too narrow for the fields: FAIL (what differs says)
+    table, used = build_table(detailed, width)
     console = make_console(width, used)
     print_plain(console, table)
 

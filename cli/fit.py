@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 ELLIPSIS = "…"
 GAP = 2  # between two columns
+WORD_BREAKS = "-_./ :"
 
 
 def available_width(stream: IO[str] | None = None) -> int | None:
@@ -73,7 +74,12 @@ def _shorten(name: str, width: int, start: int, end: int) -> str:
     head, tail = room - room // 2, room // 2
     need_head, need_tail = start + 1, end + 1
     if head < need_head and tail < need_tail:
-        # the even cut hides the difference: lean towards the end that can show it
+        # the even cut hides the difference: lean towards the end that can show it, and show the
+        # whole word it is in where that fits (``…-gpt-4-1-mini…``, not ``…-gpt-4-1-m…``)
+        word_end = _boundary(name, start, 1)
+        need_head = word_end if word_end <= room else need_head
+        word_start = _boundary(name, len(name) - 1 - end, -1)
+        need_tail = len(name) - word_start if len(name) - word_start <= room else need_tail
         options = []
         if need_head <= room:
             options.append((need_head - head, need_head, room - need_head))
@@ -85,6 +91,15 @@ def _shorten(name: str, width: int, start: int, end: int) -> str:
             return ELLIPSIS + name[at : at + inner] + ELLIPSIS
         _, head, tail = min(options)
     return name[:head] + ELLIPSIS + (name[len(name) - tail :] if tail else "")
+
+
+def _boundary(name: str, at: int, step: int) -> int:
+    """Where the word holding ``name[at]`` ends (``step`` 1: the index after it) or starts
+    (``step`` -1)."""
+    i = at
+    while 0 <= i < len(name) and name[i] not in WORD_BREAKS:
+        i += step
+    return i if step == 1 else i + 1
 
 
 # -- columns ---------------------------------------------------------------------------------------
