@@ -11,8 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -139,22 +141,31 @@ CLIENT = (
 )
 
 
-def _conform(tmp_path: Path, columns: str | None) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def conform_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str | None, str]:
+    """conform's output at 80 and 120 columns and piped (the three runs at once)."""
+    folder = tmp_path_factory.mktemp("conform")
     for name in MIDDLE[:2]:
-        shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", tmp_path / name)
-    client = tmp_path / "client.py"
+        shutil.copy(RECORDINGS / "openai-parallel-tool-calls.jsonl", folder / name)
+    client = folder.parent / f"{folder.name}-client.py"
     client.write_text(CLIENT)
-    return run(
-        "conform", "-r", str(tmp_path), "--chunkings", "5", "--",
-        sys.executable, str(client), columns=columns,
-    )  # fmt: skip
+
+    def once(columns: str | None) -> str:
+        proc = run(
+            "conform", "-r", str(folder), "--chunkings", "5", "--",
+            sys.executable, str(client), columns=columns,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        return proc.stdout
+
+    widths: list[str | None] = ["80", "120", None]
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(widths, pool.map(once, widths), strict=True))
 
 
-def test_conform_at_80_columns_fits_and_wraps_by_design(tmp_path: Path) -> None:
-    proc = _conform(tmp_path, "80")
-    assert proc.returncode == 1, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines), proc.stdout
+def test_conform_at_80_columns_fits_and_wraps_by_design(conform_runs) -> None:
+    lines = conform_runs["80"].splitlines()
+    assert all(len(line) <= 80 for line in lines), conform_runs["80"]
     headings = ["recording", "whole", "1 byte", "seed 1", "seed 2", "seed 3"]
     assert all(h in lines[0] for h in headings)  # every chunking's heading, whole
     rows = [line for line in lines if line.startswith("openai-chat-gpt-4-1-")]
@@ -167,19 +178,16 @@ def test_conform_at_80_columns_fits_and_wraps_by_design(tmp_path: Path) -> None:
     assert differs[1].startswith("    ")  # the paragraph's next lines, indented under it
 
 
-def test_conform_wide_enough_names_the_fields_folded_whole(tmp_path: Path) -> None:
-    proc = _conform(tmp_path, "120")
-    lines = proc.stdout.splitlines()
+def test_conform_wide_enough_names_the_fields_folded_whole(conform_runs) -> None:
+    lines = conform_runs["120"].splitlines()
     table = lines[: lines.index("")]
     assert all(len(line) <= 120 for line in table)
     words = [w for line in table[1:] for w in line.split()[1:]]
     assert set(words) == {"finish_reason,", "text,", "tool_calls"}, table  # never cut inside
 
 
-def test_conform_piped_prints_one_line_per_difference(tmp_path: Path) -> None:
-    proc = _conform(tmp_path, None)
-    assert proc.returncode == 1, proc.stderr
-    lines = proc.stdout.splitlines()
+def test_conform_piped_prints_one_line_per_difference(conform_runs) -> None:
+    lines = conform_runs[None].splitlines()
     differs = lines[lines.index("What differs") + 1 :]
     for name in MIDDLE[:2]:
         assert any(line.startswith(f"  {name[:-6]} [") and "tool calls" in line for line in differs)
