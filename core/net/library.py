@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
-from ..model.records import INDEX_NAME, RecordingError
+from ..model.records import INDEX_NAME, MISSING, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED
@@ -111,7 +111,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         elif p.exists():
             out.append(p)
         else:
-            raise RecordingError(str(p), None, "no such file or folder")
+            raise RecordingError(str(p), None, MISSING)
     return out
 
 
