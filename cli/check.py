@@ -93,7 +93,7 @@ def check(
         str | None,
         parser_option(
             "With --update: the parser golden files are written with (default: the one a "
-            "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call)."
+            "golden file names, else $STREAMTOOL_PARSER or api_tool_call)."
         ),
     ] = None,
     fmt: Annotated[

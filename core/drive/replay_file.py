@@ -23,6 +23,7 @@ def replay_file(
     transcript: bool = False,
     keep_events: bool = False,
     string_pieces: bool = False,
+    source: str | None = None,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
@@ -31,7 +32,8 @@ def replay_file(
     called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
     the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
     log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
-    (see :class:`~streamtool.core.engine.replay.ReplayEngine`).
+    (see :class:`~streamtool.core.engine.replay.ReplayEngine`). ``source`` names the stream
+    in what the engine shows (default: ``path``).
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
@@ -42,36 +44,36 @@ def replay_file(
     """
     if batched and before_chunk is not None:
         raise ValueError("a batched replay takes no before_chunk")
-    source = Source(path)
+    reader = Source(path)
     engine = ReplayEngine(
-        source.header,
+        reader.header,
         converter=converter,
         parser=parser,
-        source=str(path),
+        source=str(path) if source is None else source,
         handler_options=handler_options,
         transcript=transcript,
         keep_events=keep_events,
         string_pieces=string_pieces,
     )
     if batched:
-        batches = engine.feed_block_batches(source.chunk_blocks())
+        batches = engine.feed_block_batches(reader.chunk_blocks())
         if on_items is None:
             for _ in batches:
                 pass
-            engine.finish(source.end)
+            engine.finish(reader.end)
             return engine
         for t, items in batches:
             on_items(engine, t, items)
-        on_items(engine, None, engine.finish(source.end))
+        on_items(engine, None, engine.finish(reader.end))
         return engine
     feed = engine.feed_chunk
-    for chunk in source.chunks():
+    for chunk in reader.chunks():
         if before_chunk is not None:
             before_chunk(engine, chunk)
         items = feed(chunk)
         if on_items is not None and items:
             on_items(engine, chunk.t, items)
-    items = engine.finish(source.end)
+    items = engine.finish(reader.end)
     if on_items is not None:
         on_items(engine, None, items)
     return engine

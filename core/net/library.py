@@ -199,6 +199,12 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         sniffed_api, sniffed_model = _sniff(chunks)
         api = api or sniffed_api
         model = model or sniffed_model
+    if api is None and header.raw_body:  # refused as replay refuses it, not served as a stream
+        from ..engine.replay import binary_text, is_binary
+
+        body = b"".join(data for _, data in chunks)
+        if is_binary(body):
+            raise RecordingError(str(path), None, binary_text(len(body), body[:4]))
     request_path = unquote(urlsplit(url).path) if url else ""
     endpoint = served_api(request_path) or api_for_converter(api)
     suffix = endpoint.route if endpoint is not None else None
