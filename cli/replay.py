@@ -121,8 +121,8 @@ def replay(
             callback=check_emit,
             autocompletion=complete_emit,
             help="Write the replayed stream's meaning as a stream of this API instead of "
-            "--format (text, reasoning, tool calls, usage, finish); openai-sse is the older "
-            "name of openai-chat.",
+            "--format (text, reasoning, tool calls, usage, finish); openai-sse is Chat's "
+            "older name.",
         ),
     ] = None,
     file_tools: Annotated[
