@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -138,7 +138,7 @@ def _table(rows: "list[Row]", base: str | None) -> None:
         names = ", ".join(dict.fromkeys(items))
         return f"{len(items)}: {names}" if len(items) > 1 else names
 
-    right = "right"
+    right: Literal["right"] = "right"
     columns = [
         Col("file", [os.path.relpath(r.file, base) if base else r.file for r in rows],
             minimum=24, grow=0, ample=32, names=True),
