@@ -67,9 +67,7 @@ def listen(host: str, port: int) -> tuple[Any, str]:
 
         hint = ""
         if exc.errno == errno.EADDRINUSE:
-            hint = (
-                "; another program listens there: pick another --port, or --port 0 for any free one"
-            )
+            hint = "; another program listens there: another --port, or --port 0 for any free one"
         fail(f"cannot listen on {host}:{port}: {(exc.strerror or str(exc)).lower()}{hint}")
     if not is_loopback(host):
         sys.stderr.write(

@@ -1,5 +1,6 @@
 """``streamtool mutate REC --quirk ID -o OUT``: apply catalogue quirks to a real recording."""
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -134,7 +135,8 @@ def _write(
     except OSError as exc:
         fail(f"{output}: {os_error_text(exc)}")
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # never made (a name too long, no such folder)
+            tmp.unlink(missing_ok=True)
 
 
 def _print_list(path: Path, original: "Original") -> None:

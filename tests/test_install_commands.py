@@ -184,7 +184,7 @@ def _run(venv: Path, command: str, sandbox: Path) -> str:
     cwd = sandbox if words[0] == "streamtool" else ROOT
     check_collection = words[0] == "pytest" or words[:3] == ["python", "-m", "pytest"]
     if check_collection:
-        command += " --collect-only -q -rs -n 0 -p no:cacheprovider"
+        command += " --collect-only -rs -n 0 -p no:cacheprovider"
     elif words[0] == "python" and words[1].startswith("benchmarks/"):
         command = f"python {words[1]} --help"
     done = subprocess.run(
