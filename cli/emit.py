@@ -39,6 +39,8 @@ def check_emit(value: str | None) -> str | None:
 class EmitSink:
     """Gathers the replay's meaning, then writes it as the API's stream."""
 
+    needs_segments = True  # the reply's text is the engine's segments'
+
     def __init__(self, api: str, out: IO[bytes] | None = None) -> None:
         self.api = api
         from streamtool.core.outputs.emit import ReplyBuilder
@@ -47,7 +49,7 @@ class EmitSink:
         self.builder = ReplyBuilder()
 
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
-        self.builder.feed(t, items)
+        self.builder.feed(engine, t, items)
 
     def close(self, engine: ReplayEngine) -> None:
         reply = self.builder.build(engine)

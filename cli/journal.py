@@ -37,6 +37,7 @@ class Row:
     def pump(self, keep_items: bool) -> None:
         """Feed the reads that arrived since the last call (drawing thread only)."""
         from streamtool.core.engine.replay import ReplayEngine
+        from streamtool.core.pipeline.segment_log import SegmentLog
 
         ex = self.ex
         if self.engine is None and self.failed is None:
@@ -47,7 +48,9 @@ class Row:
                 response={"status": ex.status},
             )
             try:
-                self.engine = ReplayEngine(header, source=ex.file or ex.path)
+                # the tree's row keeps its segments: the tree reads them
+                log = SegmentLog() if keep_items else None
+                self.engine = ReplayEngine(header, source=ex.file or ex.path, segments=log)
             except Exception as exc:
                 self.failed = str(exc)
         while self.pending:
@@ -199,6 +202,7 @@ class Journal:
             keep = self.tree and row is self._tree_row
             row.pump(keep)
             if keep and row.items:
+                self._tree_state.use(row.engine.segments if row.engine is not None else None)
                 self._tree_state.feed(row.items)
                 row.items = []
 

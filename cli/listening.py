@@ -17,8 +17,8 @@ HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
 
 AT_THE_LIMIT = (
-    "At the limit a new one closes the oldest still sending its request head, or is answered "
-    "503 when all are busy."
+    "At the limit a new one closes the oldest still sending its request head, else the one "
+    "sending its request body slowest (answered 503), or is answered 503 when all are busy."
 )
 
 

@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -92,6 +92,9 @@ def proxy(
 
     Point the agent at the proxy, e.g. OPENAI_BASE_URL=http://127.0.0.1:8788/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:8788; nothing else changes for it.
+
+    Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: exchanges in progress are cut,
+    their recordings end interrupted and are indexed with the rest.
     """
     from streamtool.core.net.bodies import body_timeout as check_body_timeout
     from streamtool.core.net.guard import ConnectionLimits, connection_limit
@@ -101,7 +104,6 @@ def proxy(
         ProxyApp,
         ProxyConfig,
         parse_upstreams,
-        run_proxy,
     )
     from streamtool.core.net.server import parse_size
 
@@ -159,18 +161,29 @@ def proxy(
         )
     err.write("  Ctrl-C stops it (every recording is finished)\n")
     err.flush()
-    try:
-        if live is not None:
-            with live:
-                run_proxy(proxy_app, sock, limits=limits)
-        else:
-            run_proxy(proxy_app, sock, limits=limits)
-    except KeyboardInterrupt:
-        pass
-    n = proxy_app.recorded
+    code = _run(proxy_app, sock, live, limits)
+    n, cut = proxy_app.recorded, proxy_app.interrupted
     err.write(
-        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/\n"
+        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/"
+        f"{f' ({cut} interrupted)' if cut else ''}\n"
     )
+    raise typer.Exit(code)
+
+
+def _run(proxy_app: Any, sock: Any, live: Any, limits: Any) -> int:
+    """Run the proxy until Ctrl-C (exit status 130) or SIGTERM (143); every exchange in
+    progress is cut then, its recording finished (``interrupted``) and indexed."""
+    import signal
+
+    from streamtool.core.net.proxy import run_proxy
+
+    try:
+        if live is None:
+            return run_proxy(proxy_app, sock, limits=limits).exit_code
+        with live:
+            return run_proxy(proxy_app, sock, limits=limits).exit_code
+    except KeyboardInterrupt:  # while the live view closed
+        return 128 + signal.SIGINT
 
 
 def _pointers(origin: str) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
@@ -129,6 +130,10 @@ class TreeView:
         self.sink = sink
         self.engine: ReplayEngine | None = None
 
+    @property
+    def feed_lock(self) -> Any:
+        return self.sink.feed_lock
+
     def on_items(self, engine: ReplayEngine, t: float | None, items: list[Item]) -> None:
         self.engine = engine
         self.sink.on_items(engine, t, items)
@@ -173,7 +178,9 @@ class LiveFeed:
         source: str,
     ) -> None:
         self.view = view
-        self.wants_segments = isinstance(view, ProgressLine)  # the tree folds its own
+        # the engine is fed under the view's lock when it has one (the tree: its redraw thread
+        # reads the engine's segments)
+        self.lock = getattr(view, "feed_lock", None) or nullcontext()
         self.engine: ReplayEngine | None = None
         self.problem: str | None = None
         self.chunks = 0
@@ -189,8 +196,11 @@ class LiveFeed:
                 converter=converter,
                 parser=parser,
                 source=source,
-                # the segments, kept for a view that reads them (the progress line's counts)
-                segments=SegmentLog(keep_content=False) if self.wants_segments else None,
+                # the segments, kept for a view that reads them: the tree, the progress line's
+                # counts (sizes only)
+                segments=SegmentLog(keep_content=not isinstance(view, ProgressLine))
+                if isinstance(view, (ProgressLine, TreeView))
+                else None,
             )
         except Exception as exc:  # no converter for this API yet: bytes only
             self.problem = f"live view off: {exc}"
@@ -209,7 +219,8 @@ class LiveFeed:
         if engine is None:
             return
         try:
-            items = engine.feed_chunk(chunk)
+            with self.lock:
+                items = engine.feed_chunk(chunk)
             self.view.on_items(engine, chunk.t, items)
         except Exception as exc:
             self._off(exc)
@@ -218,7 +229,8 @@ class LiveFeed:
         engine = self.engine
         if engine is not None:
             try:
-                items = engine.finish(End(result.duration, result.reason, result.error))
+                with self.lock:
+                    items = engine.finish(End(result.duration, result.reason, result.error))
                 self.view.on_items(engine, engine.now, items)
             except Exception as exc:
                 self._off(exc)

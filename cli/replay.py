@@ -241,8 +241,10 @@ def _replay(o: _Options) -> None:
                 string_pieces=isinstance(sink, JsonSink),
                 before_chunk=before_chunk,
                 batched=batched,
+                segments=bool(getattr(sink, "needs_segments", False)),
+                lock=getattr(sink, "feed_lock", None),
                 # a sample's tree is headed by its name, not the path it is installed at
-                source=f"sample {o.sample}" if o.sample and tree else None,
+                label=f"sample {o.sample}" if o.sample and tree else None,
             )
         except KeyboardInterrupt:
             # Ctrl-C while watching: show the tree as far as it got

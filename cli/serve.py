@@ -158,6 +158,8 @@ def serve(
     to clients of any of those four APIs: a request gets the recording whose request holds the
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
     byte in the recording's own). A request nothing answers gets a 404 saying why.
+
+    Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: streams in progress are cut.
     """
     _serve(
         _Options(
@@ -261,13 +263,18 @@ def _serve(o: _Options) -> None:
     else:
         _describe(chosen, o, origin)
     sys.stderr.flush()
-    run_server(
+    stopped = run_server(
         service.app,
         sock,
         log_level="warning",  # serve logs its requests itself; uvicorn's INFO lines are noise
         access_log=False,
         limits=limits,
     )
+    # Ctrl-C (130) or SIGTERM (143): the requests in progress were cut at once
+    n = stopped.cut
+    cut = f"; {n} request{'s' * (n != 1)} in progress cut" if n else ""
+    sys.stderr.write(f"streamtool: serve stopped{cut}\n")
+    raise typer.Exit(stopped.exit_code)
 
 
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:

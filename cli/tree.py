@@ -91,6 +91,9 @@ class TreeSink:
     # the model joins a segment's deltas, so the tree does not depend on where the reads were
     # cut: an unpaced replay feeds it in batches (the frames are drawn by the redraw thread)
     batchable = True
+    # it reads the engine's segments (the engine keeps them), which the redraw thread draws: the
+    # engine is fed under ``feed_lock``
+    needs_segments = True
 
     def __init__(
         self,
@@ -142,11 +145,18 @@ class TreeSink:
         else:  # the common case, once per read: just ask for a frame
             self._dirty = True
 
+    @property
+    def feed_lock(self) -> threading.Lock:
+        """Held while the engine is fed: the redraw thread reads the engine's segments."""
+        return self._lock
+
     def on_items(self, engine: Any, t: float | None, items: list[Any]) -> None:
         self._engine = engine
         if items:
             with self._lock:
-                self.state.feed(items)
+                state = self.state
+                state.use(getattr(engine, "segments", None))
+                state.feed(items)
         if self._thread is None:
             self._changed()
         else:

@@ -199,6 +199,7 @@ class Stats(NamedTuple):
     finished: bool = False
     end_reason: str | None = None
     status: int | None = None  # the recorded HTTP status
+    imported: str | None = None  # an imported recording: where from (its timing is unknown)
 
     @classmethod
     def of(cls, engine: Any) -> Stats:
@@ -222,7 +223,14 @@ class Stats(NamedTuple):
             finished=engine.finished,
             end_reason=None if end is None else end.reason,
             status=_status(engine.header.response),
+            imported=_imported(engine.header.extra.get("imported")),
         )
+
+
+def _imported(imported: Any) -> str | None:
+    if not isinstance(imported, dict):
+        return None
+    return f"{imported.get('from')} {imported.get('file')}, {imported.get('entry')}"
 
 
 def _status(response: Any) -> int | None:
@@ -233,12 +241,13 @@ def _status(response: Any) -> int | None:
 class TreeState:
     """The tree's model: nodes in stream order, invocations, counters.
 
-    The segments are those of a :class:`~streamtool.core.pipeline.segment_log.SegmentLog` of the
-    tree's own, fed the segment events of the items (a live tree is drawn on another thread than
-    the stream's, under its own lock: it cannot read the engine's log while the engine fills it).
+    The segments are those of the engine's :class:`~streamtool.core.pipeline.segment_log.SegmentLog`
+    (``log``: the engine has added the items' segment events to it before they are fed here; a
+    live tree is drawn on another thread, so the engine is fed under the sink's lock), or, without
+    one, of a log of the tree's own, fed the items' segment events.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, log: SegmentLog | None = None) -> None:
         self.nodes: list[Node] = []
         self.segments: dict[str, Segment] = {}
         self.invocations: list[ToolInvocation] = []
@@ -250,8 +259,15 @@ class TreeState:
         self.view_cache: dict[Any, Any] = {}  # what a view computed once and draws every frame
         # told the path of every file whose code the tree will show, when it is learnt
         self.on_path: Callable[[str], None] | None = None
-        self.log = SegmentLog()
+        self._own = log is None  # the tree adds the events itself
+        self.log = SegmentLog() if log is None else log
         self._taken = 0  # the log's segments the tree has a node for
+
+    def use(self, log: SegmentLog | None) -> None:
+        """Read the engine's log from now on (before anything was fed; else nothing changes)."""
+        if log is not None and self._own and self.log.cursor == 0 and not self.nodes:
+            self.log = log
+            self._own = False
 
     @property
     def generated_chars(self) -> int:
@@ -261,11 +277,12 @@ class TreeState:
     def feed(self, items: list[Any]) -> None:
         segments = self.segments
         log = self.log
-        add = log.add
+        add = log.add if self._own else None
         start = SegmentEventType.START
         for item in items:
             if type(item) is SegmentEvent:
-                add(item)
+                if add is not None:
+                    add(item)
                 if item.event_type is start:  # the log's next segment
                     source = log.segments[self._taken]
                     self._taken += 1

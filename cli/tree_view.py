@@ -137,7 +137,11 @@ def root_label(stats: Stats) -> Fields:
             field.append(str(value))
             fields.append(field)
     source = Text(stats.source or "stream", style=STYLE["root"])
-    return Fields([([source], ""), (fields, " · ")])
+    rows = [([source], ""), (fields, " · ")]
+    if stats.imported:
+        told = Text(f"imported from {stats.imported}: reads and timing unknown", style=STYLE["dim"])
+        rows.append(([told], ""))
+    return Fields(rows)
 
 
 def footer(stats: Stats, state: TreeState) -> Fields:

@@ -186,8 +186,9 @@ def test_prerelease_capture_where_the_sdk_fails(streams: Streams) -> None:
     """The SDK refuses this capture (``RuntimeError: Completed output item identity changed``):
     each function_call item names a different ``call_id`` in ``output_item.added``,
     ``output_item.done`` and ``response.completed`` (the corpus marks the capture semi-real).
-    The correct replay keeps both calls with their arguments, uses the call id the stream
-    announced first (the one a live client acted on) and reports the later ids as a quirk."""
+    The correct replay keeps both calls with their arguments, gives each the call id its item
+    held when the call was whole (``output_item.done``: the item a client runs the call from and
+    answers), keeps the id it began with as the segment's, and reports the change as a quirk."""
     path = CORPUS / "openai" / "responses-parallel-function-calls-prerelease.sse"
     if not path.exists():
         pytest.skip("the shared provider corpus (../shared/corpus) is not present")
@@ -195,9 +196,11 @@ def test_prerelease_capture_where_the_sdk_fails(streams: Streams) -> None:
     assert isinstance(raised, RuntimeError) and "identity changed" in str(raised)
     result = summary(path.read_bytes())
     assert calls(result) == [
-        ("call_6KxSghkb4MVnunFH2TxPErLP", "currentLocation", {}),
-        ("call_Dg6WUmFHNeR5JxX1s53s1G4b", "weather", {"location": "Rome"}),
+        ("call_pgjcAI4ZegMkP6bsAV7sfrJA", "currentLocation", {}),
+        ("call_X2PAkDJInno9VVnNkDrfhboW", "weather", {"location": "Rome"}),
     ]
+    first = [c["segment_id"] for c in result["invocations"]]
+    assert first == ["call_6KxSghkb4MVnunFH2TxPErLP", "call_Dg6WUmFHNeR5JxX1s53s1G4b"]
     (quirk,) = result["quirks"]
     assert quirk["id"] == "responses_call_id_changed"
     assert "call_pgjcAI4ZegMkP6bsAV7sfrJA" in quirk["detail"]

@@ -35,7 +35,9 @@ KIMI_RECORDINGS = sorted(RECORDINGS.glob("*kimi-k2*.jsonl"))
 def emit(path: Path, converter: str = "auto") -> tuple[bytes, dict[str, Any]]:
     out = io.BytesIO()
     sink = OpenAISSESink(out)
-    engine = replay_file(path, converter=converter, on_items=sink.on_items)
+    engine = replay_file(
+        path, converter=converter, on_items=sink.on_items, segments=sink.needs_segments
+    )
     sink.close(engine)
     return out.getvalue(), engine.summary()
 

@@ -10,6 +10,7 @@ import pytest
 
 from streamtool.core.model.finish import finish_class
 from streamtool.core.model.quirks import CATALOGUE
+from streamtool.core.model.records import Header
 
 from .conftest import RECORDINGS
 from .helpers import chat_chunk, sse
@@ -261,3 +262,95 @@ def test_anthropic_programmatic_call_handed_to_the_client_is_tool_calls() -> Non
     assert calls(result) == [("toolu_1", "get_weather", {"city": "Paris"})]
     assert result["errors"] == []
     assert result["finish_class"] == "tool_calls"
+
+
+# -- Responses: a function_call named `parallel` that wraps the real calls ----------------------
+def _responses_wrapper_body(
+    tool_uses: list[dict[str, object]], *, text: str = "Checking both.", raw: str | None = None
+) -> bytes:
+    """A Responses stream as the API documents its events: a message, then one function_call
+    item named ``parallel`` whose arguments (streamed in deltas) hold ``tool_uses``."""
+    args = raw if raw is not None else json.dumps({"tool_uses": tool_uses})
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress",
+           "content": []}  # fmt: skip
+    call = {"id": "fc_1", "type": "function_call", "call_id": "call_P", "name": "parallel",
+            "arguments": "", "status": "in_progress"}  # fmt: skip
+    done_call = {**call, "arguments": args, "status": "completed"}
+    done_msg = {**msg, "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    pieces = [args[i : i + 7] for i in range(0, len(args), 7)]
+    events: list[dict[str, object]] = [
+        {"type": "response.created",
+         "response": {"id": "r", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": msg},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+         "content_index": 0, "delta": text},
+        {"type": "response.output_item.done", "output_index": 0, "item": done_msg},
+        {"type": "response.output_item.added", "output_index": 1, "item": call},
+        *({"type": "response.function_call_arguments.delta", "item_id": "fc_1",
+           "output_index": 1, "delta": p} for p in pieces),
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1,
+         "arguments": args},
+        {"type": "response.output_item.done", "output_index": 1, "item": done_call},
+        {"type": "response.completed",
+         "response": {"id": "r", "status": "completed", "output": [done_msg, done_call]}},
+    ]  # fmt: skip
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def test_a_responses_parallel_wrapper_is_unwrapped_into_its_calls(tmp_path: Path) -> None:
+    uses = [
+        {"recipient_name": "functions.get_weather", "parameters": {"city": "Paris"}},
+        {"recipient_name": "functions.get_time", "parameters": {"tz": "Asia/Tokyo"}},
+    ]
+    path = tmp_path / "wrapper.sse"
+    path.write_bytes(_responses_wrapper_body(uses))
+    result = assert_chunking_invariant(path)  # any cut of the reads gives the same
+    assert calls(result) == [
+        ("call_P_0", "get_weather", {"city": "Paris"}),
+        ("call_P_1", "get_time", {"tz": "Asia/Tokyo"}),
+    ]
+    assert result["text"] == "Checking both."  # nothing else lost
+    assert [q["id"] for q in result["quirks"]] == ["responses_parallel_wrapper"]
+    assert result["finish_class"] == "tool_calls" and result["errors"] == []
+    assert CATALOGUE["responses_parallel_wrapper"].severity == "error"
+
+
+def test_a_declared_tool_named_parallel_or_another_shape_is_a_call_as_sent() -> None:
+    uses = [{"recipient_name": "functions.get_weather", "parameters": {"city": "Paris"}}]
+    body = _responses_wrapper_body(uses)
+    header = Header(api="openai-responses", request={"body": {"tools": [
+        {"type": "function", "name": "parallel", "parameters": {}}]}})  # fmt: skip
+    declared = summary([body], header=header)
+    assert calls(declared) == [("call_P", "parallel", {"tool_uses": uses})]
+    assert "responses_parallel_wrapper" not in [q["id"] for q in declared["quirks"]]
+    other = summary([_responses_wrapper_body([], raw='{"tool_uses": "not a list"}')])
+    assert calls(other) == [("call_P", "parallel", {"tool_uses": "not a list"})]
+    assert "responses_parallel_wrapper" not in [q["id"] for q in other["quirks"]]
+
+
+def test_a_client_tool_search_whose_call_id_changes_is_answered_under_its_last_id() -> None:
+    """The item's ``call_id`` in ``output_item.done`` (and ``response.completed``) is the one
+    the client answers with: the summary gives it, the segment keeps the id it began with, and
+    the change is reported."""
+
+    def ev(kind: str, **fields: object) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
+
+    added = {"id": "tsc_9", "type": "tool_search_call", "call_id": "call_first",
+             "execution": "client", "status": "in_progress", "arguments": {}}  # fmt: skip
+    done = {**added, "call_id": "call_last", "status": "completed",
+            "arguments": {"query": "weather"}}  # fmt: skip
+    body = (
+        ev("response.created", response={"id": "r", "status": "in_progress", "output": []})
+        + ev("response.output_item.added", output_index=0, item=added)
+        + ev("response.output_item.done", output_index=0, item=done)
+        + ev("response.completed", response={"id": "r", "status": "completed", "output": [done]})
+    )
+    result, items = run(body)
+    (call,) = result["invocations"]
+    assert (call["id"], call["segment_id"]) == ("call_last", "call_first")
+    assert call["arguments"] == {"query": "weather"} and not call.get("server_side")
+    assert [q["id"] for q in result["quirks"]] == ["responses_call_id_changed"]
+    starts = [i for i in items if i.get("event") == "SEGMENT_START"]
+    assert [s["segment_id"] for s in starts] == ["call_first"]

@@ -90,12 +90,16 @@ def replayed(original_: M.Original, ids: list[str]) -> tuple[set[str], dict]:
 
 
 # -- the catalogue ----------------------------------------------------------------------------
-def test_every_generatable_id_names_a_mutation_defined_beside_it() -> None:
-    named = {info.mutation for info in M.generatable()}
-    assert named == M.registered()  # no mutation without its catalogue entry, and back
+def test_every_generatable_id_is_a_mutations_declared_quirk() -> None:
+    declared = M.registered()
+    assert [info.id for info in M.generatable()] == [q for q in CATALOGUE if q in declared]
+    assert set(declared) <= set(CATALOGUE)  # no mutation of a quirk the catalogue lacks
+    for qid, mut in declared.items():
+        assert mut.quirk is qid and callable(mut.func)
     assert len(M.generatable()) >= 35
     for qid in ASKED + READS:
-        assert CATALOGUE[qid].generatable, qid
+        assert qid in declared, qid
+        assert M.not_generatable(qid) is None
     for qid in READS:
         assert set(M.mutation_of(qid).apis) == set(M.WIRE_APIS)
     kinds = {info.id: info.kind for info in CATALOGUE.values()}

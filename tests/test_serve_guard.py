@@ -12,6 +12,7 @@ import select
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 import h11
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from streamtool.cli import proxy as proxy_cli
@@ -30,7 +33,7 @@ from streamtool.core.net import guard as guard_module
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.server import parse_size, serving
 
-from .serve_helpers import body_of, recording, start_listening
+from .serve_helpers import body_of, chat_chunk, recording, start_listening, write_recording
 
 REC = recording("openai-parallel-tool-calls")
 NOFILE = 256  # the servers' open-file limit: the default connection limit is 192 (proxy: 64)
@@ -449,7 +452,8 @@ def served_within(origin: str, seconds: float) -> int:
 @pytest.mark.parametrize("command", ["serve", "proxy"])
 def test_slow_bodies_time_out_and_normal_requests_are_served(command: str, tmp_path: Path) -> None:
     """Clients that send a head and then a body byte every 2 s, as many as --max-connections:
-    each is answered 408 after --body-timeout and closed, and normal requests get through."""
+    each is answered 408 after --body-timeout and closed (or 503 if a normal request took its
+    connection first), and normal requests get through."""
     limit = 30
     guard = ["--max-connections", str(limit), "--body-timeout", "1"]
     with serving([REC], Playback(speed=None)) as upstream:
@@ -464,7 +468,7 @@ def test_slow_bodies_time_out_and_normal_requests_are_served(command: str, tmp_p
         try:
             flood = slow_body(origin, limit)
             time.sleep(0.3)  # every head taken: the connections are busy with their requests
-            dripping = threading.Thread(target=drip, args=(flood, time.monotonic() + 5))
+            dripping = threading.Thread(target=drip, args=(flood, time.monotonic() + 2.5))
             dripping.start()
             served = served_within(origin, 4)
             dripping.join()
@@ -474,11 +478,14 @@ def test_slow_bodies_time_out_and_normal_requests_are_served(command: str, tmp_p
                 sock.close()
             err = stop(proc)
     assert served >= 5, err
-    # each slow client is answered 408 and closed; one whose head the server had not taken yet
-    # when the first normal request came may have been closed to make room for it instead
+    # each slow client is answered 408 and closed, or 503 when a normal request needed its
+    # connection first; one whose head the server had not taken yet when the first normal
+    # request came may have been closed to make room for it (without an answer)
     timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408 ")]
-    assert len(timed_out) >= limit - 2, [a[:30] for a in answers]
-    assert all(a == b"" for a in answers if a not in timed_out)
+    evicted = [a for a in answers if a.startswith(b"HTTP/1.1 503 ")]
+    assert len(timed_out) + len(evicted) >= limit - 2, [a[:30] for a in answers]
+    assert timed_out, [a[:30] for a in answers]
+    assert all(a == b"" for a in answers if a not in timed_out and a not in evicted)
     assert all(b"--body-timeout" in a and b"connection: close" in a for a in timed_out)
     assert "Traceback" not in err and "--body-timeout" in err, err
 
@@ -536,3 +543,213 @@ def test_the_proxy_answers_a_body_over_max_body_413_without_forwarding(tmp_path:
     assert len(upstream.seen) == 1  # only the small one went upstream
     assert not [p for p in out.glob("*.jsonl") if p.read_bytes() and "x" * 100 in p.read_text()]
     assert "Traceback" not in err and err.count("-> 413") == 2, err
+
+
+# -- behind a gateway ----------------------------------------------------------------------------
+def two_second_stream(folder: Path) -> Path:
+    """20 events 0.1 s apart, then the end: a stream of 2 s."""
+    reads: list[tuple[float, bytes | str]] = [(0.1 * i, chat_chunk(f"w{i} ", i)) for i in range(20)]
+    reads.append((2.0, "data: [DONE]\n\n"))
+    return write_recording(folder / "two-seconds.jsonl", reads, model="gpt-4o-mini")
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_a_stream_past_the_header_timeout_survives_x_forwarded_for(
+    command: str, tmp_path: Path
+) -> None:
+    """Behind a local gateway that adds X-Forwarded-For: a 2 s stream with a 0.8 s header
+    timeout arrives whole; no 408 is written into it (the request was linked to its connection
+    by the client's address, which the header replaced)."""
+    rec = two_second_stream(tmp_path)
+    with serving([rec], Playback()) as upstream:
+        if command == "serve":
+            args = ["serve", str(rec)]
+        else:
+            out = str(tmp_path / "caps")
+            args = ["proxy", "--upstream", upstream.url, "--out", out, "--view", "none"]
+        proc, origin = start([*args, "--header-timeout", "0.8"])
+        try:
+            with httpx.Client(timeout=10, headers={"X-Forwarded-For": "10.9.8.7"}) as client:
+                started = time.monotonic()
+                with client.stream(
+                    "POST",
+                    origin + "/v1/chat/completions",
+                    json={"model": "gpt-4o-mini", "stream": True, "messages": []},
+                ) as resp:
+                    body = b"".join(resp.iter_raw())
+                assert resp.status_code == 200
+                assert body == body_of(rec)
+                assert time.monotonic() - started > 1.5  # well past the header timeout
+                # the kept-alive connection's next request is linked to it just as well
+                r = client.get(origin + "/" if command == "serve" else origin + "/v1/models")
+                assert r.status_code in (200, 404)
+        finally:
+            err = stop(proc)
+    assert "--header-timeout" not in err and "Traceback" not in err, err
+
+
+def test_forwarded_headers_are_not_trusted_and_the_proxy_passes_them_on() -> None:
+    """A request's client is the address its connection came from: X-Forwarded-For and
+    X-Forwarded-Proto change neither it nor the scheme (every server of the project runs with
+    uvicorn's proxy_headers off); the proxy sends them upstream as they came, as any header."""
+    from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
+
+    from .proxy_helpers import Upstream
+
+    seen: list[tuple[str, str]] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        seen.append((scope["client"][0], scope["scheme"]))
+        await send({"type": "http.response.start", "status": 204, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+
+    forwarded = {"X-Forwarded-For": "10.9.8.7", "X-Forwarded-Proto": "https"}
+    with ServerThread(app) as server:
+        assert httpx.get(server.url + "/", headers=forwarded).status_code == 204
+    assert seen == [("127.0.0.1", "http")]
+    upstream = Upstream()
+    with ServerThread(upstream.app) as up, tempfile.TemporaryDirectory() as out:
+        config = ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))
+        with ProxyThread(config) as proxy:
+            assert httpx.get(proxy.url + "/v1/models", headers=forwarded).status_code == 200
+    headers = upstream.seen[-1]["headers"]
+    assert headers["x-forwarded-for"] == "10.9.8.7"
+    assert headers["x-forwarded-proto"] == "https"
+
+
+# -- slow request bodies at the connection limit ------------------------------------------------
+def received_now(socks: list[socket.socket]) -> list[bytes | None]:
+    """What each socket has received so far (``None``: reset)."""
+    out: list[bytes | None] = []
+    for sock in socks:
+        sock.setblocking(False)
+        data = bytearray()
+        try:
+            while piece := sock.recv(65536):
+                data += piece
+        except BlockingIOError:
+            pass
+        except OSError:
+            out.append(None)
+            continue
+        finally:
+            sock.settimeout(5)
+        out.append(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_slow_bodies_filling_the_limit_make_room_for_normal_requests(
+    command: str, tmp_path: Path
+) -> None:
+    """20 clients send a head, then their body a byte every 2 s, filling --max-connections 20
+    (the body timeout is the default 30 s): normal requests are served all the same, each taking
+    the connection of the body that has come slowest, whose client reads a real 503."""
+    limit = 20
+    with serving([REC], Playback(speed=None)) as upstream:
+        if command == "serve":
+            args = ["serve", str(REC), "--speed", "max"]
+        else:
+            out = str(tmp_path / "caps")
+            args = ["proxy", "--upstream", upstream.url, "--out", out, "--view", "none"]
+        proc, origin = start([*args, "--max-connections", str(limit)], nofile=1024)
+        flood: list[socket.socket] = []
+        try:
+            flood = slow_body(origin, limit)
+            dripping = threading.Thread(target=drip, args=(flood, time.monotonic() + 2.5))
+            dripping.start()
+            # every head taken (a cold server process takes a moment), each body arriving for
+            # longer than BODY_GRACE
+            time.sleep(1.5)
+            statuses = []
+            for _ in range(5):
+                r = httpx.post(origin + "/v1/chat/completions", content=REQUEST_BODY, timeout=5)
+                statuses.append((r.status_code, r.content == body_of(REC)))
+            time.sleep(0.3)
+            answers = received_now(flood)
+            dripping.join()
+        finally:
+            err = stop(proc)  # first: the slow clients still sending are cut, not gone away
+            for sock in flood:
+                sock.close()
+    assert statuses == [(200, True)] * 5, err
+    evicted = [a for a in answers if a and a.startswith(b"HTTP/1.1 503 ")]
+    assert evicted, [a[:20] if a is not None else None for a in answers]
+    assert all(b"came too slowly" in a and b"connection: close" in a for a in evicted)
+    # the others are still open, waiting for their bodies: nobody was reset
+    assert all(a == b"" for a in answers if a not in evicted), answers
+    assert "503 and closed it to make room: its request body came slowest" in err, err
+    assert "went away while sending its body" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_a_refused_client_reads_its_503_though_it_sends_after_it(
+    command: str, tmp_path: Path
+) -> None:
+    """--max-connections 2, both busy streaming: a new client is answered 503 as it connects,
+    and reads it although it sends its request afterwards (a connection closed with bytes
+    unread, or sent to after its close, is reset, and the client would lose the answer)."""
+    with serving([REC], Playback(speed=None, stall=2.0)) as upstream:
+        if command == "serve":
+            args = ["serve", str(REC), "--speed", "max", "--stall", "2"]
+        else:
+            out = str(tmp_path / "caps")
+            args = ["proxy", "--upstream", upstream.url, "--out", out, "--view", "none"]
+        proc, origin = start([*args, "--max-connections", "2"])
+        try:
+            busy = []
+            for _ in range(2):
+                sock = connect(origin)
+                sock.sendall(request_bytes())
+                response = Response(sock)
+                assert response.head() == 200
+                busy.append(response)
+            refused = connect(origin)
+            time.sleep(0.3)  # the 503 is written as the connection comes
+            data = request_bytes()
+            refused.sendall(data[:40])
+            time.sleep(0.1)
+            refused.sendall(data[40:])
+            answer = read_to_end(refused)
+            for response in busy:
+                assert response.rest() == body_of(REC)
+        finally:
+            err = stop(proc)
+    assert answer.startswith(b"HTTP/1.1 503 "), answer
+    assert b"retry-after: 1" in answer and answer.endswith(b"is busy"), answer
+    assert "503: all 2 are busy with requests" in err
+
+
+class _Body:
+    def __init__(self, since: float, sent: int) -> None:
+        self.body_since = since
+        self.body_bytes = sent
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(min_value=0, max_value=30), st.integers(min_value=0, max_value=10**7)),
+        max_size=25,
+    )
+)
+def test_the_body_closed_to_make_room_is_the_slowest_past_the_grace(
+    bodies: list[tuple[float, int]],
+) -> None:
+    """Whatever bodies are arriving: the one chosen has the fewest bytes per second since its
+    head among those arriving for BODY_GRACE seconds or more; none when no body is that old."""
+    now = 1000.0
+    guard = guard_module.ConnectionGuard(guard_module.ConnectionLimits(100), clock=lambda: now)
+    conns = []
+    for age, sent in sorted(bodies, key=lambda b: -b[0]):  # heads came oldest first
+        conn = _Body(now - age, sent)
+        guard.admit(conn)
+        guard.busy(conn, body=True)
+        conns.append(conn)
+    chosen = guard.slowest_body()
+    old = [c for c in conns if now - c.body_since >= guard_module.BODY_GRACE]
+    if not old:
+        assert chosen is None
+        return
+    rate = {id(c): c.body_bytes / (now - c.body_since) for c in old}
+    assert chosen in old and rate[id(chosen)] == min(rate.values())

@@ -170,3 +170,29 @@ def test_unpaced_replay_feeds_the_tree_in_batches_and_paced_read_by_read(
         assert calls == ([str(path)] if speed == "max" else [])
         outputs[speed] = result.output
     assert outputs["max"] == outputs["1000"]
+
+
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("parser", ["api_tool_call", "xml"])
+def test_tree_reads_the_engines_segments_and_draws_what_its_own_fold_draws(
+    parser: str, batched: bool
+) -> None:
+    """The tree folds nothing itself when the engine keeps the segments (``replay`` asks for
+    them): it reads the engine's log, fed under the sink's lock, and draws the same tree as a
+    model that folds the items itself."""
+    for path in ALL:
+        own = tree_of_file(path, parser, batched, None)
+        sink, out = new_sink()
+        engine = replay_file(
+            path,
+            parser=parser,
+            on_items=sink.on_items,
+            batched=batched,
+            segments=sink.needs_segments,
+            lock=sink.feed_lock,
+        )
+        sink.close(engine)
+        assert engine.segments is not None
+        if sink.state.nodes:
+            assert sink.state.log is engine.segments, path.name
+        assert out.getvalue() == own, path.name

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyte
@@ -73,6 +74,7 @@ def run_in_pty(
     rows: int = 40,
     env: dict[str, str] | None = None,
     interrupt_after: float | None = None,
+    interrupt_when: Callable[[], bool] | None = None,
     timeout: float = 20.0,
 ) -> Run:
     master, slave = pty.openpty()
@@ -101,7 +103,8 @@ def run_in_pty(
                 proc.kill()
                 raise AssertionError(f"no exit after {timeout} s: {bytes(out[-400:])!r}")
             # Ctrl-C once the tree is on the screen (a loaded machine may start slowly)
-            if interrupt_after is not None and not sent and out and now - start >= interrupt_after:
+            due = interrupt_after is not None and out and now - start >= interrupt_after
+            if not sent and (due or (interrupt_when is not None and interrupt_when())):
                 os.write(master, b"\x03")  # Ctrl-C, through the terminal's line discipline
                 sent = True
             ready, _, _ = select.select([master], [], [], 0.05)

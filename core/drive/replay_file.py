@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ..engine.replay import Item, ReplayEngine
 from ..model.records import Chunk
+from ..pipeline.segment_log import SegmentLog
 from ..recording.reader import Source
 
 
@@ -23,7 +25,9 @@ def replay_file(
     transcript: bool = False,
     keep_events: bool = False,
     string_pieces: bool = False,
-    source: str | None = None,
+    segments: bool = False,
+    lock: AbstractContextManager[Any] | None = None,
+    label: str | None = None,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
@@ -32,8 +36,10 @@ def replay_file(
     called before each chunk is fed (the CLI paces a replay there). ``transcript=True`` keeps
     the segments a transcript (and a diff) needs; ``keep_events=True`` keeps the handler's event
     log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
-    (see :class:`~streamtool.core.engine.replay.ReplayEngine`). ``source`` names the stream
-    in what the engine shows (default: ``path``).
+    (see :class:`~streamtool.core.engine.replay.ReplayEngine`). ``segments=True`` keeps the
+    segments (``engine.segments``) for a sink that reads them; ``lock``, when given, is held while
+    the engine is fed (for a sink that reads the engine from another thread). ``label`` names
+    the stream in what the engine shows (its ``source``; default: ``path``).
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
@@ -44,36 +50,46 @@ def replay_file(
     """
     if batched and before_chunk is not None:
         raise ValueError("a batched replay takes no before_chunk")
-    reader = Source(path)
+    source = Source(path)
     engine = ReplayEngine(
-        reader.header,
+        source.header,
         converter=converter,
         parser=parser,
-        source=str(path) if source is None else source,
+        source=str(path) if label is None else label,
         handler_options=handler_options,
         transcript=transcript,
         keep_events=keep_events,
         string_pieces=string_pieces,
+        segments=SegmentLog() if segments and not transcript else None,
     )
+    held = lock if lock is not None else nullcontext()
     if batched:
-        batches = engine.feed_block_batches(reader.chunk_blocks())
+        batches = engine.feed_block_batches(source.chunk_blocks())
         if on_items is None:
             for _ in batches:
                 pass
-            engine.finish(reader.end)
+            engine.finish(source.end)
             return engine
-        for t, items in batches:
-            on_items(engine, t, items)
-        on_items(engine, None, engine.finish(reader.end))
+        while True:
+            with held:
+                batch = next(batches, None)
+            if batch is None:
+                break
+            on_items(engine, *batch)
+        with held:
+            items = engine.finish(source.end)
+        on_items(engine, None, items)
         return engine
     feed = engine.feed_chunk
-    for chunk in reader.chunks():
+    for chunk in source.chunks():
         if before_chunk is not None:
             before_chunk(engine, chunk)
-        items = feed(chunk)
+        with held:
+            items = feed(chunk)
         if on_items is not None and items:
             on_items(engine, chunk.t, items)
-    items = engine.finish(reader.end)
+    with held:
+        items = engine.finish(source.end)
     if on_items is not None:
         on_items(engine, None, items)
     return engine

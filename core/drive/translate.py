@@ -21,9 +21,7 @@ def reply_from_file(
 ) -> tuple[Reply, ReplayEngine]:
     """The meaning of a recording (and the finished replay it came from)."""
     builder = ReplyBuilder()
-    engine = replay_file(
-        path, converter=converter, on_items=lambda _e, t, items: builder.feed(t, items)
-    )
+    engine = replay_file(path, converter=converter, on_items=builder.feed, segments=True)
     return builder.build(engine), engine
 
 

@@ -566,7 +566,7 @@ class ReplayEngine:
             reasoning: Any = TextPieces(self._reasoning.blocks())
         else:
             text, reasoning = self.texts()
-        return {
+        out = {
             "source": self.source,
             "converter": self.converter_name,
             "parser": self.parser,
@@ -582,6 +582,11 @@ class ReplayEngine:
             "quirks": [q.to_dict() for q in self.quirks],
             "stats": self.stats(),
         }
+        imported = self.header.extra.get("imported")
+        if imported is not None:
+            # where an imported recording came from: its read boundaries and timing are unknown
+            out["imported"] = imported
+        return out
 
 
 def _join_pieces(value: Any) -> Any:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..recording.secrets import redact_keys
+from ..wire.fastjson import canonical
 
 # top-level request fields that change nothing about the conversation a recording answers
 DEFAULT_IGNORED: tuple[str, ...] = (
@@ -125,11 +126,6 @@ class MatchRules:
         for steps in self.ignore:
             body = _drop(body, steps)
         return body
-
-
-def canonical(body: Any) -> str:
-    """One string per normalized body: equal bodies, equal strings, whatever the key order."""
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 # -- differences -------------------------------------------------------------------------------

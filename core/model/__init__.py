@@ -168,7 +168,9 @@ class ToolInvocation(msgspec.Struct):
     """A tool call ready to run. Its id is the id of the segment that produced it.
 
     ``arguments`` is ``None`` when the argument text could not be parsed; ``raw_arguments``
-    then holds the text exactly as received (never replaced by ``{}``).
+    then holds the text exactly as received (never replaced by ``{}``). ``call_id`` is the id
+    the provider gave the call last, when it changed it after the call's segment began (the id
+    a client answers with): the summary's ``id`` (and ``segment_id`` the segment's).
     """
 
     id: str
@@ -177,9 +179,17 @@ class ToolInvocation(msgspec.Struct):
     raw_arguments: str | None = None
     server_side: bool = False
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    call_id: str | None = None
+
+    @property
+    def answer_id(self) -> str:
+        """The id a client answers the call with: the provider's last."""
+        return self.call_id or self.id
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        out: dict[str, Any] = {"id": self.answer_id, "name": self.name, "arguments": self.arguments}
+        if self.call_id:
+            out["segment_id"] = self.id
         if self.arguments is None:
             out["raw_arguments"] = self.raw_arguments
         if self.server_side:

@@ -76,6 +76,7 @@ class QuirkId(StrEnum):
     TEXT_MISMATCH = "text_mismatch"
     RESPONSES_DELTA_BEFORE_ITEM = "responses_delta_before_item"
     RESPONSES_CALL_ID_CHANGED = "responses_call_id_changed"
+    RESPONSES_PARALLEL_WRAPPER = "responses_parallel_wrapper"
     RESPONSES_ITEM_ID_ROTATION = "responses_item_id_rotation"
     RESPONSES_PARALLEL_INTERLEAVED = "responses_parallel_interleaved"
     RESPONSES_SEQUENCE_GAP = "responses_sequence_gap"

@@ -40,13 +40,7 @@ class QuirkInfo:
     severity: Severity
     explanation: str
     reference: str
-    mutation: str = ""
     kind: QuirkKind = QuirkKind.PROVIDER
-
-    @property
-    def generatable(self) -> bool:
-        """Whether ``streamtool mutate`` can apply this quirk to a real stream."""
-        return bool(self.mutation)
 
     @property
     def anchor(self) -> str:
@@ -73,12 +67,10 @@ KINDS = tuple(QuirkKind)
 how the bytes arrived (``wire``: read boundaries and framing, which never change what a stream
 means and are reported in a replay's statistics, not its quirks)."""
 
-# (id, severity, explanation, reference[, mutation]); grouped as in the catalogue's sections. The
-# mutation, ``<prefix>.<function>``, names the function that applies the quirk to a real stream:
-# ``<prefix>`` is a mutation module's (the generic ``sse``, ``faults`` and ``wire`` of
-# :mod:`streamtool.core.mutations`, or an API package's ``mutations`` part, which registers the
-# function under its prefix); an entry that has one is generatable. The table is text: the
-# ``QuirkId`` enum is generated from it (``--ids``, below).
+# (id, severity, explanation, reference); grouped as in the catalogue's sections. A quirk that
+# ``streamtool mutate`` can apply to a real stream has a mutation: a function that declares the
+# quirk's id (:mod:`streamtool.core.mutations`, or an API package's ``mutations`` part). The
+# table is text: the ``QuirkId`` enum is generated from it (``--ids``, below).
 _ENTRIES: tuple[tuple[str, ...], ...] = (
     # -- A. SSE and transport -----------------------------------------------------------------
     (
@@ -87,7 +79,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "SSE comment lines (`: OPENROUTER PROCESSING`, `: ping`) arrive between events; a parser "
         "that JSON-decodes every line fails on them",
         "Q-SSE-1; openai/openai-go#227, tmc/langchaingo PR#631",
-        "sse.comment_keepalive",
     ),
     (
         "sse_empty_event_after_comment",
@@ -102,7 +93,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "events separated by a single newline: a standard SSE parser joins their data lines "
         "into one invalid JSON value",
         "Q-SSE-4; anomalyco/opencode#27365",
-        "chat.single_newline_separator",
     ),
     (
         "eof_no_done",
@@ -110,7 +100,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "the stream ended without `data: [DONE]`; clients that wait for it hang or report a "
         "truncated stream",
         "Q-SSE-7; maximhq/bifrost PR#7115",
-        "chat.eof_no_done",
     ),
     (
         "done_no_finish_reason",
@@ -124,14 +113,12 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "warn",
         "events arrived after `data: [DONE]`; clients stop reading at [DONE] and lose them",
         "Q-TC-8; openai/openai-node PR#2658",
-        "chat.data_after_done",
     ),
     (
         "unknown_event",
         "info",
         "an event type this API's converter does not know was skipped",
         "Q-SSE-8; vercel/ai PR#2720",
-        "sse.unknown_event",
     ),
     (
         "provider_error",
@@ -139,7 +126,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "an error event inside a 200 stream, after output began (`event: error`, a top-level "
         "`error` object); clients that skip unknown events show a cut answer as complete",
         "Q-SSE-8; anthropics/anthropic-sdk-python#1918, use-agent-os/agent-os#2118",
-        "faults.provider_error",
     ),
     # -- B. Chat Completions tool-call deltas -------------------------------------------------
     (
@@ -148,7 +134,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "tool_calls entries without `index`; openai-python's accumulator raises TypeError and "
         "other clients merge every call into call 0",
         "Q-TC-1; openai/openai-python#2806",
-        "chat.tool_index_missing",
     ),
     (
         "oai_parallel_same_index",
@@ -156,7 +141,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "parallel tool calls share one `index`; merging by index glues their arguments, names "
         "and ids together",
         "Q-TC-2; ollama/ollama#15457, langchain-ai/langchainjs#8276",
-        "chat.parallel_same_index",
     ),
     (
         "oai_id_every_chunk",
@@ -164,7 +148,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "the tool call id is repeated on every chunk; concatenating accumulators build ids like "
         "`call_1call_1call_1`",
         "Q-TC-3; BerriAI/litellm#20480, SillyTavern/SillyTavern PR#5948",
-        "chat.id_every_chunk",
     ),
     (
         "oai_name_every_chunk",
@@ -172,7 +155,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "the tool name is repeated on every chunk; concatenating accumulators build names like "
         "`read_fileread_file`",
         "Q-TC-3; NousResearch/hermes-agent PR#11984",
-        "chat.name_every_chunk",
     ),
     (
         "oai_args_cumulative",
@@ -180,7 +162,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "every argument fragment repeats the arguments so far; appending them gives `{..}{..}` "
         "(streamtool keeps only the new suffix)",
         "Q-TC-4; NousResearch/hermes-agent PR#35718",
-        "chat.args_cumulative",
     ),
     (
         "oai_args_placeholder_then_full",
@@ -188,7 +169,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "a `{}` placeholder came before the full arguments; appending both gives invalid JSON "
         "(streamtool drops the placeholder)",
         "Q-TC-4; microsoft/autogen PR#7549",
-        "chat.args_placeholder_then_full",
     ),
     (
         "oai_args_delta_plus_summary",
@@ -196,7 +176,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "the complete arguments were sent again after their deltas; appending them doubles the "
         "JSON (streamtool drops the repeat)",
         "Q-TC-4; elizaOS/eliza PR#16973",
-        "chat.args_delta_plus_summary",
     ),
     (
         "oai_args_object",
@@ -204,7 +183,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "arguments sent as a JSON value instead of a string; string accumulators crash or build "
         "`[object Object]`",
         "Q-TC-5; can1357/oh-my-pi PR#1779, ggml-org/llama.cpp#20198",
-        "chat.args_object",
     ),
     (
         "oai_multi_tool_use_parallel",
@@ -221,21 +199,18 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         'a tool call id sent as `""`; clients that key calls by id lose or merge them '
         "(streamtool gives the call a deterministic id)",
         "Q-TC-6; vercel/ai#7834",
-        "chat.empty_id",
     ),
     (
         "oai_trailing_empty_tool_stub",
         "warn",
         "a last chunk carries an empty tool-call stub; some clients turn it into a duplicate call",
         "Q-TC-8; vercel/ai#3953",
-        "chat.trailing_empty_tool_stub",
     ),
     (
         "legacy_function_call",
         "warn",
         "the deprecated `delta.function_call` instead of `tool_calls`; current clients ignore it",
         "Q-TC-6; openai/openai-python#2806",
-        "chat.legacy_function_call",
     ),
     # -- C. Finish reason, usage, first and last chunks --------------------------------------
     (
@@ -244,7 +219,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         '`finish_reason: "stop"` although tool calls were sent; agent loops that branch on '
         '"tool_calls" stop early',
         "Q-FR-1; vllm-project/vllm PR#9209, Portkey-AI/gateway PR#1534",
-        "chat.finish_stop_with_tools",
     ),
     (
         "finish_empty_string",
@@ -252,14 +226,12 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         'finish_reason `""` on an intermediate chunk; clients treating any non-null value as '
         "the end truncate the stream",
         "Q-FR-2; adolfousier/opencrabs PR#1499",
-        "chat.finish_empty_string",
     ),
     (
         "finish_double",
         "warn",
         "a second, different finish reason after the first; the first one is kept",
         "Q-FR-2; BerriAI/litellm PR#27580",
-        "chat.finish_double",
     ),
     (
         "azure_empty_first_chunk",
@@ -267,7 +239,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "a first chunk with empty `choices` (content-filter results); `choices[0]` raises "
         "IndexError",
         "Q-FR-3; pydantic/pydantic-ai#164, simonw/llm#294",
-        "chat.azure_empty_first_chunk",
     ),
     (
         "usage_only_chunk",
@@ -275,28 +246,24 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "usage arrives in a last chunk whose `choices` is empty; `choices[0]` raises IndexError "
         "in clients that do not expect it",
         "Q-FR-4; openai/openai-openapi PR#240",
-        "chat.usage_only_chunk",
     ),
     (
         "usage_chunk_no_choices_key",
         "warn",
         "a usage chunk without a `choices` key at all; `chunk.choices` is None in typed clients",
         "Q-FR-4; ROCm/ATOM PR#1711",
-        "chat.usage_chunk_no_choices_key",
     ),
     (
         "n_choices",
         "info",
         "several choices in one stream; only choice 0 is replayed",
         "Q-FR-4; openai/openai-openapi PR#240",
-        "chat.n_choices",
     ),
     (
         "n_candidates",
         "info",
         "several Gemini candidates in one stream; only candidate 0 is replayed",
         "Q-GM-4; googleapis/go-genai#903",
-        "gemini.n_candidates",
     ),
     # -- D. Reasoning fields ------------------------------------------------------------------
     (
@@ -305,7 +272,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "reasoning arrives in `delta.reasoning_content` (DeepSeek, older vLLM); clients reading "
         "another field drop it",
         "Q-RS-1; BerriAI/litellm#20246",
-        "chat.reasoning_field_reasoning_content",
     ),
     (
         "reasoning_field_reasoning",
@@ -313,7 +279,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "reasoning arrives in `delta.reasoning` (OpenRouter, newer vLLM); clients reading "
         "`reasoning_content` drop it",
         "Q-RS-1; ogx-ai/ogx PR#4244",
-        "chat.reasoning_field_reasoning",
     ),
     (
         "reasoning_field_reasoning_details",
@@ -321,14 +286,12 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "reasoning arrives only in `delta.reasoning_details`; clients reading the plain fields "
         "drop it",
         "Q-RS-1; BerriAI/litellm PR#22573",
-        "chat.reasoning_field_reasoning_details",
     ),
     (
         "think_tags_in_content",
         "warn",
         "`<think>` tags inside `content`: reasoning leaks into the answer text",
         "Q-RS-2; smg-project/smg PR#1030",
-        "chat.think_tags_in_content",
     ),
     # -- E. Anthropic Messages ----------------------------------------------------------------
     (
@@ -337,7 +300,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "a tool_use block started with a non-empty `input`; clients that read the arguments only "
         "from `input_json_delta` lose them",
         "Q-AN-1; ggml-org/llama.cpp PR#22960",
-        "anthropic.tool_input_in_start",
     ),
     (
         "anthropic_content_in_message_start",
@@ -345,7 +307,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "`message_start` already carries content blocks; clients that only read "
         "`content_block_*` events lose them",
         "Q-AN-1; farion1231/cc-switch PR#2557",
-        "anthropic.content_in_message_start",
     ),
     (
         "anthropic_orphan_input_json",
@@ -401,7 +362,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "info",
         "a content_block_delta type this version does not know was skipped",
         "Q-AN-5; anthropics/anthropic-sdk-python PR#1875",
-        "anthropic.unknown_delta",
     ),
     # -- F. Gemini ----------------------------------------------------------------------------
     (
@@ -416,7 +376,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "arguments streamed as Vertex `partialArgs` with `willContinue`; clients that expect "
         "whole functionCall parts create bogus calls",
         "Q-GM-1; mcowger/plexus#702",
-        "gemini.partial_args",
     ),
     (
         "gemini_args_and_partial_args",
@@ -474,14 +433,12 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "a function call's arguments came only in `.done`, never as deltas; delta-only clients "
         "see `{}`",
         "Q-RA-2; anomalyco/opencode PR#44862",
-        "responses.args_done_only",
     ),
     (
         "responses_args_suffix_in_done",
         "warn",
         "`.done` holds more arguments than the deltas carried; the missing suffix is added once",
         "Q-RA-2; anomalyco/opencode PR#46084",
-        "responses.args_suffix_in_done",
     ),
     (
         "responses_completed_only",
@@ -501,14 +458,12 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "warn",
         "output text came only in `output_text.done`, never as deltas",
         "Q-RA-2; lidge-jun/opencodex PR#4652",
-        "responses.text_done_only",
     ),
     (
         "responses_text_suffix_in_done",
         "warn",
         "`output_text.done` holds more text than the deltas carried; the suffix is added once",
         "Q-RA-2; lidge-jun/opencodex PR#4652",
-        "responses.text_suffix_in_done",
     ),
     (
         "responses_text_done_shorter",
@@ -522,7 +477,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "a final event states text that contradicts what streamed; clients that trust one or "
         "the other show different answers",
         "Q-RA-2; anomalyco/opencode PR#44862",
-        "responses.text_mismatch",
     ),
     (
         "responses_delta_before_item",
@@ -538,12 +492,21 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "Q-RA-1; vllm-project/vllm PR#47916",
     ),
     (
+        "responses_parallel_wrapper",
+        "error",
+        "parallel calls wrapped in one `function_call` named `parallel` (no declared tool has "
+        "that name) whose arguments hold `tool_uses` (`recipient_name: functions.NAME`, "
+        "`parameters`): the Responses form of `multi_tool_use.parallel`; clients that do not "
+        "unwrap it run a tool named `parallel` (streamtool gives the inner calls, ids "
+        "`<wrapper call_id>_<n>`)",
+        "Q-TC-2 (its Responses form); anomalyco/opencode PR#39042",
+    ),
+    (
         "responses_item_id_rotation",
         "warn",
         "the same output item came back under a new `item_id`; clients keyed by item id split "
         "one call in two",
         "Q-RA-1; anomalyco/opencode PR#45081",
-        "responses.item_id_rotation",
     ),
     (
         "responses_parallel_interleaved",
@@ -557,7 +520,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "warn",
         "`sequence_number` skipped values: events were lost or reordered on the way",
         "Q-RA-1; vllm-project/vllm PR#29947",
-        "responses.sequence_gap",
     ),
     (
         "responses_unknown_event",
@@ -578,7 +540,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "`delta.content` is an array of typed chunks instead of a string; string accumulators "
         "raise TypeError",
         "Q-MI-1; symfony/ai#2422",
-        "chat.mistral_content_array",
     ),
     (
         "kimi_tokens_in_content",
@@ -586,7 +547,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "Kimi K2 tool-call tokens (`<|tool_call_begin|>`...) leak into `content`; the tool calls "
         "reach the user as text",
         "Q-KM-1; vllm-project/vllm PR#31207",
-        "chat.kimi_tokens_in_content",
     ),
     (
         "kimi_tokens_in_reasoning",
@@ -757,7 +717,6 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "two tool calls share one id; the second gets a `#2` suffix, clients keyed by id merge "
         "them",
         "Q-TC-2; openclaw/openclaw#84730",
-        "faults.call_id_duplicate",
     ),
     (
         "args_after_complete",
@@ -788,7 +747,6 @@ _MODEL_FAULTS: tuple[tuple[str, ...], ...] = (
         "a tool call was closed with arguments that are not valid JSON (cut mid-string); clients "
         "that `json.loads` them raise, lenient ones run the tool with half its input",
         "Q-SSE-7; agentic-os-org/ANOLISA PR#2209, anomalyco/opencode#39968",
-        "faults.args_invalid_json",
     ),
     (
         "model_args_empty",
@@ -796,7 +754,6 @@ _MODEL_FAULTS: tuple[tuple[str, ...], ...] = (
         'a tool call was closed with an empty arguments string (not `"{}"`); `json.loads("")` '
         "raises",
         "Q-TC-9; pipecat-ai/pipecat PR#409, vllm-project/vllm#11392",
-        "faults.args_empty",
     ),
     (
         "model_tool_not_offered",
@@ -804,7 +761,6 @@ _MODEL_FAULTS: tuple[tuple[str, ...], ...] = (
         "the model called a tool the request did not offer; agent loops look the name up and "
         "crash or answer with an error the model did not expect",
         "Q-GM-4; mozilla-ai/any-llm PR#1202",
-        "faults.tool_not_offered",
     ),
     (
         "model_stream_cut_mid_call",
@@ -812,7 +768,6 @@ _MODEL_FAULTS: tuple[tuple[str, ...], ...] = (
         "the stream ended in the middle of a tool call, without a finish reason; clients that "
         "run whatever arrived execute a call with cut arguments",
         "Q-SSE-7; earendil-works/pi#6226, xiaoyu-work/claw-os#11",
-        "faults.stream_cut_mid_call",
     ),
 )
 
@@ -824,7 +779,6 @@ _WIRE: tuple[tuple[str, ...], ...] = (
         "a UTF-8 character was split across two network reads; clients that decode each read on "
         "its own get replacement characters or a UnicodeDecodeError",
         "Q-SSE-6; sourcegraph PR#50718, ollama/ollama-js#255",
-        "wire.utf8_split",
     ),
     (
         "reads_crlf_split",
@@ -832,7 +786,6 @@ _WIRE: tuple[tuple[str, ...], ...] = (
         "a CRLF line end was split across two network reads; clients that split each read on "
         "line ends see an extra blank line and end an event early",
         "Q-SSE-3; rexxars/eventsource-parser#17, ax-llm/ax PR#622",
-        "wire.crlf_split",
     ),
     (
         "reads_one_event_each",
@@ -840,7 +793,6 @@ _WIRE: tuple[tuple[str, ...], ...] = (
         "every network read held exactly one whole event; a client that parses each read as "
         "one event works here and breaks when the provider cuts differently",
         "Q-SSE-4; SamSaffron/term-llm PR#454, Growth-Circle/cadis#2053",
-        "wire.one_event_each",
     ),
     (
         "reads_single",
@@ -848,7 +800,6 @@ _WIRE: tuple[tuple[str, ...], ...] = (
         "the whole stream arrived in one network read (a buffering proxy); clients that expect "
         "one event per read see only the first",
         "Q-SSE-3; hey-api/hey-api#3054, 1jehuang/jcode#565",
-        "wire.single_read",
     ),
     (
         "gemini_json_array",
@@ -856,7 +807,6 @@ _WIRE: tuple[tuple[str, ...], ...] = (
         "a Gemini stream framed as one JSON array (`streamGenerateContent` without `alt=sse`); "
         "SSE clients find no events",
         "Q-SSE-9; simonw/llm-gemini#97, symfony/ai PR#1988",
-        "gemini.json_array",
     ),
 )
 
@@ -882,15 +832,10 @@ def _quirk_id(qid: str) -> QuirkId:
 def _catalogue() -> dict[QuirkId, QuirkInfo]:
     out: dict[QuirkId, QuirkInfo] = {}
     for entries, kind in _TABLES:
-        for qid, severity, explanation, reference, *mutation in entries:
+        for qid, severity, explanation, reference in entries:
             key = _quirk_id(qid)
             out[key] = QuirkInfo(
-                key,
-                Severity(severity),
-                explanation,
-                reference,
-                "".join(mutation),
-                _KIND_OF.get(qid, kind),
+                key, Severity(severity), explanation, reference, _KIND_OF.get(qid, kind)
             )
     return out
 

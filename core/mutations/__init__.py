@@ -1,7 +1,8 @@
 """Mutations: a quirk of the catalogue applied to a real recorded stream, at the wire level.
 
-The catalogue (:mod:`streamtool.core.model.quirks`) names, beside each generatable quirk, the
-mutation that applies it (``QuirkInfo.mutation``, as :attr:`Mutation.name`). A mutation edits the
+A mutation is a function that declares the quirk of the catalogue
+(:mod:`streamtool.core.model.quirks`) it applies (:attr:`Mutation.quirk`); a quirk that has one
+is generatable. A mutation edits the
 stream's events (:mod:`.stream`) and keeps everything else: the other events byte for byte, the read
 boundaries and their times as far as the quirk allows. It returns whether it found something to
 change; a quirk applies to a recording when it does and the recording does not show that quirk
@@ -43,7 +44,7 @@ Decorator = Callable[[MutationFunc], MutationFunc]
 
 
 class Scope(enum.Enum):
-    """What a mutation edits; a shared scope's value is the prefix of its mutations' names."""
+    """What a mutation edits."""
 
     SSE = "sse"  # the SSE layer every API shares
     FAULT = "faults"  # the model's output, cut by the API's rules: into whole, clean streams
@@ -53,7 +54,7 @@ class Scope(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    name: str  # as the catalogue names it: "<prefix>.<function>"
+    quirk: QuirkId  # the quirk it applies
     func: MutationFunc
     scope: Scope
     changes: frozenset[str]
@@ -73,45 +74,49 @@ class Mutation:
         )
 
 
-_REGISTRY: dict[str, Mutation] = {}
+_REGISTRY: dict[QuirkId, Mutation] = {}
 
 
 def _register(mut: Mutation) -> None:
     assert mut.changes <= set(CHANGES), mut.changes
-    _REGISTRY[mut.name] = mut
+    assert mut.quirk in CATALOGUE, mut.quirk
+    other = _REGISTRY.setdefault(mut.quirk, mut)
+    assert other is mut, f"{mut.quirk} has two mutations: {other.func} and {mut.func}"
 
 
 def mutation(
-    scope: Scope, *, rule: str = "", changes: Iterable[str] = (), stage: int = 0
+    quirk: QuirkId, scope: Scope, *, rule: str = "", changes: Iterable[str] = (), stage: int = 0
 ) -> Decorator:
-    """Declare a shared mutation: what it edits, the rule the APIs it applies to define (every
-    API with mutations when none), what it may change in a transcript."""
+    """Declare a shared mutation: the quirk it applies, what it edits, the rule the APIs it
+    applies to define (every API with mutations when none), what it may change in a
+    transcript."""
 
     def register(func: MutationFunc) -> MutationFunc:
-        name = f"{scope.value}.{func.__name__}"
-        _register(Mutation(name, func, scope, frozenset(changes), stage, rule=rule))
+        _register(Mutation(quirk, func, scope, frozenset(changes), stage, rule=rule))
         return func
 
     return register
 
 
 class ApiMutations:
-    """The decorator an API's mutations part declares its own mutations with: they apply to
-    ``api``'s streams and the catalogue names them ``<prefix>.<function>``."""
+    """The decorator an API's mutations part declares its own mutations with: each applies a
+    quirk of the catalogue to ``api``'s streams."""
 
-    __slots__ = ("api", "prefix")
+    __slots__ = ("api",)
 
-    def __init__(self, api: str, prefix: str) -> None:
+    def __init__(self, api: str) -> None:
         self.api = api
-        self.prefix = prefix
 
     def __call__(
-        self, changes: Iterable[str] = (), stage: int = 0, reframes: bool = False
+        self,
+        quirk: QuirkId,
+        changes: Iterable[str] = (),
+        stage: int = 0,
+        reframes: bool = False,
     ) -> Decorator:
         def register(func: MutationFunc) -> MutationFunc:
-            name = f"{self.prefix}.{func.__name__}"
             wanted = frozenset(changes)
-            _register(Mutation(name, func, Scope.API, wanted, stage, self.api, reframes=reframes))
+            _register(Mutation(quirk, func, Scope.API, wanted, stage, self.api, reframes=reframes))
             return func
 
         return register
@@ -152,23 +157,21 @@ def _load() -> None:
 
 
 def generatable() -> list[QuirkInfo]:
-    """The catalogue's generatable entries, in its order."""
-    return [info for info in CATALOGUE.values() if info.mutation]
+    """The catalogue's generatable entries (those a mutation applies), in its order."""
+    _load()
+    return [info for info in CATALOGUE.values() if info.id in _REGISTRY]
 
 
 def mutation_of(quirk_id: str) -> Mutation:
     """The mutation of a generatable quirk (KeyError for any other id)."""
     _load()
-    info = entry(quirk_id)
-    if info is None or not info.mutation:
-        raise KeyError(quirk_id)
-    return _REGISTRY[info.mutation]
+    return _REGISTRY[quirk_id]  # type: ignore[index]  # a QuirkId is its text
 
 
-def registered() -> set[str]:
-    """Every mutation declared (:attr:`Mutation.name`)."""
+def registered() -> dict[QuirkId, Mutation]:
+    """Every mutation declared, by the quirk it applies."""
     _load()
-    return set(_REGISTRY)
+    return dict(_REGISTRY)
 
 
 def suggest(quirk_id: str) -> list[str]:
@@ -182,8 +185,9 @@ def suggest(quirk_id: str) -> list[str]:
 def not_generatable(quirk_id: str) -> str | None:
     """Why an id names no quirk streamtool can generate (with the closest ids that do), or None
     when it names one."""
+    _load()
     info = entry(quirk_id)
-    if info is not None and info.mutation:
+    if info is not None and info.id in _REGISTRY:
         return None
     close = suggest(quirk_id)
     why = "not a quirk id" if info is None else "a quirk streamtool cannot generate"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.wire_watch import offered_tools
+from ..model.quirk_ids import QuirkId
 from . import Decorator, MutationFunc, Scope, mutation, rules_of
 from .stream import Stream
 
@@ -55,30 +56,31 @@ def _rules(s: Stream) -> Any:
     return rules
 
 
-def fault(changes: tuple[str, ...]) -> Decorator:
-    """A fault the APIs whose mutations part has a rule of the function's name apply."""
+def fault(quirk: QuirkId, changes: tuple[str, ...]) -> Decorator:
+    """A fault (of ``quirk``) the APIs whose mutations part has a rule of the function's name
+    apply."""
 
     def register(func: MutationFunc) -> MutationFunc:
-        return mutation(Scope.FAULT, rule=func.__name__, changes=changes)(func)
+        return mutation(quirk, Scope.FAULT, rule=func.__name__, changes=changes)(func)
 
     return register
 
 
 # -- the faults --------------------------------------------------------------------------------
-@fault(changes=("all",))
+@fault(QuirkId.MODEL_ARGS_INVALID_JSON, changes=("all",))
 def args_invalid_json(s: Stream) -> bool:
     """The last call's arguments cut in the middle of a string; the call and the stream end
     normally after it."""
     return bool(_rules(s).args_invalid_json(s))
 
 
-@fault(changes=("all",))
+@fault(QuirkId.MODEL_ARGS_EMPTY, changes=("all",))
 def args_empty(s: Stream) -> bool:
     """The last call's arguments sent as an empty string."""
     return bool(_rules(s).args_empty(s))
 
 
-@fault(changes=("all",))
+@fault(QuirkId.MODEL_TOOL_NOT_OFFERED, changes=("all",))
 def tool_not_offered(s: Stream) -> bool:
     """The first call names a tool the request did not offer."""
     offered = offered_tools(s.header.request.get("body"))
@@ -94,7 +96,7 @@ def tool_not_offered(s: Stream) -> bool:
     return bool(_rules(s).tool_not_offered(s, offered, other))
 
 
-@fault(changes=("all",))
+@fault(QuirkId.MODEL_STREAM_CUT_MID_CALL, changes=("all",))
 def stream_cut_mid_call(s: Stream) -> bool:
     """The stream ends (cleanly) in the middle of the last call's arguments."""
     at: int | None = _rules(s).stream_cut_mid_call(s)
@@ -104,13 +106,13 @@ def stream_cut_mid_call(s: Stream) -> bool:
     return True
 
 
-@fault(changes=("ids",))
+@fault(QuirkId.TOOL_ID_REUSED, changes=("ids",))
 def call_id_duplicate(s: Stream) -> bool:
     """The second tool call comes with the first one's id."""
     return bool(_rules(s).call_id_duplicate(s))
 
 
-@mutation(Scope.FAULT, rule="ERROR_EVENT", changes=("all",))
+@mutation(QuirkId.PROVIDER_ERROR, Scope.FAULT, rule="ERROR_EVENT", changes=("all",))
 def provider_error(s: Stream) -> bool:
     """Halfway through, an error event in the provider's shape, then the stream ends."""
     datas = [i for i, _ in s.data_events()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 
+from ..model.quirk_ids import QuirkId
 from . import Scope, mutation
 from .stream import Cut, Stream
 
@@ -27,7 +28,7 @@ def _event_ends(s: Stream) -> list[int]:
     return out
 
 
-@mutation(Scope.READS, stage=2)
+@mutation(QuirkId.READS_SINGLE, Scope.READS, stage=2)
 def single_read(s: Stream) -> bool:
     cuts = s.global_cuts()
     ends = _event_ends(s)
@@ -37,7 +38,7 @@ def single_read(s: Stream) -> bool:
     return True
 
 
-@mutation(Scope.READS, stage=2)
+@mutation(QuirkId.READS_ONE_EVENT_EACH, Scope.READS, stage=2)
 def one_event_each(s: Stream) -> bool:
     cuts = s.global_cuts()
     ends = _event_ends(s)
@@ -47,7 +48,7 @@ def one_event_each(s: Stream) -> bool:
     return True
 
 
-@mutation(Scope.READS, stage=3)
+@mutation(QuirkId.READS_UTF8_SPLIT, Scope.READS, stage=3)
 def utf8_split(s: Stream) -> bool:
     """Up to three multi-byte characters cut in the middle, each across two reads."""
     cuts = s.global_cuts()
@@ -69,7 +70,7 @@ def utf8_split(s: Stream) -> bool:
     return True
 
 
-@mutation(Scope.READS, stage=2)
+@mutation(QuirkId.READS_CRLF_SPLIT, Scope.READS, stage=2)
 def crlf_split(s: Stream) -> bool:
     """CRLF line ends, and every event's last CRLF cut between its CR and its LF."""
     if s.framing != "sse" or not s.events:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ..model.quirk_ids import QuirkId
 from . import Scope, mutation, rules_of
 from .stream import Stream
 
 
-@mutation(Scope.SSE)
+@mutation(QuirkId.SSE_COMMENT_KEEPALIVE, Scope.SSE)
 def comment_keepalive(s: Stream) -> bool:
     """SSE comments between events, as OpenRouter sends while the model works: one before the
     first event, then one every few events."""
@@ -20,7 +21,7 @@ def comment_keepalive(s: Stream) -> bool:
     return True
 
 
-@mutation(Scope.SSE, rule="UNKNOWN_EVENT")
+@mutation(QuirkId.UNKNOWN_EVENT, Scope.SSE, rule="UNKNOWN_EVENT")
 def unknown_event(s: Stream) -> bool:
     """An event of a type newer than the converter (a provider's new feature), right after the
     stream's first event (the APIs whose mutations part has an ``UNKNOWN_EVENT``: the type of

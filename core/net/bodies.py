@@ -5,7 +5,8 @@ parsed off the event loop when large.
 past ``max_body`` bytes (from ``Content-Length`` before reading, or as the bytes come), 408 when
 the whole body has not arrived ``timeout`` seconds after the app got the request head (a client
 sending a byte every few seconds would hold its connection forever), and no status at all when
-the client went away mid-body. :func:`refusal` is the response that says so, closing the
+the client went away mid-body (``quiet`` when the connection guard closed it to make room for
+another: see :mod:`.guard`). :func:`refusal` is the response that says so, closing the
 connection (the rest of the body is not waited for). :func:`off_loop` runs work on a body
 large enough to hold the event loop (parsing, scrubbing) in a worker thread.
 """
@@ -16,6 +17,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .guard import body_evicted
+
 BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive (--body-timeout)
 MAX_BODY = 10 * 1024 * 1024  # the default request body limit (--max-body): 413 beyond
 OFF_LOOP = 256 * 1024  # bytes of body from which parsing it moves to a worker thread
@@ -24,12 +27,17 @@ T = TypeVar("T")
 
 
 class BodyRefused(Exception):
-    """The body was not read: ``status`` 413 or 408, or ``None`` when the client went away."""
+    """The body was not read: ``status`` 413 or 408, or ``None`` when the client went away.
 
-    def __init__(self, status: int | None, message: str) -> None:
+    ``quiet``: the connection guard closed the connection to make room, answering the client
+    itself and logging it among others (:mod:`.guard`): the app has nothing to answer or log.
+    """
+
+    def __init__(self, status: int | None, message: str, *, quiet: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.quiet = quiet
 
 
 def body_timeout(seconds: float) -> float:
@@ -65,6 +73,10 @@ async def read_body(request: Any, *, max_body: int, timeout: float) -> bytes:
             f"{size} bytes came",
         ) from None
     except ClientDisconnect:
+        if body_evicted():
+            raise BodyRefused(
+                None, f"closed to make room: its body came too slowly ({size} bytes)", quiet=True
+            ) from None
         raise BodyRefused(
             None, f"the client went away while sending its body ({size} bytes came)"
         ) from None

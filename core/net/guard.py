@@ -4,12 +4,16 @@
 server keeps open and how long a request head may take; :func:`connection_limit` derives the
 default from the open-file limit; :func:`guarded` gives the uvicorn settings that enforce them
 (uvicorn's h11 protocol wrapped, through its public configuration), with
-:class:`ConnectionGuard` keeping the count. uvicorn is imported only inside :func:`guarded`.
+:class:`ConnectionGuard` keeping the count, and cutting the requests in progress when the server
+stops (:func:`stop_requests`). uvicorn is imported only inside :func:`guarded`.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +24,15 @@ HEADER_TIMEOUT = 10.0  # seconds a request head may take to arrive (--header-tim
 FD_RESERVE = 64
 ACCEPT_BURST = 8
 REPORT_EVERY = 10.0  # seconds between two log lines about connections closed or refused
+# seconds a connection the guard answered itself (503, 408) stays open after the answer, what
+# its client still sends read and dropped, so that the answer is read rather than lost to a reset
+LINGER = 2.0
+MAX_LINGERING = FD_RESERVE // 2  # connections lingering at once: beyond, closed at once
+# seconds a request body may arrive before it can be closed to make room (the slowest first)
+BODY_GRACE = 0.5
+# seconds a request the server's stop cut (its task cancelled) may take to end before its
+# client's connection is dropped all the same
+CUT_WAIT = 0.5
 _UNLIMITED = 1 << 20  # the open-file limit taken when the system sets none
 _server_log = logging.getLogger("uvicorn.error")
 
@@ -97,51 +110,91 @@ class ConnectionGuard:
     made by :func:`guarded` acts on it).
 
     ``waiting`` holds, oldest first, the connections without a complete request head: new ones,
-    and kept-alive ones between two requests. At the limit a new connection closes the oldest of
-    them to take its place, so connections that never finish a head (slowloris) cannot keep a
-    client out; when every connection is busy with a request, the new one gets a 503 at once.
+    and kept-alive ones between two requests. ``receiving`` holds, oldest first, those whose
+    request head came and whose body is still arriving. At the limit a new connection takes the
+    place of the oldest waiting one, else of the one whose body has come slowest (the fewest
+    bytes per second since its head, once it has been arriving for :data:`BODY_GRACE`
+    seconds), so that neither heads nor bodies sent a byte at a time (slowloris) can keep a
+    client out; when every connection is busy with a request otherwise, the new one gets a 503.
+    ``lingering`` holds the connections the guard has answered itself and is closing.
     """
 
-    def __init__(self, limits: ConnectionLimits) -> None:
+    def __init__(self, limits: ConnectionLimits, clock: Callable[[], float] = time.monotonic):
         self.limit = limits.max_connections
         self.header_timeout = limits.header_timeout
+        self.clock = clock
         self.open: set[Any] = set()
         self.waiting: dict[Any, None] = {}
-        self.counts = {"evicted": 0, "refused": 0, "timed out": 0}
+        self.receiving: dict[Any, None] = {}
+        self.lingering: set[Any] = set()
+        self.counts = dict.fromkeys(_REPORTS, 0)
         self._reports: dict[str, Any] = {}  # kind -> the timer of its next log line
 
     def admit(self, conn: Any) -> bool:
-        """Count a new connection in, closing the oldest waiting one at the limit; ``False``
-        when it is to be refused."""
+        """Count a new connection in, making room at the limit (closing the oldest waiting
+        connection, else the slowest body); ``False`` when it is to be refused."""
         if len(self.open) >= self.limit:
+            kind = "evicted"
             victim = next(iter(self.waiting), None)
+            if victim is None:
+                kind, victim = "evicted body", self.slowest_body()
             if victim is None:
                 return False
             self.forget(victim)
             victim.evict()
-            self.note("evicted")
+            self.note(kind)
         self.open.add(conn)
         self.waiting[conn] = None
         return True
+
+    def slowest_body(self) -> Any:
+        """The connection whose request body has come slowest (bytes per second since its head
+        came), among those receiving one for :data:`BODY_GRACE` seconds or more; ``None``."""
+        now = self.clock()
+        slowest, lowest = None, float("inf")
+        for conn in self.receiving:  # oldest first: the rest are younger still
+            age = now - conn.body_since
+            if age < BODY_GRACE:
+                break
+            rate = conn.body_bytes / age
+            if rate < lowest:
+                slowest, lowest = conn, rate
+        return slowest
 
     def wait(self, conn: Any) -> None:
         """``conn`` waits for a request head from now on (the newest waiting)."""
         if conn in self.open:
             self.waiting.pop(conn, None)
+            self.receiving.pop(conn, None)
             self.waiting[conn] = None
 
-    def busy(self, conn: Any) -> None:
-        """``conn`` got a complete request head."""
+    def busy(self, conn: Any, body: bool = False) -> None:
+        """``conn`` got a complete request head; ``body``: a request body is to come."""
         self.waiting.pop(conn, None)
+        if body and conn in self.open:
+            self.receiving[conn] = None
+
+    def body_done(self, conn: Any) -> None:
+        """The request body of ``conn`` has come whole."""
+        self.receiving.pop(conn, None)
 
     def forget(self, conn: Any) -> None:
         self.open.discard(conn)
         self.waiting.pop(conn, None)
+        self.receiving.pop(conn, None)
+
+    def stop(self) -> int:
+        """The server stops: every request in progress is cut at once (its client's connection
+        dropped, its task cancelled), every connection the guard is closing closed. Returns
+        how many requests were cut."""
+        for conn in list(self.lingering):
+            conn.cut()
+        return sum(conn.cut() for conn in list(self.open))
 
     def note(self, what: str) -> None:
-        """Count a connection closed or refused (``evicted``, ``refused``, ``timed out``) for
-        the log: the first of a kind at once, the next ones summed, at most one line per kind
-        every :data:`REPORT_EVERY` seconds."""
+        """Count a connection closed or refused (``evicted``, ``evicted body``, ``refused``,
+        ``timed out``) for the log: the first of a kind at once, the next ones summed, at most
+        one line per kind every :data:`REPORT_EVERY` seconds."""
         self.counts[what] += 1
         if what not in self._reports:
             self._report(what)
@@ -154,28 +207,34 @@ class ConnectionGuard:
         if not count:
             self._reports.pop(what, None)
             return
-        if what == "evicted":
-            line = (
-                f"closed {_n(count, 'connection')} still without a request head to make room"
-                f" (--max-connections {self.limit})"
-            )
-        elif what == "refused":
-            line = (
-                f"answered {_n(count, 'new connection')} 503: all {self.limit} are busy with"
-                " requests (--max-connections)"
-            )
-        else:
-            line = (
-                f"closed {_n(count, 'connection')} whose request head took longer than"
-                f" {self.header_timeout:g} s (--header-timeout)"
-            )
-        _server_log.warning("%s", line)
+        _server_log.warning("%s", _REPORTS[what](count, self))
         loop = asyncio.get_running_loop()
         self._reports[what] = loop.call_later(REPORT_EVERY, self._report, what)
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+_REPORTS: dict[str, Callable[[int, ConnectionGuard], str]] = {
+    "evicted": lambda n, g: (
+        f"closed {_n(n, 'connection')} still without a request head to make room"
+        f" (--max-connections {g.limit})"
+    ),
+    "evicted body": lambda n, g: (
+        f"answered {_n(n, 'connection')} 503 and closed {'them' if n != 1 else 'it'} to make"
+        f" room: {'their request bodies' if n != 1 else 'its request body'} came slowest"
+        f" (--max-connections {g.limit})"
+    ),
+    "refused": lambda n, g: (
+        f"answered {_n(n, 'new connection')} 503: all {g.limit} are busy with"
+        " requests (--max-connections)"
+    ),
+    "timed out": lambda n, g: (
+        f"closed {_n(n, 'connection')} whose request head took longer than"
+        f" {g.header_timeout:g} s (--header-timeout)"
+    ),
+}
 
 
 def _plain_response(status: str, text: str, *headers: str) -> bytes:
@@ -194,7 +253,38 @@ def _plain_response(status: str, text: str, *headers: str) -> bytes:
 _REFUSED = _plain_response(
     "503 Service Unavailable", "every connection the server takes is busy", "retry-after: 1"
 )
+_EVICTED = _plain_response(
+    "503 Service Unavailable",
+    "the connection was closed to make room for another: its request body came too slowly",
+    "retry-after: 1",
+)
 _TIMED_OUT = _plain_response("408 Request Timeout", "the request head took too long to arrive")
+
+# the connection whose bytes uvicorn's protocol is handling, set around each call into it: the
+# task of a request it starts there copies the current context (asyncio's rule for a new task),
+# so the request knows its own connection whatever its client address says
+_CONNECTION: ContextVar[Any] = ContextVar("streamtool_connection", default=None)
+
+
+def body_evicted() -> bool:
+    """Whether the request being handled (in its own task) lost its connection to the guard
+    while its body was arriving: closed to make room, its client answered 503."""
+    conn = _CONNECTION.get()
+    return bool(getattr(conn, "evicted", False))
+
+
+def stop_requests(protocol: Any) -> int:
+    """Cut every request in progress on the server whose ``http`` setting is ``protocol`` (the
+    class :func:`guarded` gave; see :meth:`ConnectionGuard.stop`): how many were cut."""
+    guard = getattr(protocol, "guard", None)
+    return guard.stop() if isinstance(guard, ConnectionGuard) else 0
+
+
+def _has_body(headers: Any) -> bool:
+    for key, value in headers:
+        if key == b"transfer-encoding" or (key == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
 
 
 def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
@@ -208,13 +298,22 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
       seconds after it opened, or after the first byte that followed a response on a kept-alive
       connection (the idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with
       a 408 when bytes of a head came. A head is complete when uvicorn hands the request to the
-      app (the middleware sees it, and finds the connection by the client's address);
+      app: the middleware sees it and knows its connection through a context variable the
+      protocol sets while uvicorn reads the connection's bytes (never by the client's address;
+      uvicorn's ``reset_contextvars`` must stay off, as it is by default);
     - a connection limit, ``max_connections``: at the limit, a new connection closes the oldest
-      one still without a complete request head to take its place; if every connection is busy
-      with a request, the new one is answered 503 and closed at once.
+      one still without a complete request head, else the one whose request body has come
+      slowest (answered 503), to take its place; if every connection is busy with a request
+      otherwise, the new one is answered 503 and closed;
+    - a response the guard writes itself (503, 408) is followed by the end of what the server
+      sends, and the connection stays open :data:`LINGER` seconds more, what still comes read
+      and dropped: a connection closed with bytes unread is reset, and its client may lose
+      the response before reading it.
 
-    The asyncio event loop is used (the listening socket of :func:`.listen.bind` paces its
-    accepts there), and no WebSockets.
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are not trusted (uvicorn's ``proxy_headers``
+    off): a request's client is the address its connection came from. The asyncio event loop
+    is used (the listening socket of :func:`.listen.bind` paces its accepts there), and no
+    WebSockets. :func:`stop_requests` cuts the requests in progress when the server stops.
     """
     import asyncio
 
@@ -222,7 +321,6 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
 
     guard = ConnectionGuard(limits)
     timeout = limits.header_timeout
-    by_address: dict[tuple[str, int], GuardedProtocol] = {}
 
     class GuardedProtocol(asyncio.Protocol):
         """uvicorn's h11 protocol, with the connection counted and its request heads timed."""
@@ -230,65 +328,81 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
         def __init__(self, **settings: Any) -> None:
             self.http = H11Protocol(**settings)
             self.transport: asyncio.Transport | None = None
-            self.address: tuple[str, int] | None = None
             self.head_timer: asyncio.TimerHandle | None = None
+            self.linger_timer: asyncio.TimerHandle | None = None
             self.head_bytes = 0  # bytes received while waiting for a head
             self.admitted = False  # uvicorn's protocol has the connection (not refused)
+            self.released = False  # uvicorn's protocol was told it is gone (the guard closes it)
+            self.tasks: set[asyncio.Task[Any]] = set()  # the requests the app is handling on it
+            self.body_since = 0.0  # when the request head whose body is arriving came
+            self.body_bytes = 0  # bytes of that body the app has received
+            self.evicted = False  # closed to make room while its request body was arriving
+            self.stopped = False  # its request was cut because the server stops
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             assert isinstance(transport, asyncio.Transport)
             self.transport = transport
             if not guard.admit(self):
                 guard.note("refused")
-                transport.write(_REFUSED)
-                transport.close()
+                self.close_with(_REFUSED)
                 return
-            peer = transport.get_extra_info("peername")
-            if isinstance(peer, tuple) and len(peer) >= 2:
-                self.address = (str(peer[0]), int(peer[1]))
-                by_address[self.address] = self
             self.admitted = True
             self.http.connection_made(transport)
             self.start_head_timer()
 
         def data_received(self, data: bytes) -> None:
-            if not self.admitted:
-                return  # refused: closing
+            if not self.admitted or self.released:
+                return  # answered by the guard: what still comes is dropped
             if self in guard.waiting:
                 self.head_bytes += len(data)
                 if self.head_timer is None:
                     # a kept-alive connection: the head's clock starts with its first byte
                     self.start_head_timer()
-            self.http.data_received(data)
+            token = _CONNECTION.set(self)
+            try:
+                self.http.data_received(data)
+            finally:
+                _CONNECTION.reset(token)
 
-        def eof_received(self) -> None:
-            if self.admitted:
+        def eof_received(self) -> bool | None:
+            if self.admitted and not self.released:
                 self.http.eof_received()
+            # the transport closes (after a guard's answer: the client has read it)
+            return None
 
         def connection_lost(self, exc: Exception | None) -> None:
             guard.forget(self)
+            guard.lingering.discard(self)
             self.stop_head_timer()
-            if self.address is not None and by_address.get(self.address) is self:
-                del by_address[self.address]
-            if self.admitted:
+            if self.linger_timer is not None:
+                self.linger_timer.cancel()
+            if self.admitted and not self.released:
+                self.released = True
                 self.http.connection_lost(exc)
 
         def pause_writing(self) -> None:
-            if self.admitted:
+            if self.admitted and not self.released:
                 self.http.pause_writing()
 
         def resume_writing(self) -> None:
-            if self.admitted:
+            if self.admitted and not self.released:
                 self.http.resume_writing()
 
         # the guard's side
-        def head_done(self) -> None:
-            guard.busy(self)
+        def request_started(self, task: asyncio.Task[Any], body: bool) -> None:
+            self.tasks.add(task)
+            guard.busy(self, body)
+            if body:
+                self.body_since = guard.clock()
+                self.body_bytes = 0
             self.stop_head_timer()
 
-        def answered(self) -> None:
+        def request_ended(self, task: asyncio.Task[Any]) -> None:
             """The app is done with a request: waiting for the next head from now on."""
-            if self.transport is None or self.transport.is_closing():
+            self.tasks.discard(task)
+            if self.tasks or self.released or self.transport is None:
+                return
+            if self.transport.is_closing():
                 return
             guard.wait(self)
             self.stop_head_timer()
@@ -298,10 +412,66 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             """Closed to make room for a new connection."""
             self.stop_head_timer()
             assert self.transport is not None
-            if self.transport.get_write_buffer_size():
+            if self.tasks:  # a request whose body is still arriving: it is told why
+                self.evicted = True
+                self.close_with(_EVICTED)
+            elif self.transport.get_write_buffer_size():
                 self.transport.abort()  # what a kept-alive client has not read is not waited for
             else:
                 self.transport.close()
+
+        def cut(self) -> bool:
+            """The server stops: a request in progress ends now (``True``): its task is
+            cancelled (what it records is finished), then its client's connection dropped
+            (at the latest :data:`CUT_WAIT` seconds later); a connection being closed is
+            closed."""
+            assert self.transport is not None
+            if self in guard.lingering or self.released:
+                self.transport.abort()
+                return False
+            if not self.tasks:
+                return False  # uvicorn closes the connections without a request
+            self.stopped = True
+            for task in list(self.tasks):
+                task.cancel()
+            asyncio.get_running_loop().call_later(CUT_WAIT, self.drop)
+            return True
+
+        def drop(self) -> None:
+            """Drop the connection now, uvicorn's protocol told first (for it the client has
+            gone: a response left unfinished is nothing to report)."""
+            self.release()
+            if self.transport is not None:
+                self.transport.abort()
+
+        def release(self) -> None:
+            """uvicorn's protocol is done with the connection (the guard closes it)."""
+            if self.admitted and not self.released:
+                self.released = True
+                self.http.connection_lost(ConnectionAbortedError("closed by the connection guard"))
+
+        def close_with(self, response: bytes) -> None:
+            """Answer ``response`` and close: the end of what the server sends follows it, and
+            the connection stays open :data:`LINGER` seconds for the client to read it, what
+            it still sends read and dropped (at most :data:`MAX_LINGERING` at once)."""
+            self.stop_head_timer()
+            transport = self.transport
+            assert transport is not None
+            self.release()
+            transport.write(response)
+            if len(guard.lingering) >= MAX_LINGERING or not transport.can_write_eof():
+                transport.close()
+                return
+            transport.write_eof()
+            guard.lingering.add(self)
+            loop = asyncio.get_running_loop()
+            self.linger_timer = loop.call_later(LINGER, self.end_linger)
+
+        def end_linger(self) -> None:
+            self.linger_timer = None
+            guard.lingering.discard(self)
+            if self.transport is not None:
+                self.transport.abort()  # still unread after LINGER: not waited for
 
         def start_head_timer(self) -> None:
             if timeout != float("inf"):
@@ -321,21 +491,49 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             guard.forget(self)
             guard.note("timed out")
             if self.head_bytes:
-                transport.write(_TIMED_OUT)
-            transport.close()
+                self.close_with(_TIMED_OUT)
+            else:
+                transport.close()
+
+    GuardedProtocol.guard = guard  # type: ignore[attr-defined]  # for stop_requests
 
     async def guarded_app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        conn = _CONNECTION.get()
+        if scope["type"] != "http" or not isinstance(conn, GuardedProtocol):
             await app(scope, receive, send)
             return
-        client = scope.get("client")
-        conn = by_address.get((str(client[0]), int(client[1]))) if client else None
-        if conn is not None:
-            conn.head_done()
+        task = asyncio.current_task()
+        assert task is not None
+        body = _has_body(scope["headers"])
+        conn.request_started(task, body)
+        if body:
+            receive = _counting(conn, receive)
         try:
             await app(scope, receive, send)
+        except asyncio.CancelledError:
+            if not conn.stopped:
+                raise
+            conn.drop()  # cut because the server stops: nothing to report
         finally:
-            if conn is not None:
-                conn.answered()
+            conn.request_ended(task)
 
-    return {"app": guarded_app, "http": GuardedProtocol, "ws": "none", "loop": "asyncio"}
+    def _counting(conn: GuardedProtocol, receive: Any) -> Any:
+        """``receive``, counting the request body's bytes as the app takes them."""
+
+        async def counted() -> Any:
+            message = await receive()
+            if message["type"] == "http.request" and conn in guard.receiving:
+                conn.body_bytes += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    guard.body_done(conn)
+            return message
+
+        return counted
+
+    return {
+        "app": guarded_app,
+        "http": GuardedProtocol,
+        "ws": "none",
+        "loop": "asyncio",
+        "proxy_headers": False,
+    }

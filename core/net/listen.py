@@ -1,6 +1,7 @@
 """The listening side: a listening socket, and an ASGI app run on it with uvicorn under the
-connection guard (:mod:`.guard`), until interrupted (:func:`run_server`) or in a background thread
-(:class:`ServerThread`). uvicorn is imported only inside the functions that run it.
+connection guard (:mod:`.guard`), until interrupted (:func:`run_server`, which cuts the requests in
+progress and says which signal stopped it) or in a background thread (:class:`ServerThread`).
+uvicorn is imported only inside the functions that run it.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded
+from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded, stop_requests
 
 
 # -- connections dropped on purpose ----------------------------------------------------------------
@@ -96,6 +98,74 @@ def _config(
     return config
 
 
+def server_for(config: Any) -> Any:
+    """A ``uvicorn.Server`` for ``config`` whose stop cuts the requests in progress at once
+    (:func:`.guard.stop_requests`: their clients' connections dropped, their tasks cancelled,
+    what they were recording finished) instead of waiting for them; uvicorn then closes the
+    idle connections and, with nothing left to wait for, stops."""
+    import uvicorn
+
+    class StoppingServer(uvicorn.Server):
+        cut = 0  # requests in progress when it stopped
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            self.cut = stop_requests(self.config.http)
+            await super().shutdown(sockets)
+
+    return StoppingServer(config)
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """How a server run until interrupted ended: the signal that stopped it (SIGINT, SIGTERM;
+    ``None``: stopped otherwise) and how many requests in progress it cut."""
+
+    signal: int | None
+    cut: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process a signal ended (130 for
+        Ctrl-C, 143 for SIGTERM); 0 without one."""
+        return 128 + self.signal if self.signal else 0
+
+
+class _Signalled(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_until_stopped(server: Any, sock: socket.socket) -> Stopped:
+    """Run uvicorn ``server`` on ``sock`` until SIGINT (Ctrl-C) or SIGTERM.
+
+    uvicorn takes both signals while it serves and stops (:func:`server_for` cuts what is in
+    progress); once it has stopped it raises the signal again, which lands here and says how it
+    ended, instead of ending the process before the command's last line (SIGTERM) or as an
+    exception (SIGINT). A signal before uvicorn took them stops it all the same.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        server.run(sockets=[sock])
+        return Stopped(None, server.cut)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(signum)
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, stop) for s in handled}
+    try:
+        server.run(sockets=[sock])
+    except _Signalled as exc:
+        return Stopped(exc.signum, server.cut)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return Stopped(None, server.cut)
+
+
 def run_server(
     app: Any,
     sock: socket.socket,
@@ -103,16 +173,14 @@ def run_server(
     log_level: str = "info",
     access_log: bool = True,
     limits: ConnectionLimits | None = None,
-) -> None:
-    """Serve on ``sock`` until interrupted (uvicorn handles SIGINT / SIGTERM).
+) -> Stopped:
+    """Serve on ``sock`` until interrupted (SIGINT, SIGTERM: :func:`run_until_stopped`); the
+    requests in progress are cut at once.
 
     ``limits``: the connection limit and header timeout (default: derived from the open-file
     limit, :data:`.guard.HEADER_TIMEOUT`).
     """
-    import uvicorn
-
-    server = uvicorn.Server(_config(app, log_level, access_log, limits))
-    server.run(sockets=[sock])
+    return run_until_stopped(server_for(_config(app, log_level, access_log, limits)), sock)
 
 
 def _quiet_config(app: Any) -> Any:
@@ -151,12 +219,10 @@ class ServerThread:
     def __enter__(self) -> Self:
         import time
 
-        import uvicorn
-
         sock = bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.url = f"http://{self.host}:{self.port}"
-        self._server = uvicorn.Server(self.settings(self.app))
+        self._server = server_for(self.settings(self.app))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
         )

@@ -41,7 +41,7 @@ from .forward import (
     request_body,
     request_secrets,
 )
-from .listen import ServerThread, quiet_cut_logging
+from .listen import ServerThread, Stopped, quiet_cut_logging, run_until_stopped, server_for
 
 if TYPE_CHECKING:
     import ssl
@@ -246,7 +246,8 @@ class ProxyApp:
         self.tape = Tape(config.out)
         if not self.tape.folder.is_dir():
             raise RecordingError(str(self.tape.folder), None, "is not a folder")
-        self.recorded = 0
+        self.recorded = 0  # exchanges recorded and indexed
+        self.interrupted = 0  # of them, those that ended interrupted (the client left, a stop)
         self.forwarder = Forwarder(
             timeout=config.timeout,
             connect_timeout=config.connect_timeout,
@@ -278,7 +279,8 @@ class ProxyApp:
         except BodyRefused as exc:
             what = f"{request.method} {request.url.path}"
             if exc.status is None:
-                _log.warning("%s: %s", what, exc.message)
+                if not exc.quiet:
+                    _log.warning("%s: %s", what, exc.message)
                 return
             _log.warning("%s -> %s: %s", what, exc.status, exc.message)
             style = route(request.method, request.url.path, request.headers, None).style
@@ -328,10 +330,15 @@ class ProxyApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.forwarder.aclose()
-                self._namer.shutdown(wait=True)
-                self._index_writer.shutdown(wait=True)
+                self.finish()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def finish(self) -> None:
+        """Wait for the tape's file work: every exchange ended is in the index, its count in
+        :attr:`recorded` (at the server's stop, once its requests are done)."""
+        self._namer.shutdown(wait=True)
+        self._index_writer.shutdown(wait=True)
 
     def handle(self, request: Any, body: bytes) -> Any:
         parsed = request_body(body)
@@ -408,6 +415,7 @@ class ProxyApp:
     def _index(self, ex: Exchange) -> None:
         if ex.file is not None and Path(ex.file).exists():
             self.recorded += 1
+            self.interrupted += ex.end == "interrupted"
             self.tape.append(IndexEntry(**index_entry(ex)))
         elif ex.file is not None:
             self.tape.release(ex.file)  # nothing was recorded: its number is free again
@@ -447,12 +455,16 @@ def uvicorn_config(
     return config
 
 
-def run_proxy(app: ProxyApp, sock: Any, *, log_level: str = "warning", limits: Any = None) -> None:
-    """Serve on ``sock`` until interrupted; every open recording gets its end record."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn_config(app, log_level=log_level, limits=limits))
-    asyncio.run(server.serve(sockets=[sock]))
+def run_proxy(
+    app: ProxyApp, sock: Any, *, log_level: str = "warning", limits: Any = None
+) -> Stopped:
+    """Serve on ``sock`` until interrupted (SIGINT, SIGTERM): the exchanges in progress are cut
+    at once, each recording gets its end record (``interrupted``) and its index entry."""
+    server = server_for(uvicorn_config(app, log_level=log_level, limits=limits))
+    try:
+        return run_until_stopped(server, sock)
+    finally:
+        app.finish()
 
 
 class ProxyThread(ServerThread):

@@ -161,7 +161,7 @@ def create_app(
             raw = await read_body(request, max_body=max_body, timeout=body_timeout)
         except BodyRefused as exc:
             if exc.status is None:
-                if log is not None:
+                if log is not None and not exc.quiet:
                     log(f"{request.method} {path}: {exc.message}")
                 return Response(status_code=400)  # nobody is there to read it
             if log is not None:

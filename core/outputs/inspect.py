@@ -337,7 +337,7 @@ class Inspector:
             "errors": list(self.errors),
             "tool_calls": [
                 {
-                    "id": inv.id,
+                    "id": inv.answer_id,
                     "name": inv.name,
                     "arguments_chars": sum(r.calls.get(inv.id, 0) for r in self.reads),
                     "fragments": engine.argument_fragments().get(inv.id),

@@ -27,6 +27,8 @@ _TOOL_TYPES = frozenset(
 # segment metadata that an invocation carries on: provider signatures to send back, and the
 # result a server-side tool returned inside the same response
 _INVOCATION_METADATA = ("thought_signature", "extra_content", "result")
+# END metadata of a call whose id the provider changed after its START: the id it gave last
+RENAMED = "call_id"
 
 
 class _Open:
@@ -78,7 +80,11 @@ class ToolInvocationAdapter:
         if metadata.get("incomplete"):
             return None
         content = "" if state.content is None else state.content.text()
-        return self._build(event.segment_id, state.type, metadata, content, end_metadata)
+        invocation = self._build(event.segment_id, state.type, metadata, content, end_metadata)
+        renamed = end_metadata.get(RENAMED)
+        if type(renamed) is str and renamed and renamed != event.segment_id:
+            invocation.call_id = renamed  # the provider changed the call's id after its START
+        return invocation
 
     def _build(
         self,

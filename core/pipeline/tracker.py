@@ -39,6 +39,7 @@ class TrackedCall:
     __slots__ = (
         "index",
         "call_id",
+        "given_id",
         "name",
         "metadata",
         "synthetic_id",
@@ -58,6 +59,8 @@ class TrackedCall:
         self.index = index
         self.keep_completed = keep_completed  # the text stays after release_arguments()
         self.call_id: str | None = None
+        # the id as the provider gave it, when the tracker changed it (a reused id: ``<id>#2``)
+        self.given_id: str | None = None
         self.name: str | None = None
         self.metadata: dict[str, Any] | None = None
         self.synthetic_id = False
@@ -314,6 +317,7 @@ class ToolCallTracker:
             self._note(
                 QuirkId.TOOL_ID_REUSED, f"id {base!r} used by two calls; second is {base}#{n}"
             )
+            call.given_id = base
             call.call_id = f"{base}#{n}"
         self._ids.add(call.call_id)
 

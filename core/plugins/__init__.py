@@ -31,34 +31,6 @@ if TYPE_CHECKING:
 
 # loaded when first asked for: the converters' and handlers' registries (every command's start)
 # import this package without the table of APIs
-_LAZY = {
-    name: ".table"
-    for name in (
-        "ApiError",
-        "api_for_converter",
-        "api_for_path",
-        "api_for_provider",
-        "api_table",
-        "builtin_apis",
-        "converter_named",
-        "error_body",
-        "find_api",
-        "model_in_path",
-        "official_hosts",
-        "official_origins",
-        "part",
-        "served_api",
-    )
-}
-_LAZY["WireApi"] = ".wire_api"
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "ApiError",
     "WireApi",
@@ -76,3 +48,10 @@ __all__ = [
     "part",
     "served_api",
 ]
+_LAZY = {name: ".wire_api" if name == "WireApi" else ".table" for name in __all__}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -85,8 +85,9 @@ class RecordingWriter:
         with contextlib.suppress(OSError, ValueError):
             self._fh.close()
 
-    def write_read(self, t: float, data: bytes) -> Chunk:
-        chunk = chunk_from_read(round(t, 6), data)
+    def write_read(self, t: float | None, data: bytes) -> Chunk:
+        """One read (``t`` None: its time is unknown, as in an imported recording)."""
+        chunk = chunk_from_read(None if t is None else round(t, 6), data)
         self._put(chunk.to_record())
         return chunk
 

@@ -208,3 +208,9 @@ def too_deep(obj: Any, limit: int = MAX_DEPTH, budget: int | None = None) -> boo
         left -= 1
         stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
     return False
+
+
+def canonical(value: Any) -> str:
+    """One string per JSON value: equal values, equal strings, whatever the key order (how a
+    request body is compared and keyed)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

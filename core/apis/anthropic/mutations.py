@@ -8,12 +8,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
 from . import API
 
-mutation = ApiMutations(API.id, "anthropic")  # the catalogue names them anthropic.<function>
+mutation = ApiMutations(API.id)
 
 
 def _typed(s: Stream, kind: str) -> list[tuple[int, Any]]:
@@ -30,7 +31,7 @@ def _block_events(s: Stream, index: int) -> list[tuple[int, Any]]:
     ]
 
 
-@mutation(changes=("args_text",))
+@mutation(QuirkId.ANTHROPIC_TOOL_INPUT_IN_START, changes=("args_text",))
 def tool_input_in_start(s: Stream) -> bool:
     """Each tool_use block's input given whole in its content_block_start, no input_json_delta."""
     done = False
@@ -60,7 +61,7 @@ def tool_input_in_start(s: Stream) -> bool:
     return done
 
 
-@mutation()
+@mutation(QuirkId.ANTHROPIC_CONTENT_IN_MESSAGE_START)
 def content_in_message_start(s: Stream) -> bool:
     """The first block, when it is text, delivered whole inside message_start."""
     starts = _typed(s, "message_start")
@@ -90,7 +91,7 @@ def content_in_message_start(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.ANTHROPIC_UNKNOWN_DELTA)
 def unknown_delta(s: Stream) -> bool:
     blocks = _typed(s, "content_block_start")
     if not blocks:

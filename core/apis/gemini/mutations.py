@@ -8,11 +8,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.stream import Event, Stream
 from . import API
 
-mutation = ApiMutations(API.id, "gemini")  # the catalogue names them gemini.<function>
+mutation = ApiMutations(API.id)
 
 
 def _parts(obj: Any) -> list[dict[str, Any]]:
@@ -26,7 +27,7 @@ def _parts(obj: Any) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
-@mutation()
+@mutation(QuirkId.N_CANDIDATES)
 def n_candidates(s: Stream) -> bool:
     changed = False
     for i, obj in s.data_events():
@@ -59,7 +60,7 @@ def _partial(key: str, value: Any) -> list[dict[str, Any]]:
     raise ValueError("nested")
 
 
-@mutation(changes=("args_text",))
+@mutation(QuirkId.GEMINI_PARTIAL_ARGS, changes=("args_text",))
 def partial_args(s: Stream) -> bool:
     """Each function call streamed as Vertex sends it with ``streamFunctionCallArguments``: an
     opening part with the name and ``willContinue``, one ``partialArgs`` entry per event (a
@@ -104,7 +105,7 @@ def partial_args(s: Stream) -> bool:
     return done
 
 
-@mutation(stage=1, reframes=True)
+@mutation(QuirkId.GEMINI_JSON_ARRAY, stage=1, reframes=True)
 def json_array(s: Stream) -> bool:
     """The stream framed as one JSON array (``streamGenerateContent`` without ``alt=sse``): the
     same objects, ``[`` first, ``,`` and a CRLF between them, ``]`` last."""

@@ -25,6 +25,7 @@ from ...pipeline.tracker import TrackedCall
 from ...wire.sse import SSEEvent
 from .citations import from_openai_annotation, from_search_results
 from .kimi_tokens import MarkerSniffer
+from .parallel import PARALLEL_WRAPPER, Wrapper, unwrapped
 
 # the field of the delta that carries the reasoning -> its quirk
 _REASONING_FIELDS = {
@@ -57,9 +58,9 @@ class OpenAIChatConverter(Converter):
         self._content_started = False
         self._kimi = (MarkerSniffer(), MarkerSniffer()) if self.sniff_kimi_tokens else None
         # multi_tool_use.parallel wrappers (held until their arguments are whole): key -> wrapper
-        self._wrappers: dict[Any, _Wrapper] = {}
-        self._wrapper_list: list[_Wrapper] = []
-        self._open_wrapper: _Wrapper | None = None  # the wrapper the last tool-call delta went to
+        self._wrappers: dict[Any, Wrapper] = {}
+        self._wrapper_list: list[Wrapper] = []
+        self._open_wrapper: Wrapper | None = None  # the wrapper the last tool-call delta went to
 
     # -- events ----------------------------------------------------------------------------
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
@@ -448,7 +449,7 @@ class OpenAIChatConverter(Converter):
                 return False
             # the calls before the wrapper are whole: they come first
             out.extend(self.tracker.complete_all())
-            wrapper = _Wrapper(raw_id if isinstance(raw_id, str) and raw_id else None)
+            wrapper = Wrapper(raw_id if isinstance(raw_id, str) and raw_id else None)
             self._wrapper_list.append(wrapper)
             if wrapper.call_id is not None:
                 self._wrappers[("id", wrapper.call_id)] = wrapper
@@ -467,40 +468,17 @@ class OpenAIChatConverter(Converter):
         ids ``<wrapper id>_<n>`` (deterministic), names without ``functions.``."""
         wrappers, self._wrapper_list = self._wrapper_list, []
         self._wrappers = {}
-        tracker = self.tracker
         for n, wrapper in enumerate(wrappers):
-            text = "".join(wrapper.arguments)
             base = wrapper.call_id or f"call_parallel_{n}"
-            uses = _tool_uses(text)
-            if uses is None:
-                # not the documented shape: the wrapper is given as the call it claims to be,
-                # its arguments as sent (nothing dropped, nothing invented)
-                call = tracker.open()
-                for delta in (
-                    tracker.update(call, call_id=base, name=PARALLEL_WRAPPER, arguments=text),
-                    tracker.complete(call),
-                ):
-                    if delta is not None:
-                        out.append(delta)
-                continue
-            self.quirk(
-                QuirkId.OAI_MULTI_TOOL_USE_PARALLEL,
-                f"call {base} wraps {len(uses)} calls in multi_tool_use.parallel",
+            deltas, count = unwrapped(
+                self.tracker, PARALLEL_WRAPPER, base, "".join(wrapper.arguments)
             )
-            for i, (name, params) in enumerate(uses):
-                call = tracker.open()
-                for delta in (
-                    tracker.update(
-                        call,
-                        call_id=f"{base}_{i}",
-                        name=name,
-                        arguments=json.dumps(params, ensure_ascii=False),
-                        metadata={"wrapped_in": PARALLEL_WRAPPER, "wrapper_id": base},
-                    ),
-                    tracker.complete(call),
-                ):
-                    if delta is not None:
-                        out.append(delta)
+            if count is not None:
+                self.quirk(
+                    QuirkId.OAI_MULTI_TOOL_USE_PARALLEL,
+                    f"call {base} wraps {count} calls in multi_tool_use.parallel",
+                )
+            out.extend(deltas)
 
     def _resolve(
         self,
@@ -598,9 +576,6 @@ class OpenAIChatConverter(Converter):
         return [chunk] if deltas else []
 
 
-PARALLEL_WRAPPER = "multi_tool_use.parallel"
-
-
 # The hot shape of feed_many (OpenAIChatConverter.hot_struct): a chunk of one choice whose delta
 # holds text or one argument fragment of a call without id or name. Every field that sends a
 # chunk off the hot path is declared, so that the decoder refuses it: typed ``None`` (only null
@@ -646,38 +621,6 @@ class _HotChunk(msgspec.Struct, gc=False):
 
 
 OpenAIChatConverter.hot_decoder = msgspec.json.Decoder(_HotChunk)
-
-
-class _Wrapper:
-    """A ``multi_tool_use.parallel`` call being received."""
-
-    __slots__ = ("call_id", "arguments")
-
-    def __init__(self, call_id: str | None) -> None:
-        self.call_id = call_id
-        self.arguments: list[str] = []
-
-
-def _tool_uses(text: str) -> list[tuple[str, Any]] | None:
-    """``{"tool_uses": [{"recipient_name": "functions.NAME", "parameters": {...}}]}`` as
-    ``[(NAME, parameters)]``; None when the text is not that."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    uses = obj.get("tool_uses") if isinstance(obj, dict) else None
-    if not isinstance(uses, list) or not uses:
-        return None
-    out: list[tuple[str, Any]] = []
-    for use in uses:
-        if not isinstance(use, dict):
-            return None
-        name = use.get("recipient_name")
-        if not isinstance(name, str) or not name:
-            return None
-        params = use.get("parameters", {})
-        out.append((name.removeprefix("functions."), params))
-    return out
 
 
 def _details_text(details: Any) -> str:

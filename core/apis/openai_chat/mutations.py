@@ -14,7 +14,7 @@ from ...mutations.faults import mid_string
 from ...mutations.stream import Event, Stream
 from . import API
 
-mutation = ApiMutations(API.id, "chat")  # the catalogue names them chat.<function>
+mutation = ApiMutations(API.id)
 
 
 def _choice(obj: Any) -> dict[str, Any] | None:
@@ -130,7 +130,7 @@ def _done_at(s: Stream) -> int | None:
     return None
 
 
-@mutation()
+@mutation(QuirkId.EOF_NO_DONE)
 def eof_no_done(s: Stream) -> bool:
     at = _done_at(s)
     if at is None:
@@ -139,7 +139,7 @@ def eof_no_done(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.DATA_AFTER_DONE)
 def data_after_done(s: Stream) -> bool:
     at = _done_at(s)
     if at is None or at == 0 or s.events[at - 1].json() is None:
@@ -150,7 +150,7 @@ def data_after_done(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.SSE_SINGLE_NEWLINE_SEPARATOR)
 def single_newline_separator(s: Stream) -> bool:
     """Pairs of consecutive data events sent with one line end between them, not a blank line."""
     changed = False
@@ -184,7 +184,7 @@ def single_newline_separator(s: Stream) -> bool:
 
 
 # -- B. tool-call deltas ---------------------------------------------------------------------
-@mutation()
+@mutation(QuirkId.OAI_TOOL_INDEX_MISSING)
 def tool_index_missing(s: Stream) -> bool:
     calls = _calls(s)
     if not calls:
@@ -193,7 +193,7 @@ def tool_index_missing(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.OAI_PARALLEL_SAME_INDEX)
 def parallel_same_index(s: Stream) -> bool:
     calls = _calls(s)
     if len({c.index for c in calls}) < 2:
@@ -220,12 +220,12 @@ def _every_chunk(s: Stream, key: str) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.OAI_ID_EVERY_CHUNK)
 def id_every_chunk(s: Stream) -> bool:
     return _every_chunk(s, "id")
 
 
-@mutation()
+@mutation(QuirkId.OAI_NAME_EVERY_CHUNK)
 def name_every_chunk(s: Stream) -> bool:
     return _every_chunk(s, "name")
 
@@ -234,7 +234,7 @@ def _object_args(c: _Call) -> bool:
     return c.arguments.lstrip().startswith("{")
 
 
-@mutation()
+@mutation(QuirkId.OAI_ARGS_CUMULATIVE)
 def args_cumulative(s: Stream) -> bool:
     edits = {}
     for c in _calls(s):
@@ -251,7 +251,7 @@ def args_cumulative(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.OAI_ARGS_PLACEHOLDER_THEN_FULL)
 def args_placeholder_then_full(s: Stream) -> bool:
     edits = {}
     for c in _calls(s):
@@ -265,7 +265,7 @@ def args_placeholder_then_full(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.OAI_ARGS_DELTA_PLUS_SUMMARY)
 def args_delta_plus_summary(s: Stream) -> bool:
     done = False
     for c in reversed(_calls(s)):
@@ -290,7 +290,7 @@ def args_delta_plus_summary(s: Stream) -> bool:
     return done
 
 
-@mutation(changes=("args_text",))
+@mutation(QuirkId.OAI_ARGS_OBJECT, changes=("args_text",))
 def args_object(s: Stream) -> bool:
     import json
 
@@ -311,7 +311,7 @@ def args_object(s: Stream) -> bool:
     return True
 
 
-@mutation(changes=("ids",))
+@mutation(QuirkId.OAI_EMPTY_ID, changes=("ids",))
 def empty_id(s: Stream) -> bool:
     calls = _calls(s)
     if not calls or len({c.index for c in calls}) < len(calls):
@@ -320,7 +320,7 @@ def empty_id(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.OAI_TRAILING_EMPTY_TOOL_STUB)
 def trailing_empty_tool_stub(s: Stream) -> bool:
     """After the finish chunk, one more chunk with an empty tool-call stub for the last call."""
     calls = _calls(s)
@@ -338,7 +338,7 @@ def trailing_empty_tool_stub(s: Stream) -> bool:
     return True
 
 
-@mutation(changes=("ids",))
+@mutation(QuirkId.LEGACY_FUNCTION_CALL, changes=("ids",))
 def legacy_function_call(s: Stream) -> bool:
     calls = _calls(s)
     if len(calls) != 1:
@@ -367,7 +367,7 @@ def _finish_event(s: Stream) -> tuple[int, Any] | None:
     return None
 
 
-@mutation(changes=("finish",))
+@mutation(QuirkId.FINISH_STOP_WITH_TOOLS, changes=("finish",))
 def finish_stop_with_tools(s: Stream) -> bool:
     found = _finish_event(s)
     if found is None or not _calls(s):
@@ -382,7 +382,7 @@ def finish_stop_with_tools(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.FINISH_EMPTY_STRING)
 def finish_empty_string(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -394,7 +394,7 @@ def finish_empty_string(s: Stream) -> bool:
     return changed
 
 
-@mutation()
+@mutation(QuirkId.FINISH_DOUBLE)
 def finish_double(s: Stream) -> bool:
     found = _finish_event(s)
     if found is None or _choice(found[1]).get("finish_reason") == "error":  # type: ignore[union-attr]
@@ -409,7 +409,7 @@ def finish_double(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.AZURE_EMPTY_FIRST_CHUNK)
 def azure_empty_first_chunk(s: Stream) -> bool:
     first = next(iter(_chunks(s)), None)
     if first is None:
@@ -436,7 +436,7 @@ def azure_empty_first_chunk(s: Stream) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.USAGE_ONLY_CHUNK)
 def usage_only_chunk(s: Stream) -> bool:
     for i, obj in _chunks(s):
         if obj.get("usage") and _choice(obj) is not None:
@@ -451,7 +451,7 @@ def usage_only_chunk(s: Stream) -> bool:
     return False
 
 
-@mutation()
+@mutation(QuirkId.USAGE_CHUNK_NO_CHOICES_KEY)
 def usage_chunk_no_choices_key(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -462,7 +462,7 @@ def usage_chunk_no_choices_key(s: Stream) -> bool:
     return changed
 
 
-@mutation()
+@mutation(QuirkId.N_CHOICES)
 def n_choices(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -516,22 +516,22 @@ def _reasoning_to(s: Stream, target: str) -> bool:
     return bool(edits)
 
 
-@mutation()
+@mutation(QuirkId.REASONING_FIELD_REASONING_CONTENT)
 def reasoning_field_reasoning_content(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning_content")
 
 
-@mutation()
+@mutation(QuirkId.REASONING_FIELD_REASONING)
 def reasoning_field_reasoning(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning")
 
 
-@mutation()
+@mutation(QuirkId.REASONING_FIELD_REASONING_DETAILS)
 def reasoning_field_reasoning_details(s: Stream) -> bool:
     return _reasoning_to(s, "reasoning_details")
 
 
-@mutation(changes=("all",))
+@mutation(QuirkId.THINK_TAGS_IN_CONTENT, changes=("all",))
 def think_tags_in_content(s: Stream) -> bool:
     """The reasoning moved into the content, between ``<think>`` tags (as models served without a
     reasoning parser send it): the reasoning becomes part of the text."""
@@ -557,7 +557,7 @@ def think_tags_in_content(s: Stream) -> bool:
 
 
 # -- H. Mistral, Kimi ------------------------------------------------------------------------
-@mutation()
+@mutation(QuirkId.MISTRAL_CONTENT_ARRAY)
 def mistral_content_array(s: Stream) -> bool:
     changed = False
     for i, obj in list(_chunks(s)):
@@ -569,7 +569,7 @@ def mistral_content_array(s: Stream) -> bool:
     return changed
 
 
-@mutation(changes=("all",))
+@mutation(QuirkId.KIMI_TOKENS_IN_CONTENT, changes=("all",))
 def kimi_tokens_in_content(s: Stream) -> bool:
     """The tool calls written as Kimi K2's special tokens inside ``content`` (as a server without
     the Kimi tool parser sends them), their arguments streamed as the fragments were."""

@@ -44,10 +44,12 @@ from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
 from ...model.vocabulary import ErrorKind
+from ...pipeline.adapter import RENAMED
 from ...pipeline.tracker import TrackedCall
 from ...wire import fastjson
 from ...wire.sse import SSEEvent
 from ..openai_chat.citations import from_openai_annotation
+from ..openai_chat.parallel import Wrapper, unwrapped
 
 # hosted tools the provider runs inside the response: the item fields that are the call's input
 _SERVER_ITEMS: dict[str, tuple[str, ...]] = {
@@ -255,6 +257,11 @@ class OpenAIResponsesConverter(Converter):
         # the call that hot_struct takes argument deltas for, and its item id (_hot_call_of)
         self._hot_call: TrackedCall | None = None
         self._hot_item_id = ""
+        # function calls named `parallel` that wrap the real calls (no declared tool has that
+        # name), held until whole: item id -> the wrapper
+        self._wrapped: dict[str, Wrapper] = {}
+        # a client call whose call_id a later event changed: its tracker index -> the last id
+        self._later_id: dict[int, str] = {}
 
     def use_header(self, header: Header) -> None:
         super().use_header(header)
@@ -484,7 +491,7 @@ class OpenAIResponsesConverter(Converter):
                 if isinstance(item, dict):
                     out.extend(self._final_item(index, item))
         if status == "completed":
-            deltas = self.tracker.complete_all()
+            deltas = self._renamed(self.tracker.complete_all())
             if deltas:
                 out.append(ChunkResponse(tool_calls=deltas))
         elif self._held:
@@ -495,7 +502,7 @@ class OpenAIResponsesConverter(Converter):
                 if done is not None:
                     deltas.append(done)
             if deltas:
-                out.append(ChunkResponse(tool_calls=deltas))
+                out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
         self._held = []
         return out
 
@@ -544,10 +551,46 @@ class OpenAIResponsesConverter(Converter):
         info = self._register(item, index)
         if not info.is_call:
             return []
+        if self._wraps(info, item):
+            return []
         call = self._find_call(item_id, None) if known is not None and known.is_call else None
         if call is None:
             call = self._open_call(item_id, index)
         return self._call_fields(call, info, item, first=not call.announced)
+
+    def _wraps(self, info: _Item, item: dict[str, Any]) -> bool:
+        """Whether the item is a `parallel` wrapper (held: its arguments are the real calls)."""
+        item_id = item.get("id")
+        if not isinstance(item_id, str) or not item_id:
+            return False
+        wrapper = self._wrapped.get(item_id)
+        if wrapper is not None:
+            return True
+        if info.type != "function_call" or item.get("name") != RESPONSES_PARALLEL_WRAPPER:
+            return False
+        if self._client_tools is not None and RESPONSES_PARALLEL_WRAPPER in self._client_tools:
+            return False  # a tool the request declared: a call like any other
+        call_id = item.get("call_id")
+        wrapper = Wrapper(call_id if isinstance(call_id, str) and call_id else None)
+        arguments = item.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            wrapper.arguments.append(arguments)
+        self._wrapped[item_id] = wrapper
+        return True
+
+    def _unwrap(self, item_id: str, final: Any) -> list[ChunkResponse]:
+        """A whole wrapper (its final arguments when the event states them): its calls."""
+        wrapper = self._wrapped.pop(item_id)
+        text = final if isinstance(final, str) and final else "".join(wrapper.arguments)
+        base = wrapper.call_id or item_id
+        self._runs.enter(TOOL)
+        deltas, count = unwrapped(self.tracker, RESPONSES_PARALLEL_WRAPPER, base, text)
+        if count is not None:
+            self.quirk(
+                QuirkId.RESPONSES_PARALLEL_WRAPPER,
+                f"call {base} wraps {count} calls in a function_call named parallel",
+            )
+        return [ChunkResponse(tool_calls=deltas)] if deltas else []
 
     def _runs_on_server(self, info: _Item, item: dict[str, Any], name: str | None) -> bool:
         """Whether the item itself (or the request) shows that the provider runs this call."""
@@ -833,11 +876,26 @@ class OpenAIResponsesConverter(Converter):
 
     def _check_call_id(self, call: TrackedCall, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")
-        if isinstance(call_id, str) and call_id and call.call_id and call_id != call.call_id:
+        known = call.given_id or call.call_id
+        if isinstance(call_id, str) and call_id and known and call_id != known:
+            if self._later_id.get(call.index) == call_id:
+                return  # said again (response.completed repeats output_item.done)
+            self._later_id[call.index] = call_id
             self.quirk(
                 QuirkId.RESPONSES_CALL_ID_CHANGED,
                 f"item {item.get('id')} said call_id {call.call_id!r}, later {call_id!r}",
             )
+
+    def _renamed(self, deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
+        """Completions of client calls whose call_id changed carry the last id (the one the
+        final response holds and a client answers with) in their END metadata."""
+        later = self._later_id
+        if later:
+            for delta in deltas:
+                new = later.get(delta.index) if delta.is_complete else None
+                if new is not None and not (delta.metadata or {}).get("server_side"):
+                    delta.metadata = {**(delta.metadata or {}), RENAMED: new}
+        return deltas
 
     def _finish_item(self, index: Any, item: dict[str, Any], where: str) -> list[ChunkResponse]:
         """An item is finished (``output_item.done``, or only listed in the final response)."""
@@ -846,6 +904,10 @@ class OpenAIResponsesConverter(Converter):
         info = self._item(item_id, index)
         if info is not None and info.type != item.get("type"):
             info = None
+        if item_id is not None and item_id in self._wrapped:
+            if info is not None:
+                info.done = True
+            return self._unwrap(item_id, item.get("arguments"))
         call = self._find_call(item_id, index) if info is not None else None
         if call is None and info is None:
             call = self._find_call(item_id, None)
@@ -903,7 +965,7 @@ class OpenAIResponsesConverter(Converter):
                     done.metadata = {"result": _without_images(item)}
                 deltas.append(done)
         if deltas:
-            out.append(ChunkResponse(tool_calls=deltas))
+            out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
         return out
 
     def _call_output(self, item: dict[str, Any]) -> list[ChunkResponse]:
@@ -1077,6 +1139,10 @@ class OpenAIResponsesConverter(Converter):
             return []
         tracker = self.tracker
         item_id = obj.get("item_id")
+        wrapper = self._wrapped.get(item_id) if type(item_id) is str else None
+        if wrapper is not None:
+            wrapper.arguments.append(delta)
+            return []
         call = tracker.find(item_id) if type(item_id) is str else None
         if call is None:
             call = self._orphan_call(obj)
@@ -1112,6 +1178,12 @@ class OpenAIResponsesConverter(Converter):
     def _argument_done(self, obj: dict[str, Any], kind: str) -> list[ChunkResponse]:
         item_id = obj.get("item_id")
         index = obj.get("output_index")
+        wrapper = self._wrapped.get(item_id) if type(item_id) is str else None
+        if wrapper is not None:
+            final = obj.get("arguments")
+            if isinstance(final, str) and final:
+                wrapper.arguments = [final]  # the whole text, as the event states it
+            return []
         call = self._find_call(item_id if isinstance(item_id, str) else None, index)
         info = self._item(item_id, index)
         if call is None or info is None:
@@ -1134,6 +1206,9 @@ class OpenAIResponsesConverter(Converter):
     def on_finish(self) -> list[ChunkResponse]:
         self._hot_call = None
         self.report_unknown_events()
+        out: list[ChunkResponse] = []
+        for item_id in list(self._wrapped):  # a wrapper the stream never finished
+            out.extend(self._unwrap(item_id, None))
         deltas = self.tracker.flush_unannounced()
         for call in self._held:  # done, but the response never said it ended
             done = self.tracker.complete(call)
@@ -1142,7 +1217,12 @@ class OpenAIResponsesConverter(Converter):
         self._held = []
         if self.terminal is None and not self.failed and self.payloads:
             self.truncated("response.completed")
-        return [ChunkResponse(tool_calls=deltas)] if deltas else []
+        if deltas:
+            out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
+        return out
+
+
+RESPONSES_PARALLEL_WRAPPER = "parallel"  # the Responses name of OpenAI's parallel-call wrapper
 
 
 def _str(value: Any) -> str:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...model.quirk_ids import QuirkId
 from ...mutations import ApiMutations
 from ...mutations.faults import mid_string
 from ...mutations.stream import Stream
 from . import API
 
-mutation = ApiMutations(API.id, "responses")  # the catalogue names them responses.<function>
+mutation = ApiMutations(API.id)
 
 
 def _typed(s: Stream, kind: str) -> list[tuple[int, Any]]:
@@ -42,12 +43,12 @@ def _drop_all(s: Stream, kind: str) -> bool:
     return True
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_ARGS_DONE_ONLY)
 def args_done_only(s: Stream) -> bool:
     return _drop_all(s, "response.function_call_arguments.delta")
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_TEXT_DONE_ONLY)
 def text_done_only(s: Stream) -> bool:
     return _drop_all(s, "response.output_text.delta")
 
@@ -66,17 +67,17 @@ def _drop_last(s: Stream, kind: str, key: str) -> bool:
     return done and bool(_typed(s, kind.replace(".delta", ".done")))
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_ARGS_SUFFIX_IN_DONE)
 def args_suffix_in_done(s: Stream) -> bool:
     return _drop_last(s, "response.function_call_arguments.delta", "delta")
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE)
 def text_suffix_in_done(s: Stream) -> bool:
     return _drop_last(s, "response.output_text.delta", "delta")
 
 
-@mutation(changes=("errors",))
+@mutation(QuirkId.TEXT_MISMATCH, changes=("errors",))
 def text_mismatch(s: Stream) -> bool:
     """``output_text.done`` states a text that contradicts the streamed one."""
     done = False
@@ -89,7 +90,7 @@ def text_mismatch(s: Stream) -> bool:
     return done
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_ITEM_ID_ROTATION)
 def item_id_rotation(s: Stream) -> bool:
     """The second half of an item's deltas come under a new item id."""
     for kind in ("response.function_call_arguments.delta", "response.output_text.delta"):
@@ -107,7 +108,7 @@ def item_id_rotation(s: Stream) -> bool:
     return False
 
 
-@mutation()
+@mutation(QuirkId.RESPONSES_SEQUENCE_GAP)
 def sequence_gap(s: Stream) -> bool:
     numbered = [
         (i, o)
@@ -245,3 +246,9 @@ def call_id_duplicate(s: Stream) -> bool:
         _set_item(o, item_id, lambda it: it.__setitem__("call_id", first_call_id))
         s.set_json(i, o)
     return True
+
+
+# a recording that reports this keeps its events: its call is a wrapper whose arguments hold the
+# real calls, so quirks of the calls' events are not generated on it (only the framing and the
+# reads are)
+EVENTS_KEPT_WHEN = frozenset({QuirkId.RESPONSES_PARALLEL_WRAPPER})

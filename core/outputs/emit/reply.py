@@ -22,6 +22,7 @@ from typing import Any
 from ...model import SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ...model.records import Header
 from ...model.vocabulary import ErrorKind
+from ...pipeline.segment_log import Segment, SegmentLog
 
 TEXT = "text"
 REASONING = "reasoning"
@@ -135,12 +136,14 @@ def arguments_text(invocation: ToolInvocation) -> str:
 
 
 class ReplyBuilder:
-    """Engine items in (``feed(t, items)``), a :class:`Reply` out (``build(engine)``).
+    """Engine items in (``feed(engine, t, items)``), a :class:`Reply` out (``build(engine)``).
 
-    Text, reasoning and refusal segments become parts (their deltas marked with the time of
-    the read that brought them); a client tool call becomes a part where its segment started,
-    filled in when its invocation is whole (calls the provider ran itself are not the client's
-    and are left out); a provider error becomes an error part; a cut-off stream stays cut off.
+    Text, reasoning and refusal segments become parts (their text is the engine's segment's:
+    the engine keeps the segments, ``ReplayEngine(segments=...)``; their deltas are marked with
+    the time of the read that brought them); a client tool call becomes a part where its segment
+    started, filled in when its invocation is whole (calls the provider ran itself are not the
+    client's and are left out); a provider error becomes an error part; a cut-off stream stays
+    cut off.
     """
 
     def __init__(self) -> None:
@@ -148,29 +151,37 @@ class ReplyBuilder:
         self._offset = 0
         self._open: dict[str, Part] = {}  # segment id -> its part
         self._calls: dict[str, Part] = {}  # tool segment id -> its (not yet filled) part
+        self._texts: list[tuple[Part, Segment]] = []  # text parts and the segment of each
+        self._taken = 0  # the engine's segments seen (one per START)
         self._last_t: float | None = None
 
-    def feed(self, t: float | None, items: list[Any]) -> None:
+    def feed(self, engine: Any, t: float | None, items: list[Any]) -> None:
         if t is not None:
             self._last_t = t
         now = self._last_t if self._last_t is not None else 0.0
         parts = self.reply.parts
+        log: SegmentLog | None = engine.segments
+        if log is None:
+            raise ValueError("a reply is built from the engine's segments: keep them")
         for item in items:
             if isinstance(item, SegmentEvent):
                 kind = item.event_type
                 if kind is SegmentEventType.CONTENT:
                     part = self._open.get(item.segment_id)
                     if part is not None and item.delta and part.kind != TOOL_CALL:
-                        part.text += item.delta
                         self._offset += len(item.delta)
                         self.reply.marks.append((self._offset, now))
                 elif kind is SegmentEventType.START:
+                    source = log.segments[self._taken]
+                    self._taken += 1
                     seg = item.segment_type
                     if seg is SegmentType.TEXT:
                         refusal = bool(item.metadata and item.metadata.get("refusal") is True)
                         part = Part(REFUSAL if refusal else TEXT)
+                        self._texts.append((part, source))
                     elif seg is SegmentType.REASONING:
                         part = Part(REASONING)
+                        self._texts.append((part, source))
                     elif seg in _TOOL_SEGMENTS:
                         part = Part(TOOL_CALL)
                         self._calls[item.segment_id] = part
@@ -194,7 +205,7 @@ class ReplyBuilder:
                 if item.server_side:
                     parts.remove(part)
                     continue
-                part.call_id = item.id
+                part.call_id = item.answer_id
                 part.name = item.name
                 part.text = arguments_text(item)
                 self._offset += len(part.text)
@@ -208,6 +219,8 @@ class ReplyBuilder:
     def build(self, engine: Any) -> Reply:
         """The reply, completed from the finished engine (finish, usage, model, times)."""
         reply = self.reply
+        for part, segment in self._texts:
+            part.text = segment.text
         # calls whose invocation never came (a stream cut mid-call) are not sent
         unfilled = {id(p) for p in self._calls.values()}
         reply.parts = [p for p in reply.parts if id(p) not in unfilled]

@@ -1,0 +1,275 @@
+"""``streamtool import`` and ``export --vcr``: cassettes written by vcrpy itself (the openai SDK
+against a local ``serve``), HAR recorded by a real browser, bad input; the imported tape served
+byte for byte, its secrets gone, its timing said to be unknown."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamtool.core.recording.reader import Source
+from streamtool.core.recording.tape_index import read_index
+
+from .serve_helpers import STREAMTOOL, recording, start_listening
+
+vcr = pytest.importorskip("vcr")
+
+KEY = "sk-import-test-0123456789abcdefXYZ"
+REC = recording("openai-parallel-tool-calls")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STREAMTOOL, *args], capture_output=True, text=True, timeout=120)
+
+
+@contextmanager
+def serving(path: Path) -> Iterator[str]:
+    proc, _, origin = start_listening([*STREAMTOOL, "serve", str(path), "--port", "0"])
+    try:
+        yield origin
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def body_of(path: Path) -> bytes:
+    return b"".join(
+        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
+    )
+
+
+def sdk_stream(base: str) -> tuple[str, list[tuple[str, str]], list[bytes]]:
+    """The openai SDK's stream read whole: its text, its calls, and the raw chunks' JSON."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"{base}/v1", api_key=KEY, max_retries=0)
+    text, calls = [], {}
+    stream = client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "weather?"}], stream=True
+    )
+    for chunk in stream:
+        for choice in chunk.choices:
+            text.append(choice.delta.content or "")
+            for tc in choice.delta.tool_calls or []:
+                name, args = calls.get(tc.index, ("", ""))
+                calls[tc.index] = (
+                    name + ((tc.function.name or "") if tc.function else ""),
+                    args + ((tc.function.arguments or "") if tc.function else ""),
+                )
+    return "".join(text), [calls[i] for i in sorted(calls)], []
+
+
+def assert_no_key(folder: Path) -> None:
+    for f in folder.rglob("*"):
+        if f.is_file():
+            assert KEY not in f.read_text(errors="replace"), f
+
+
+@pytest.fixture(scope="module")
+def cassette(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[Any, ...]]:
+    """A cassette vcrpy writes while the openai SDK streams from ``serve`` (and what the SDK
+    read then)."""
+    folder = tmp_path_factory.mktemp("vcr")
+    path = folder / "chat.yaml"
+    with serving(REC) as origin, vcr.use_cassette(str(path), record_mode="all"):
+        seen = sdk_stream(origin)
+    assert path.is_file() and KEY in path.read_text()  # vcrpy kept the key: the import must not
+    return path, seen
+
+
+def test_a_vcrpy_cassette_imports_as_a_tape_served_byte_for_byte(
+    cassette: tuple[Path, Any], tmp_path: Path
+) -> None:
+    path, seen = cassette
+    out = tmp_path / "tape"
+    done = cli("import", str(path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "1 secret removed: authorization header (interaction 1)" in done.stderr
+    (entry,) = read_index(out)
+    rec = out / entry.file
+    assert body_of(rec) == body_of(REC)  # the stream's bytes, whole
+    header = Source(rec).header
+    assert header.extra["imported"] == {
+        "from": "vcrpy", "file": "chat.yaml", "entry": "interaction 1",
+        "timing": "unknown", "streamed": True,
+    }  # fmt: skip
+    assert [c.t for c in Source(rec).chunks()] == [None]  # nothing pretends to be timed
+    assert_no_key(out)
+    with serving(out) as origin:
+        assert sdk_stream(origin) == seen
+
+
+def test_export_writes_a_cassette_vcrpy_replays(cassette: tuple[Path, Any], tmp_path: Path) -> None:
+    path, seen = cassette
+    out = tmp_path / "tape"
+    assert cli("import", str(path), "--out", str(out)).returncode == 0
+    exported = tmp_path / "exported.yaml"
+    done = cli("export", str(out), "--vcr", str(exported))
+    assert done.returncode == 0, done.stderr
+    url = Source(out / read_index(out)[0].file).header.request["url"]
+    base = url.split("/v1/")[0]
+    # nothing listens there any more: vcrpy answers from the exported cassette
+    with vcr.use_cassette(str(exported), record_mode="none"):
+        assert sdk_stream(base) == seen
+    assert KEY not in exported.read_text()
+
+
+def test_gzip_bodies_and_parsed_json_dialects(tmp_path: Path) -> None:
+    """A gzip body (vcrpy without decode_compressed_response keeps it compressed, as
+    ``!!binary``) and JSON bodies kept parsed under ``parsed_body`` (the dialect of
+    pydantic-ai's cassettes: beside the request's method, in place of the response's body)."""
+    import yaml
+
+    stream = body_of(REC)
+    doc = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "parsed_body": {"model": "gpt-4o", "stream": True},  # beside the method
+                    "headers": {"Authorization": [f"Bearer {KEY}"]},
+                },
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"Content-Type": ["text/event-stream"],
+                                "Content-Encoding": ["gzip"]},
+                    "body": {"string": gzip.compress(stream)},
+                },
+            },
+            {
+                "request": {"method": "GET", "uri": "https://api.openai.com/v1/models?api_key="
+                            + KEY, "body": None, "headers": {}},
+                "response": {"status": {"code": 200, "message": "OK"},
+                             "headers": {"Content-Type": ["application/json"]},
+                             "parsed_body": {"data": []}},
+            },
+        ],
+    }  # fmt: skip
+    path = tmp_path / "gz.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "tape"
+    done = cli("import", str(path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "2 secrets removed" in done.stderr and "query parameter api_key" in done.stderr
+    first, second = read_index(out)
+    assert body_of(out / first.file) == stream
+    assert Source(out / first.file).header.request["body"] == {"model": "gpt-4o", "stream": True}
+    assert json.loads(body_of(out / second.file)) == {"data": []}
+    assert Source(out / second.file).header.extra["imported"]["streamed"] is False
+    assert_no_key(out)
+
+
+def test_a_har_recorded_by_a_real_browser_imports(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Debian's chromium is not installed")
+    har = tmp_path / "page.har"
+    with serving(REC) as origin, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(chromium),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        context = browser.new_context(record_har_path=str(har), record_har_content="embed")
+        page = context.new_page()
+        page.goto(origin + "/")
+        text = page.evaluate(
+            """async (key) => {
+                const r = await fetch('/v1/chat/completions', {method: 'POST',
+                    headers: {'content-type': 'application/json', 'authorization': 'Bearer ' + key},
+                    body: JSON.stringify({model: 'gpt-4o', stream: true, messages: []})});
+                return await r.text();
+            }""",
+            KEY,
+        )
+        context.close()
+        browser.close()
+    assert text.encode() == body_of(REC)
+    out = tmp_path / "tape"
+    done = cli("import", str(har), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    streams = [e for e in read_index(out) if e.path == "/v1/chat/completions"]
+    assert len(streams) == 1
+    assert body_of(out / streams[0].file) == body_of(REC)
+    assert Source(out / streams[0].file).header.extra["imported"]["from"] == "har"
+    assert_no_key(out)
+
+
+@pytest.mark.parametrize(
+    "name, content, says",
+    [
+        ("cut.yaml", "interactions:\n- request: {method: POST, uri: 'http://x\n", "line "),
+        ("empty.har", json.dumps({"log": {"version": "1.2", "entries": []}}), "without entries"),
+        ("bad.flow", "12:not a flow,", "mitmproxy"),
+        ("gz.yaml", None, "interaction 1: the body is not gzip"),
+        ("other.json", json.dumps({"hello": 1}), "neither a vcrpy cassette"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, name: str, content: str | None, says: str
+) -> None:
+    import yaml
+
+    path = tmp_path / name
+    if content is None:
+        content = yaml.safe_dump({"interactions": [{
+            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions"},
+            "response": {"status": {"code": 200}, "headers": {"Content-Encoding": ["gzip"]},
+                         "body": {"string": b"not gzip at all"}}}]})  # fmt: skip
+    path.write_text(content)
+    out = tmp_path / "tape"
+    done = cli("import", str(path), "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert str(path) in done.stderr and says in done.stderr, done.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # no staging folder left
+
+
+def test_an_existing_tape_is_never_overwritten(cassette: tuple[Path, Any], tmp_path: Path) -> None:
+    out = tmp_path / "tape"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    done = cli("import", str(cassette[0]), "--out", str(out))
+    assert done.returncode == 2 and "not empty" in done.stderr
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_env_is_clean() -> None:
+    assert KEY not in os.environ.get("OPENAI_API_KEY", "")
+
+
+@pytest.mark.parametrize("coding", ["br", "deflate", "gzip, br"])
+def test_br_and_deflate_bodies_are_decoded(tmp_path: Path, coding: str) -> None:
+    import zlib
+
+    import brotli
+    import yaml
+
+    stream = body_of(REC)
+    data = stream
+    for step in [c.strip() for c in coding.split(",")]:
+        data = brotli.compress(data) if step == "br" else (
+            gzip.compress(data) if step == "gzip" else zlib.compress(data)
+        )  # fmt: skip
+    doc = {"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": '{"model": "gpt-4o", "stream": true}'},
+        "response": {"status": {"code": 200}, "body": {"string": data},
+                     "headers": {"content-type": ["text/event-stream"],
+                                 "content-encoding": [coding]}}}]}  # fmt: skip
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "tape"
+    done = cli("import", str(path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert body_of(out / read_index(out)[0].file) == stream
