@@ -112,5 +112,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    os.environ.pop("STREAMTOOL_PARSER", None)
     os.environ.pop("AUTOBYTEUS_STREAM_PARSER", None)
     sys.exit(main())

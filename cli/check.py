@@ -93,7 +93,7 @@ def check(
         str | None,
         parser_option(
             "With --update: the parser golden files are written with (default: the one a "
-            "golden file names, else $AUTOBYTEUS_STREAM_PARSER or api_tool_call)."
+            "golden file names, else $STREAMTOOL_PARSER or api_tool_call)."
         ),
     ] = None,
     fmt: Annotated[
@@ -221,8 +221,17 @@ def render_report(report: "CheckReport", paths: list[str], *, color: bool = Fals
         if r.diff:
             lines.append(r.diff.rstrip("\n"))
     counts = report.counts()
+    # a path that named nothing to check (missing, an empty folder) was said on stderr: it is
+    # not a file checked
+    unusable = sum(1 for r in report.results if r.recording is None and r.golden is None)
+    counts["error"] -= unusable
+    checked = len(report.results) - unusable
+    if checked == 0 and unusable:
+        return "\n".join(lines) + "\n" if lines else ""
     parts = [f"{n} {status}" for status, n in counts.items() if n]
-    lines.append(f"{len(report.results)} checked: {', '.join(parts) or 'nothing'}")
+    if unusable:
+        parts.append(f"{unusable} path{'s' if unusable > 1 else ''} with nothing to check")
+    lines.append(f"{checked} checked: {', '.join(parts) or 'nothing'}")
     if counts["drift"] + counts["missing"] > 1:
         # with CI set, --update alone would leave the missing golden files missing
         create = " --create-missing" if counts["missing"] and ci_is_set() else ""

@@ -1,9 +1,9 @@
 """``streamtool conform -- COMMAND``: check a stream client against recordings cut every way."""
 
 import json
-import os
 import shutil
 import sys
+import textwrap
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -239,34 +239,55 @@ def _print_quirks(results: "list[Result]") -> None:
 
 
 def _print_table(plans: "list[Chunking]", results: "list[Result]") -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """A row per recording, a column per chunking; then what differs, one paragraph per
+    recording, wrapped to the width (off a terminal: one line each, nothing cut)."""
+    from rich.text import Text
 
-    width = shutil.get_terminal_size((int(os.environ.get("COLUMNS", "100") or 100), 24)).columns
-    console = Console(width=max(width, 60), highlight=False, soft_wrap=False)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    # a recording's name stays on one line: the result columns give way first
-    longest = max((len(r.case.name) for r in results), default=9)
-    table.add_column("recording", no_wrap=True, min_width=min(longest, console.width // 2))
-    for plan in plans:
-        table.add_column(plan.name)
+    from .fit import Col, available_width, build_table, fit, make_console, print_plain
+
+    width = available_width()
     rows: dict[str, dict[str, Result]] = {}
     for r in results:
         rows.setdefault(r.case.name, {})[r.chunking] = r
-    for name, by_plan in rows.items():
-        cells = []
+
+    def cell(run: "Result | None", fields: bool) -> Text:
+        if run is None or run.status == "not applicable":
+            return Text("n/a", style="dim")
+        if run.status == "pass":
+            return Text("pass", style="green")
+        assert run.verdict is not None
+        if not fields:
+            return Text("FAIL", style="red")
+        return Text(", ".join(sorted({d.field for d in run.verdict.differences})), style="red")
+
+    def columns(fields: bool) -> list[Col]:
+        # the recording's name keeps what tells it apart; a cell names the fields that differ,
+        # on more lines if need be, never cut inside one
+        cols = [Col("recording", list(rows), minimum=20, grow=0, names=True)]
         for plan in plans:
-            run = by_plan.get(plan.name)
-            if run is None or run.status == "not applicable":
-                cells.append("[dim]n/a[/dim]")
-            elif run.status == "pass":
-                cells.append("[green]pass[/green]")
-            else:
-                assert run.verdict is not None
-                fields = sorted({d.field for d in run.verdict.differences})
-                cells.append(f"[red]{', '.join(fields)}[/red]")
-        table.add_row(name, *cells)
-    console.print(table)
+            cells = [cell(by.get(plan.name), fields) for by in rows.values()]
+            word = max(len(w) for c in cells for w in c.plain.split())
+            cols.append(Col(plan.name, cells, minimum=word, wrap=True))
+        return cols
+
+    detailed = columns(fields=True)
+    if any(w < (c.minimum or 0) for c, w in fit(detailed, width)):
+        detailed = columns(fields=False)  # too narrow for the fields: FAIL (what differs says)
+    table, used = build_table(detailed, width)
+    console = make_console(width, used)
+    print_plain(console, table)
+
+    def say(text: str, indent: str = "  ", style: str | None = None) -> None:
+        if width is None:
+            lines = [indent + text]
+        else:  # a paragraph: its next lines indented under its first
+            lines = textwrap.wrap(
+                text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                break_on_hyphens=False,
+            )  # fmt: skip
+        for line in lines:
+            console.print(line, markup=False, style=style, soft_wrap=True)
+
     failures = [r for r in results if r.status == "fail"]
     if failures:
         console.print()
@@ -277,21 +298,15 @@ def _print_table(plans: "list[Chunking]", results: "list[Result]") -> None:
         assert r.verdict is not None
         groups.setdefault((r.case.name, r.verdict.summary()), []).append(r)
     for (name, summary), group in groups.items():
-        verdict = group[0].verdict
-        assert verdict is not None
         runs = [r for r in results if r.case.name == name]
         cuts = ", ".join(r.chunking for r in group)
-        line = f"  {name} [{cuts}]: {summary}"
+        line = f"{name} [{cuts}]: {summary}"
         if any(r.status == "pass" for r in runs):
             passed = ", ".join(r.chunking for r in runs if r.status == "pass")
             line += f" (passes {passed}: the client depends on how the stream is cut)"
-        console.print(line, markup=False, soft_wrap=True)
+        say(line)
         for quirk in group[0].quirks():
-            console.print(
-                f"    quirk {quirk.id} ({quirk.severity}): {quirk.explanation}",
-                markup=False,
-                soft_wrap=True,
-            )
+            say(f"quirk {quirk.id} ({quirk.severity}): {quirk.explanation}", "    ")
     na = [r for r in results if r.status == "not applicable"]
     notes = sorted({r.note for r in na if r.note})
     counts = _counts(results)
@@ -302,4 +317,4 @@ def _print_table(plans: "list[Chunking]", results: "list[Result]") -> None:
         markup=False,
     )
     for note in notes:
-        console.print(f"  not applicable: {note}", markup=False, style="dim", soft_wrap=True)
+        say(f"not applicable: {note}", style="dim")

@@ -40,9 +40,7 @@ def diff(
     ] = None,
     parser: Annotated[
         str | None,
-        parser_option(
-            "Parser for both sides (default: $AUTOBYTEUS_STREAM_PARSER or api_tool_call)."
-        ),
+        parser_option("Parser for both sides (default: $STREAMTOOL_PARSER or api_tool_call)."),
     ] = None,
     parser_a: Annotated[
         str | None,

@@ -75,7 +75,7 @@ def inspect(
     ] = "auto",
     parser: Annotated[
         str | None,
-        parser_option("Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."),
+        parser_option("Handler (default: $STREAMTOOL_PARSER, else api_tool_call)."),
     ] = None,
     no_color: Annotated[bool, no_color_option()] = False,
 ) -> None:

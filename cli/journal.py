@@ -207,25 +207,39 @@ class Journal:
                 row.items = []
 
     def table(self, limit: int | None = None) -> Any:
-        from rich.table import Table
+        """The rows as a table as wide as the console: the API, the end, the TTFT and the file
+        stay; the chunk count, the time, the duration and the counts go first when it is too
+        narrow; file names keep what tells them apart; what went wrong folds onto more lines."""
+        from .fit import Col, build_table
 
         rows = self.rows if limit is None else self.rows[-limit:]
         cells = [row_cells(row) for row in rows]
-        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-        for i, heading in enumerate(HEADINGS):
-            if not heading:  # what went wrong: folded onto more lines
-                table.add_column(heading, overflow="fold", ratio=1, min_width=10)
-                continue
-            widest = max([len(heading), *(len(c[i]) for c in cells)])
-            right = heading in ("status", "TTFT", "duration", "chunks", "tools", "errors", "quirks")
-            table.add_column(
-                heading, justify="right" if right else "left", no_wrap=True, min_width=widest
-            )
-        for row, row_text in zip(rows, cells, strict=True):
-            style = None
-            if row.ex.end not in (None, "complete") or (row.ex.status or 0) >= 400:
-                style = "red"
-            table.add_row(*row_text, style=style)
+
+        def column(i: int, **how: Any) -> Col:
+            return Col(HEADINGS[i], [c[i] for c in cells], **how)
+
+        right: Any = "right"
+        columns = [
+            column(0, drop=2),  # time
+            column(1, minimum=6, grow=3),  # API
+            column(2, minimum=10, grow=1, ample=24, names=True),  # model
+            column(3, justify=right),  # status
+            column(4),  # end
+            column(5, justify=right),  # TTFT
+            column(6, justify=right, drop=3),  # duration
+            column(7, justify=right, drop=1),  # chunks
+            column(8, justify=right, drop=5),  # tools
+            column(9, justify=right, drop=6),  # errors
+            column(10, justify=right, drop=4),  # quirks
+            column(11, minimum=16, grow=0, ample=40, names=True),  # file
+        ]
+        if any(c[12] for c in cells):  # what went wrong, when something did
+            columns.append(column(12, minimum=16, grow=2, wrap=True))
+        styles = [
+            "red" if row.ex.end not in (None, "complete") or (row.ex.status or 0) >= 400 else None
+            for row in rows
+        ]
+        table, _ = build_table(columns, self.console.width, styles)
         return table
 
     def frame(self) -> Any:

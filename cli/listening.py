@@ -63,7 +63,12 @@ def listen(host: str, port: int) -> tuple[Any, str]:
     try:
         sock = bind(host, port)
     except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+        import errno
+
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = "; another program listens there: another --port, or --port 0 for any free one"
+        fail(f"cannot listen on {host}:{port}: {(exc.strerror or str(exc)).lower()}{hint}")
     if not is_loopback(host):
         sys.stderr.write(
             f"streamtool: warning: listening on {host}, not a loopback address: anyone who can "

@@ -4,7 +4,7 @@ import json
 import os
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -102,6 +102,8 @@ def ls(
             problems.append(row.problem)
             sys.stderr.write(f"streamtool: error: {row.problem}\n")
     good = sorted((r for r in rows if r.problem is None), key=key, reverse=reverse)
+    if problems and not good:  # nothing to list: the errors said why, no empty table
+        raise typer.Exit(2)
     try:
         if fmt is Format.json:
             sys.stdout.write(
@@ -120,78 +122,38 @@ def ls(
 
 
 def _table(rows: "list[Row]", base: str | None) -> None:
-    """One line per recording, columns aligned; long cells shortened to fit the width."""
-    import shutil
+    """One row per recording. At the terminal's width (or COLUMNS): the columns that matter
+    least go first, file names lose their middle but keep what tells them apart, tool and quirk
+    lists go on more lines; off a terminal every row is whole, on one line."""
+    from .fit import Col, available_width, build_table, make_console, print_plain
 
-    width = shutil.get_terminal_size((100, 24)).columns
+    width = available_width()
     if base is not None and base != ".":
         sys.stdout.write(f"in {base}\n")
-    header = ["file", "provider", "api", "model", "end", "dur s", "ttft s", "reads", "tools"]
-    header += ["err", "quirks"]
-    lines = [header]
-    for r in rows:
-        tools = ", ".join(dict.fromkeys(r.tool_calls))
-        if len(r.tool_calls) > 1:
-            tools = f"{len(r.tool_calls)}: {tools}"
-        lines.append(
-            [
-                os.path.relpath(r.file, base) if base is not None else r.file,
-                r.provider or "",
-                r.api or "",
-                r.model or "",
-                r.end or "",
-                "" if r.duration_s is None else f"{r.duration_s:.2f}",
-                "" if r.ttft_s is None else f"{r.ttft_s:.2f}",
-                str(r.reads),
-                tools,
-                str(len(r.errors)) if r.errors else "",
-                ", ".join(r.quirks),
-            ]
-        )
-    drop = set()
-    if width < 120:
-        drop.add(2)  # api
-    if width < 90:
-        drop.add(4)  # end
-    keep = [i for i in range(len(header)) if i not in drop]
-    lines = [[line[i] for i in keep] for line in lines]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(keep))]
-    floors = {0: 16, 1: 8, 2: 8, 3: 10, 4: 8, 8: 8}
-    flexible = {j: floors[i] for j, i in enumerate(keep) if i in floors}
-    while True:
-        used = sum(widths[:-1]) + 2 * (len(widths) - 1) + min(widths[-1], 16)
-        over = used - width
-        # the file name is what tells rows apart: the other columns give way first
-        candidates = [j for j, floor in flexible.items() if widths[j] > floor and j != 0]
-        if not candidates and 0 in flexible and widths[0] > flexible[0]:
-            candidates = [0]
-        if over <= 0 or not candidates:
-            break
-        j = max(candidates, key=lambda c: widths[c])
-        widths[j] -= 1
-    right = {j for j, i in enumerate(keep) if i in (5, 6, 7, 9)}
-    for line in lines:
-        cells = []
-        for j, cell in enumerate(line[:-1]):
-            cell = _fit(cell, widths[j], middle=j == 0)
-            cells.append(cell.rjust(widths[j]) if j in right else cell.ljust(widths[j]))
-        text = "  ".join([*cells, line[-1]]).rstrip()
-        if len(text) > width:
-            text = text[: width - 1] + "…"
-        sys.stdout.write(text + "\n")
+
+    def num(value: float | None) -> str:
+        return "" if value is None else f"{value:.2f}"
+
+    def listed(items: list[str]) -> str:  # several: their count first, seen even when cut
+        names = ", ".join(dict.fromkeys(items))
+        return f"{len(items)}: {names}" if len(items) > 1 else names
+
+    right: Literal["right"] = "right"
+    columns = [
+        Col("file", [os.path.relpath(r.file, base) if base else r.file for r in rows],
+            minimum=24, grow=0, ample=32, names=True),
+        Col("provider", [r.provider or "" for r in rows], minimum=8, grow=4, drop=4),
+        Col("api", [r.api or "" for r in rows], minimum=8, grow=6, drop=1),
+        Col("model", [r.model or "" for r in rows], minimum=12, grow=2, ample=20, names=True),
+        Col("end", [r.end or "" for r in rows], minimum=8, grow=5, drop=5),
+        Col("dur s", [num(r.duration_s) for r in rows], justify=right, drop=2),
+        Col("ttft s", [num(r.ttft_s) for r in rows], justify=right, drop=6),
+        Col("reads", [str(r.reads) for r in rows], justify=right, drop=3),
+        Col("tools", [listed(r.tool_calls) for r in rows], minimum=10, grow=3, ample=24),
+        Col("err", [str(len(r.errors)) if r.errors else "" for r in rows], justify=right),
+        Col("quirks", [listed(r.quirks) for r in rows], minimum=12, grow=1, ample=30),
+    ]  # fmt: skip
+    if rows:
+        table, used = build_table(columns, width)
+        print_plain(make_console(width, used), table)
     sys.stdout.write(f"{len(rows)} recording{'s' if len(rows) != 1 else ''}\n")
-
-
-def _fit(cell: str, width: int, middle: bool = False) -> str:
-    """``cell`` cut to ``width``: at the end, or (file names) in the middle.
-
-    A file name keeps its start and its end: recordings of one proxy session differ in their
-    leading sequence number and share their model and extension, so neither end may go.
-    """
-    if len(cell) <= width:
-        return cell
-    if not middle:
-        return cell[: width - 1] + "…"
-    tail = (width - 1) // 2
-    head = width - 1 - tail
-    return cell[:head] + "…" + cell[len(cell) - tail :]

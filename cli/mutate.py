@@ -1,5 +1,6 @@
 """``streamtool mutate REC --quirk ID -o OUT``: apply catalogue quirks to a real recording."""
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -80,6 +81,8 @@ def mutate(
 
     with user_errors(str(output)):
         check_output(output, force)
+    if output.exists() and not output.is_file():  # renamed over, a device would be replaced
+        fail(f"{output}: is not a regular file (a device, FIFO or socket)")
     original = load_original(recording)
     try:
         header, chunks, end = apply(original, ids)
@@ -106,29 +109,33 @@ def _write(
 ) -> None:
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
+    from streamtool.core.model.records import RecordingError, os_error_text
     from streamtool.core.recording.writer import RecordingWriter
 
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    with user_errors(str(output)):
+    try:
         writer = RecordingWriter(tmp, header, force=True)
-        try:
-            for chunk in chunks:
-                data = chunk.data
-                writer.write_read(
-                    chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data
-                )
-            if end is not None:
-                writer.close(end.t, end.reason, end.error)
-            else:
-                writer.abandon()
-            if force:
-                os.replace(tmp, output)
-            else:
-                try:
-                    os.link(tmp, output)  # fails if OUTPUT appeared meanwhile: nothing is lost
-                except FileExistsError:
-                    fail(f"{output}: exists (use --force to overwrite)")
-        finally:
+        for chunk in chunks:
+            data = chunk.data
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            writer.write_read(chunk.t or 0.0, raw)
+        if end is not None:
+            writer.close(end.t, end.reason, end.error)
+        else:
+            writer.abandon()
+        if force:
+            os.replace(tmp, output)
+        else:
+            try:
+                os.link(tmp, output)  # fails if OUTPUT appeared meanwhile: nothing is lost
+            except FileExistsError:
+                fail(f"{output}: exists (use --force to overwrite)")
+    except RecordingError as exc:  # the temporary file is ours: the user named OUTPUT
+        fail(f"{output}: {exc.message}")
+    except OSError as exc:
+        fail(f"{output}: {os_error_text(exc)}")
+    finally:
+        with contextlib.suppress(OSError):  # never made (a name too long, no such folder)
             tmp.unlink(missing_ok=True)
 
 

@@ -55,7 +55,8 @@ def proxy(
             metavar=choices(VIEWS),
             autocompletion=complete_proxy_view,
             help="Live view: journal (one row per exchange), tree (the newest stream above "
-            "the journal) or none. Default: journal on a terminal, none otherwise.",
+            "the journal) or none. Default: journal (off a terminal: a line per exchange as "
+            "it ends).",
         ),
     ] = None,
     transform: Annotated[

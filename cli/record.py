@@ -272,7 +272,8 @@ def record(
             "-p",
             autocompletion=complete_provider,
             metavar=choices(APIS),
-            help="openai-chat, openai-responses, anthropic, gemini or openai-compatible.",
+            help="The wire API to speak, one of the choices (openai-compatible: any server "
+            "that speaks OpenAI's, at --base-url); optional when --base-url names a preset.",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,

@@ -77,7 +77,7 @@ def replay(
         str | None,
         parser_option(
             "Handler: api_tool_call, passthrough, or xml / json / sentinel for tool calls "
-            "written in the text (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."
+            "written in the text (default: $STREAMTOOL_PARSER, else api_tool_call)."
         ),
     ] = None,
     converter: Annotated[
@@ -120,8 +120,9 @@ def replay(
             metavar=choices(EMIT_CHOICES),
             callback=check_emit,
             autocompletion=complete_emit,
-            help="Write the replayed stream re-encoded instead of --format: openai-sse (an "
-            "OpenAI chat-completions SSE stream).",
+            help="Write the replayed stream's meaning as a stream of this API instead of "
+            "--format (text, reasoning, tool calls, usage, finish); openai-sse is Chat's "
+            "older name.",
         ),
     ] = None,
     file_tools: Annotated[
@@ -210,6 +211,7 @@ def _replay(o: _Options) -> None:
             else make_emit_sink(o.emit)
         )
         live = bool(getattr(sink, "live", False))
+        tree = o.emit is None and o.fmt in (None, Format.tree)
         if o.speed is None:
             pacer = Pacer(1.0 if live else None, o.max_gap)
         else:
@@ -241,6 +243,8 @@ def _replay(o: _Options) -> None:
                 batched=batched,
                 segments=bool(getattr(sink, "needs_segments", False)),
                 lock=getattr(sink, "feed_lock", None),
+                # a sample's tree is headed by its name, not the path it is installed at
+                label=f"sample {o.sample}" if o.sample and tree else None,
             )
         except KeyboardInterrupt:
             # Ctrl-C while watching: show the tree as far as it got

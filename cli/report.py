@@ -42,7 +42,7 @@ def report(
     ] = "auto",
     parser: Annotated[
         str | None,
-        parser_option("Handler (default: $AUTOBYTEUS_STREAM_PARSER, else api_tool_call)."),
+        parser_option("Handler (default: $STREAMTOOL_PARSER, else api_tool_call)."),
     ] = None,
 ) -> None:
     """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""

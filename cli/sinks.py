@@ -38,7 +38,7 @@ def item_to_dict(item: Item, t: float | None) -> dict[str, Any]:
 
 
 class JsonSink:
-    """``--format json``: the summary object of DESIGN.md, printed once at the end."""
+    """``--format json``: the summary object (docs/replay.md), printed once at the end."""
 
     # the summary does not depend on where the reads were cut: an unpaced replay is batched
     batchable = True

@@ -23,6 +23,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "slow: takes long (installs into new venvs); runs in the suite all the same "
+        "(-m 'not slow' leaves it out)",
+    )
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores this process may use. About a quarter of the
     suite's time is spent waiting (on the processes, servers and sockets the tests start), which

@@ -13,7 +13,7 @@ REC = str(RECORDINGS / "openai-parallel-tool-calls.jsonl")
 
 
 def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "AUTOBYTEUS_STREAM_PARSER"}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_PARSER")}
     env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "streamtool.cli", *args], capture_output=True, text=True, env=env
@@ -82,10 +82,17 @@ def test_text_format_is_readable():
 
 
 def test_parser_default_comes_from_the_environment():
+    proc = run("replay", REC, "--format", "json", env_extra={"STREAMTOOL_PARSER": "passthrough"})
+    assert json.loads(proc.stdout)["parser"] == "passthrough"
+    # the older name is still read; the new one wins over it
     proc = run(
         "replay", REC, "--format", "json", env_extra={"AUTOBYTEUS_STREAM_PARSER": "passthrough"}
     )
     assert json.loads(proc.stdout)["parser"] == "passthrough"
+    both = {"STREAMTOOL_PARSER": "xml", "AUTOBYTEUS_STREAM_PARSER": "passthrough"}
+    assert (
+        json.loads(run("replay", REC, "--format", "json", env_extra=both).stdout)["parser"] == "xml"
+    )
     proc = run(
         "replay",
         REC,

@@ -8,6 +8,7 @@ anthropic SDKs' own stream accumulators.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,11 +30,14 @@ STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main(
 
 
 def conform(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    # off a terminal without COLUMNS: a paragraph of what differs is one line
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     return subprocess.run(
         [*STREAMTOOL, "conform", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 
@@ -182,8 +186,11 @@ def test_judge_crashes_and_failed_streams():
     assert crash.summary() == "the client exited 1: RuntimeError: boom"
     assert crash.quirks == EXPECTED.quirks  # a crash may come from any of them
     assert judge(EXPECTED, ClientRun(0, "not json")).summary() == (
-        "the client printed no JSON object"
+        "the client exited 0 without printing a JSON object (its last line: not json)"
     )
+    silent_client = judge(EXPECTED, ClientRun(0, ""))
+    assert silent_client.differences[0].field == "output"  # not a crash: it exited 0
+    assert silent_client.quirks == []  # nothing the stream did explains a missing answer
     hung = judge(EXPECTED, ClientRun(None, "", timed_out=True, timeout=3))
     assert hung.summary() == "the client did not finish within 3 s"
 

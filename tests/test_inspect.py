@@ -21,7 +21,7 @@ UTF8 = RECORDINGS / "openai-text-usage-chunk-utf8-split.jsonl"
 
 
 def run(*args: str, stdin: bytes | None = None, columns: int = 80) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "AUTOBYTEUS_STREAM_PARSER"}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_PARSER")}
     env["COLUMNS"] = str(columns)
     return subprocess.run(
         [sys.executable, "-m", "streamtool.cli", *args],

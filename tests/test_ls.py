@@ -19,7 +19,7 @@ PICK = [
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "AUTOBYTEUS_STREAM_PARSER"}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_PARSER")}
     env["COLUMNS"] = "200"
     return subprocess.run(
         [sys.executable, "-m", "streamtool.cli", *args],

@@ -1,4 +1,5 @@
-"""The SSE decoder: every rule of DESIGN.md, and chunking never changes the decoded events."""
+"""The SSE decoder: every rule of the SSE specification, and chunking never changes the decoded
+events."""
 
 from __future__ import annotations
 

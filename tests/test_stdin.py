@@ -14,7 +14,7 @@ GOLDEN = RECORDINGS / "openai-parallel-tool-calls.golden.json"
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("AUTOBYTEUS_STREAM_PARSER", "CI")}
+    env = {k: v for k, v in os.environ.items() if k != "CI" and not k.endswith("_PARSER")}
     return subprocess.run(
         [sys.executable, "-m", "streamtool.cli", *args], capture_output=True, input=stdin, env=env
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..converters import check_converter_name
 from ..engine.replay import DetectionError
 from ..handlers import check_parser_name, default_parser
-from ..model.records import INDEX_NAME, RecordingError, os_error_text
+from ..model.records import INDEX_NAME, RecordingError, missing_text, os_error_text
 from ..outputs.golden import (
     DEFAULT_CONVERTER,
     Golden,
@@ -461,7 +462,7 @@ def _find_targets(
         elif path.exists():  # a FIFO or a device: reading it would block or never end
             errors.append(_error(None, f"{path}: is not a regular file"))
         else:
-            errors.append(_error(None, f"{path}: no such file or folder"))
+            errors.append(_error(None, missing_text(str(path))))
     return targets
 
 
@@ -583,7 +584,7 @@ def _check_one(
             rec,
             # with CI set, --update alone refreshes existing golden files only
             message=f"no golden file ({os.path.basename(gold)}); create it with: "
-            f"streamtool check --update{'' if create_missing else ' --create-missing'} {rec}",
+            + update_command(rec, gold, "" if create_missing else " --create-missing"),
         )
     elif text is None and not create_missing:
         missing = FileResult(
@@ -638,8 +639,19 @@ def _check_one(
         gold,
         rec,
         diff=diff,
-        message=f"if the change is intended, run: streamtool check --update {rec}",
+        message=f"if the change is intended, run: {update_command(rec, gold)}",
     )
+
+
+def update_command(rec: str, gold: str, flags: str = "") -> str:
+    """The command that writes ``gold`` from ``rec`` (standard input: the recording piped in
+    again, the golden file named)."""
+    if rec == "-":
+        return (
+            f"streamtool check --update{flags} --golden {shlex.quote(gold)} - "
+            "(with the recording on standard input again)"
+        )
+    return f"streamtool check --update{flags} {shlex.quote(rec)}"
 
 
 def _orphan(golden: str) -> FileResult:

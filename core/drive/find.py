@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..model.records import INDEX_NAME
+from ..model.records import INDEX_NAME, missing_text
 from ..outputs.golden import is_golden_name
 
 SCAN_SUFFIXES = (".jsonl", ".sse")  # what a folder search picks up
@@ -42,4 +42,4 @@ def find_recordings(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[s
         elif os.path.exists(path):
             yield path, None
         else:
-            yield path, f"{Path(path)}: no such file or folder"
+            yield path, missing_text(str(Path(path)))

@@ -27,6 +27,7 @@ def replay_file(
     string_pieces: bool = False,
     segments: bool = False,
     lock: AbstractContextManager[Any] | None = None,
+    label: str | None = None,
 ) -> ReplayEngine:
     """Replay a whole recording (or raw SSE body) and return the finished engine.
 
@@ -37,7 +38,8 @@ def replay_file(
     log; ``string_pieces=True`` is for a caller that only writes the summary with ``iter_json``
     (see :class:`~streamtool.core.engine.replay.ReplayEngine`). ``segments=True`` keeps the
     segments (``engine.segments``) for a sink that reads them; ``lock``, when given, is held while
-    the engine is fed (for a sink that reads the engine from another thread).
+    the engine is fed (for a sink that reads the engine from another thread). ``label`` names
+    the stream in what the engine shows (its ``source``; default: ``path``).
 
     ``batched=True`` is for callers that do not show the stream read by read (a summary, a
     transcript, a tree drawn unpaced): the reads are fed to the engine many at a time
@@ -53,7 +55,7 @@ def replay_file(
         source.header,
         converter=converter,
         parser=parser,
-        source=str(path),
+        source=str(path) if label is None else label,
         handler_options=handler_options,
         transcript=transcript,
         keep_events=keep_events,

@@ -1,9 +1,9 @@
 """The replay engine: recording chunks in, segment events / invocations / notes out. Sans-IO.
 
-It wires the pipeline of DESIGN.md (decoder -> converter -> handler -> adapter), picks the
-converter (header, then the first events, unless one is named), keeps the statistics sinks show
-(chunks, bytes, events, timings, usage, finish reason, errors, quirks) and builds the summary
-object that ``replay --format json`` prints.
+It wires the pipeline (decoder -> converter -> handler -> adapter, docs/recording-format.md),
+picks the converter (header, then the first events, unless one is named), keeps the statistics
+sinks show (chunks, bytes, events, timings, usage, finish reason, errors, quirks) and builds the
+summary object that ``replay --format json`` prints.
 
 Memory follows what the outputs hold, not the length of the stream: segment events are handed to the
 caller as they come and not kept; the engine keeps only what its results need from them (the text
@@ -386,11 +386,7 @@ class ReplayEngine:
                         "the stream holds only SSE comments, no events: there is nothing to replay"
                     )
                 if self._binary:
-                    kind = _binary_kind(self._head)
-                    raise DetectionError(
-                        f"not a stream: its {self.bytes:,} bytes are "
-                        f"{kind or 'binary data, not text'}"
-                    )
+                    raise DetectionError(binary_text(self.bytes, self._head))
                 raise DetectionError(
                     f"no server-sent events in its {self.bytes:,} bytes "
                     "(nor NDJSON, nor a JSON array): there is nothing to replay"
@@ -560,7 +556,7 @@ class ReplayEngine:
         return out
 
     def summary(self, *, pieces: bool = False) -> dict[str, Any]:
-        """The summary of DESIGN.md. ``pieces=True``: the text and the reasoning are
+        """The summary (``replay --format json``). ``pieces=True``: the text and the reasoning are
         :class:`~streamtool.core.model.textbuf.TextPieces` (the blocks they are kept in,
         not joined), for a writer that streams them (``iter_json``) without holding them twice,
         and so are the long string arguments of a replay made with ``string_pieces=True``
@@ -611,6 +607,20 @@ _MAGIC = (
     (b"\xff\xfe", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
     (b"\xfe\xff", "UTF-16 text (convert it to UTF-8 first: iconv -f UTF-16 -t UTF-8)"),
 )
+
+
+def is_binary(data: bytes) -> bool:
+    """Whether a whole body is not text (not UTF-8, or holding NUL), as the replay judges it."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return b"\x00" in data
+
+
+def binary_text(size: int, head: bytes) -> str:
+    """What the replay says of a body of ``size`` bytes starting ``head`` that is not text."""
+    return f"not a stream: its {size:,} bytes are {_binary_kind(head) or 'binary data, not text'}"
 
 
 def _binary_kind(head: bytes) -> str | None:

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 PARSERS = HANDLERS
 BUILTIN_PARSERS: dict[str, str] = PARSERS.builtins
 DEFAULT_PARSER = "api_tool_call"
-PARSER_ENV = "AUTOBYTEUS_STREAM_PARSER"
+PARSER_ENV = "STREAMTOOL_PARSER"
+PARSER_ENV_ALIASES = ("AUTOBYTEUS_STREAM_PARSER",)  # the older name, still read
 
 
 class UnknownParser(ValueError):
@@ -32,8 +33,13 @@ def parser_names() -> list[str]:
 
 
 def default_parser() -> str:
-    """``AUTOBYTEUS_STREAM_PARSER`` when set (as in the design documents), else api_tool_call."""
-    return os.environ.get(PARSER_ENV, "").strip() or DEFAULT_PARSER
+    """``STREAMTOOL_PARSER`` when set (else its older name ``AUTOBYTEUS_STREAM_PARSER``), else
+    api_tool_call."""
+    for name in (PARSER_ENV, *PARSER_ENV_ALIASES):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return DEFAULT_PARSER
 
 
 def check_parser_name(name: str) -> None:

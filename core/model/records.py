@@ -1,4 +1,5 @@
-"""Recording format version 1 (see DESIGN.md): the pure record types, line parsing; sans-IO.
+"""Recording format version 1 (docs/recording-format.md): the pure record types, line parsing;
+sans-IO.
 
 A recording is JSONL: a ``header`` record, one ``chunk`` record per network read (``text``, or
 ``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. File access lives in
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from typing import Any
 
 import msgspec
@@ -24,10 +26,31 @@ END_REASONS = ("complete", "interrupted", "error", "timeout", "limit")
 INDEX_NAME = "index.jsonl"
 
 
+MISSING = "no such file or folder"
+URL_GIVEN = (
+    "a URL, not a file: record its stream first "
+    "(streamtool record --base-url URL ... -o rec.jsonl), then use rec.jsonl"
+)
+# http(s)://... as typed, or as a path object folds it (https:/...)
+_URL = re.compile(r"(?i)(https?|wss?):/+(.*)")
+
+
+def _url(path: str) -> str | None:
+    found = _URL.fullmatch(path)
+    return f"{found.group(1)}://{found.group(2)}" if found else None
+
+
+def missing_text(path: str) -> str:
+    """``PATH: no such file or folder`` (for a URL: what to do with one instead)."""
+    return str(RecordingError(path, None, MISSING))
+
+
 class RecordingError(Exception):
     """Unusable input. ``str()`` is one line naming the file and, where known, the line."""
 
     def __init__(self, path: str, line: int | None, message: str) -> None:
+        if message == MISSING and _url(path):
+            path, message = _url(path) or path, URL_GIVEN
         self.path = path
         self.line = line
         self.message = message
@@ -141,7 +164,7 @@ def parse_record(line_text: str, path: str, line: int) -> Chunk | End:
     try:
         obj = fastjson.loads(line_text)
     except ValueError as exc:
-        raise RecordingError(path, line, f"not JSON ({exc.args[0].split(':')[0]})") from None
+        raise RecordingError(path, line, f"not JSON ({fastjson.error_text(exc)})") from None
     return record_from_obj(obj, path, line)
 
 
@@ -191,7 +214,7 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
 def os_error_text(exc: OSError) -> str:
     """An operating-system error in streamtool's one wording ("no such file or folder")."""
     if isinstance(exc, FileNotFoundError):
-        return "no such file or folder"
+        return MISSING
     if isinstance(exc, IsADirectoryError):
         return "is a folder, not a file"
     if isinstance(exc, PermissionError):

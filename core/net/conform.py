@@ -330,7 +330,7 @@ class Runner:
         verdict = judge(case.expected, run)
         if not calls:
             verdict.differences.insert(
-                0, Difference("crash", "the client sent no request to the base URL it was given")
+                0, Difference("request", "the client sent no request to the base URL it was given")
             )
         status = "pass" if verdict.passed else "fail"
         return Result(case, plan.name, status, verdict, requests=calls)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from ..model.records import Chunk
 from ..plugins import error_body
-from ..recording.recorder import RecordingLimit, ResponseRecorder, classify
+from ..recording.recorder import RecordingLimit, ResponseRecorder, classify, origin
 from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
 from .bodies import OFF_LOOP
@@ -589,7 +589,10 @@ class _ForwardedResponse:
             timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
-            message = f"streamtool proxy: the upstream {what}: {type(exc).__name__}: {exc}"
+            message = (
+                f"streamtool proxy: the upstream {origin(self.url)} {what}: "
+                f"{type(exc).__name__}: {exc}"
+            )
             ex.status = status
             self._finish(None, None, exc)
             body = error_body(self.error_style, status, message)

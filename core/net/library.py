@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
-from ..model.records import INDEX_NAME, RecordingError
+from ..model.records import INDEX_NAME, MISSING, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
 from ..recording.secrets import REDACTED, credential_values, secret_query_values
@@ -111,7 +111,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         elif p.exists():
             out.append(p)
         else:
-            raise RecordingError(str(p), None, "no such file or folder")
+            raise RecordingError(str(p), None, MISSING)
     return out
 
 
@@ -199,6 +199,12 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         sniffed_api, sniffed_model = _sniff(chunks)
         api = api or sniffed_api
         model = model or sniffed_model
+    if api is None and header.raw_body:  # refused as replay refuses it, not served as a stream
+        from ..engine.replay import binary_text, is_binary
+
+        body = b"".join(data for _, data in chunks)
+        if is_binary(body):
+            raise RecordingError(str(path), None, binary_text(len(body), body[:4]))
     request_path = unquote(urlsplit(url).path) if url else ""
     endpoint = served_api(request_path) or api_for_converter(api)
     suffix = endpoint.route if endpoint is not None else None

@@ -140,7 +140,9 @@ class ClientRun:
 
 @dataclass(slots=True)
 class Difference:
-    field: str  # text, refusal, tool_calls, finish_reason, error, crash
+    # text, refusal, tool_calls, finish_reason, error, crash (the client failed), request (it
+    # sent none), output (it exited 0 without printing its answer)
+    field: str
     message: str
 
     def to_dict(self) -> dict[str, str]:
@@ -306,7 +308,14 @@ def judge(expected: Expected, run: ClientRun) -> Verdict:
             )
         )
     elif answer is None:
-        diffs.append(Difference("crash", "the client printed no JSON object"))
+        said = _last_line(run.stdout)
+        diffs.append(
+            Difference(
+                "output",
+                "the client exited 0 without printing a JSON object"
+                + (f" (its last line: {said})" if said else " (it printed nothing)"),
+            )
+        )
     else:
         if reported_error:
             diffs.append(

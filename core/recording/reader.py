@@ -293,7 +293,7 @@ class Source:
                         # came before it is whole; the reader says so and stops there
                         self.cut_line = lineno
                         return True
-                    msg = str(exc.args[0]).split(":")[0]
+                    msg = fastjson.error_text(exc)
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
                 if type(obj) is dict and obj.get("type") == "chunk":
                     text = obj.get("text")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from ..model.records import Chunk, Header, RecordingError
 from ..wire.http_body import BodyDecoder, DecodeLimit, provider_error_message
@@ -80,6 +81,28 @@ def _client_error_kind(exc: BaseException) -> str | None:
     return None
 
 
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (never its path or query, which may hold a key)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}" if parts.scheme else url
+
+
+def _to(exc: BaseException) -> str:
+    """`` to ORIGIN`` of the request an HTTP client's error belongs to, when it says."""
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]  # httpx's, httpx2's errors
+    except (AttributeError, RuntimeError):  # RuntimeError: an error without its request
+        return ""
+    return f" to {origin(str(url))}"
+
+
 def classify(exc: BaseException, received: int) -> tuple[str, str]:
     """The end reason and message for an exception that stopped a stream: by the HTTP client's
     exception types (httpx, httpx2), else by the built-in an exception derives from."""
@@ -90,7 +113,7 @@ def classify(exc: BaseException, received: int) -> tuple[str, str]:
     if kind == "timeout" or isinstance(exc, TimeoutError):
         return "timeout", f"{type(exc).__name__} after {received} bytes: {detail}"
     if kind == "connect":
-        return "error", f"could not connect: {detail}"
+        return "error", f"could not connect{_to(exc)}: {detail}"
     if kind == "dropped" or isinstance(exc, ConnectionError):
         return "error", f"connection dropped after {received} bytes: {detail}"
     if isinstance(exc, GeneratorExit):

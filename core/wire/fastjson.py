@@ -64,6 +64,18 @@ class NestingError(json.JSONDecodeError):
         return str(self.msg)
 
 
+def error_text(exc: ValueError) -> str:
+    """Why a text is not JSON, in a phrase that ends (the caller names the line): ``Expecting
+    value``, and where the message points at a place, the place: ``Invalid control character at
+    column 44``, ``Unterminated string starting at column 9``."""
+    if isinstance(exc, json.JSONDecodeError) and exc.msg.endswith(" at"):
+        line = "" if exc.lineno == 1 else f"line {exc.lineno} "
+        return f"{exc.msg} {line}column {exc.colno}"
+    if isinstance(exc, json.JSONDecodeError):
+        return str(exc.msg)
+    return str(exc.args[0]).split(": line ")[0] if exc.args else type(exc).__name__
+
+
 # a larger ``str`` that is not ASCII goes to the standard library, which needs about its size
 # (msgspec adds the UTF-8 copy of a text that is not ASCII, kept as long as the text; an ASCII
 # text is its own UTF-8, and ``str.isascii`` reads a flag, not the text). Bytes of any size go to
