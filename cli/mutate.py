@@ -51,7 +51,8 @@ def mutate(
         typer.Option("--quirk", "-q", help="A quirk id to apply (repeatable, or ID,ID)."),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Where to write the new recording.")
+        Path | None,
+        typer.Option("--output", "-o", help="Where to write the new recording (- for stdout)."),
     ] = None,
     list_: Annotated[
         bool, typer.Option("--list", help="List the quirks that can be applied to RECORDING.")
@@ -73,20 +74,26 @@ def mutate(
     if not ids:
         fail("name a quirk with --quirk ID (streamtool mutate REC --list shows them)")
     if output is None:
-        fail("give the new recording's path with -o OUT")
-    if output.resolve() == recording.resolve():
+        fail("give the new recording's path with -o OUT (- for stdout)")
+    to_stdout = str(output) == "-"
+    if not to_stdout and output.resolve() == recording.resolve():
         fail(f"{output}: the output would overwrite the recording it is made from")
     from streamtool.core.recording.recorder import check_output
 
-    with user_errors(str(output)):
-        check_output(output, force)
+    if not to_stdout:
+        with user_errors(str(output)):
+            check_output(output, force)
     original = load_original(recording)
     try:
         header, chunks, end = apply(original, ids)
     except NotApplicable as exc:
         qid = exc.args[0]
         fail(f"{recording}: quirk {qid} does not apply to it ({_why(original, qid)})")
-    _write(output, header, chunks, end, force)
+    if to_stdout:
+        _write_stdout(header, chunks, end)
+        output = Path("stdout")
+    else:
+        _write(output, header, chunks, end, force)
     sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
 
 
@@ -106,21 +113,10 @@ def _write(
 ) -> None:
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
-    from streamtool.core.recording.writer import RecordingWriter
-
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     with user_errors(str(output)):
-        writer = RecordingWriter(tmp, header, force=True)
         try:
-            for chunk in chunks:
-                data = chunk.data
-                writer.write_read(
-                    chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data
-                )
-            if end is not None:
-                writer.close(end.t, end.reason, end.error)
-            else:
-                writer.abandon()
+            _write_records(tmp, header, chunks, end)
             if force:
                 os.replace(tmp, output)
             else:
@@ -130,6 +126,41 @@ def _write(
                     fail(f"{output}: exists (use --force to overwrite)")
         finally:
             tmp.unlink(missing_ok=True)
+
+
+def _write_records(path: Path, header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
+    """The recording's records written to ``path`` (secrets removed, a key pattern refused)."""
+    from streamtool.core.recording.writer import RecordingWriter
+
+    writer = RecordingWriter(path, header, force=True)
+    for chunk in chunks:
+        data = chunk.data
+        writer.write_read(chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data)
+    if end is not None:
+        writer.close(end.t, end.reason, end.error)
+    else:
+        writer.abandon()
+
+
+def _write_stdout(header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
+    """``-o -``: the recording written as to a file (the same writer: a key pattern refused),
+    then copied to standard output whole, so that a refusal writes nothing there."""
+    import shutil
+    import tempfile
+
+    from streamtool.core.model.records import RecordingError
+
+    with tempfile.TemporaryDirectory(prefix="streamtool-mutate-") as folder:
+        path = Path(folder) / "stdout.jsonl"
+        try:
+            _write_records(path, header, chunks, end)
+        except RecordingError as exc:
+            fail(f"-: {exc.message}")
+        except OSError as exc:
+            fail(f"cannot write the recording for stdout: {exc.strerror or exc}")
+        with user_errors(), path.open("rb") as fh:
+            shutil.copyfileobj(fh, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
 
 
 def _print_list(path: Path, original: "Original") -> None:

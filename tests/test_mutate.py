@@ -242,6 +242,33 @@ def test_mutate_refuses_bad_ids_and_quirks_that_do_not_apply(tmp_path: Path) -> 
     assert out.read_text() == "mine\n"  # nothing the user had is overwritten
 
 
+def test_mutate_to_stdout_writes_the_same_recording_and_no_file(tmp_path: Path) -> None:
+    rec = str(RECORDINGS / "openai-parallel-tool-calls.jsonl")
+    out = tmp_path / "m.jsonl"
+    assert run("mutate", rec, "-q", "oai_id_every_chunk", "-o", str(out)).returncode == 0
+    proc = subprocess.run(
+        [*STREAMTOOL, "mutate", rec, "-q", "oai_id_every_chunk", "-o", "-"],
+        capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == out.read_bytes()  # byte for byte what -o FILE writes
+    assert b"wrote stdout (oai_id_every_chunk;" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl"]  # nothing else written
+    # and it is a recording: replay reads it from a pipe with the quirk
+    replayed = subprocess.run(
+        [*STREAMTOOL, "replay", "-", "--format", "json"],
+        input=proc.stdout, capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert "oai_id_every_chunk" in {q["id"] for q in json.loads(replayed.stdout)["quirks"]}
+    # a quirk that does not apply: exit 2, nothing on stdout
+    proc = subprocess.run(
+        [*STREAMTOOL, "mutate", rec, "-q", "usage_only_chunk", "-o", "-"],
+        capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"shows that quirk already" in proc.stderr
+
+
 def test_mutate_list_shows_what_applies_with_severity_and_explanation() -> None:
     proc = run("mutate", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "--list")
     assert proc.returncode == 0, proc.stderr
