@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .choices import check_apis, complete_api, did_you_mean
+from .choices import check_apis, complete_api, complete_mutate, did_you_mean
 from .errors import fail, user_errors
 from .main import app
 
@@ -86,6 +86,7 @@ def conform(
         str | None,
         typer.Option(
             "--mutate",
+            autocompletion=complete_mutate,
             help="Check the client against the recordings with quirks applied: all, or ID,ID "
             "(one run per recording × applicable quirk × chunking).",
         ),

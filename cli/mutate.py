@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .choices import complete_mutation
 from .errors import fail, user_errors
 from .main import app
 
@@ -48,7 +49,12 @@ def mutate(
     recording: Annotated[Path, typer.Argument(help="The recording to start from.")],
     quirk: Annotated[
         list[str] | None,
-        typer.Option("--quirk", "-q", help="A quirk id to apply (repeatable, or ID,ID)."),
+        typer.Option(
+            "--quirk",
+            "-q",
+            autocompletion=complete_mutation,
+            help="A quirk id to apply (repeatable, or ID,ID).",
+        ),
     ] = None,
     output: Annotated[
         Path | None,

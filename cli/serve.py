@@ -17,6 +17,7 @@ import typer
 
 from streamtool.core.plugins import api_for_converter
 
+from .choices import complete_mutate
 from .errors import fail, user_errors
 from .listening import (
     BODY_TIMEOUT,
@@ -132,6 +133,7 @@ def serve(
         str | None,
         typer.Option(
             "--mutate",
+            autocompletion=complete_mutate,
             help="Fault injection: apply these catalogue quirks (ID,ID or all) to every "
             "recording they apply to.",
         ),
