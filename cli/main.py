@@ -189,4 +189,4 @@ def main() -> None:
     from .settings import ProjectDefaults
 
     # the options' defaults of the project's pyproject.toml ([tool.streamtool])
-    app(complete_var=COMPLETE_VAR, default_map=ProjectDefaults())
+    app(complete_var=COMPLETE_VAR, default_map=ProjectDefaults(COMMANDS))

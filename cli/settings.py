@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,12 +160,14 @@ def _may_hold_table(data: bytes) -> bool:
     return bool(_TOOL_HEAD.search(data) and _KEY.search(data))
 
 
-def command_defaults(table: dict[str, Any], command: str, path: Path) -> dict[str, Any]:
+def command_defaults(
+    table: dict[str, Any], command: str, path: Path, commands: Collection[str]
+) -> dict[str, Any]:
     """The option defaults ``table`` gives ``command`` (parameter name -> value): the top
     level's, then the command's own table's. Every key of every table is checked, whichever
-    command runs: :class:`SettingsError` names ``path`` and the key."""
+    command runs (``commands``: the names a sub-table may have): :class:`SettingsError` names
+    ``path`` and the key."""
     known = ", ".join(SETTINGS)
-    commands = _all_commands()
     top = {k: v for k, v in table.items() if not isinstance(v, dict)}
     scopes = [(None, top)]
     for key, value in table.items():
@@ -195,31 +197,28 @@ def command_defaults(table: dict[str, Any], command: str, path: Path) -> dict[st
     return out
 
 
-def _all_commands() -> list[str]:
-    from .main import COMMANDS
-
-    return list(COMMANDS)
-
-
 class ProjectDefaults(dict[str, Any]):
     """The root ``default_map``: each command's defaults from the project's ``pyproject.toml``,
-    read and checked when click creates that command's context. An unusable table is one line
-    on standard error and exit code 2."""
+    read and checked when click creates that command's context (``commands``: the command
+    names). An unusable table is one line on standard error and exit code 2."""
+
+    def __init__(self, commands: Collection[str]) -> None:
+        super().__init__()
+        self.commands = commands
 
     def get(self, command: str, default: Any = None) -> Any:  # type: ignore[override]
-        if command not in _all_commands():
+        if command not in self.commands:
             return default  # the root's own options (--version) have none
         if command not in self:
             self[command] = self._read(command)
         return super().get(command, default)
 
-    @staticmethod
-    def _read(command: str) -> dict[str, Any]:
+    def _read(self, command: str) -> dict[str, Any]:
         path = find_pyproject()
         if path is None:
             return {}
         try:
-            return command_defaults(read_table(path), command, path)
+            return command_defaults(read_table(path), command, path, self.commands)
         except SettingsError as exc:
             from .errors import fail
 

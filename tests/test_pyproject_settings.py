@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from streamtool.cli.main import COMMANDS
 from streamtool.cli.settings import SETTINGS, SettingsError, command_defaults, read_table
 
 from .conftest import RECORDINGS
@@ -131,11 +132,11 @@ def test_a_bad_value_is_one_line_naming_the_file_and_the_key(
 def test_the_command_table_wins_and_other_commands_are_left_alone() -> None:
     table = {"speed": "1", "parser": "xml", "serve": {"speed": "max"}}
     path = Path("pyproject.toml")
-    assert command_defaults(table, "serve", path) == {"speed": "max"}
-    assert command_defaults(table, "replay", path) == {"speed": "1", "parser": "xml"}
-    assert command_defaults(table, "ls", path) == {}
+    assert command_defaults(table, "serve", path, COMMANDS) == {"speed": "max"}
+    assert command_defaults(table, "replay", path, COMMANDS) == {"speed": "1", "parser": "xml"}
+    assert command_defaults(table, "ls", path, COMMANDS) == {}
     with pytest.raises(SettingsError, match=r"\[tool.streamtool.serve\] parser: serve has no"):
-        command_defaults({"serve": {"parser": "xml"}}, "ls", path)
+        command_defaults({"serve": {"parser": "xml"}}, "ls", path, COMMANDS)
     assert set(SETTINGS) == {"parser", "converter", "speed", "match-ignore", "tape"}
 
 
