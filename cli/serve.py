@@ -251,8 +251,6 @@ def _serve(o: _Options) -> None:
         service = build_service(chosen.library, config)
     except ValueError as exc:
         fail(str(exc))
-    for name, ids in service.mutated.items():
-        sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
     sock, origin = listen(o.host, o.port)
     if chosen.made:
         _describe_made(chosen.library, o.paths, origin)
@@ -262,6 +260,11 @@ def _serve(o: _Options) -> None:
             )
     else:
         _describe(chosen, o, origin)
+        if o.mutate is not None:
+            sys.stderr.write(
+                f"  each recording is served with the quirks of --mutate {o.mutate} that apply "
+                "to it, worked out at its first request (the request log names them)\n"
+            )
     sys.stderr.flush()
     run_server(
         service.app,

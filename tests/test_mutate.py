@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -314,17 +315,76 @@ def test_a_server_serves_the_mutated_stream(tmp_path: Path) -> None:
     rec = RECORDINGS / "openai-parallel-tool-calls.jsonl"
     library = Library.from_paths([rec])
     applied = mutate_library(library, ["oai_tool_index_missing", "anthropic_tool_input_in_start"])
-    assert applied == {library.recordings[0].name: ["oai_tool_index_missing"]}
+    assert applied == {}  # worked out at the recording's first request
     with ServerThread(create_app(library, Playback(speed=None))) as server:
         body = httpx.post(
             server.url + "/v1/chat/completions", json={"model": "gpt-4o", "stream": True}
         ).content
+    assert applied == {library.recordings[0].name: ["oai_tool_index_missing"]}
     saved = tmp_path / "served.sse"
     saved.write_bytes(body)
     summary = json.loads(run("replay", str(saved), "--format", "json").stdout)
     assert "oai_tool_index_missing" in {q["id"] for q in summary["quirks"]}
     assert b'"index":0,"id"' not in body and b'"tool_calls":[{"id"' in body
     assert len(summary["invocations"]) == 2
+
+
+def test_quirks_are_applied_once_per_recording_at_its_first_request() -> None:
+    """A library of every bundled recording: nothing is mutated before a request; each
+    recording asked for is mutated once, whatever the number of requests at the same time."""
+    library = Library.from_paths([RECORDINGS])
+    calls: list[str] = []
+
+    def change(rec):  # the real mutation, counted
+        calls.append(rec.name)
+        return mutate_library_one(rec)
+
+    applied = library.transform(change)
+    assert calls == [] and applied == {}
+    name = "openai-parallel-tool-calls"
+    header = {"X-Streamtool-Recording": name}
+    with ServerThread(create_app(library, Playback(speed=None))) as server:
+
+        def ask() -> bytes:
+            body = {"model": "gpt-4o", "stream": True}
+            url = server.url + "/v1/chat/completions"
+            return httpx.post(url, json=body, headers=header, timeout=60).content
+
+        with ThreadPoolExecutor(4) as pool:
+            bodies = list(pool.map(lambda _: ask(), range(4)))
+        bodies.append(ask())
+    assert calls == [name]  # once, for the one recording asked for
+    assert len(set(bodies)) == 1 and b'"index":0,"id"' not in bodies[0]
+    assert applied == {name: ["oai_tool_index_missing"]}
+
+
+def mutate_library_one(rec):
+    from streamtool.core.net.mutated_library import mutate_recording
+
+    return mutate_recording(rec, ["oai_tool_index_missing"])
+
+
+def test_serve_mutate_all_starts_at_once_and_logs_the_quirks_of_each_stream() -> None:
+    from .serve_helpers import start_listening
+
+    proc, _, origin = start_listening(
+        [*STREAMTOOL, "serve", str(RECORDINGS), "--port", "0", "--speed", "max",
+         "--mutate", "all"]
+    )  # fmt: skip
+    try:
+        header = {"X-Streamtool-Recording": "openai-parallel-tool-calls"}
+        body = {"model": "gpt-4o", "stream": True}
+        reply = httpx.post(origin + "/v1/chat/completions", json=body, headers=header, timeout=60)
+        assert reply.status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.stderr is not None
+        err = proc.stderr.read()  # through the reader's buffer (communicate reads past it)
+        proc.wait(timeout=30)
+    assert "worked out at its first request" in err
+    line = next(x for x in err.splitlines() if "-> openai-parallel-tool-calls (200)" in x)
+    assert " with " in line and "oai_tool_index_missing" not in line.split(" with ")[0]
+    assert "oai_" in line.split(" with ")[1]
 
 
 def test_conform_mutate_names_per_quirk_pass_or_what_differs() -> None:
@@ -412,14 +472,12 @@ def test_the_pytest_plugin_applies_the_quirks_to_every_stream(tmp_path: Path) ->
             timeout=120,
         )
 
-    # a quirk the SDK survives: the test passes, and the fixture says what it was served
+    # a quirk the SDK survives: the test passes, and the fixture says what it was served (the
+    # tape's second turn, never asked for, was not mutated)
     proc = pytest_run("--stream-tape-mutate=oai_name_every_chunk,reads_single")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     served = json.loads(notes.read_text())
-    assert served == {
-        "0001-openai-chat-gpt-4o": ["oai_name_every_chunk", "reads_single"],
-        "0002-openai-chat-gpt-4o": ["reads_single"],  # the second turn: no tool call to name
-    }
+    assert served == {"0001-openai-chat-gpt-4o": ["oai_name_every_chunk", "reads_single"]}
     # a model fault the test does not survive: its arguments are cut mid-string
     proc = pytest_run("--stream-tape-mutate=model_args_invalid_json")
     assert proc.returncode == 1

@@ -95,13 +95,14 @@ class EmittingLibrary(ServingLibrary):
 
     def __init__(self) -> None:
         super().__init__([])
-        self.mutated: dict[str, list[str]] = {}  # stream name -> quirks given (--mutate)
-        self._change: Callable[[Recording], list[str]] | None = None
         self._made: dict[tuple[Any, ...], Recording] = {}
 
-    def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
-        self._change = change
-        return self.mutated
+    def prepare(self, rec: Recording) -> Recording:
+        return rec  # changed as it was made (:meth:`_kept`)
+
+    @property
+    def needs_prepare(self) -> bool:
+        return False
 
     def _kept(self, key: tuple[Any, ...], make: Callable[[], Recording]) -> Recording:
         rec = self._made.get(key)

@@ -179,9 +179,8 @@ class StreamTape:
         self.recording = recording
         self.base_url = base_url
         self.misses: list[str] = []
-        self.mutated: dict[
-            str, list[str]
-        ] = {}  # recording -> quirks applied (--stream-tape-mutate)
+        # recording served so far -> the quirks it was served with (--stream-tape-mutate)
+        self.mutated: dict[str, list[str]] = {}
         self.library: Any = None  # what serves the tape (its served and recorded exchanges)
         self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 

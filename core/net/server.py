@@ -9,6 +9,7 @@ are imported only inside the functions that need them.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -200,8 +201,12 @@ def create_app(
             and body.get("stream") is not True
         ):
             return error(request, style, 400, "streamtool serve replays streams: send stream: true")
+        if library.needs_prepare:  # --mutate: quirks applied at a recording's first request
+            rec = await asyncio.to_thread(library.prepare, rec)
         if log is not None:
-            log(f"{request.method} {path} -> {rec.name} ({rec.status})")
+            quirks = library.mutated.get(rec.name)
+            given = f" with {', '.join(quirks)}" if quirks else ""
+            log(f"{request.method} {path} -> {rec.name} ({rec.status}){given}")
         return RecordedStream(rec, start)
 
     async def index(request: Request) -> Response:
