@@ -364,10 +364,7 @@ def _describe_made(library: object, paths: list[Path], origin: str) -> None:
             err.write(f"  {ex.rec.name}: recorded on {ex.api.label}\n")
         for name, reason in library.skipped:
             err.write(f"  {name}: not served: {reason}\n")
-        err.write(
-            "  each request gets the recording whose request holds the same conversation,\n"
-            f"  in the API of its route ({routes})\n"
-        )
+        err.write(f"  {library.rule},\n  in the API of its route ({routes})\n")
     err.flush()
 
 
