@@ -159,7 +159,8 @@ def serve(
     last turn the script starts over. --translate serves recordings (a tape, a folder, files)
     to clients of any of those four APIs: a request gets the recording whose request holds the
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
-    byte in the recording's own). A request nothing answers gets a 404 saying why.
+    byte in the recording's own); one recording file alone answers every request. A request
+    nothing answers gets a 404 saying why.
     """
     _serve(
         _Options(
