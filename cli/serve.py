@@ -362,7 +362,8 @@ def _describe_made(library: object, paths: list[Path], origin: str) -> None:
         n = len(library.exchanges)
         err.write(f"streamtool: serving {n} recording{'s' * (n != 1)} in any API on {origin}\n")
         for ex in library.exchanges:
-            err.write(f"  {ex.rec.name}: recorded on {ex.api.label}\n")
+            api = ex.api.label if ex.api is not None else "an API its replay tells"
+            err.write(f"  {ex.rec.name}: recorded on {api}\n")
         for name, reason in library.skipped:
             err.write(f"  {name}: not served: {reason}\n")
         err.write(f"  {library.rule},\n  in the API of its route ({routes})\n")

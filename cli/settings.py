@@ -169,7 +169,7 @@ def command_defaults(
     ``path`` and the key."""
     known = ", ".join(SETTINGS)
     top = {k: v for k, v in table.items() if not isinstance(v, dict)}
-    scopes = [(None, top)]
+    scopes: list[tuple[str | None, dict[str, Any]]] = [(None, top)]
     for key, value in table.items():
         if isinstance(value, dict):
             if key not in commands:
@@ -206,7 +206,7 @@ class ProjectDefaults(dict[str, Any]):
         super().__init__()
         self.commands = commands
 
-    def get(self, command: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, command: str, default: Any = None) -> Any:
         if command not in self.commands:
             return default  # the root's own options (--version) have none
         if command not in self:
