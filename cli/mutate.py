@@ -12,6 +12,8 @@ from .errors import fail, user_errors
 from .main import app
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from streamtool.core.model.records import Chunk, End, Header
     from streamtool.core.mutations import Original
 
@@ -134,11 +136,20 @@ def _write(
             tmp.unlink(missing_ok=True)
 
 
-def _write_records(path: Path, header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
-    """The recording's records written to ``path`` (secrets removed, a key pattern refused)."""
+def _write_records(
+    path: Path,
+    header: "Header",
+    chunks: "list[Chunk]",
+    end: "End | None",
+    opened: "Callable[[], None] | None" = None,
+) -> None:
+    """The recording's records written to ``path`` (secrets removed, a key pattern refused);
+    ``opened`` is called once the file is open, before its first record is written."""
     from streamtool.core.recording.writer import RecordingWriter
 
     writer = RecordingWriter(path, header, force=True)
+    if opened is not None:
+        opened()
     for chunk in chunks:
         data = chunk.data
         writer.write_read(chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data)
@@ -150,23 +161,36 @@ def _write_records(path: Path, header: "Header", chunks: "list[Chunk]", end: "En
 
 def _write_stdout(header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
     """``-o -``: the recording written as to a file (the same writer: a key pattern refused),
-    then copied to standard output whole, so that a refusal writes nothing there."""
+    then copied to standard output whole, so that a refusal writes nothing there. The file
+    has no name once it is open (a kill leaves nothing behind): it is read through a second
+    handle opened before its name is removed."""
     import shutil
     import tempfile
 
     from streamtool.core.model.records import RecordingError
 
-    with tempfile.TemporaryDirectory(prefix="streamtool-mutate-") as folder:
-        path = Path(folder) / "stdout.jsonl"
-        try:
-            _write_records(path, header, chunks, end)
-        except RecordingError as exc:
-            fail(f"-: {exc.message}")
-        except OSError as exc:
-            fail(f"cannot write the recording for stdout: {exc.strerror or exc}")
-        with user_errors(), path.open("rb") as fh:
-            shutil.copyfileobj(fh, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+    folder = tempfile.mkdtemp(prefix="streamtool-mutate-")
+    path = Path(folder) / "stdout.jsonl"
+    handles = []
+
+    def unname() -> None:
+        handles.append(path.open("rb"))
+        path.unlink()
+        os.rmdir(folder)
+
+    try:
+        _write_records(path, header, chunks, end, opened=unname)
+    except RecordingError as exc:
+        fail(f"-: {exc.message}")
+    except OSError as exc:
+        fail(f"cannot write the recording for stdout: {exc.strerror or exc}")
+    finally:
+        path.unlink(missing_ok=True)  # a refusal before it was open, a failure after
+        if os.path.isdir(folder):
+            os.rmdir(folder)
+    with user_errors(), handles[0] as fh:
+        shutil.copyfileobj(fh, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def _print_list(path: Path, original: "Original") -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -268,6 +269,34 @@ def test_mutate_to_stdout_writes_the_same_recording_and_no_file(tmp_path: Path) 
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stdout == b""
     assert b"shows that quirk already" in proc.stderr
+
+
+def test_mutate_to_stdout_two_at_once_and_killed_leave_nothing_behind(tmp_path: Path) -> None:
+    """Two ``-o -`` writers at once each write the whole recording; one killed (kill -9) while
+    its output waits on a full pipe leaves no file in the temporary folder."""
+    rec = str(RECORDINGS / "openai-write-file-escapes-unicode.jsonl")  # > a pipe's 64 KB
+    args = [*STREAMTOOL, "mutate", rec, "-q", "oai_args_cumulative", "-o"]
+    expected = tmp_path / "expected.jsonl"
+    assert subprocess.run([*args, str(expected)], capture_output=True, timeout=60).returncode == 0
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    both = [
+        subprocess.Popen([*args, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=60)[0] for p in both]
+    assert [p.returncode for p in both] == [0, 0]
+    assert outputs == [expected.read_bytes()] * 2
+    # a reader that reads 1 KB and stops: the writer is copying its whole recording out (so it
+    # was written) and blocks on the full pipe; then it is killed
+    stuck = subprocess.Popen([*args, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert stuck.stdout is not None
+    assert stuck.stdout.read(1024) == expected.read_bytes()[:1024]
+    assert len(expected.read_bytes()) > 2 * 65536  # more than a pipe holds
+    stuck.send_signal(signal.SIGKILL)
+    stuck.wait(timeout=30)
+    assert list(scratch.iterdir()) == []  # no temporary file or folder left
 
 
 def test_mutate_list_shows_what_applies_with_severity_and_explanation() -> None:
