@@ -15,7 +15,8 @@ matching, :mod:`.tape`), so code that builds its own SDK client is captured with
 - ``all``: every exchange is recorded again.
 
 Recording goes to the provider's own host or to ``--stream-tape-upstream`` through the forwarding
-edge the proxy uses (secrets scrubbed before anything is written). A recording test records into
+edge the proxy uses (secrets scrubbed before anything is written); an upstream on this machine
+needs no key (the SDKs get the placeholder key they get when replaying). A recording test records into
 a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
 exchanges are moved into the tape under the tape's file lock, each with the tape's next sequence
 number, so that any number of tests and xdist workers can record into one shared tape at once;
@@ -28,6 +29,11 @@ pseudo-random points. The tape of a test is ``tapes/<test module>/<test name>/``
 file; ``@pytest.mark.stream_tape("name")`` names it (``tapes/<test module>/name/``, shared by
 the tests that use the name) and ``@pytest.mark.stream_tape(path="...")`` places it (relative to
 the test file). With pytest-xdist each worker runs its own server.
+
+Volatile request fields (a request id, a time) are left out of matching with
+``--stream-tape-match-ignore=PATH`` (every tape, repeatable) and
+``@pytest.mark.stream_tape(match_ignore=[...])`` (a test's, or a module's through
+``pytestmark``), as ``serve --match-ignore`` leaves them out.
 
 ``path`` may also name a script of turns (``.yaml``, ``.yml``, or ``.json`` holding one object;
 see :mod:`streamtool.core.drive.script`): the test is then answered from the script, in the API
