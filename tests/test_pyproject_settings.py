@@ -156,3 +156,14 @@ def test_every_way_toml_writes_the_table_is_read(tmp_path: Path, text: str) -> N
     assert read_table(path) == {"speed": "max"}
     path.write_text('[project.scripts]\nstreamtool = "x:y"\n', "utf-8")
     assert read_table(path) == {}
+
+
+def test_every_setting_names_an_option_of_each_of_its_commands() -> None:
+    from streamtool.cli.main import load_command
+
+    for key, setting in SETTINGS.items():
+        for command in setting.commands:
+            params = {p.name: p for p in load_command(command).params}
+            assert setting.param in params, (key, command)
+            option = params[setting.param]
+            assert f"--{key}" in option.opts or key == "tape", (key, command, option.opts)
