@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -39,13 +40,20 @@ def test_python_m_streamtool_runs_the_cli(tmp_path: Path) -> None:
 def test_the_wheel_ships_streamtool_main(tmp_path: Path) -> None:
     """A regular install (not this editable one) has ``streamtool/__main__.py`` and nothing
     else of the project root."""
+    source = tmp_path / "source"  # a copy: the build writes nothing into the project
+    shutil.copytree(
+        ROOT, source,
+        ignore=shutil.ignore_patterns(
+            ".*", "build", "*.egg-info", "__pycache__", "tests", "benchmarks", "docs"
+        ),
+    )  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp_path), str(ROOT)],
+         "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    (wheel,) = tmp_path.glob("streamtool-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("streamtool-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "streamtool/__main__.py" in names
     top = {n.split("/")[1] for n in names if n.startswith("streamtool/")}
