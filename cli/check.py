@@ -25,6 +25,8 @@ CI_ENV = "CI"
 class Format(StrEnum):
     text = "text"
     json = "json"
+    junit = "junit"
+    github = "github"
 
 
 def ci_is_set() -> bool:
@@ -97,7 +99,12 @@ def check(
         ),
     ] = None,
     fmt: Annotated[
-        Format, typer.Option("--format", help="text (diffs for people) or json (for scripts).")
+        Format,
+        typer.Option(
+            "--format",
+            help="text (diffs for people), json (for scripts), junit (JUnit XML) or github "
+            "(GitHub Actions annotations).",
+        ),
     ] = Format.text,
     golden: Annotated[
         Path | None,
@@ -151,6 +158,10 @@ def check(
             sys.stderr.write(f"streamtool: error: {result.message}\n")
     if fmt is Format.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    elif fmt in (Format.junit, Format.github):
+        from streamtool.core.outputs.ci_report import render_check
+
+        sys.stdout.write(render_check(report.to_dict(), fmt.value))
     else:
         sys.stdout.write(render_report(report, [str(p) for p in paths], color=use_color()))
     sys.stdout.flush()

@@ -169,6 +169,19 @@ def tool_choices() -> list[str]:
     return list(TOOL_CHOICES)
 
 
+def mutation_ids() -> list[str]:
+    """The quirk ids ``mutate --quirk`` and ``--mutate`` take: the generatable ones."""
+    from streamtool.core.model.quirks import CATALOGUE
+
+    return [info.id for info in CATALOGUE.values() if info.mutation]
+
+
+def complete_mutate(incomplete: str) -> list[str]:
+    """``--mutate``: ``all``, or generatable quirk ids separated by commas."""
+    offered = _complete_list(mutation_ids)(incomplete)
+    return ["all", *offered] if "all".startswith(incomplete) else offered
+
+
 complete_sort = _complete(sort_columns)
 complete_provider = _complete(record_providers)
 complete_api = _complete_list(conform_apis)
@@ -177,6 +190,7 @@ complete_record_view = _complete(record_views)
 complete_proxy_view = _complete(proxy_views)
 complete_transform = _complete(proxy_transforms)
 complete_tool_choice = _complete(tool_choices)
+complete_mutation = _complete_list(mutation_ids)
 
 
 def check_sort(value: str) -> str:

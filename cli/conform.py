@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .choices import check_apis, complete_api, did_you_mean
+from .choices import check_apis, complete_api, complete_mutate, did_you_mean
 from .errors import fail, user_errors
 from .main import app
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 class Format(StrEnum):
     table = "table"
     json = "json"
+    junit = "junit"
+    github = "github"
 
 
 def _client(ctx: typer.Context, value: list[str]) -> list[str]:
@@ -80,12 +82,18 @@ def conform(
     ] = 60.0,
     jobs: Annotated[int, typer.Option("--jobs", help="Client runs at a time.")] = 1,
     fmt: Annotated[
-        Format, typer.Option("--format", help="table (for people) or json (for scripts).")
+        Format,
+        typer.Option(
+            "--format",
+            help="table (for people), json (for scripts), junit (JUnit XML) or github (GitHub "
+            "Actions annotations).",
+        ),
     ] = Format.table,
     mutate: Annotated[
         str | None,
         typer.Option(
             "--mutate",
+            autocompletion=complete_mutate,
             help="Check the client against the recordings with quirks applied: all, or ID,ID "
             "(one run per recording × applicable quirk × chunking).",
         ),
@@ -176,6 +184,10 @@ def _run(
         fail(str(exc))
     if fmt is Format.json:
         sys.stdout.write(json.dumps(_document(command, plans, results), ensure_ascii=False) + "\n")
+    elif fmt in (Format.junit, Format.github):
+        from streamtool.core.outputs.ci_report import render_conform
+
+        sys.stdout.write(render_conform(_document(command, plans, results), fmt.value))
     else:
         _print_table(plans, results)
         if mutate is not None:

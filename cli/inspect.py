@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 class Format(StrEnum):
     text = "text"
     json = "json"
+    junit = "junit"
+    github = "github"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan"}
@@ -67,7 +69,11 @@ def inspect(
     ] = None,
     fmt: Annotated[
         Format,
-        typer.Option("--format", help="text, or json (one object per file, one per line)."),
+        typer.Option(
+            "--format",
+            help="text, json (one object per file, one per line), junit (JUnit XML) or github "
+            "(GitHub Actions annotations).",
+        ),
     ] = Format.text,
     converter: Annotated[
         str,
@@ -94,6 +100,7 @@ def inspect(
     except USAGE_ERRORS as exc:
         fail(str(exc))
     console = _console(no_color) if fmt is Format.text else None
+    ci = _ci_report(fmt)
     unusable = failed = 0
     first = True
     try:
@@ -101,6 +108,8 @@ def inspect(
             if problem is not None:
                 sys.stderr.write(f"streamtool: error: {problem}\n")
                 unusable += 1
+                if ci is not None:
+                    ci.unusable(path, problem)
                 continue
             try:
                 inspector = inspect_file(path, converter=converter, parser=parser_name, stall=stall)
@@ -110,12 +119,16 @@ def inspect(
                     message = f"{path}: {message}"
                 sys.stderr.write(f"streamtool: error: {message}\n")
                 unusable += 1
+                if ci is not None:
+                    ci.unusable(path, message)
                 continue
             result = inspector.result()
             hits = findings_failing(result, wanted) if wanted else []
             if hits:
                 failed += 1
-            if console is None:
+            if ci is not None:
+                ci.add(result, hits)
+            elif console is None:
                 sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
             else:
                 if not first:
@@ -129,6 +142,8 @@ def inspect(
                     )
             if result["facts"]["end_reason"] is None:
                 warn(f"{result['source']}: no end record (the recording was cut off)")
+        if ci is not None:
+            sys.stdout.write(ci.render(fmt.value))
     except BrokenPipeError:
         sys.stderr.close()
         raise typer.Exit(0) from None
@@ -137,6 +152,15 @@ def inspect(
         raise typer.Exit(2)
     if failed:
         raise typer.Exit(1)
+
+
+def _ci_report(fmt: Format) -> Any:
+    """What collects the files for --format junit or github (None for text and json)."""
+    if fmt not in (Format.junit, Format.github):
+        return None
+    from streamtool.core.outputs.ci_report import InspectReport
+
+    return InspectReport()
 
 
 def _console(no_color: bool) -> "Console":

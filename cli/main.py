@@ -187,4 +187,9 @@ def main() -> None:
         from typer.completion import completion_init
 
         completion_init()
-    app(complete_var=COMPLETE_VAR)
+        app(complete_var=COMPLETE_VAR)
+        return
+    from .settings import ProjectDefaults
+
+    # the options' defaults of the project's pyproject.toml ([tool.streamtool])
+    app(complete_var=COMPLETE_VAR, default_map=ProjectDefaults(COMMANDS))

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .choices import complete_mutation
 from .errors import fail, user_errors
 from .main import app
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from streamtool.core.model.records import Chunk, End, Header
     from streamtool.core.mutations import Original
 
@@ -49,10 +52,16 @@ def mutate(
     recording: Annotated[Path, typer.Argument(help="The recording to start from.")],
     quirk: Annotated[
         list[str] | None,
-        typer.Option("--quirk", "-q", help="A quirk id to apply (repeatable, or ID,ID)."),
+        typer.Option(
+            "--quirk",
+            "-q",
+            autocompletion=complete_mutation,
+            help="A quirk id to apply (repeatable, or ID,ID).",
+        ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Where to write the new recording.")
+        Path | None,
+        typer.Option("--output", "-o", help="Where to write the new recording (- for stdout)."),
     ] = None,
     list_: Annotated[
         bool, typer.Option("--list", help="List the quirks that can be applied to RECORDING.")
@@ -74,22 +83,28 @@ def mutate(
     if not ids:
         fail("name a quirk with --quirk ID (streamtool mutate REC --list shows them)")
     if output is None:
-        fail("give the new recording's path with -o OUT")
-    if output.resolve() == recording.resolve():
+        fail("give the new recording's path with -o OUT (- for stdout)")
+    to_stdout = str(output) == "-"
+    if not to_stdout and output.resolve() == recording.resolve():
         fail(f"{output}: the output would overwrite the recording it is made from")
     from streamtool.core.recording.recorder import check_output
 
-    with user_errors(str(output)):
-        check_output(output, force)
-    if output.exists() and not output.is_file():  # renamed over, a device would be replaced
-        fail(f"{output}: is not a regular file (a device, FIFO or socket)")
+    if not to_stdout:
+        with user_errors(str(output)):
+            check_output(output, force)
+        if output.exists() and not output.is_file():  # renamed over, a device would be replaced
+            fail(f"{output}: is not a regular file (a device, FIFO or socket)")
     original = load_original(recording)
     try:
         header, chunks, end = apply(original, ids)
     except NotApplicable as exc:
         qid = exc.args[0]
         fail(f"{recording}: quirk {qid} does not apply to it ({_why(original, qid)})")
-    _write(output, header, chunks, end, force)
+    if to_stdout:
+        _write_stdout(header, chunks, end)
+        output = Path("stdout")
+    else:
+        _write(output, header, chunks, end, force)
     sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
 
 
@@ -110,19 +125,10 @@ def _write(
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
     from streamtool.core.model.records import RecordingError, os_error_text
-    from streamtool.core.recording.writer import RecordingWriter
 
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
-        writer = RecordingWriter(tmp, header, force=True)
-        for chunk in chunks:
-            data = chunk.data
-            raw = data.encode("utf-8") if isinstance(data, str) else data
-            writer.write_read(chunk.t or 0.0, raw)
-        if end is not None:
-            writer.close(end.t, end.reason, end.error)
-        else:
-            writer.abandon()
+        _write_records(tmp, header, chunks, end)
         if force:
             os.replace(tmp, output)
         else:
@@ -137,6 +143,63 @@ def _write(
     finally:
         with contextlib.suppress(OSError):  # never made (a name too long, no such folder)
             tmp.unlink(missing_ok=True)
+
+
+def _write_records(
+    path: Path,
+    header: "Header",
+    chunks: "list[Chunk]",
+    end: "End | None",
+    opened: "Callable[[], None] | None" = None,
+) -> None:
+    """The recording's records written to ``path`` (secrets removed, a key pattern refused);
+    ``opened`` is called once the file is open, before its first record is written."""
+    from streamtool.core.recording.writer import RecordingWriter
+
+    writer = RecordingWriter(path, header, force=True)
+    if opened is not None:
+        opened()
+    for chunk in chunks:
+        data = chunk.data
+        writer.write_read(chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data)
+    if end is not None:
+        writer.close(end.t, end.reason, end.error)
+    else:
+        writer.abandon()
+
+
+def _write_stdout(header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
+    """``-o -``: the recording written as to a file (the same writer: a key pattern refused),
+    then copied to standard output whole, so that a refusal writes nothing there. The file
+    has no name once it is open (a kill leaves nothing behind): it is read through a second
+    handle opened before its name is removed."""
+    import shutil
+    import tempfile
+
+    from streamtool.core.model.records import RecordingError
+
+    folder = tempfile.mkdtemp(prefix="streamtool-mutate-")
+    path = Path(folder) / "stdout.jsonl"
+    handles = []
+
+    def unname() -> None:
+        handles.append(path.open("rb"))
+        path.unlink()
+        os.rmdir(folder)
+
+    try:
+        _write_records(path, header, chunks, end, opened=unname)
+    except RecordingError as exc:
+        fail(f"-: {exc.message}")
+    except OSError as exc:
+        fail(f"cannot write the recording for stdout: {exc.strerror or exc}")
+    finally:
+        path.unlink(missing_ok=True)  # a refusal before it was open, a failure after
+        if os.path.isdir(folder):
+            os.rmdir(folder)
+    with user_errors(), handles[0] as fh:
+        shutil.copyfileobj(fh, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def _print_list(path: Path, original: "Original") -> None:

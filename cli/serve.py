@@ -17,6 +17,7 @@ import typer
 
 from streamtool.core.plugins import api_for_converter
 
+from .choices import complete_mutate
 from .errors import fail, user_errors
 from .listening import (
     BODY_TIMEOUT,
@@ -132,6 +133,7 @@ def serve(
         str | None,
         typer.Option(
             "--mutate",
+            autocompletion=complete_mutate,
             help="Fault injection: apply these catalogue quirks (ID,ID or all) to every "
             "recording they apply to.",
         ),
@@ -157,7 +159,8 @@ def serve(
     last turn the script starts over. --translate serves recordings (a tape, a folder, files)
     to clients of any of those four APIs: a request gets the recording whose request holds the
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
-    byte in the recording's own). A request nothing answers gets a 404 saying why.
+    byte in the recording's own); one recording file alone answers every request. A request
+    nothing answers gets a 404 saying why.
 
     Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: streams in progress are cut.
     """
@@ -251,8 +254,6 @@ def _serve(o: _Options) -> None:
         service = build_service(chosen.library, config)
     except ValueError as exc:
         fail(str(exc))
-    for name, ids in service.mutated.items():
-        sys.stderr.write(f"streamtool: {name}: served with {', '.join(ids)}\n")
     sock, origin = listen(o.host, o.port)
     if chosen.made:
         _describe_made(chosen.library, o.paths, origin)
@@ -262,6 +263,11 @@ def _serve(o: _Options) -> None:
             )
     else:
         _describe(chosen, o, origin)
+        if o.mutate is not None:
+            sys.stderr.write(
+                f"  each recording is served with the quirks of --mutate {o.mutate} that apply "
+                "to it, worked out at its first request (the request log names them)\n"
+            )
     sys.stderr.flush()
     stopped = run_server(
         service.app,
@@ -363,13 +369,11 @@ def _describe_made(library: object, paths: list[Path], origin: str) -> None:
         n = len(library.exchanges)
         err.write(f"streamtool: serving {n} recording{'s' * (n != 1)} in any API on {origin}\n")
         for ex in library.exchanges:
-            err.write(f"  {ex.rec.name}: recorded on {ex.api.label}\n")
+            api = ex.api.label if ex.api is not None else "an API its replay tells"
+            err.write(f"  {ex.rec.name}: recorded on {api}\n")
         for name, reason in library.skipped:
             err.write(f"  {name}: not served: {reason}\n")
-        err.write(
-            "  each request gets the recording whose request holds the same conversation,\n"
-            f"  in the API of its route ({routes})\n"
-        )
+        err.write(f"  {library.rule},\n  in the API of its route ({routes})\n")
     err.flush()
 
 

@@ -23,7 +23,11 @@ STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main(
 
 
 def start_listening(
-    command: list[str], *, env: dict[str, str] | None = None, timeout: float = 20.0
+    command: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 20.0,
+    cwd: Path | None = None,
 ) -> tuple[subprocess.Popen[str], str, str]:
     """Run a command that listens (``serve`` or ``proxy`` with ``--port 0``) and wait until it
     answers; returns the process, the first line it wrote (which names its origin) and the
@@ -34,6 +38,7 @@ def start_listening(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        cwd=cwd,
     )
     assert proc.stderr is not None
     first = proc.stderr.readline()

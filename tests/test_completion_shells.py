@@ -18,6 +18,7 @@ from streamtool.core.converters import BUILTIN_CONVERTERS
 from streamtool.core.drive.listing import COLUMNS
 from streamtool.core.exchange.requests import APIS
 from streamtool.core.handlers import BUILTIN_PARSERS
+from streamtool.core.model.quirks import CATALOGUE
 from streamtool.core.samples import SAMPLES
 
 BIN = str(Path(sys.executable).parent)
@@ -75,6 +76,11 @@ CASES = [
     (["conform", "--api", "openai-"], ["openai-chat", "openai-completions", "openai-responses"]),
     (["demo", "--sample", ""], sorted(SAMPLES)),
     (["completion", ""], ["bash", "fish", "powershell", "zsh"]),
+    (["mutate", "r.jsonl", "--quirk", "oai_args_c"], ["oai_args_cumulative"]),
+    (["mutate", "r.jsonl", "-q", "reads_single,reads_u"], ["reads_single,reads_utf8_split"]),
+    (["serve", "recordings", "--mutate", "al"], ["all"]),
+    (["serve", "recordings", "--mutate", "finish_d"], ["finish_double"]),
+    (["conform", "--mutate", "eof_no_done,sse_comment"], ["eof_no_done,sse_comment_keepalive"]),
 ]
 
 
@@ -82,6 +88,19 @@ CASES = [
 @pytest.mark.parametrize("words, expected", CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_choices_complete_in_every_shell(sh: str, words: list[str], expected: list[str]) -> None:
     assert complete(sh, ["streamtool", *words]) == expected
+
+
+def test_quirk_ids_offered_are_the_generatable_ones() -> None:
+    generatable = sorted(i.id for i in CATALOGUE.values() if i.mutation)
+    not_generatable = {i.id for i in CATALOGUE.values() if not i.mutation}
+    assert len(generatable) >= 30 and not_generatable
+    assert complete("bash", ["streamtool", "mutate", "r.jsonl", "--quirk", ""]) == generatable
+    assert complete("bash", ["streamtool", "serve", "x", "--mutate", ""]) == sorted(
+        ["all", *generatable]
+    )
+    # after a comma: the ids not given yet, "all" no more
+    offered = complete("bash", ["streamtool", "serve", "x", "--mutate", "eof_no_done,"])
+    assert offered == sorted(f"eof_no_done,{q}" for q in generatable if q != "eof_no_done")
 
 
 def _choice_options() -> list[tuple[str, str, list[str]]]:

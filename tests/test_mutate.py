@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -246,6 +248,61 @@ def test_mutate_refuses_bad_ids_and_quirks_that_do_not_apply(tmp_path: Path) -> 
     assert out.read_text() == "mine\n"  # nothing the user had is overwritten
 
 
+def test_mutate_to_stdout_writes_the_same_recording_and_no_file(tmp_path: Path) -> None:
+    rec = str(RECORDINGS / "openai-parallel-tool-calls.jsonl")
+    out = tmp_path / "m.jsonl"
+    assert run("mutate", rec, "-q", "oai_id_every_chunk", "-o", str(out)).returncode == 0
+    proc = subprocess.run(
+        [*STREAMTOOL, "mutate", rec, "-q", "oai_id_every_chunk", "-o", "-"],
+        capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == out.read_bytes()  # byte for byte what -o FILE writes
+    assert b"wrote stdout (oai_id_every_chunk;" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl"]  # nothing else written
+    # and it is a recording: replay reads it from a pipe with the quirk
+    replayed = subprocess.run(
+        [*STREAMTOOL, "replay", "-", "--format", "json"],
+        input=proc.stdout, capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert "oai_id_every_chunk" in {q["id"] for q in json.loads(replayed.stdout)["quirks"]}
+    # a quirk that does not apply: exit 2, nothing on stdout
+    proc = subprocess.run(
+        [*STREAMTOOL, "mutate", rec, "-q", "usage_only_chunk", "-o", "-"],
+        capture_output=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"shows that quirk already" in proc.stderr
+
+
+def test_mutate_to_stdout_two_at_once_and_killed_leave_nothing_behind(tmp_path: Path) -> None:
+    """Two ``-o -`` writers at once each write the whole recording; one killed (kill -9) while
+    its output waits on a full pipe leaves no file in the temporary folder."""
+    rec = str(RECORDINGS / "openai-write-file-escapes-unicode.jsonl")  # > a pipe's 64 KB
+    args = [*STREAMTOOL, "mutate", rec, "-q", "oai_args_cumulative", "-o"]
+    expected = tmp_path / "expected.jsonl"
+    assert subprocess.run([*args, str(expected)], capture_output=True, timeout=60).returncode == 0
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    both = [
+        subprocess.Popen([*args, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=60)[0] for p in both]
+    assert [p.returncode for p in both] == [0, 0]
+    assert outputs == [expected.read_bytes()] * 2
+    # a reader that reads 1 KB and stops: the writer is copying its whole recording out (so it
+    # was written) and blocks on the full pipe; then it is killed
+    stuck = subprocess.Popen([*args, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert stuck.stdout is not None
+    assert stuck.stdout.read(1024) == expected.read_bytes()[:1024]
+    assert len(expected.read_bytes()) > 2 * 65536  # more than a pipe holds
+    stuck.send_signal(signal.SIGKILL)
+    stuck.wait(timeout=30)
+    assert list(scratch.iterdir()) == []  # no temporary file or folder left
+
+
 def test_mutate_list_shows_what_applies_with_severity_and_explanation() -> None:
     proc = run("mutate", str(RECORDINGS / "anthropic-parallel-tool-calls.jsonl"), "--list")
     assert proc.returncode == 0, proc.stderr
@@ -291,17 +348,76 @@ def test_a_server_serves_the_mutated_stream(tmp_path: Path) -> None:
     rec = RECORDINGS / "openai-parallel-tool-calls.jsonl"
     library = Library.from_paths([rec])
     applied = mutate_library(library, ["oai_tool_index_missing", "anthropic_tool_input_in_start"])
-    assert applied == {library.recordings[0].name: ["oai_tool_index_missing"]}
+    assert applied == {}  # worked out at the recording's first request
     with ServerThread(create_app(library, Playback(speed=None))) as server:
         body = httpx.post(
             server.url + "/v1/chat/completions", json={"model": "gpt-4o", "stream": True}
         ).content
+    assert applied == {library.recordings[0].name: ["oai_tool_index_missing"]}
     saved = tmp_path / "served.sse"
     saved.write_bytes(body)
     summary = json.loads(run("replay", str(saved), "--format", "json").stdout)
     assert "oai_tool_index_missing" in {q["id"] for q in summary["quirks"]}
     assert b'"index":0,"id"' not in body and b'"tool_calls":[{"id"' in body
     assert len(summary["invocations"]) == 2
+
+
+def test_quirks_are_applied_once_per_recording_at_its_first_request() -> None:
+    """A library of every bundled recording: nothing is mutated before a request; each
+    recording asked for is mutated once, whatever the number of requests at the same time."""
+    library = Library.from_paths([RECORDINGS])
+    calls: list[str] = []
+
+    def change(rec):  # the real mutation, counted
+        calls.append(rec.name)
+        return mutate_library_one(rec)
+
+    applied = library.transform(change)
+    assert calls == [] and applied == {}
+    name = "openai-parallel-tool-calls"
+    header = {"X-Streamtool-Recording": name}
+    with ServerThread(create_app(library, Playback(speed=None))) as server:
+
+        def ask() -> bytes:
+            body = {"model": "gpt-4o", "stream": True}
+            url = server.url + "/v1/chat/completions"
+            return httpx.post(url, json=body, headers=header, timeout=60).content
+
+        with ThreadPoolExecutor(4) as pool:
+            bodies = list(pool.map(lambda _: ask(), range(4)))
+        bodies.append(ask())
+    assert calls == [name]  # once, for the one recording asked for
+    assert len(set(bodies)) == 1 and b'"index":0,"id"' not in bodies[0]
+    assert applied == {name: ["oai_tool_index_missing"]}
+
+
+def mutate_library_one(rec):
+    from streamtool.core.net.mutated_library import mutate_recording
+
+    return mutate_recording(rec, ["oai_tool_index_missing"])
+
+
+def test_serve_mutate_all_starts_at_once_and_logs_the_quirks_of_each_stream() -> None:
+    from .serve_helpers import start_listening
+
+    proc, _, origin = start_listening(
+        [*STREAMTOOL, "serve", str(RECORDINGS), "--port", "0", "--speed", "max",
+         "--mutate", "all"]
+    )  # fmt: skip
+    try:
+        header = {"X-Streamtool-Recording": "openai-parallel-tool-calls"}
+        body = {"model": "gpt-4o", "stream": True}
+        reply = httpx.post(origin + "/v1/chat/completions", json=body, headers=header, timeout=60)
+        assert reply.status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.stderr is not None
+        err = proc.stderr.read()  # through the reader's buffer (communicate reads past it)
+        proc.wait(timeout=30)
+    assert "worked out at its first request" in err
+    line = next(x for x in err.splitlines() if "-> openai-parallel-tool-calls (200)" in x)
+    assert " with " in line and "oai_tool_index_missing" not in line.split(" with ")[0]
+    assert "oai_" in line.split(" with ")[1]
 
 
 def test_conform_mutate_names_per_quirk_pass_or_what_differs() -> None:
@@ -389,14 +505,12 @@ def test_the_pytest_plugin_applies_the_quirks_to_every_stream(tmp_path: Path) ->
             timeout=120,
         )
 
-    # a quirk the SDK survives: the test passes, and the fixture says what it was served
+    # a quirk the SDK survives: the test passes, and the fixture says what it was served (the
+    # tape's second turn, never asked for, was not mutated)
     proc = pytest_run("--stream-tape-mutate=oai_name_every_chunk,reads_single")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     served = json.loads(notes.read_text())
-    assert served == {
-        "0001-openai-chat-gpt-4o": ["oai_name_every_chunk", "reads_single"],
-        "0002-openai-chat-gpt-4o": ["reads_single"],  # the second turn: no tool call to name
-    }
+    assert served == {"0001-openai-chat-gpt-4o": ["oai_name_every_chunk", "reads_single"]}
     # a model fault the test does not survive: its arguments are cut mid-string
     proc = pytest_run("--stream-tape-mutate=model_args_invalid_json")
     assert proc.returncode == 1

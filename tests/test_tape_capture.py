@@ -242,8 +242,8 @@ def test_a_failed_upstream_answer_is_passed_on_but_not_kept(tmp_path: Path):
             with pytest.raises(openai.RateLimitError):
                 run_openai_loop(openai_client(server.url))
     assert server.recorded == []
-    # nothing kept; at most the tape's hidden lock and counter: no reservation is left behind
-    hidden = (".lock", ".seq")
+    # nothing kept; at most the tape's hidden lock, counter and .gitignore: no reservation left
+    hidden = (".lock", ".seq", ".gitignore")
     assert [p.name for p in (tmp_path / "tape").iterdir() if p.name not in hidden] == []
     assert sum("no match: forwarded, recording 000" in line for line in lines) == 2
     assert sum("not kept on the tape" in line and "HTTP 429" in line for line in lines) == 2

@@ -202,6 +202,46 @@ def test_translate_refuses_tape_only_options_and_a_folder_without_requests(tmp_p
     assert "no recording holds a request to translate; a: holds no request" in proc.stderr
 
 
+# -- one recording: every request ---------------------------------------------------------------
+def test_one_recording_translated_answers_any_request_as_serve_one_does(tmp_path: Path) -> None:
+    """``serve ONE --translate`` answers whatever conversation a request holds (in its route's
+    API), as ``serve ONE`` does in the recording's own; a raw body without a request too."""
+    from anthropic import Anthropic
+
+    files = openai_tape(tmp_path / "tape")
+    second = files[1]  # the turn that answers with text
+    other = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "other"}]}
+    raw = tmp_path / "answer.sse"
+    raw.write_bytes(body_bytes(second))
+    for source in (second, raw):
+        with serving_translated(source) as server:
+            got = httpx.post(server.url + "/v1/chat/completions", json=other, timeout=30)
+            assert got.status_code == 200 and got.content == body_bytes(second)  # as recorded
+            client = Anthropic(base_url=server.url, api_key="k", max_retries=0)
+            with client.messages.stream(
+                model="claude-sonnet-4-6", max_tokens=64,
+                messages=[{"role": "user", "content": "anything at all"}],
+            ) as stream:  # fmt: skip
+                message = stream.get_final_message()
+            assert "".join(b.text for b in message.content if b.type == "text") == ANSWER
+    # several recordings still answer by conversation: this one matches none of them
+    with serving_translated([files[0], second]) as server:
+        got = httpx.post(server.url + "/v1/chat/completions", json=other, timeout=30)
+        assert got.status_code == 404
+    proc, first, origin = start_listening(
+        [*STREAMTOOL, "serve", str(raw), "--translate", "--port", "0", "--speed", "max"]
+    )
+    try:
+        got = httpx.post(origin + "/v1/chat/completions", json=other, timeout=30)
+        assert got.status_code == 200 and got.content == body_bytes(second)
+    finally:
+        proc.terminate()
+        assert proc.stderr is not None
+        banner = first + proc.stderr.read()
+        proc.wait(timeout=30)
+    assert "every request gets it,\n  in the API of its route" in banner
+
+
 # -- the neutral conversation ---------------------------------------------------------------------
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
 text = _text.map(str.strip).filter(bool)

@@ -30,6 +30,7 @@ from ..model.records import Header, RecordingError
 from ..plugins import api_for_path, official_hosts
 from ..recording.reader import Source
 from ..recording.secrets import REDACTED, is_secret_header, is_secret_query, redact_keys
+from ..recording.tape_gitignore import write_gitignore
 from ..recording.tape_index import IndexEntry, exchange_name, read_index, rewrite_index
 from ..recording.writer import RecordingWriter
 from ..wire import fastjson
@@ -430,6 +431,7 @@ def write_tape(
                 seq += 1
                 entries.append(_write_one(staging, seq, importer, source, ix))
         rewrite_index(staging, entries)
+        write_gitignore(staging)  # what to commit of the new tape
         if out.exists():
             out.rmdir()
         os.replace(staging, out)

@@ -13,7 +13,9 @@ script or its recording says, kept for the next request that needs the same stre
 - :class:`TranslateLibrary`: each request gets the recorded exchange whose request holds the
   same conversation (:mod:`..drive.conversation`: roles, text, tool calls and results, whatever
   API either was sent in), in recorded order as a tape. A request in the recording's own API
-  gets the recording byte for byte; any other gets its meaning re-emitted.
+  gets the recording byte for byte; any other gets its meaning re-emitted. One recording file
+  served alone answers every request (as ``serve ONE_RECORDING`` does without ``--translate``),
+  whatever its conversation, even a raw body that holds no request.
 
 A request nothing answers is a miss: HTTP 404 in the API's error shape, saying why (key-shaped
 strings in it masked).
@@ -95,13 +97,14 @@ class EmittingLibrary(ServingLibrary):
 
     def __init__(self) -> None:
         super().__init__([])
-        self.mutated: dict[str, list[str]] = {}  # stream name -> quirks given (--mutate)
-        self._change: Callable[[Recording], list[str]] | None = None
         self._made: dict[tuple[Any, ...], Recording] = {}
 
-    def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
-        self._change = change
-        return self.mutated
+    def prepare(self, rec: Recording) -> Recording:
+        return rec  # changed as it was made (:meth:`_kept`)
+
+    @property
+    def needs_prepare(self) -> bool:
+        return False
 
     def _kept(self, key: tuple[Any, ...], make: Callable[[], Recording]) -> Recording:
         rec = self._made.get(key)
@@ -160,10 +163,11 @@ class ScriptLibrary(EmittingLibrary):
 
 @dataclass(slots=True)
 class _Exchange:
-    """A recorded exchange as translation serves it."""
+    """A recorded exchange as translation serves it (``api`` None: a raw body whose API only
+    its replay tells)."""
 
     rec: Recording
-    api: WireApi
+    api: WireApi | None
     conversation: Conversation
     reply: Reply | None = field(default=None, repr=False)
 
@@ -176,15 +180,27 @@ def _matched(conversation: Conversation) -> dict[str, Any]:
     return {"messages": as_json(conversation)}
 
 
+def _readable(api: WireApi | None) -> bool:
+    """An API whose streams translation reads and makes (else a raw body of unknown API)."""
+    return api is not None and has_conversation(api.id)
+
+
 class TranslateLibrary(EmittingLibrary):
     """Recorded exchanges served in any API (see the module's docstring). A stream re-emitted
-    is named ``<recording>.<api>``. ``skipped``: recordings left out, and why."""
+    is named ``<recording>.<api>``. ``skipped``: recordings left out, and why. ``alone``: the
+    one recording answers every request, whatever it holds (one file served)."""
 
-    def __init__(self, recordings: Sequence[Recording]) -> None:
+    def __init__(self, recordings: Sequence[Recording], *, alone: bool = False) -> None:
         super().__init__()
         self.exchanges: list[_Exchange] = []
         self.skipped: list[tuple[str, str]] = []
         self.sources = list(recordings)
+        self.alone = alone and len(self.sources) == 1
+        if self.alone:
+            rec = self.sources[0]
+            api = api_for_converter(rec.api)
+            self.exchanges.append(_Exchange(rec, api if _readable(api) else None, ()))
+            recordings = []
         for rec in recordings:
             api = api_for_converter(rec.api)
             if rec.request_body is None:
@@ -214,16 +230,26 @@ class TranslateLibrary(EmittingLibrary):
             library = cls(recordings)
             library.skipped[:0] = skipped
             return library
-        return cls(Library.from_paths(paths).recordings)
+        return cls(Library.from_paths(paths).recordings, alone=len(paths) == 1)
+
+    @property
+    def rule(self) -> str:
+        """Which recording a request gets, in a few words."""
+        if self.alone:
+            return "every request gets it"
+        return "each request gets the recording whose request holds the same conversation"
 
     def _choose(self, request: Incoming) -> Recording:
         api = route_api(request)
-        body = _matched(read_conversation(api.id, request.body))
-        found = self.matcher.match(_ANY_API, body)
-        if found is None:
-            raise NoMatch(self._miss(body, request.path, request.secrets()))
-        ex = self.exchanges[int(found.name)]
-        if ex.api.id == api.id:
+        if self.alone:
+            ex = self.exchanges[0]
+        else:
+            body = _matched(read_conversation(api.id, request.body))
+            found = self.matcher.match(_ANY_API, body)
+            if found is None:
+                raise NoMatch(self._miss(body, request.path, request.secrets()))
+            ex = self.exchanges[int(found.name)]
+        if ex.api is not None and ex.api.id == api.id:
             return self._kept((ex.rec.name, api.id), lambda: ex.rec)
 
         def make() -> Recording:

@@ -289,6 +289,11 @@ class Library:
 
     def __init__(self, recordings: Sequence[Recording]) -> None:
         self.recordings = list(recordings)
+        # --mutate: the change made to each recording at its first request, and what it did
+        self.mutated: dict[str, list[str]] = {}
+        self._change: Callable[[Recording], list[str]] | None = None
+        self._prepared: set[int] = set()  # id() of the recordings the change has seen
+        self._change_lock = threading.Lock()
         self.by_name: dict[str, Recording] = {}
         for rec in self.recordings:
             for key in (rec.name, Path(rec.path).name):
@@ -321,15 +326,32 @@ class Library:
         return [r.name for r in self.recordings]
 
     def transform(self, change: Callable[[Recording], list[str]]) -> dict[str, list[str]]:
-        """Change every recording in place (``--mutate``); ``change`` says what it did (an
-        empty list: nothing). Returns recording name -> what was done, for those changed. A
-        library that makes its streams on demand changes each as it is made."""
-        done: dict[str, list[str]] = {}
-        for rec in self.recordings:
-            what = change(rec)
-            if what:
-                done[rec.name] = what
-        return done
+        """Change each recording in place (``--mutate``) when it is first served (see
+        :meth:`prepare`): a server of many recordings starts at once, and a recording nobody
+        asks for is never changed. ``change`` says what it did (an empty list: nothing).
+        Returns recording name -> what was done, filled as recordings are served."""
+        self._change = change
+        return self.mutated
+
+    def prepare(self, rec: Recording) -> Recording:
+        """``rec``, ready to be served: changed by :meth:`transform`'s change the first time
+        (once, whichever requests ask for it at the same time). Blocks while it changes: call
+        it from a worker thread."""
+        change = self._change
+        if change is None or id(rec) in self._prepared:
+            return rec
+        with self._change_lock:
+            if id(rec) not in self._prepared:
+                what = change(rec)
+                if what:
+                    self.mutated[rec.name] = what
+                self._prepared.add(id(rec))
+        return rec
+
+    @property
+    def needs_prepare(self) -> bool:
+        """Whether :meth:`prepare` may still have work to do (a change is set)."""
+        return self._change is not None
 
     def choose(self, request: Incoming) -> Recording:
         """The recording that answers ``request``; raises :class:`SelectionError`."""

@@ -15,8 +15,9 @@ matching, :mod:`.tape`), so code that builds its own SDK client is captured with
 - ``all``: every exchange is recorded again.
 
 Recording goes to the provider's own host or to ``--stream-tape-upstream`` through the forwarding
-edge the proxy uses (secrets scrubbed before anything is written). A recording test records into
-a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
+edge the proxy uses (secrets scrubbed before anything is written); an upstream on this machine
+needs no key (the SDKs get the placeholder key they get when replaying). A recording test records
+into a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
 exchanges are moved into the tape under the tape's file lock, each with the tape's next sequence
 number, so that any number of tests and xdist workers can record into one shared tape at once;
 when it fails, they are thrown away and the tape is left as it was. In ``all`` mode a test's
@@ -28,6 +29,11 @@ pseudo-random points. The tape of a test is ``tapes/<test module>/<test name>/``
 file; ``@pytest.mark.stream_tape("name")`` names it (``tapes/<test module>/name/``, shared by
 the tests that use the name) and ``@pytest.mark.stream_tape(path="...")`` places it (relative to
 the test file). With pytest-xdist each worker runs its own server.
+
+Volatile request fields (a request id, a time) are left out of matching with
+``--stream-tape-match-ignore=PATH`` (every tape, repeatable) and
+``@pytest.mark.stream_tape(match_ignore=[...])`` (a test's, or a module's through
+``pytestmark``), as ``serve --match-ignore`` leaves them out.
 
 ``path`` may also name a script of turns (``.yaml``, ``.yml``, or ``.json`` holding one object;
 see :mod:`streamtool.core.drive.script`): the test is then answered from the script, in the API
@@ -87,6 +93,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Cut every replayed body into reads at pseudo-random points drawn from SEED.",
     )
     group.addoption(
+        "--stream-tape-match-ignore",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="A request field matching ignores (dotted path, e.g. metadata.request_id or "
+        "messages.*.cache_control), for every tape; repeatable. A test adds its own with "
+        "@pytest.mark.stream_tape(match_ignore=[...]).",
+    )
+    group.addoption(
         "--stream-tape-mutate",
         metavar="ID,ID|all",
         default=None,
@@ -97,9 +112,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "stream_tape(name=None, *, path=None): the tape the stream_tape fixture serves "
-        "(default: tapes/<test module>/<test name>/ beside the test file); path may name a "
-        "script of turns (.yaml, .yml, .json).",
+        "stream_tape(name=None, *, path=None, match_ignore=None): the tape the stream_tape "
+        "fixture serves (default: tapes/<test module>/<test name>/ beside the test file); path "
+        "may name a script of turns (.yaml, .yml, .json); match_ignore: request fields "
+        "(dotted paths) matching ignores, besides --stream-tape-match-ignore's.",
     )
     from ..model.speed import parse_speed
 
@@ -117,6 +133,15 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(
                 str(exc).replace("--upstream", "--stream-tape-upstream")
+            ) from None
+    from ..exchange.tape_match import parse_ignore_path
+
+    for path in config.getoption("--stream-tape-match-ignore"):
+        try:
+            parse_ignore_path(path)
+        except ValueError as exc:
+            raise pytest.UsageError(
+                str(exc).replace("--match-ignore", "--stream-tape-match-ignore")
             ) from None
     if config.getoption("--stream-tape-mutate") is not None:
         from .mutated_library import parse_mutate
@@ -160,9 +185,8 @@ class StreamTape:
         self.recording = recording
         self.base_url = base_url
         self.misses: list[str] = []
-        self.mutated: dict[
-            str, list[str]
-        ] = {}  # recording -> quirks applied (--stream-tape-mutate)
+        # recording served so far -> the quirks it was served with (--stream-tape-mutate)
+        self.mutated: dict[str, list[str]] = {}
         self.library: Any = None  # what serves the tape (its served and recorded exchanges)
         self._renamed: dict[str, str] = {}  # staged name -> name in the tape, once merged
 
@@ -198,10 +222,40 @@ class StreamTape:
         return f"<StreamTape {how} {self.folder} at {self.base_url}>"
 
 
+def _placing_marker(request: pytest.FixtureRequest) -> pytest.Mark | None:
+    """The closest ``stream_tape`` marker that names or places the tape (one that only adds
+    ``match_ignore`` does not)."""
+    for marker in request.node.iter_markers("stream_tape"):
+        if marker.args or marker.kwargs.get("name") or marker.kwargs.get("path") is not None:
+            return marker
+    return None
+
+
+def _match_ignore(request: pytest.FixtureRequest) -> list[str]:
+    """The fields matching ignores for this test: ``--stream-tape-match-ignore``'s, then those
+    of its ``stream_tape`` markers (a string or a list each); a bad path fails the test."""
+    from ..exchange.tape_match import parse_ignore_path
+
+    paths = list(request.config.getoption("--stream-tape-match-ignore"))
+    for marker in reversed(list(request.node.iter_markers("stream_tape"))):
+        given = marker.kwargs.get("match_ignore")
+        if given is None:
+            continue
+        items = [given] if isinstance(given, str) else list(given)
+        for path in items:
+            try:
+                parse_ignore_path(str(path))
+            except ValueError as exc:
+                message = str(exc).replace("--match-ignore", "stream_tape(match_ignore=...)")
+                pytest.fail(f"stream_tape: {message}", pytrace=False)
+            paths.append(str(path))
+    return list(dict.fromkeys(paths))
+
+
 def _tape_folder(request: pytest.FixtureRequest) -> Path:
     here = request.path.parent
     module = request.path.stem
-    marker = request.node.get_closest_marker("stream_tape")
+    marker = _placing_marker(request)
     if marker is not None:
         path = marker.kwargs.get("path")
         if path is not None:
@@ -260,6 +314,7 @@ def _stream_tape_server() -> Iterator[tuple[Any, _Switch]]:
 def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     """Serve the test's tape (recording what the mode asks for) while the test runs; see the
     module's docstring."""
+    from ..exchange.tape_match import MatchRules
     from ..model.records import RecordingError
     from ..plugins.table import default_api
     from ..recording.tape_index import highest_seq
@@ -274,6 +329,7 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         server, switch = request.getfixturevalue("_stream_tape_server")
         yield from _serve_script(request, folder, mode, server, switch)
         return
+    match_ignore = _match_ignore(request)
     exists = _has_tape(folder)
     record = mode in ("new", "all") or (
         mode == "once" and (not exists or _recorded_by(folder, run))
@@ -287,8 +343,9 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     tape = StreamTape(folder, mode, record, server.url)
 
     # served: the tape, except in mode all (everything recorded again) and for a new tape
+    rules = MatchRules.with_extra(match_ignore)
     try:
-        loaded = load_tape(folder) if exists and mode != "all" else None
+        loaded = load_tape(folder, match_ignore) if exists and mode != "all" else None
     except (RecordingError, ValueError) as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
     staging: Path | None = None
@@ -299,14 +356,10 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
             staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.recording-", dir=folder.parent))
         except OSError as exc:
             pytest.fail(f"stream_tape: cannot record next to {folder}: {exc}", pytrace=False)
-    library = TapeLibrary(
-        loaded.recordings if loaded is not None else [],
-        staging or folder,
-        loaded.rules if loaded is not None else None,
-    )
+    library = TapeLibrary(loaded.recordings if loaded is not None else [], staging or folder, rules)
     on_miss = None
+    upstream: str | None = config.getoption("--stream-tape-upstream")
     if record:
-        upstream = config.getoption("--stream-tape-upstream")
         # numbered after the tape's exchanges: the names usually stay the same once merged
         after = highest_seq(folder) if exists else 0
         on_miss = MissRecorder(library, upstream or OFFICIAL[default_api().provider], after=after)
@@ -315,7 +368,8 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
 
     switch.app = _service(config, tape, library, on_miss).app
     request.node.stash[_TAPE] = tape
-    saved = _environment(server.url, dummy_keys=not record)
+    # no key is needed to replay, nor to record from a server on this machine
+    saved = _environment(server.url, dummy_keys=not record or _local(upstream))
     try:
         yield tape
     finally:
@@ -331,11 +385,11 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
                 "teardown", "stream_tape", f"the test failed: {folder} was left as it was"
             )
             return
-        marker = request.node.get_closest_marker("stream_tape")
-        drop = "none" if mode != "all" else ("same" if marker is not None else "all")
+        shared = _placing_marker(request) is not None
+        drop = "none" if mode != "all" else ("same" if shared else "all")
         note = (RUN_NOTE, run) if mode == "once" else None
         try:
-            tape._renamed = merge_into(folder, staging, drop=drop, note=note)
+            tape._renamed = merge_into(folder, staging, drop=drop, note=note, rules=rules)
         except RecordingError as exc:
             pytest.fail(f"stream_tape: {exc}", pytrace=False)
     finally:
@@ -397,6 +451,25 @@ def _service(config: pytest.Config, tape: StreamTape, library: Any, on_miss: Any
     tape.mutated = service.mutated
     tape.library = library
     return service
+
+
+def _local(upstream: str | None) -> bool:
+    """Whether every request recorded goes to a server on this machine (``localhost``,
+    127.0.0.0/8, ``::1``): ``--stream-tape-upstream`` names one for every API."""
+    from urllib.parse import urlsplit
+
+    from ..exchange.hostcheck import is_loopback
+    from .proxy import parse_upstreams
+
+    if upstream is None:
+        return False
+    upstreams = parse_upstreams([upstream])
+    if upstreams.default is None:
+        return False  # NAME=URL: the other APIs go to their official hosts
+    return all(
+        is_loopback(urlsplit(url).hostname or "")
+        for url in (upstreams.default, *upstreams.rules.values())
+    )
 
 
 def _environment(base_url: str, *, dummy_keys: bool) -> dict[str, str | None]:

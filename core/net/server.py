@@ -9,6 +9,7 @@ are imported only inside the functions that need them.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -220,8 +221,7 @@ def create_app(
             and body.get("stream") is not True
         ):
             return error(request, style, 400, "streamtool serve replays streams: send stream: true")
-        if log is not None:
-            log(f"{request.method} {redact_keys(path)} -> {rec.name} ({rec.status})")
+        rec = await _ready(library, rec, log, f"{request.method} {redact_keys(path)}")
         return RecordedStream(rec, start)
 
     async def index(request: Request) -> Response:
@@ -229,6 +229,20 @@ def create_app(
 
     routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=_METHODS)]
     return loopback_only(Starlette(routes=routes), log)
+
+
+async def _ready(
+    library: Library, rec: Recording, log: Callable[[str], None] | None, request: str
+) -> Recording:
+    """``rec`` ready to be served to ``request`` (``--mutate``: its quirks worked out at its
+    first request, in a worker thread), and the request's log line naming them."""
+    if library.needs_prepare:
+        rec = await asyncio.to_thread(library.prepare, rec)
+    if log is not None:
+        quirks = library.mutated.get(rec.name)
+        given = f" with {', '.join(quirks)}" if quirks else ""
+        log(f"{request} -> {rec.name} ({rec.status}){given}")
+    return rec
 
 
 def serving(

@@ -40,6 +40,7 @@ from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import served_api
 from ..recording.own_files import open_own
 from ..recording.secrets import SecretScrubber, redact_keys
+from ..recording.tape_gitignore import is_fresh, write_gitignore
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
     IndexEntry,
@@ -435,6 +436,7 @@ def merge_into(
     *,
     drop: str = "none",
     note: tuple[str, str] | None = None,
+    rules: MatchRules | None = None,
 ) -> dict[str, str]:
     """Move the finished exchanges recorded in the tape ``staging`` into the tape ``folder``,
     in their order, under the tape's lock: each gets the tape's next sequence number (its file
@@ -442,15 +444,19 @@ def merge_into(
 
     ``drop``: ``"none"`` adds them; ``"same"`` first drops the tape's exchanges whose request
     one of them records again; ``"all"`` drops every recording the tape held (its index's and
-    the others' ``.jsonl``). ``note``: ``(name, text)`` of a hidden file written into the tape
-    in the same step. Returns ``{staged name: name in the tape}`` (file stems).
+    the others' ``.jsonl``). ``rules``: what "the same request" ignores (the default fields
+    when not given). ``note``: ``(name, text)`` of a hidden file written into the tape in the
+    same step. Returns ``{staged name: name in the tape}`` (file stems).
     """
     root = Path(folder)
     entries = read_index(staging)
+    fresh = is_fresh(root)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RecordingError(str(root), None, os_error_text(exc)) from None
+    if fresh:
+        write_gitignore(root)  # a new tape: what to commit of it
     renamed: dict[str, str] = {}
     with tape_lock(root):
         old = read_index(root)
@@ -460,7 +466,7 @@ def merge_into(
             gone = {e.file for e in old}
             gone |= {p.name for p in files.unlisted if p.suffix.lower() == ".jsonl"}
         elif drop == "same":
-            rules = MatchRules()
+            rules = rules or MatchRules()
             keys = {_request_key(Path(staging) / e.file, rules) for e in entries} - {None}
             gone = {e.file for e in old if _request_key(root / e.file, rules) in keys}
         seq = max(highest_seq(root), max((e.seq for e in old), default=0))

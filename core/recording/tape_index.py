@@ -28,6 +28,7 @@ from typing import Any
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
 from .own_files import LINK_REFUSED, open_own, refusal
+from .tape_gitignore import is_fresh, write_gitignore
 
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
 RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
@@ -440,10 +441,13 @@ class Tape:
     ) -> None:
         self.folder = Path(folder)
         if create:
+            fresh = is_fresh(self.folder)
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise RecordingError(str(self.folder), None, os_error_text(exc)) from None
+            if fresh:
+                write_gitignore(self.folder)  # a new tape: what to commit of it
         elif not self.folder.is_dir():
             raise RecordingError(str(self.folder), None, "no such folder")
         check_own_files(self.folder)
