@@ -16,8 +16,8 @@ matching, :mod:`.tape`), so code that builds its own SDK client is captured with
 
 Recording goes to the provider's own host or to ``--stream-tape-upstream`` through the forwarding
 edge the proxy uses (secrets scrubbed before anything is written); an upstream on this machine
-needs no key (the SDKs get the placeholder key they get when replaying). A recording test records into
-a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
+needs no key (the SDKs get the placeholder key they get when replaying). A recording test records
+into a staging tape of its own (a hidden folder beside the tape); when the test passes, its finished
 exchanges are moved into the tape under the tape's file lock, each with the tape's next sequence
 number, so that any number of tests and xdist workers can record into one shared tape at once;
 when it fails, they are thrown away and the tape is left as it was. In ``all`` mode a test's
