@@ -12,9 +12,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
-from streamtool.cli.main import COMMANDS
-from streamtool.cli.settings import SETTINGS, SettingsError, command_defaults, read_table
+from streamtool.cli.main import COMMANDS, app
+from streamtool.cli.settings import (
+    SETTINGS,
+    ProjectDefaults,
+    SettingsError,
+    command_defaults,
+    read_table,
+)
 
 from .conftest import RECORDINGS
 from .serve_helpers import STREAMTOOL, start_listening
@@ -115,17 +122,26 @@ def test_serve_and_proxy_take_their_settings(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_file_and_the_key(
-    tmp_path: Path, table: str, message: str
+    tmp_path: Path, table: str, message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    here = project(tmp_path, table)
-    done = run("replay", str(REC), "--format", "json", cwd=here)
-    assert done.returncode == 2 and done.stdout == ""
-    assert (
-        done.stderr
-        == f"streamtool: error: {tmp_path / 'pyproject.toml'}: "
-        + (done.stderr.split("pyproject.toml: ", 1)[1])
+    """In this process, through click's default_map as ``main()`` gives it."""
+    monkeypatch.chdir(project(tmp_path, table))
+    done = CliRunner().invoke(
+        app, ["replay", str(REC), "--format", "json"], default_map=ProjectDefaults(COMMANDS)
     )
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"streamtool: error: {tmp_path / 'pyproject.toml'}: ")
     assert message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_bad_value_stops_the_command_not_the_version(tmp_path: Path) -> None:
+    here = project(tmp_path, '[tool.streamtool]\nspeed = "fast"')
+    done = run("replay", str(REC), "--format", "json", cwd=here)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr == (
+        f"streamtool: error: {tmp_path / 'pyproject.toml'}: [tool.streamtool] speed: must be a "
+        "number > 0 or 'max', not 'fast'\n"
+    )
     assert run("--version", cwd=here).returncode == 0  # the root reads nothing
 
 
