@@ -655,12 +655,13 @@ def test_slow_bodies_filling_the_limit_make_room_for_normal_requests(
         proc, origin = start([*args, "--max-connections", str(limit)], nofile=1024)
         flood: list[socket.socket] = []
         try:
+            # a first request pays for the server's imports: the flood's heads are then taken
+            # at once, however loaded the machine
+            assert raw_stream(origin + "/v1/chat/completions") == (200, body_of(REC))
             flood = slow_body(origin, limit)
             dripping = threading.Thread(target=drip, args=(flood, time.monotonic() + 2.5))
             dripping.start()
-            # every head taken (a cold server process takes a moment), each body arriving for
-            # longer than BODY_GRACE
-            time.sleep(1.5)
+            time.sleep(1.5)  # every head taken, each body arriving for longer than BODY_GRACE
             statuses = []
             for _ in range(5):
                 r = httpx.post(origin + "/v1/chat/completions", content=REQUEST_BODY, timeout=5)

@@ -10,6 +10,7 @@ stops (:func:`stop_requests`). uvicorn is imported only inside :func:`guarded`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -287,219 +288,193 @@ def _has_body(headers: Any) -> bool:
     return False
 
 
-def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
-    """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
-    ``Config(**guarded(limits, app), ...)``.
+class GuardedProtocol(asyncio.Protocol):
+    """uvicorn's h11 protocol (``http_class``), with the connection counted against ``guard``
+    and its request heads timed. :func:`guarded` makes a subclass per server, naming both."""
 
-    uvicorn's h11 protocol does the HTTP; it is wrapped, through uvicorn's public ``http``
-    setting (a protocol class) and an ASGI middleware, never reaching into uvicorn's own state:
+    guard: ConnectionGuard
+    http_class: Any
 
-    - a header timeout: a connection whose request head is not complete ``header_timeout``
-      seconds after it opened, or after the first byte that followed a response on a kept-alive
-      connection (the idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with
-      a 408 when bytes of a head came. A head is complete when uvicorn hands the request to the
-      app: the middleware sees it and knows its connection through a context variable the
-      protocol sets while uvicorn reads the connection's bytes (never by the client's address;
-      uvicorn's ``reset_contextvars`` must stay off, as it is by default);
-    - a connection limit, ``max_connections``: at the limit, a new connection closes the oldest
-      one still without a complete request head, else the one whose request body has come
-      slowest (answered 503), to take its place; if every connection is busy with a request
-      otherwise, the new one is answered 503 and closed;
-    - a response the guard writes itself (503, 408) is followed by the end of what the server
-      sends, and the connection stays open :data:`LINGER` seconds more, what still comes read
-      and dropped: a connection closed with bytes unread is reset, and its client may lose
-      the response before reading it.
+    def __init__(self, **settings: Any) -> None:
+        self.http = self.http_class(**settings)
+        self.transport: asyncio.Transport | None = None
+        self.head_timer: asyncio.TimerHandle | None = None
+        self.linger_timer: asyncio.TimerHandle | None = None
+        self.head_bytes = 0  # bytes received while waiting for a head
+        self.admitted = False  # uvicorn's protocol has the connection (not refused)
+        self.released = False  # uvicorn's protocol was told it is gone (the guard closes it)
+        self.tasks: set[asyncio.Task[Any]] = set()  # the requests the app is handling on it
+        self.body_since = 0.0  # when the request head whose body is arriving came
+        self.body_bytes = 0  # bytes of that body the app has received
+        self.evicted = False  # closed to make room while its request body was arriving
+        self.stopped = False  # its request was cut because the server stops
 
-    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are not trusted (uvicorn's ``proxy_headers``
-    off): a request's client is the address its connection came from. The asyncio event loop
-    is used (the listening socket of :func:`.listen.bind` paces its accepts there), and no
-    WebSockets. :func:`stop_requests` cuts the requests in progress when the server stops.
-    """
-    import asyncio
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        if not self.guard.admit(self):
+            self.guard.note("refused")
+            self.close_with(_REFUSED)
+            return
+        self.admitted = True
+        self.http.connection_made(transport)
+        self.start_head_timer()
 
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    def data_received(self, data: bytes) -> None:
+        if not self.admitted or self.released:
+            return  # answered by the guard: what still comes is dropped
+        if self in self.guard.waiting:
+            self.head_bytes += len(data)
+            if self.head_timer is None:
+                # a kept-alive connection: the head's clock starts with its first byte
+                self.start_head_timer()
+        token = _CONNECTION.set(self)
+        try:
+            self.http.data_received(data)
+        finally:
+            _CONNECTION.reset(token)
 
-    guard = ConnectionGuard(limits)
-    timeout = limits.header_timeout
+    def eof_received(self) -> bool | None:
+        if self.admitted and not self.released:
+            self.http.eof_received()
+        # the transport closes (after a guard's answer: the client has read it)
+        return None
 
-    class GuardedProtocol(asyncio.Protocol):
-        """uvicorn's h11 protocol, with the connection counted and its request heads timed."""
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.guard.forget(self)
+        self.guard.lingering.discard(self)
+        self.stop_head_timer()
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+        if self.admitted and not self.released:
+            self.released = True
+            self.http.connection_lost(exc)
 
-        def __init__(self, **settings: Any) -> None:
-            self.http = H11Protocol(**settings)
-            self.transport: asyncio.Transport | None = None
-            self.head_timer: asyncio.TimerHandle | None = None
-            self.linger_timer: asyncio.TimerHandle | None = None
-            self.head_bytes = 0  # bytes received while waiting for a head
-            self.admitted = False  # uvicorn's protocol has the connection (not refused)
-            self.released = False  # uvicorn's protocol was told it is gone (the guard closes it)
-            self.tasks: set[asyncio.Task[Any]] = set()  # the requests the app is handling on it
-            self.body_since = 0.0  # when the request head whose body is arriving came
-            self.body_bytes = 0  # bytes of that body the app has received
-            self.evicted = False  # closed to make room while its request body was arriving
-            self.stopped = False  # its request was cut because the server stops
+    def pause_writing(self) -> None:
+        if self.admitted and not self.released:
+            self.http.pause_writing()
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            assert isinstance(transport, asyncio.Transport)
-            self.transport = transport
-            if not guard.admit(self):
-                guard.note("refused")
-                self.close_with(_REFUSED)
-                return
-            self.admitted = True
-            self.http.connection_made(transport)
-            self.start_head_timer()
+    def resume_writing(self) -> None:
+        if self.admitted and not self.released:
+            self.http.resume_writing()
 
-        def data_received(self, data: bytes) -> None:
-            if not self.admitted or self.released:
-                return  # answered by the guard: what still comes is dropped
-            if self in guard.waiting:
-                self.head_bytes += len(data)
-                if self.head_timer is None:
-                    # a kept-alive connection: the head's clock starts with its first byte
-                    self.start_head_timer()
-            token = _CONNECTION.set(self)
-            try:
-                self.http.data_received(data)
-            finally:
-                _CONNECTION.reset(token)
+    # the guard's side
+    def request_started(self, task: asyncio.Task[Any], body: bool) -> None:
+        self.tasks.add(task)
+        self.guard.busy(self, body)
+        if body:
+            self.body_since = self.guard.clock()
+            self.body_bytes = 0
+        self.stop_head_timer()
 
-        def eof_received(self) -> bool | None:
-            if self.admitted and not self.released:
-                self.http.eof_received()
-            # the transport closes (after a guard's answer: the client has read it)
-            return None
+    def request_ended(self, task: asyncio.Task[Any]) -> None:
+        """The app is done with a request: waiting for the next head from now on."""
+        self.tasks.discard(task)
+        if self.tasks or self.released or self.transport is None:
+            return
+        if self.transport.is_closing():
+            return
+        self.guard.wait(self)
+        self.stop_head_timer()
+        self.head_bytes = 0
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            guard.forget(self)
-            guard.lingering.discard(self)
-            self.stop_head_timer()
-            if self.linger_timer is not None:
-                self.linger_timer.cancel()
-            if self.admitted and not self.released:
-                self.released = True
-                self.http.connection_lost(exc)
+    def evict(self) -> None:
+        """Closed to make room for a new connection."""
+        self.stop_head_timer()
+        assert self.transport is not None
+        if self.tasks:  # a request whose body is still arriving: it is told why
+            self.evicted = True
+            self.close_with(_EVICTED)
+        elif self.transport.get_write_buffer_size():
+            self.transport.abort()  # what a kept-alive client has not read is not waited for
+        else:
+            self.transport.close()
 
-        def pause_writing(self) -> None:
-            if self.admitted and not self.released:
-                self.http.pause_writing()
+    def cut(self) -> bool:
+        """The server stops: a request in progress ends now (``True``): its task is
+        cancelled (what it records is finished), then its client's connection dropped
+        (at the latest :data:`CUT_WAIT` seconds later); a connection being closed is
+        closed."""
+        assert self.transport is not None
+        if self in self.guard.lingering or self.released:
+            self.transport.abort()
+            return False
+        if not self.tasks:
+            return False  # uvicorn closes the connections without a request
+        self.stopped = True
+        for task in list(self.tasks):
+            task.cancel()
+        asyncio.get_running_loop().call_later(CUT_WAIT, self.drop)
+        return True
 
-        def resume_writing(self) -> None:
-            if self.admitted and not self.released:
-                self.http.resume_writing()
+    def drop(self) -> None:
+        """Drop the connection now, uvicorn's protocol told first (for it the client has
+        gone: a response left unfinished is nothing to report)."""
+        self.release()
+        if self.transport is not None:
+            self.transport.abort()
 
-        # the guard's side
-        def request_started(self, task: asyncio.Task[Any], body: bool) -> None:
-            self.tasks.add(task)
-            guard.busy(self, body)
-            if body:
-                self.body_since = guard.clock()
-                self.body_bytes = 0
-            self.stop_head_timer()
+    def release(self) -> None:
+        """uvicorn's protocol is done with the connection (the guard closes it)."""
+        if self.admitted and not self.released:
+            self.released = True
+            self.http.connection_lost(ConnectionAbortedError("closed by the connection guard"))
 
-        def request_ended(self, task: asyncio.Task[Any]) -> None:
-            """The app is done with a request: waiting for the next head from now on."""
-            self.tasks.discard(task)
-            if self.tasks or self.released or self.transport is None:
-                return
-            if self.transport.is_closing():
-                return
-            guard.wait(self)
-            self.stop_head_timer()
-            self.head_bytes = 0
+    def close_with(self, response: bytes) -> None:
+        """Answer ``response`` and close: the end of what the server sends follows it, and
+        the connection stays open :data:`LINGER` seconds for the client to read it, what
+        it still sends read and dropped (at most :data:`MAX_LINGERING` at once)."""
+        self.stop_head_timer()
+        transport = self.transport
+        assert transport is not None
+        self.release()
+        transport.write(response)
+        if len(self.guard.lingering) >= MAX_LINGERING or not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        self.guard.lingering.add(self)
+        loop = asyncio.get_running_loop()
+        self.linger_timer = loop.call_later(LINGER, self.end_linger)
 
-        def evict(self) -> None:
-            """Closed to make room for a new connection."""
-            self.stop_head_timer()
-            assert self.transport is not None
-            if self.tasks:  # a request whose body is still arriving: it is told why
-                self.evicted = True
-                self.close_with(_EVICTED)
-            elif self.transport.get_write_buffer_size():
-                self.transport.abort()  # what a kept-alive client has not read is not waited for
-            else:
-                self.transport.close()
+    def end_linger(self) -> None:
+        self.linger_timer = None
+        self.guard.lingering.discard(self)
+        if self.transport is not None:
+            self.transport.abort()  # still unread after LINGER: not waited for
 
-        def cut(self) -> bool:
-            """The server stops: a request in progress ends now (``True``): its task is
-            cancelled (what it records is finished), then its client's connection dropped
-            (at the latest :data:`CUT_WAIT` seconds later); a connection being closed is
-            closed."""
-            assert self.transport is not None
-            if self in guard.lingering or self.released:
-                self.transport.abort()
-                return False
-            if not self.tasks:
-                return False  # uvicorn closes the connections without a request
-            self.stopped = True
-            for task in list(self.tasks):
-                task.cancel()
-            asyncio.get_running_loop().call_later(CUT_WAIT, self.drop)
-            return True
-
-        def drop(self) -> None:
-            """Drop the connection now, uvicorn's protocol told first (for it the client has
-            gone: a response left unfinished is nothing to report)."""
-            self.release()
-            if self.transport is not None:
-                self.transport.abort()
-
-        def release(self) -> None:
-            """uvicorn's protocol is done with the connection (the guard closes it)."""
-            if self.admitted and not self.released:
-                self.released = True
-                self.http.connection_lost(ConnectionAbortedError("closed by the connection guard"))
-
-        def close_with(self, response: bytes) -> None:
-            """Answer ``response`` and close: the end of what the server sends follows it, and
-            the connection stays open :data:`LINGER` seconds for the client to read it, what
-            it still sends read and dropped (at most :data:`MAX_LINGERING` at once)."""
-            self.stop_head_timer()
-            transport = self.transport
-            assert transport is not None
-            self.release()
-            transport.write(response)
-            if len(guard.lingering) >= MAX_LINGERING or not transport.can_write_eof():
-                transport.close()
-                return
-            transport.write_eof()
-            guard.lingering.add(self)
+    def start_head_timer(self) -> None:
+        timeout = self.guard.header_timeout
+        if timeout != float("inf"):
             loop = asyncio.get_running_loop()
-            self.linger_timer = loop.call_later(LINGER, self.end_linger)
+            self.head_timer = loop.call_later(timeout, self.head_timed_out)
 
-        def end_linger(self) -> None:
-            self.linger_timer = None
-            guard.lingering.discard(self)
-            if self.transport is not None:
-                self.transport.abort()  # still unread after LINGER: not waited for
-
-        def start_head_timer(self) -> None:
-            if timeout != float("inf"):
-                loop = asyncio.get_running_loop()
-                self.head_timer = loop.call_later(timeout, self.head_timed_out)
-
-        def stop_head_timer(self) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-                self.head_timer = None
-
-        def head_timed_out(self) -> None:
+    def stop_head_timer(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
             self.head_timer = None
-            transport = self.transport
-            if transport is None or transport.is_closing() or self not in guard.waiting:
-                return
-            guard.forget(self)
-            guard.note("timed out")
-            if self.head_bytes:
-                self.close_with(_TIMED_OUT)
-            else:
-                transport.close()
 
-    GuardedProtocol.guard = guard  # type: ignore[attr-defined]  # for stop_requests
+    def head_timed_out(self) -> None:
+        self.head_timer = None
+        transport = self.transport
+        if transport is None or transport.is_closing() or self not in self.guard.waiting:
+            return
+        self.guard.forget(self)
+        self.guard.note("timed out")
+        if self.head_bytes:
+            self.close_with(_TIMED_OUT)
+        else:
+            transport.close()
+
+
+def _guarded_app(app: Any, protocol: type[GuardedProtocol]) -> Any:
+    """``app`` behind the guard's middleware: each request tells its connection (of
+    ``protocol``) that its head came, how much of its body the app took, and that it ended."""
+    guard = protocol.guard
 
     async def guarded_app(scope: Any, receive: Any, send: Any) -> None:
         conn = _CONNECTION.get()
-        if scope["type"] != "http" or not isinstance(conn, GuardedProtocol):
+        if scope["type"] != "http" or not isinstance(conn, protocol):
             await app(scope, receive, send)
             return
         task = asyncio.current_task()
@@ -530,9 +505,47 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
 
         return counted
 
+    return guarded_app
+
+
+def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
+    """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
+    ``Config(**guarded(limits, app), ...)``.
+
+    uvicorn's h11 protocol does the HTTP; it is wrapped, through uvicorn's public ``http``
+    setting (a protocol class) and an ASGI middleware, never reaching into uvicorn's own state:
+
+    - a header timeout: a connection whose request head is not complete ``header_timeout``
+      seconds after it opened, or after the first byte that followed a response on a kept-alive
+      connection (the idle wait before it is uvicorn's ``timeout_keep_alive``), is closed, with
+      a 408 when bytes of a head came. A head is complete when uvicorn hands the request to the
+      app: the middleware sees it and knows its connection through a context variable the
+      protocol sets while uvicorn reads the connection's bytes (never by the client's address;
+      uvicorn's ``reset_contextvars`` must stay off, as it is by default);
+    - a connection limit, ``max_connections``: at the limit, a new connection closes the oldest
+      one still without a complete request head, else the one whose request body has come
+      slowest (answered 503), to take its place; if every connection is busy with a request
+      otherwise, the new one is answered 503 and closed;
+    - a response the guard writes itself (503, 408) is followed by the end of what the server
+      sends, and the connection stays open :data:`LINGER` seconds more, what still comes read
+      and dropped: a connection closed with bytes unread is reset, and its client may lose
+      the response before reading it.
+
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are not trusted (uvicorn's ``proxy_headers``
+    off): a request's client is the address its connection came from. The asyncio event loop
+    is used (the listening socket of :func:`.listen.bind` paces its accepts there), and no
+    WebSockets. :func:`stop_requests` cuts the requests in progress when the server stops.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    protocol = type(
+        "GuardedH11Protocol",
+        (GuardedProtocol,),
+        {"guard": ConnectionGuard(limits), "http_class": H11Protocol},
+    )
     return {
-        "app": guarded_app,
-        "http": GuardedProtocol,
+        "app": _guarded_app(app, protocol),
+        "http": protocol,
         "ws": "none",
         "loop": "asyncio",
         "proxy_headers": False,
