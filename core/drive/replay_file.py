@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.replay import Item, ReplayEngine
-from ..model.records import Chunk
+from ..model.records import Chunk, Control, Message
 from ..recording.reader import Source
 
 
@@ -53,6 +53,8 @@ def replay_file(
         keep_events=keep_events,
         string_pieces=string_pieces,
     )
+    if source.websocket:
+        return _replay_session(engine, source, on_items, before_message=before_chunk)
     if batched:
         batches = engine.feed_block_batches(source.chunk_blocks())
         if on_items is None:
@@ -75,3 +77,29 @@ def replay_file(
     if on_items is not None:
         on_items(engine, None, items)
     return engine
+
+
+def _replay_session(
+    engine: ReplayEngine,
+    source: Source,
+    on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None,
+    before_message: Callable[[ReplayEngine, Any], None] | None = None,
+) -> ReplayEngine:
+    """A WebSocket session, message by message (a message is one event: nothing to batch).
+    ``before_message(engine, record)`` is called before each record (a pacer reads its ``t``)."""
+    feed = engine.feed_message
+    for record in source.session_records():
+        if before_message is not None:
+            before_message(engine, record)
+        items = feed(record)
+        if on_items is not None and items:
+            on_items(engine, record.t, items)
+    items = engine.finish(source.end)
+    if on_items is not None:
+        on_items(engine, None, items)
+    return engine
+
+
+def session_records(path: str | os.PathLike[str]) -> list[Message | Control]:
+    """Every message and control frame of a WebSocket session recording, in order."""
+    return list(Source(path).session_records())

@@ -197,7 +197,7 @@ _REFUSED = _plain_response(
 _TIMED_OUT = _plain_response("408 Request Timeout", "the request head took too long to arrive")
 
 
-def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
+def guarded(limits: ConnectionLimits, app: Any, *, websockets: bool = False) -> dict[str, Any]:
     """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
     ``Config(**guarded(limits, app), ...)``.
 
@@ -214,7 +214,9 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
       with a request, the new one is answered 503 and closed at once.
 
     The asyncio event loop is used (the listening socket of :func:`.listen.bind` paces its
-    accepts there), and no WebSockets.
+    accepts there). ``websockets``: upgrades to WebSocket are taken (uvicorn's
+    ``websockets-sansio`` protocol); an upgraded connection counts as busy until its session
+    ends (its protocol is no longer the guard's once upgraded); else no WebSockets.
     """
     import asyncio
 
@@ -325,6 +327,9 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             transport.close()
 
     async def guarded_app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await session_app(scope, receive, send)
+            return
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
@@ -338,4 +343,20 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
             if conn is not None:
                 conn.answered()
 
-    return {"app": guarded_app, "http": GuardedProtocol, "ws": "none", "loop": "asyncio"}
+    async def session_app(scope: Any, receive: Any, send: Any) -> None:
+        """A WebSocket session: busy while it lasts, then no longer counted (the upgraded
+        connection's protocol is uvicorn's, which the guard does not see close)."""
+        client = scope.get("client")
+        conn = by_address.get((str(client[0]), int(client[1]))) if client else None
+        if conn is not None:
+            conn.head_done()
+        try:
+            await app(scope, receive, send)
+        finally:
+            if conn is not None:
+                guard.forget(conn)
+                if conn.address is not None and by_address.get(conn.address) is conn:
+                    del by_address[conn.address]
+
+    ws = "websockets-sansio" if websockets else "none"
+    return {"app": guarded_app, "http": GuardedProtocol, "ws": ws, "loop": "asyncio"}

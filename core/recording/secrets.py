@@ -64,6 +64,7 @@ _KEY_SHAPES = (
     ("Google API key", "AIza", "0-9A-Za-z_\\-", 20, True),
     ("xAI key", "xai-", "A-Za-z0-9", 20, True),
     ("Groq key", "gsk_", "A-Za-z0-9", 20, True),
+    ("OpenAI ephemeral client secret", "ek_", "A-Za-z0-9", 20, True),
 )
 _WORD = "A-Za-z0-9_"
 

@@ -9,7 +9,16 @@ from typing import Any
 
 import orjson
 
-from ..model.records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from ..model.records import (
+    Chunk,
+    Control,
+    End,
+    Header,
+    Message,
+    RecordingError,
+    chunk_from_read,
+    os_error_text,
+)
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
 
@@ -89,6 +98,11 @@ class RecordingWriter:
         chunk = chunk_from_read(round(t, 6), data)
         self._put(chunk.to_record())
         return chunk
+
+    def write_session_record(self, record: Message | Control) -> None:
+        """One message or control frame of a WebSocket session (its payload already scrubbed
+        by the caller, which knows the session's credentials)."""
+        self._put(record.to_record())
 
     def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
         if self.closed:
