@@ -1,5 +1,5 @@
-"""A local WebSocket upstream for the tests: a ``websockets`` asyncio server (127.0.0.1, a free port,
-a background thread) that speaks the documented GA events of OpenAI's Realtime API at
+"""A local WebSocket upstream for the tests: a ``websockets`` asyncio server (127.0.0.1, a free
+port, a background thread) that speaks the documented GA events of OpenAI's Realtime API at
 ``/v1/realtime`` and the Responses API's events at ``/v1/responses`` (``responses.connect()``).
 
 Its answers are deterministic (ids are counters): a user message that asks for the weather gets a
@@ -226,9 +226,7 @@ class Realtime:
             "call_id": call_id,
             "arguments": "",
         }
-        await self.send(
-            {"type": "response.output_item.added", "response_id": rid, "output_index": 0, "item": item}
-        )
+        await self.send(_item_event("added", rid, item))
         for piece in WEATHER_ARGS:
             await self.pause()
             await self.send(
@@ -254,9 +252,7 @@ class Realtime:
             }
         )
         done = {**item, "status": "completed", "arguments": arguments}
-        await self.send(
-            {"type": "response.output_item.done", "response_id": rid, "output_index": 0, "item": done}
-        )
+        await self.send(_item_event("done", rid, done))
         self.items.append(done)
         return done
 
@@ -271,9 +267,7 @@ class Realtime:
             "content": [],
         }
         base = {"response_id": rid, "item_id": item_id, "output_index": 0, "content_index": 0}
-        await self.send(
-            {"type": "response.output_item.added", "response_id": rid, "output_index": 0, "item": item}
-        )
+        await self.send(_item_event("added", rid, item))
         part_type = "output_audio" if audio else "output_text"
         part: dict[str, Any] = {"type": part_type}
         part.update({"transcript": ""} if audio else {"text": ""})
@@ -283,7 +277,8 @@ class Realtime:
         for piece in pieces:
             await self.pause()
             if audio:
-                await self.send({"type": "response.output_audio.delta", **base, "delta": AUDIO_CHUNK})
+                audio_delta = {"type": "response.output_audio.delta", **base, "delta": AUDIO_CHUNK}
+                await self.send(audio_delta)
                 await self.send(
                     {"type": "response.output_audio_transcript.delta", **base, "delta": piece}
                 )
@@ -300,11 +295,13 @@ class Realtime:
             part = {"type": "output_text", "text": text}
         await self.send({"type": "response.content_part.done", **base, "part": part})
         done = {**item, "status": "completed", "content": [part]}
-        await self.send(
-            {"type": "response.output_item.done", "response_id": rid, "output_index": 0, "item": done}
-        )
+        await self.send(_item_event("done", rid, done))
         self.items.append(done)
         return done
+
+
+def _item_event(what: str, rid: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": f"response.output_item.{what}", "response_id": rid, "output_index": 0, "item": item}
 
 
 class Responses:
