@@ -301,7 +301,8 @@ class Realtime:
 
 
 def _item_event(what: str, rid: str, item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": f"response.output_item.{what}", "response_id": rid, "output_index": 0, "item": item}
+    kind = f"response.output_item.{what}"
+    return {"type": kind, "response_id": rid, "output_index": 0, "item": item}
 
 
 class Responses:
