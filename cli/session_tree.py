@@ -174,6 +174,4 @@ def make_session_sink(*, live: bool | None, no_color: bool, full: bool) -> Sessi
     from .tree import make_console
 
     console = make_console(no_color=no_color)
-    return SessionTreeSink(
-        console, live=console.is_terminal if live is None else live, full=full
-    )
+    return SessionTreeSink(console, live=console.is_terminal if live is None else live, full=full)

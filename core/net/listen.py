@@ -86,7 +86,7 @@ def _config(
     import uvicorn
 
     config = uvicorn.Config(
-        **guarded(limits or ConnectionLimits(connection_limit()), app),
+        **guarded(limits or ConnectionLimits(connection_limit()), app, websockets=True),
         log_level=log_level,
         access_log=access_log,
         lifespan="off",
