@@ -3,7 +3,7 @@
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,7 +11,7 @@ from .errors import fail, user_errors
 from .main import app
 
 if TYPE_CHECKING:
-    from streamtool.core.model.records import Chunk, End, Header
+    from streamtool.core.model.records import End, Header
     from streamtool.core.mutations import Original
 
 
@@ -31,13 +31,16 @@ def parse_ids(values: list[str] | None) -> list[str]:
 def load_original(path: Path) -> "Original":
     """A recording read and replayed once (one clear line on unusable input)."""
     from streamtool.core.engine.replay import DetectionError
-    from streamtool.core.mutations import analyse
+    from streamtool.core.mutations import analyse, analyse_session
     from streamtool.core.recording.reader import Source
 
     with user_errors(str(path)):
         source = Source(path)
-        chunks = list(source.chunks())
         try:
+            if source.websocket:
+                records = list(source.session_records())
+                return analyse_session(source.header, records, source.end)
+            chunks = list(source.chunks())
             return analyse(source.header, chunks, source.end)
         except DetectionError as exc:
             fail(f"{path}: {exc}")
@@ -62,7 +65,7 @@ def mutate(
     level: the other events, the read boundaries and their times are kept as far as the quirk
     allows. Replaying the result reports each quirk applied. Exit codes: 0 written, 2 unusable
     input (a quirk id that is not generatable, or that does not apply to RECORDING)."""
-    from streamtool.core.mutations import NotApplicable, apply
+    from streamtool.core.mutations import NotApplicable, apply, apply_session
 
     ids = parse_ids(quirk)
     if list_:
@@ -82,12 +85,16 @@ def mutate(
         check_output(output, force)
     original = load_original(recording)
     try:
-        header, chunks, end = apply(original, ids)
+        if original.records is not None:
+            header, records, end = apply_session(original, ids)
+        else:
+            header, records, end = apply(original, ids)
     except NotApplicable as exc:
         qid = exc.args[0]
         fail(f"{recording}: quirk {qid} does not apply to it ({_why(original, qid)})")
-    _write(output, header, chunks, end, force)
-    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
+    _write(output, header, records, end, force)
+    what = "records" if original.records is not None else "reads"
+    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(records)} {what})\n")
 
 
 def _why(original: "Original", quirk_id: str) -> str:
@@ -102,10 +109,11 @@ def _why(original: "Original", quirk_id: str) -> str:
 
 
 def _write(
-    output: Path, header: "Header", chunks: "list[Chunk]", end: "End | None", force: bool
+    output: Path, header: "Header", chunks: "list[Any]", end: "End | None", force: bool
 ) -> None:
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
+    from streamtool.core.model.records import Chunk
     from streamtool.core.recording.writer import RecordingWriter
 
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
@@ -113,6 +121,9 @@ def _write(
         writer = RecordingWriter(tmp, header, force=True)
         try:
             for chunk in chunks:
+                if type(chunk) is not Chunk:  # a WebSocket session's message or control frame
+                    writer.write_session_record(chunk)
+                    continue
                 data = chunk.data
                 writer.write_read(
                     chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data
@@ -138,7 +149,12 @@ def _print_list(path: Path, original: "Original") -> None:
     out = sys.stdout
     api = original.api or "unknown"
     out.write(f"{path}: {api} (converter {original.converter})\n\n")
-    rows = [i for i in generatable() if original.api in mutation_of(i.id).apis]
+    session = original.records is not None  # a WebSocket session: its own mutations only
+    rows = [
+        i
+        for i in generatable()
+        if original.api in mutation_of(i.id).apis and mutation_of(i.id).session == session
+    ]
     width = max((len(i.id) for i in rows), default=10)
     out.write(f"quirks that can be applied ({api}):\n")
     n = 0

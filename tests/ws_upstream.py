@@ -48,8 +48,10 @@ class _Ids:
 class Upstream:
     """``with Upstream() as up:`` ``up.url`` is ``ws://127.0.0.1:PORT``."""
 
-    def __init__(self, *, delay: float = 0.0) -> None:
+    def __init__(self, *, delay: float = 0.0, rate_limits_first: bool = False) -> None:
         self.delay = delay  # seconds between two server events of a response
+        # rate_limits.updated before response.done (else after it, as OpenAI sends it)
+        self.rate_limits_first = rate_limits_first
         self.seen = Seen()
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -203,16 +205,18 @@ class Realtime:
             "output_token_details": {"text_tokens": 20, "audio_tokens": 40},
         }
         done = {**response, "status": "completed", "output": output, "usage": usage}
+        limits = {
+            "type": "rate_limits.updated",
+            "rate_limits": [
+                {"name": "requests", "limit": 5000, "remaining": 4999, "reset_seconds": 0.01},
+                {"name": "tokens", "limit": 40000, "remaining": 39820, "reset_seconds": 0.3},
+            ],
+        }
+        if self.up.rate_limits_first:
+            await self.send(limits)
         await self.send({"type": "response.done", "response": done})
-        await self.send(
-            {
-                "type": "rate_limits.updated",
-                "rate_limits": [
-                    {"name": "requests", "limit": 5000, "remaining": 4999, "reset_seconds": 0.01},
-                    {"name": "tokens", "limit": 40000, "remaining": 39820, "reset_seconds": 0.3},
-                ],
-            }
-        )
+        if not self.up.rate_limits_first:
+            await self.send(limits)
 
     async def function_call(self, rid: str) -> dict[str, Any]:
         item_id = self.ids("item")

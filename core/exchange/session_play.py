@@ -24,6 +24,7 @@ EXPECT = "expect"  # wait for a client message and compare it
 CLOSE = "close"  # close with the recorded code and reason
 DROP = "drop"  # drop the connection without a close frame
 AWAIT_CLOSE = "await close"  # the client closed: wait for it to
+PAUSE = "pause"  # the server pinged: the connection idled until then (kept at any speed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +53,13 @@ def script(records: Iterable[Message | Control]) -> list[Step]:
                 steps.append(Step(EXPECT, at, record.data, index=n))
             continue
         assert type(record) is Control
+        if record.kind == "ping" and record.direction == "server":
+            # the connection idled until the ping: the pause is served (the pings themselves
+            # are the server's keep-alive, uvicorn's)
+            steps.append(Step(PAUSE, at))
+            continue
         if record.kind != "close":
-            continue  # keep-alive pings are the server's own (uvicorn's)
+            continue
         if record.direction == "server":
             if record.code is None:
                 steps.append(Step(DROP, at))
@@ -68,15 +74,16 @@ def script(records: Iterable[Message | Control]) -> list[Step]:
 def delays(steps: list[Step], speed: float | None, max_gap: float | None) -> Iterator[float]:
     """For each step, how long to wait before it after the step before (or after the client
     message the step answers): the recorded gap at ``speed`` (``None``: none), capped at
-    ``max_gap``."""
+    ``max_gap``. A pause the server pinged through is kept at any speed."""
     last = 0.0
     for step in steps:
         gap = max(step.at - last, 0.0)
         last = step.at
-        if speed is None or step.kind == EXPECT:
+        if step.kind == EXPECT or (speed is None and step.kind != PAUSE):
             yield 0.0
             continue
-        gap /= speed
+        if speed is not None:
+            gap /= speed
         yield gap if max_gap is None else min(gap, max_gap)
 
 

@@ -786,7 +786,8 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "error",
         "the WebSocket connection ended without a close frame while a response was streaming: "
         "the response was cut off",
-        "RFC 6455 7.1.5 (code 1006: no close frame)",
+        "SDK: openai/openai-python (realtime connection, built on websockets: "
+        "ConnectionClosedError, code 1006 of RFC 6455)",
         "realtime.drop_mid_response",
     ),
     (
@@ -794,7 +795,8 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "warn",
         "a long pause mid-response with only keep-alive pings on the connection: a client with "
         "a read timeout shorter than the pause gives up on a session that is alive",
-        "RFC 6455 5.5.2; the Realtime server pings about every 20 s",
+        "SDK: openai/openai-python (realtime connection, built on websockets: keepalive "
+        "pings, RFC 6455 5.5.2); the Realtime server pings about every 20 s",
         "realtime.long_pause",
     ),
     # -- Tool calls in any API (the shared tracker and the handlers) --------------------------

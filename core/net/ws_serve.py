@@ -20,7 +20,16 @@ from typing import Any
 
 from ..exchange.hostcheck import host_of, host_refusal, is_loopback
 from ..exchange.playback import Playback
-from ..exchange.session_play import AWAIT_CLOSE, CLOSE, DROP, EXPECT, Step, delays, difference
+from ..exchange.session_play import (
+    AWAIT_CLOSE,
+    CLOSE,
+    DROP,
+    EXPECT,
+    PAUSE,
+    Step,
+    delays,
+    difference,
+)
 from ..plugins import api_for_converter, part, served_api
 from .library import Incoming, Library, Recording, SelectionError
 from .listen import CutConnection
@@ -145,6 +154,8 @@ async def play(
                 raise CutConnection(rec.name)
             if step.kind == AWAIT_CLOSE:
                 break
+            if step.kind == PAUSE:
+                continue  # waited for: uvicorn's keep-alive pings the client meanwhile
             data = step.data
             if isinstance(data, bytes):
                 await websocket.send_bytes(data)

@@ -14,8 +14,10 @@ id, its arguments streamed by ``response.function_call_arguments.delta`` and res
 
 The retired beta names (``response.text.*``, ``response.audio.*``,
 ``response.audio_transcript.*``, ``conversation.item.created``) are read as their GA names and
-noted (``realtime_beta_event_names``). An ``error`` event is an error; one while a response
-streams, after which the session goes on, is the ``realtime_error_not_fatal`` quirk. Beside the
+noted (``realtime_beta_event_names``). An ``error`` event is told when what follows it is known:
+more events, and it was one the session went on from (``provider_error_recovered``; while a
+response streamed, the ``realtime_error_not_fatal`` quirk); a close or the end of the session,
+and it was the end (``provider_error``). Beside the
 events the engine tells the converter of the client's messages (a ``function_call_output`` item
 answers a call: the client is no longer asked to run it) and of the control frames: a close with
 code 4000 or 3000 is an error and a quirk, a connection that ends without a close frame while a
@@ -45,8 +47,9 @@ BETA_NAMES = {
     "conversation.item.created": "conversation.item.added",
 }
 # a pause between two server messages of a response at least this long, with pings in it, is
-# the long-pause quirk (the server pings about every 20 s)
-LONG_PAUSE = 10.0
+# the long-pause quirk (the server pings about every 20 s; a client's read timeout is often
+# shorter than a pause of that length)
+LONG_PAUSE = 5.0
 # close codes the server closes a session with after an error it cannot go on from
 CLOSE_QUIRKS = {4000: QuirkId.REALTIME_CLOSE_REQUEST_SHAPE, 3000: QuirkId.REALTIME_CLOSE_AUTH}
 NORMAL_CLOSES = frozenset({1000, 1001, 1005})
@@ -101,6 +104,8 @@ class RealtimeConverter(Converter):
         self._kinds: dict[str, str] = {}  # item id -> its type
         self._last_type: str | None = None  # the type of the last server event
         self._error_open = False  # an error came mid-response: is the session going on?
+        # the error events not told yet: (message, detail), told once what follows is known
+        self._held_errors: list[tuple[str, Any]] = []
         self._last_server_t: float | None = None
         self._pinged = False  # pings since the last server message
         self.dropped = False
@@ -131,6 +136,8 @@ class RealtimeConverter(Converter):
             obj = {**obj, "type": BETA_NAMES[kind]}
             kind = obj["type"]
         self._timing()
+        if kind != "error" and self._held_errors:
+            self._tell_errors(ErrorKind.PROVIDER_ERROR_RECOVERED)
         if self._error_open and kind != "error":
             self._error_open = False
             self.quirk(
@@ -171,9 +178,6 @@ class RealtimeConverter(Converter):
         response = obj.get("response")
         response = response if isinstance(response, dict) else {}
         self.responding = None
-        if self._error_open:  # the response ended: the error did not end the session
-            self._error_open = False
-            self.quirk(QuirkId.REALTIME_ERROR_NOT_FATAL, "the response went on to its end")
         status = response.get("status")
         details = response.get("status_details")
         details = details if isinstance(details, dict) else {}
@@ -389,10 +393,16 @@ class RealtimeConverter(Converter):
         kind = err.get("type")
         label = ".".join(str(x) for x in (kind, code) if isinstance(x, str) and x)
         text = message if isinstance(message, str) and message else "an error event"
-        self.error(ErrorKind.PROVIDER_ERROR, f"{label}: {text}" if label else text, err)
+        self._held_errors.append((f"{label}: {text}" if label else text, err))
         if self.responding is not None:
             self._error_open = True
         return []
+
+    def _tell_errors(self, kind: ErrorKind) -> None:
+        """The error events held: the session went on from them, or ended with them."""
+        for message, detail in self._held_errors:
+            self.error(kind, message, detail)
+        self._held_errors = []
 
     # -- beside the events (a session's) ---------------------------------------------------
     def on_client_message(self, obj: Any) -> list[ChunkResponse]:
@@ -412,7 +422,10 @@ class RealtimeConverter(Converter):
         if kind == "ping" and direction == "server":
             self._pinged = True
             return []
-        if kind != "close" or direction != "server":
+        if kind != "close":
+            return []
+        self._tell_errors(ErrorKind.PROVIDER_ERROR)  # the session ended with them
+        if direction != "server":
             return []
         said = f"{code} {reason}".strip() if code is not None else "no close frame"
         if code is None:
@@ -429,6 +442,7 @@ class RealtimeConverter(Converter):
         return []
 
     def on_finish(self) -> list[ChunkResponse]:
+        self._tell_errors(ErrorKind.PROVIDER_ERROR)
         self.report_unknown_events()
         out: list[ChunkResponse] = []
         deltas = self.tracker.flush_unannounced()
