@@ -202,6 +202,9 @@ def _replay(o: _Options) -> None:
         sessions = _tape_sessions(file)
         if sessions is None:
             fail(_folder_message(file))
+        if o.fmt is Format.json and o.emit is None:
+            _tape_summary(file, sessions, o)
+            return
         for path in sessions:
             _replay_one(path, o, several=len(sessions) > 1)
         return
@@ -342,6 +345,21 @@ def _folder_message(folder: Path) -> str:
         f"takes one recording: replay its exchanges one at a time, in this order: {order} "
         f"(or serve the tape to a client: streamtool serve {folder})"
     )
+
+
+def _tape_summary(folder: Path, sessions: list[Path], o: _Options) -> None:
+    """``--format json`` of a tape of sessions: one object, its sessions' summaries in order."""
+    import json
+
+    parser_name = o.parser or default_parser()
+    summaries = []
+    for path in sessions:
+        with user_errors(str(path)):
+            check_names(o.converter, parser_name)
+            engine = replay_file(path, converter=o.converter, parser=parser_name)
+        summaries.append(engine.summary())
+    document = {"tape": str(folder), "sessions": summaries}
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def _is_session(file: Path) -> bool:

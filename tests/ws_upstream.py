@@ -82,6 +82,7 @@ class Upstream:
             self._handler,
             "127.0.0.1",
             0,
+            process_request=_refuse_forbidden,
             subprotocols=None,
             select_subprotocol=_select,
             compression=None,
@@ -107,6 +108,15 @@ class Upstream:
             await Responses(ws, self).run()
         else:
             await ws.close(4004, "no such endpoint")
+
+
+def _refuse_forbidden(connection: ServerConnection, request: Any) -> Any:
+    """``/v1/forbidden``: the upgrade refused with a 403 and a JSON error body."""
+    if request.path.startswith("/v1/forbidden"):
+        body = json.dumps({"error": {"message": "forbidden here", "type": "invalid_request_error"}})
+        response = connection.respond(403, body + "\n")
+        return response
+    return None
 
 
 def _select(connection: ServerConnection, subprotocols: list[str]) -> str | None:

@@ -478,14 +478,12 @@ class ProxyApp:
         return recorder, ex
 
     def _session_ended(self, ex: Exchange, recorder: Any, reason: str) -> None:
-        ex.status = 101 if recorder is not None and recorder.writer is not None else None
         if recorder is not None:
+            ex.status = recorder.status  # None: the upstream was not reached, nothing written
             ex.chunks = recorder.messages
             ex.ttft = recorder.first_server
             ex.duration = recorder.end_t
-            if recorder.writer is None:  # the upgrade failed: nothing was written
-                ex.status = None
-        ex.end = reason
+        ex.end = "error" if reason == "dropped" else reason
         self._ended(ex)
 
     def _naming(self, claim: Callable[[], None]) -> Any:

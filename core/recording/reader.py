@@ -215,12 +215,7 @@ class Source:
             raise RecordingError(self.path, None, "is not a WebSocket session (no messages)")
         self._session = True
         for block, _ in self.chunk_blocks():
-            for record in block:
-                if type(record) is Chunk:
-                    raise RecordingError(
-                        self.path, self._lineno, "a chunk record in a WebSocket session"
-                    )
-                yield record  # type: ignore[misc]
+            yield from block  # type: ignore[misc]  # messages and control frames only
 
     def chunks(self) -> Iterator[Chunk]:
         for block, _ in self.chunk_blocks():
@@ -281,7 +276,7 @@ class Source:
                 pending = []
             if cut < len(data):
                 pending.append(data[cut:])
-            if self.end is None:
+            if self.end is None and not self._session:
                 chunks: list[Chunk] | None = _plain_chunks(block)
                 if chunks is not None:
                     self._lineno += len(chunks)
@@ -326,7 +321,7 @@ class Source:
                         return True
                     msg = str(exc.args[0]).split(":")[0]
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
-                if type(obj) is dict and obj.get("type") == "chunk":
+                if type(obj) is dict and obj.get("type") == "chunk" and not self._session:
                     text = obj.get("text")
                     if type(text) is str and "b64" not in obj:
                         t = obj.get("t")
@@ -341,8 +336,10 @@ class Source:
                 rec = record_from_obj(obj, path, lineno)
                 if isinstance(rec, End):
                     self.end = rec
-                elif type(rec) is Chunk or self._session:
+                elif (type(rec) is Chunk) != self._session:
                     yield rec  # type: ignore[misc]
+                elif self._session:
+                    raise RecordingError(path, lineno, "a chunk record in a WebSocket session")
                 else:
                     raise RecordingError(
                         path,

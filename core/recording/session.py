@@ -106,6 +106,7 @@ class SessionRecorder:
         self.force = force
         self.t0 = time.monotonic() if t0 is None else t0
         self.writer: RecordingWriter | None = None
+        self.status: int | None = None  # the upgrade's answer (101, or a refusal's status)
         self.messages = 0
         self.bytes = 0
         self.first_server: float | None = None  # when the server's first message came
@@ -128,6 +129,7 @@ class SessionRecorder:
         self, status: int, headers: Iterable[tuple[str, str]], subprotocol: str | None = None
     ) -> None:
         """The upgrade's answer: write the header record."""
+        self.status = status
         merged: dict[str, str] = {}
         for name, value in headers:
             key = name.lower()

@@ -446,8 +446,10 @@ class RealtimeConverter(Converter):
         self.report_unknown_events()
         out: list[ChunkResponse] = []
         deltas = self.tracker.flush_unannounced()
-        if self.responding is not None and not self.dropped:
-            self.truncated("response.done")
+        if self.responding is not None:
+            self.last_status = None  # the session ended in a response that never finished
+            if not self.dropped:
+                self.truncated("response.done")
         if deltas:
             out.append(ChunkResponse(tool_calls=deltas))
         if self.last_status is not None:
