@@ -55,7 +55,10 @@ def client(t: float, obj: dict[str, Any]) -> Message:
     return Message(t, "client", json.dumps(obj))
 
 
-def write(path: Path, head: Header, records: list[Any], end: End | None = End(1.0)) -> Path:
+COMPLETE = End(1.0)
+
+
+def write(path: Path, head: Header, records: list[Any], end: End | None = COMPLETE) -> Path:
     writer = RecordingWriter(path, head)
     for record in records:
         writer.write_session_record(record)
@@ -347,7 +350,7 @@ def test_a_session_script_stops_at_its_first_close() -> None:
     assert [s.kind for s in script([*records[:2], Control(0.3, "server", "close")])][-1] == "drop"
 
 
-# -- the session faults ------------------------------------------------------------------------------
+# -- the session faults -------------------------------------------------------------------------
 FAULTS = [
     ("realtime_beta_event_names", AUDIO, True),
     ("realtime_error_not_fatal", AUDIO, True),
