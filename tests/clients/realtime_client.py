@@ -43,6 +43,7 @@ class Answer:
         self.text: list[str] = []
         self.calls: list[dict[str, object]] = []
         self.finish: str | None = None
+        self.types: list[str] = []  # every server event's type, in order
 
 
 class Watchdog:
@@ -78,6 +79,7 @@ def read_response(conn: object, answer: Answer) -> list[object]:
         WATCHDOG.reset()
         event = conn.recv()  # type: ignore[attr-defined]
         kind = event.type
+        answer.types.append(kind)
         if kind == "error":
             if FATAL_ERRORS:
                 sys.exit(f"error event: {event.error.message}")
@@ -93,38 +95,45 @@ def read_response(conn: object, answer: Answer) -> list[object]:
             return calls
 
 
+def converse(conn: object, modality: str = MODALITY) -> Answer:
+    """The session: the weather asked for, each function call answered, until the model stops
+    calling. Returns what the client read."""
+    answer = Answer()
+    conn.session.update(  # type: ignore[attr-defined]
+        session={
+            "type": "realtime",
+            "instructions": "Answer briefly.",
+            "output_modalities": [modality],
+            "tools": TOOLS,
+        }
+    )
+    conn.conversation.item.create(  # type: ignore[attr-defined]
+        item={
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What's the weather in Paris?"}],
+        }
+    )
+    conn.response.create()  # type: ignore[attr-defined]
+    calls = read_response(conn, answer)
+    while calls:
+        for call in calls:
+            conn.conversation.item.create(  # type: ignore[attr-defined]
+                item={
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": json.dumps({"temperature_c": 18, "sky": "sunny"}),
+                }
+            )
+        conn.response.create()  # type: ignore[attr-defined]
+        calls = read_response(conn, answer)
+    return answer
+
+
 def main() -> None:
     client = openai.OpenAI(max_retries=0)
-    answer = Answer()
     with client.realtime.connect(model=MODEL) as conn:
-        conn.session.update(
-            session={
-                "type": "realtime",
-                "instructions": "Answer briefly.",
-                "output_modalities": [MODALITY],
-                "tools": TOOLS,
-            }
-        )
-        conn.conversation.item.create(
-            item={
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "What's the weather in Paris?"}],
-            }
-        )
-        conn.response.create()
-        calls = read_response(conn, answer)
-        while calls:
-            for call in calls:
-                conn.conversation.item.create(
-                    item={
-                        "type": "function_call_output",
-                        "call_id": call.call_id,
-                        "output": json.dumps({"temperature_c": 18, "sky": "sunny"}),
-                    }
-                )
-            conn.response.create()
-            calls = read_response(conn, answer)
+        answer = converse(conn)
     print(
         json.dumps(
             {
