@@ -475,6 +475,8 @@ class ProxyApp:
             self.log(f"WebSocket {path}: relayed, not recorded: {exc}")
             return None
         self.active.add(ex)
+        if self.config.observer is not None:
+            self.config.observer.started(ex)  # a row of its own in the live view
         return recorder, ex
 
     def _session_ended(self, ex: Exchange, recorder: Any, reason: str) -> None:
@@ -484,6 +486,8 @@ class ProxyApp:
             ex.ttft = recorder.first_server
             ex.duration = recorder.end_t
         ex.end = "error" if reason == "dropped" else reason
+        if self.config.observer is not None:
+            self.config.observer.ended(ex)
         self._ended(ex)
 
     def _naming(self, claim: Callable[[], None]) -> Any:

@@ -206,6 +206,17 @@ async def _pump(
     from websockets.exceptions import ConnectionClosed
 
     closed_by: list[str] = []
+    loop = asyncio.get_running_loop()
+    if recorder is not None:
+        # the messages of one turn of the event loop are written at its end, in one write:
+        # a burst of the upstream's frames costs one flush, not one a message
+        recorder.gather = True
+
+    def note(direction: str, data: str | bytes) -> None:
+        assert recorder is not None
+        if not recorder.holding:
+            loop.call_soon(recorder.flush)
+        recorder.message(direction, data)
 
     async def from_agent() -> None:
         while True:
@@ -215,7 +226,7 @@ async def _pump(
                 text = message.get("text")
                 data = text if text is not None else message.get("bytes") or b""
                 if recorder is not None:
-                    recorder.message("client", data)
+                    note("client", data)
                 with contextlib.suppress(ConnectionClosed):
                     await upstream.send(data)  # a closed upstream: from_upstream tells it
             elif kind == "websocket.disconnect":
@@ -225,6 +236,7 @@ async def _pump(
                 code = message.get("code", 1000)
                 reason = message.get("reason") or ""
                 if recorder is not None:
+                    recorder.flush()
                     recorder.control("client", "close", None if code in _RESERVED else code, reason)
                 await upstream.close(1000 if code in _RESERVED else code, reason)
                 return
@@ -234,7 +246,7 @@ async def _pump(
             while True:
                 data = await upstream.recv()
                 if recorder is not None:
-                    recorder.message("server", data)
+                    note("server", data)
                 key = "text" if isinstance(data, str) else "bytes"
                 with contextlib.suppress(OSError):  # the agent is gone: its disconnect tells
                     await send({"type": "websocket.send", key: data})
@@ -244,6 +256,7 @@ async def _pump(
             closed_by.append("server")
             rcvd = exc.rcvd
             if recorder is not None:
+                recorder.flush()
                 code = rcvd.code if rcvd is not None else None
                 recorder.control("server", "close", code, rcvd.reason if rcvd else "")
             if rcvd is None:

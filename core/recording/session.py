@@ -23,6 +23,7 @@ from .secrets import (
     SECRET_HEADER_WORDS,
     SecretScrubber,
     find_secret,
+    key_spans,
     redact_keys,
     redact_request,
     request_secrets,
@@ -113,6 +114,10 @@ class SessionRecorder:
         self.reason: str | None = None
         self.end_t: float | None = None
         self.write_error: str | None = None
+        # records held until flush() (a caller that gathers a turn of its event loop sets
+        # ``gather``; otherwise every record is written and flushed as it comes)
+        self.gather = False
+        self._held: list[Message | Control] = []
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 6)
@@ -151,9 +156,17 @@ class SessionRecorder:
             self._broken(exc)
 
     def _scrub(self, data: str | bytes) -> str | bytes:
+        """A message with every credential of the session and every key-shaped string
+        redacted. (Looking for the shapes by their literal starts first, ``key_spans``: a
+        message that holds none, nearly every one, is not run through the expression.)"""
         if isinstance(data, str):
-            return redact_keys(self.scrubber.text(data)) if self.scrubber else redact_keys(data)
+            text = self.scrubber.text(data) if self.scrubber else data
+            if text.isascii() and not key_spans(text.encode("ascii")):
+                return text
+            return redact_keys(text)
         scrubbed = self.scrubber.data(data) if self.scrubber else data
+        if not key_spans(scrubbed):
+            return scrubbed
         return redact_keys(scrubbed.decode("latin-1")).encode("latin-1")
 
     def message(self, direction: str, data: str | bytes) -> Message | None:
@@ -175,12 +188,30 @@ class SessionRecorder:
     def _put(self, record: Message | Control) -> bool:
         if self.writer is None or self.write_error is not None or self.reason is not None:
             return False
+        if self.gather:
+            self._held.append(record)
+            return True
         try:
             self.writer.write_session_record(record)
         except OSError as exc:
             self._broken(exc)
             return False
         return True
+
+    @property
+    def holding(self) -> bool:
+        """Records wait for :meth:`flush`."""
+        return bool(self._held)
+
+    def flush(self) -> None:
+        """Write the records held, in one write."""
+        held, self._held = self._held, []
+        if not held or self.writer is None or self.write_error is not None:
+            return
+        try:
+            self.writer.write_session_records(held)
+        except OSError as exc:
+            self._broken(exc)
 
     def _broken(self, exc: OSError) -> None:
         if self.writer is not None:
@@ -194,6 +225,7 @@ class SessionRecorder:
 
     def finish(self, reason: str = "complete", error: str | None = None) -> None:
         """The session ended: the end record (``error`` scrubbed)."""
+        self.flush()
         if self.reason is not None or self.writer is None:
             return
         self.end_t = self.now()

@@ -104,6 +104,17 @@ class RecordingWriter:
         by the caller, which knows the session's credentials)."""
         self._put(record.to_record())
 
+    def write_session_records(self, records: list[Message | Control]) -> None:
+        """Several records of a session in one write (and one flush): the messages that came
+        in one turn of the caller's event loop."""
+        data = b"".join([_dumps(r.to_record()) + b"\n" for r in records])
+        try:
+            self._fh.write(data)
+            self._fh.flush()
+        except OSError:
+            self.abandon()
+            raise
+
     def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
         if self.closed:
             return
