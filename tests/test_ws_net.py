@@ -5,6 +5,7 @@ SDK's realtime and ``responses.connect()`` clients talking to a ``websockets`` u
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -256,28 +257,24 @@ def test_a_proxy_killed_mid_session_leaves_a_readable_recording(tmp_path: Path) 
         )
         got = []
         try:
-            with ws_connect(origin.replace("http://", "ws://") + "/v1/realtime?model=m") as ws:
+            ws = ws_connect(origin.replace("http://", "ws://") + "/v1/realtime?model=m")
+            got.append(json.loads(ws.recv())["type"])
+            item = {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hi"}],
+            }
+            ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+            ws.send(json.dumps({"type": "response.create"}))
+            while "response.output_audio_transcript.delta" not in got:
                 got.append(json.loads(ws.recv())["type"])
-                ws.send(
-                    json.dumps(
-                        {
-                            "type": "conversation.item.create",
-                            "item": {
-                                "type": "message",
-                                "role": "user",
-                                "content": [{"type": "input_text", "text": "hi"}],
-                            },
-                        }
-                    )
-                )
-                ws.send(json.dumps({"type": "response.create"}))
-                while "response.output_audio_transcript.delta" not in got:
-                    got.append(json.loads(ws.recv())["type"])
-                proc.send_signal(signal.SIGKILL)  # mid-response, the client still reading
-                proc.wait(10)
-                with pytest.raises(websockets.ConnectionClosed):
-                    while True:  # what was on its way, then the connection's end
-                        ws.recv(timeout=10)
+            proc.send_signal(signal.SIGKILL)  # mid-response, the client still reading
+            proc.wait(10)
+            with pytest.raises(websockets.ConnectionClosed):
+                while True:  # what was on its way, then the connection's end
+                    ws.recv(timeout=10)
+            with contextlib.suppress(websockets.ConnectionClosed):
+                ws.close()
         finally:
             proc.kill()
             proc.wait(10)
