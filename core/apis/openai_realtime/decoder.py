@@ -145,7 +145,9 @@ class RealtimeConverter(Converter):
                 f"the session went on after an error mid-response ({kind!r} came next)",
             )
         if kind == "rate_limits.updated" and self._last_type == "response.done":
-            self.quirk(QuirkId.REALTIME_RATE_LIMITS_AFTER_DONE, "rate_limits.updated after it")
+            self.quirk(
+                QuirkId.REALTIME_RATE_LIMITS_AFTER_DONE, "rate_limits.updated after response.done"
+            )
         self._last_type = kind if isinstance(kind, str) else None
         return super().on_payload(obj, event)
 
