@@ -500,3 +500,43 @@ def test_conform_names_each_fault_and_which_broke_the_client() -> None:
     assert [r["status"] for r in whole][0] == "pass"  # the recording as it was
     one_byte = {r["status"] for r in doc["results"] if r["chunking"] != "whole"}
     assert one_byte == {"not applicable"}  # a session is played message by message
+
+
+def test_a_long_pause_is_served_with_the_server_s_pings(tmp_path: Path) -> None:
+    """The mutated session's pause is kept even at full speed, and the server pings through it
+    (the client's library answers: the session lives on)."""
+    import logging
+
+    from streamtool.core.apis.openai_realtime.mutations import PAUSE
+    from streamtool.core.net.listen import session_settings
+
+    paused = tmp_path / "paused.jsonl"
+    subprocess.run(
+        [*STREAMTOOL, "mutate", str(TEXT), "-q", "ws_long_pause_pings", "-o", str(paused)],
+        check=True,
+        capture_output=True,
+    )
+    pings: list[str] = []
+
+    class Frames(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "< PING" in record.getMessage():
+                pings.append(record.getMessage())
+
+    logger = logging.getLogger("websockets.client")
+    handler = Frames(logging.DEBUG)
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        app = create_app(Library.from_paths([paused]), Playback(speed=None))
+        with ServerThread(app, settings=session_settings(1.0)) as server:
+            start = time.monotonic()
+            with sdk(server.url, "x").realtime.connect(model="gpt-realtime") as conn:
+                assert weather_session(conn, "text")["text"] == ANSWER
+            took = time.monotonic() - start
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert took >= PAUSE  # kept at --speed max: the pause is the fault
+    assert len(pings) >= PAUSE - 2  # one a second (session_settings(1.0)), through the pause
