@@ -94,7 +94,7 @@ def render(engine: ReplayEngine, *, full: bool = False, final: bool = True) -> R
         add(tree, session.outline.nodes())
     if not final:
         return tree
-    lines = [tree]
+    lines: list[Any] = [tree]
     summary = Text()
     summary.append("finish ", style="dim")
     summary.append(engine.finish_class(), style="bold")

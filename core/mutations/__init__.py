@@ -41,6 +41,8 @@ from .stream import Stream, parse
 CHANGES = ("ids", "args_text", "finish", "errors", "usage", "all")
 MutationFunc = Callable[[Stream], bool]
 Decorator = Callable[[MutationFunc], MutationFunc]
+# a WebSocket session's mutation edits a Session (declared with ``session=True``)
+SessionMutationFunc = Callable[[Session], bool]
 
 
 class Scope(enum.Enum):
@@ -55,7 +57,7 @@ class Scope(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Mutation:
     name: str  # as the catalogue names it: "<prefix>.<function>"
-    func: MutationFunc
+    func: Any  # a MutationFunc, or a SessionMutationFunc for a session's (``session``)
     scope: Scope
     changes: frozenset[str]
     stage: int  # 0 events, 1 framing, 2-3 reads: mutations apply in this order
@@ -118,7 +120,7 @@ class ApiMutations:
         stage: int = 0,
         reframes: bool = False,
         session: bool = False,
-    ) -> Decorator:
+    ) -> Callable[[Any], Any]:
         def register(func: Any) -> Any:
             name = f"{self.prefix}.{func.__name__}"
             wanted = frozenset(changes)

@@ -122,7 +122,7 @@ async def relay(
         upstream = await connect(
             url,
             additional_headers=forwarded,
-            subprotocols=subprotocols or None,  # type: ignore[arg-type]
+            subprotocols=subprotocols or None,
             user_agent_header=agent,
             compression=None,
             max_size=None,
@@ -131,14 +131,15 @@ async def relay(
             ssl=ssl if url.startswith("wss://") else None,
         )
     except InvalidStatus as exc:
-        answer = exc.response
-        kept = [(k, v) for k, v in answer.headers.raw_items() if k.lower() not in _ANSWER_DROPPED]
+        refusal = exc.response
+        kept = [(k, v) for k, v in refusal.headers.raw_items() if k.lower() not in _ANSWER_DROPPED]
+        body = bytes(refusal.body or b"")
         if recorder is not None:
-            recorder.start(answer.status_code, kept)
-            body = answer.body.decode("utf-8", "replace") if answer.body else ""
-            refused = f"the upstream refused the upgrade: {answer.status_code} {body}"
-            recorder.finish("error", refused)
-        await deny(send, answer.status_code, kept, answer.body or b"")
+            recorder.start(refusal.status_code, kept)
+            text = body.decode("utf-8", "replace")
+            why = f"the upstream refused the upgrade: {refusal.status_code} {text}"
+            recorder.finish("error", why)
+        await deny(send, refusal.status_code, kept, body)
         if on_end is not None:
             on_end(recorder, "error")
         return

@@ -33,7 +33,7 @@ def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
             "the replay kept no segments: replay with transcript=True "
             "(replay_file(path, transcript=True) or ReplayEngine(..., transcript=True))"
         )
-    out = {
+    out: dict[str, Any] = {
         "converter": engine.converter_name,
         "parser": engine.parser,
         "model": engine.model,

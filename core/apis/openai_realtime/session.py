@@ -83,7 +83,7 @@ class Outline:
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             self._add(Node(direction, "(not a JSON event)", f"{size:,} bytes", t=t))
             return
-        kind = BETA_NAMES.get(obj["type"], obj["type"])
+        kind = str(BETA_NAMES.get(obj["type"], obj["type"]))
         if direction == "client":
             self._client(kind, obj, t)
         else:
@@ -381,7 +381,8 @@ def client_detail(kind: str, obj: dict[str, Any]) -> str:
     if kind == "conversation.item.create":
         return item_detail(obj.get("item"))
     if kind == "response.create":
-        response = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+        nested = obj.get("response")
+        response: dict[str, Any] = nested if isinstance(nested, dict) else obj
         said = []
         model = response.get("model")
         if isinstance(model, str):
