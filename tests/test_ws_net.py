@@ -540,3 +540,31 @@ def test_a_long_pause_is_served_with_the_server_s_pings(tmp_path: Path) -> None:
         logger.setLevel(level)
     assert took >= PAUSE  # kept at --speed max: the pause is the fault
     assert len(pings) >= PAUSE - 2  # one a second (session_settings(1.0)), through the pause
+
+
+def test_an_https_origin_s_upgrades_are_relayed_over_tls(tmp_path: Path) -> None:
+    """``--upstream https://...``: the upgrade goes on as wss, the certificate verified."""
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server)
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    with Upstream(ssl=server) as up:
+        origin = up.url.replace("wss://", "https://")
+        untrusted = ProxyConfig(tmp_path / "untrusted", parse_upstreams([origin]))
+        with ProxyThread(untrusted) as proxy:
+            url = proxy.url.replace("http://", "ws://") + "/v1/realtime?model=m"
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                ws_connect(url).close()
+        assert refused.value.response.status_code == 502
+        assert b"CERTIFICATE_VERIFY_FAILED" in refused.value.response.body
+        assert not list((tmp_path / "untrusted").glob("0*.jsonl"))  # nothing was recorded
+        config = ProxyConfig(tmp_path / "tape", parse_upstreams([origin]), verify=trusted)
+        with ProxyThread(config) as proxy, sdk(proxy.url).realtime.connect(model="m") as conn:
+            assert weather_session(conn, "text")["text"] == ANSWER
+    [f] = sorted((tmp_path / "tape").glob("0*.jsonl"))
+    assert Source(f).header.request["url"].startswith("wss://127.0.0.1:")

@@ -48,7 +48,10 @@ class _Ids:
 class Upstream:
     """``with Upstream() as up:`` ``up.url`` is ``ws://127.0.0.1:PORT``."""
 
-    def __init__(self, *, delay: float = 0.0, rate_limits_first: bool = False) -> None:
+    def __init__(
+        self, *, delay: float = 0.0, rate_limits_first: bool = False, ssl: Any = None
+    ) -> None:
+        self.ssl = ssl  # a server SSLContext: wss://
         self.delay = delay  # seconds between two server events of a response
         # rate_limits.updated before response.done (else after it, as OpenAI sends it)
         self.rate_limits_first = rate_limits_first
@@ -87,9 +90,10 @@ class Upstream:
             select_subprotocol=_select,
             compression=None,
             max_size=None,
+            ssl=self.ssl,
         ) as server:
             port = next(iter(server.sockets)).getsockname()[1]
-            self.url = f"ws://127.0.0.1:{port}"
+            self.url = f"{'wss' if self.ssl else 'ws'}://127.0.0.1:{port}"
             self._ready.set()
             await self._stop.wait()
 

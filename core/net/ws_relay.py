@@ -118,6 +118,8 @@ async def relay(
     subprotocols = list(scope.get("subprotocols") or ())
     if recorder is not None:
         recorder.t0 = time.monotonic()  # times count from the upgrade sent upstream
+    # a wss:// session's TLS: the proxy's context (--insecure, a trusted CA), else the default
+    tls = {"ssl": ssl} if ssl is not None and url.startswith("wss://") else {}
     try:
         upstream = await connect(
             url,
@@ -128,7 +130,7 @@ async def relay(
             max_size=None,
             open_timeout=connect_timeout,
             proxy=None,
-            ssl=ssl if url.startswith("wss://") else None,
+            **tls,
         )
     except InvalidStatus as exc:
         refusal = exc.response
