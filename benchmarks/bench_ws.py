@@ -17,6 +17,11 @@ proxied sessions, which alternate (the order swapped every round). Figures and t
    through the proxy / direct, per round; median of the rounds >= 0.8x;
 3. every message of every session recorded: each recording of the last burst holds the burst.
 
+Beside the proxy, in the same rounds, a floor (a figure to read, not a target): a relay of the
+proxy's own libraries used as their documentation shows, nothing recorded (uvicorn's WebSocket
+protocol on the asyncio loop, an ASGI app relaying to a ``websockets`` asyncio client, a task
+each way). What the proxy costs beyond it is its own work (recording, scrubbing, the guard).
+
 Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the figures are of three
 processes sharing the cores.
 """
@@ -72,6 +77,50 @@ asyncio.run(main())
 """
 
 
+FLOOR = r"""
+import asyncio, sys
+import uvicorn
+from websockets.asyncio.client import connect
+
+UPSTREAM = sys.argv[1]
+
+async def app(scope, receive, send):
+    if scope["type"] != "websocket":
+        return
+    await receive()
+    url = UPSTREAM + scope["path"] + "?" + scope["query_string"].decode()
+    async with connect(url, compression=None, max_size=None) as upstream:
+        await send({"type": "websocket.accept"})
+
+        async def up():
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    await upstream.close()
+                    return
+                await upstream.send(message.get("text") or message.get("bytes"))
+
+        async def down():
+            async for data in upstream:
+                key = "text" if isinstance(data, str) else "bytes"
+                await send({"type": "websocket.send", key: data})
+
+        tasks = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+
+import socket
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+sock.bind(("127.0.0.1", 0))
+sock.listen(1024)
+print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+config = uvicorn.Config(app, ws="websockets-sansio", loop="asyncio", log_level="warning",
+                        lifespan="off")
+uvicorn.Server(config).run(sockets=[sock])
+"""
+
+
 class Process:
     def __init__(self, command: list[str], pattern: str, stream: str) -> None:
         self.proc = subprocess.Popen(
@@ -118,9 +167,7 @@ async def bursts(url: str, sessions: int, burst: int) -> float:
 
     async def one() -> int:
         got = 0
-        async with connect(
-            url + "/v1/realtime?model=bench", compression=None, max_size=None
-        ) as ws:
+        async with connect(url + "/v1/realtime?model=bench", compression=None, max_size=None) as ws:
             await ws.send(json.dumps({"type": "response.create", "burst": burst}))
             while True:
                 message = await ws.recv()
@@ -166,13 +213,17 @@ def main() -> None:
         r"http://127\.0\.0\.1:\d+",
         "stderr",
     )
+    floor = Process([sys.executable, "-c", FLOOR, upstream.url], r"http://\S+", "stdout")
     direct = upstream.url
     proxied = proxy.url.replace("http://", "ws://")
+    floored = floor.url.replace("http://", "ws://")
     added: list[float] = []
     ratios: list[float] = []
+    floor_added: list[float] = []
+    floor_ratios: list[float] = []
     try:
         for i in range(args.rounds):
-            order = [(direct, "direct"), (proxied, "proxy")]
+            order = [(direct, "direct"), (proxied, "proxy"), (floored, "floor")]
             if i % 2:
                 order.reverse()
             rtt: dict[str, float] = {}
@@ -184,20 +235,28 @@ def main() -> None:
             per_message = (rtt["proxy"] - rtt["direct"]) / 2 * 1000
             added.append(per_message)
             ratios.append(rate["proxy"] / rate["direct"])
+            floor_added.append((rtt["floor"] - rtt["direct"]) / 2 * 1000)
+            floor_ratios.append(rate["floor"] / rate["direct"])
             print(
                 f"round {i + 1}: round trip direct {rtt['direct'] * 1000:.3f} ms, proxied "
-                f"{rtt['proxy'] * 1000:.3f} ms (+{per_message:.3f} ms a message); "
-                f"{args.sessions} sessions: direct {rate['direct']:,.0f} msg/s, proxied "
-                f"{rate['proxy']:,.0f} msg/s ({ratios[-1]:.2f}x)"
+                f"{rtt['proxy'] * 1000:.3f} ms (+{per_message:.3f} ms a message), floor "
+                f"+{floor_added[-1]:.3f} ms; {args.sessions} sessions: direct "
+                f"{rate['direct']:,.0f} msg/s, proxied {rate['proxy']:,.0f} msg/s "
+                f"({ratios[-1]:.2f}x), floor {rate['floor']:,.0f} msg/s ({floor_ratios[-1]:.2f}x)"
             )
     finally:
         proxy.stop()
+        floor.stop()
         upstream.stop()
     whole, total = recorded(tape, args.burst)
     latency = statistics.median(added)
     throughput = statistics.median(ratios)
     print(f"added per message, median of {args.rounds} rounds: {latency:+.3f} ms")
     print(f"messages/s through the proxy / direct, median: {throughput:.2f}x")
+    print(
+        f"floor (the libraries' relay, nothing recorded): +{statistics.median(floor_added):.3f} "
+        f"ms a message, {statistics.median(floor_ratios):.2f}x"
+    )
     print(f"recordings holding their whole burst: {whole}/{total}")
     failed = []
     if latency > LATENCY_TARGET_MS:
