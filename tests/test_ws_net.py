@@ -568,3 +568,29 @@ def test_an_https_origin_s_upgrades_are_relayed_over_tls(tmp_path: Path) -> None
             assert weather_session(conn, "text")["text"] == ANSWER
     [f] = sorted((tmp_path / "tape").glob("0*.jsonl"))
     assert Source(f).header.request["url"].startswith("wss://127.0.0.1:")
+
+
+def test_a_session_past_the_recording_limit_ends_there(tmp_path: Path) -> None:
+    """--max-recording-bytes: the recording ends with reason limit, and so does the session
+    (closed 1009 to the agent), as a stream is cut at it."""
+    out = tmp_path / "tape"
+    config = ProxyConfig(out, parse_upstreams([]), max_recording_bytes=3000)
+    with Upstream() as up:
+        config.upstreams = parse_upstreams([up.url])
+        with (
+            ProxyThread(config) as proxy,
+            sdk(proxy.url).realtime.connect(model="m") as conn,
+            pytest.raises(websockets.ConnectionClosedError) as closed,
+        ):
+            weather_session(conn)
+        deadline = time.monotonic() + 5
+        while not (out / "index.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    [entry] = read_index(out)
+    assert entry.end == "limit"
+    source = Source(out / entry.file)
+    records = list(source.session_records())
+    written = sum(len(r.data) for r in records if type(r) is Message)
+    assert 0 < written <= 3000
+    assert source.end is not None and source.end.reason == "limit"

@@ -458,7 +458,14 @@ class ProxyApp:
         from ..recording.session import SessionRecorder
 
         api = wire.name if wire is not None else None
-        recorder = SessionRecorder(None, url=url, headers=headers, provider=provider, api=api)
+        recorder = SessionRecorder(
+            None,
+            url=url,
+            headers=headers,
+            provider=provider,
+            api=api,
+            max_bytes=self.config.max_recording_bytes,
+        )
         model = _query_model(url)
         model = None if model is None else redact_keys(recorder.scrubber.text(model))
         ex = Exchange(

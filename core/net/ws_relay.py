@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..recording.secrets import redact_keys
 from ..recording.session import SessionRecorder
 from .listen import CutConnection
 
@@ -146,7 +147,10 @@ async def relay(
             on_end(recorder, "error")
         return
     except (OSError, TimeoutError, InvalidHandshake) as exc:
-        message = f"streamtool proxy: cannot open the upstream session: {exc}"
+        said = str(exc)
+        if recorder is not None:  # never a credential in a log line
+            said = str(recorder.scrub(said))
+        message = f"streamtool proxy: cannot open the upstream session: {redact_keys(said)}"
         _log.warning("WebSocket %s: %s", scope.get("path"), message)
         await deny(send, 502, [("content-type", "text/plain; charset=utf-8")], message.encode())
         if on_end is not None:
@@ -170,13 +174,18 @@ async def relay(
     finally:
         if reason == "interrupted":  # cancelled (the proxy stops): the upstream goes too
             await upstream.close(1001, "the proxy is stopping")
-        if recorder is not None:
+        if recorder is not None:  # (ended already at a limit)
             said = None if reason == "complete" else f"the session ended: {reason}"
             recorder.finish(reason if reason != "dropped" else "error", said)
         if on_end is not None:
             on_end(recorder, reason)
     if reason == "dropped":
         raise CutConnection("the upstream dropped the session")
+
+
+class _Limit(Exception):
+    def __init__(self, max_bytes: int | None) -> None:
+        super().__init__(f"streamtool proxy: the recording reached its limit of {max_bytes} bytes")
 
 
 async def deny(
@@ -220,6 +229,8 @@ async def _pump(
         if not recorder.holding:
             loop.call_soon(recorder.flush)
         recorder.message(direction, data)
+        if recorder.over_limit:
+            raise _Limit(recorder.max_bytes)
 
     async def from_agent() -> None:
         while True:
@@ -273,6 +284,14 @@ async def _pump(
     server = asyncio.ensure_future(from_upstream())
     try:
         done, _ = await asyncio.wait({agent, server}, return_when=asyncio.FIRST_COMPLETED)
+        limit = next((t.exception() for t in done if isinstance(t.exception(), _Limit)), None)
+        if limit is not None:
+            # the recording reached --max-recording-bytes: the session ends there, both ways
+            closed_by.append("proxy")
+            await upstream.close(1000, "")
+            with contextlib.suppress(OSError):
+                await send({"type": "websocket.close", "code": 1009, "reason": str(limit)})
+            return "limit"
         if server in done:
             result = server.result()
             if result == "dropped":

@@ -98,8 +98,11 @@ class SessionRecorder:
         api: str | None,
         t0: float | None = None,
         force: bool = False,
+        max_bytes: int | None = None,
     ) -> None:
         self.path = str(path) if path is not None else ""
+        # message bytes the recording may hold: past them it ends with reason "limit"
+        self.max_bytes = max_bytes
         self.request, secrets = session_request(url, headers)
         self.scrubber = SecretScrubber(secrets)
         self.provider = provider
@@ -155,7 +158,7 @@ class SessionRecorder:
         except OSError as exc:
             self._broken(exc)
 
-    def _scrub(self, data: str | bytes) -> str | bytes:
+    def scrub(self, data: str | bytes) -> str | bytes:
         """A message with every credential of the session and every key-shaped string
         redacted. (Looking for the shapes by their literal starts first, ``key_spans``: a
         message that holds none, nearly every one, is not run through the expression.)"""
@@ -169,20 +172,34 @@ class SessionRecorder:
             return scrubbed
         return redact_keys(scrubbed.decode("latin-1")).encode("latin-1")
 
+    @property
+    def over_limit(self) -> bool:
+        """The recording ended at its limit (``max_bytes``): the session is to end too."""
+        return self.reason == "limit"
+
     def message(self, direction: str, data: str | bytes) -> Message | None:
-        """One message, as sent; returns the record written (``None``: not written)."""
+        """One message, as sent; returns the record written (``None``: not written). A message
+        that would take the recording past ``max_bytes`` ends it there (reason ``limit``)."""
+        if self.max_bytes is not None and self.bytes + len(data) > self.max_bytes:
+            if self.reason is None and self.writer is not None:
+                self.finish(
+                    "limit",
+                    f"the recording reached its limit of {self.max_bytes} bytes after "
+                    f"{self.messages} messages",
+                )
+            return None
         t = self.now()
         if direction == "server" and self.first_server is None:
             self.first_server = t
         self.messages += 1
         self.bytes += len(data)
-        record = Message(t, direction, self._scrub(data))
+        record = Message(t, direction, self.scrub(data))
         return record if self._put(record) else None
 
     def control(self, direction: str, kind: str, code: int | None = None, reason: str = "") -> None:
         """A close (``code`` ``None``: the connection ended without a close frame), a ping or
         a pong."""
-        text = self._scrub(reason) if reason else ""
+        text = self.scrub(reason) if reason else ""
         self._put(Control(self.now(), direction, kind, code=code, reason=str(text)))
 
     def _put(self, record: Message | Control) -> bool:
@@ -229,7 +246,7 @@ class SessionRecorder:
         if self.reason is not None or self.writer is None:
             return
         self.end_t = self.now()
-        message = str(self._scrub(error)) if error else None
+        message = str(self.scrub(error)) if error else None
         try:
             self.writer.close(self.end_t, reason, message)
         except OSError as exc:
