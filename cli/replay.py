@@ -363,10 +363,14 @@ def _tape_summary(folder: Path, sessions: list[Path], o: _Options) -> None:
 
 
 def _is_session(file: Path) -> bool:
-    """The file is a WebSocket session's recording (read from its header)."""
+    """The file is a WebSocket session's recording (read from its header). Standard input is
+    not looked at (reading its header would take it from the replay): a session piped in is
+    replayed, drawn as a stream's tree."""
     from streamtool.core.model.records import RecordingError
-    from streamtool.core.recording.reader import Source
+    from streamtool.core.recording.reader import STDIN, Source
 
+    if str(file) == STDIN:
+        return False
     try:
         with Source(file) as source:
             return source.websocket

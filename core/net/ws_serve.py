@@ -169,7 +169,7 @@ async def play(
             why = "the recorded session has no more client events"
             await _mismatch(websocket, rules, extra, got, why, rec, log)
     except (WebSocketDisconnect, OSError):
-        return
+        return  # the client went while the session played
     finally:
         reader.cancel()
 
