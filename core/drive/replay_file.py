@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.replay import Item, ReplayEngine
-from ..model.records import Chunk, Control, Message
+from ..model.records import Chunk
 from ..recording.reader import Source
 
 
@@ -98,8 +98,3 @@ def _replay_session(
     if on_items is not None:
         on_items(engine, None, items)
     return engine
-
-
-def session_records(path: str | os.PathLike[str]) -> list[Message | Control]:
-    """Every message and control frame of a WebSocket session recording, in order."""
-    return list(Source(path).session_records())
