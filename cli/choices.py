@@ -171,9 +171,9 @@ def tool_choices() -> list[str]:
 
 def mutation_ids() -> list[str]:
     """The quirk ids ``mutate --quirk`` and ``--mutate`` take: the generatable ones."""
-    from streamtool.core.model.quirks import CATALOGUE
+    from streamtool.core.mutations import generatable
 
-    return [info.id for info in CATALOGUE.values() if info.mutation]
+    return [info.id for info in generatable()]
 
 
 def complete_mutate(incomplete: str) -> list[str]:

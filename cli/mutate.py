@@ -4,7 +4,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,7 +15,7 @@ from .main import app
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from streamtool.core.model.records import Chunk, End, Header
+    from streamtool.core.model.records import End, Header
     from streamtool.core.mutations import Original
 
 
@@ -35,13 +35,16 @@ def parse_ids(values: list[str] | None) -> list[str]:
 def load_original(path: Path) -> "Original":
     """A recording read and replayed once (one clear line on unusable input)."""
     from streamtool.core.engine.replay import DetectionError
-    from streamtool.core.mutations import analyse
+    from streamtool.core.mutations import analyse, analyse_session
     from streamtool.core.recording.reader import Source
 
     with user_errors(str(path)):
         source = Source(path)
-        chunks = list(source.chunks())
         try:
+            if source.websocket:
+                records = list(source.session_records())
+                return analyse_session(source.header, records, source.end)
+            chunks = list(source.chunks())
             return analyse(source.header, chunks, source.end)
         except DetectionError as exc:
             fail(f"{path}: {exc}")
@@ -72,7 +75,7 @@ def mutate(
     level: the other events, the read boundaries and their times are kept as far as the quirk
     allows. Replaying the result reports each quirk applied. Exit codes: 0 written, 2 unusable
     input (a quirk id that is not generatable, or that does not apply to RECORDING)."""
-    from streamtool.core.mutations import NotApplicable, apply
+    from streamtool.core.mutations import NotApplicable, apply, apply_session
 
     ids = parse_ids(quirk)
     if list_:
@@ -96,16 +99,20 @@ def mutate(
             fail(f"{output}: is not a regular file (a device, FIFO or socket)")
     original = load_original(recording)
     try:
-        header, chunks, end = apply(original, ids)
+        if original.records is not None:
+            header, records, end = apply_session(original, ids)
+        else:
+            header, records, end = apply(original, ids)
     except NotApplicable as exc:
         qid = exc.args[0]
         fail(f"{recording}: quirk {qid} does not apply to it ({_why(original, qid)})")
     if to_stdout:
-        _write_stdout(header, chunks, end)
+        _write_stdout(header, records, end)
         output = Path("stdout")
     else:
-        _write(output, header, chunks, end, force)
-    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(chunks)} reads)\n")
+        _write(output, header, records, end, force)
+    what = "records" if original.records is not None else "reads"
+    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(records)} {what})\n")
 
 
 def _why(original: "Original", quirk_id: str) -> str:
@@ -120,7 +127,7 @@ def _why(original: "Original", quirk_id: str) -> str:
 
 
 def _write(
-    output: Path, header: "Header", chunks: "list[Chunk]", end: "End | None", force: bool
+    output: Path, header: "Header", chunks: "list[Any]", end: "End | None", force: bool
 ) -> None:
     """Write to a temporary file beside OUTPUT, then move it into place: a crash never leaves a
     half-written OUTPUT, and two writers never mix their records."""
@@ -148,18 +155,22 @@ def _write(
 def _write_records(
     path: Path,
     header: "Header",
-    chunks: "list[Chunk]",
+    chunks: "list[Any]",
     end: "End | None",
     opened: "Callable[[], None] | None" = None,
 ) -> None:
     """The recording's records written to ``path`` (secrets removed, a key pattern refused);
     ``opened`` is called once the file is open, before its first record is written."""
+    from streamtool.core.model.records import Chunk
     from streamtool.core.recording.writer import RecordingWriter
 
     writer = RecordingWriter(path, header, force=True)
     if opened is not None:
         opened()
     for chunk in chunks:
+        if type(chunk) is not Chunk:  # a WebSocket session's message or control frame
+            writer.write_session_record(chunk)
+            continue
         data = chunk.data
         writer.write_read(chunk.t or 0.0, data.encode("utf-8") if isinstance(data, str) else data)
     if end is not None:
@@ -168,7 +179,7 @@ def _write_records(
         writer.abandon()
 
 
-def _write_stdout(header: "Header", chunks: "list[Chunk]", end: "End | None") -> None:
+def _write_stdout(header: "Header", chunks: "list[Any]", end: "End | None") -> None:
     """``-o -``: the recording written as to a file (the same writer: a key pattern refused),
     then copied to standard output whole, so that a refusal writes nothing there. The file
     has no name once it is open (a kill leaves nothing behind): it is read through a second
@@ -208,7 +219,12 @@ def _print_list(path: Path, original: "Original") -> None:
     out = sys.stdout
     api = original.api or "unknown"
     out.write(f"{path}: {api} (converter {original.converter})\n\n")
-    rows = [i for i in generatable() if original.api in mutation_of(i.id).apis]
+    session = original.records is not None  # a WebSocket session: its own mutations only
+    rows = [
+        i
+        for i in generatable()
+        if original.api in mutation_of(i.id).apis and mutation_of(i.id).session == session
+    ]
     width = max((len(i.id) for i in rows), default=10)
     out.write(f"quirks that can be applied ({api}):\n")
     n = 0

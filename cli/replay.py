@@ -1,5 +1,6 @@
 """``streamtool replay FILE``: run a recording through a converter and a handler."""
 
+import sys
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -37,11 +38,19 @@ def check_names(converter: str, parser: str) -> None:
     check_parser_name(parser)
 
 
-def make_sink(fmt: Format, *, no_color: bool = False, full: bool = False) -> Sink:
+def make_sink(
+    fmt: Format, *, no_color: bool = False, full: bool = False, session: bool = False
+) -> Sink:
     if fmt is Format.json:
         return JsonSink()
     if fmt is Format.jsonl:
         return JsonlSink()
+    if session:  # a WebSocket session: its own tree (the client's events beside the server's)
+        from .session_tree import make_session_sink
+
+        return make_session_sink(
+            live=False if fmt is Format.text else None, no_color=no_color, full=full
+        )
     # the tree: live on a terminal for ``tree``; printed once for ``text`` and off a terminal
     from .tree import make_live_sink
     from .tree_view import ViewOptions
@@ -191,7 +200,20 @@ def _replay(o: _Options) -> None:
     """Replay the recording the options name, shown as they say."""
     file = _input(o.file, o.sample)
     if file.is_dir():
-        fail(_folder_message(file))
+        sessions = _tape_sessions(file)
+        if sessions is None:
+            fail(_folder_message(file))
+        if o.fmt is Format.json and o.emit is None:
+            _tape_summary(file, sessions, o)
+            return
+        for path in sessions:
+            _replay_one(path, o, several=len(sessions) > 1)
+        return
+    _replay_one(file, o)
+
+
+def _replay_one(file: Path, o: _Options, *, several: bool = False) -> None:
+    """Replay one recording (``several``: one of a tape's sessions, said before it)."""
     if o.emit is not None and o.fmt is not None:
         fail("--emit and --format cannot be used together: --emit replaces the --format output")
     parser_name = o.parser or default_parser()
@@ -205,8 +227,11 @@ def _replay(o: _Options) -> None:
             fail(str(exc))
     with user_errors(str(file)):
         check_names(o.converter, parser_name)
+        fmt = o.fmt or Format.tree
+        if several and fmt in (Format.tree, Format.text):
+            sys.stdout.write(f"{file}\n")
         sink: Sink = (
-            make_sink(o.fmt or Format.tree, no_color=o.no_color, full=o.full)
+            make_sink(fmt, no_color=o.no_color, full=o.full, session=_is_session(file))
             if o.emit is None
             else make_emit_sink(o.emit)
         )
@@ -326,6 +351,52 @@ def _folder_message(folder: Path) -> str:
         f"takes one recording: replay its exchanges one at a time, in this order: {order} "
         f"(or serve the tape to a client: streamtool serve {folder})"
     )
+
+
+def _tape_summary(folder: Path, sessions: list[Path], o: _Options) -> None:
+    """``--format json`` of a tape of sessions: one object, its sessions' summaries in order."""
+    import json
+
+    parser_name = o.parser or default_parser()
+    summaries = []
+    for path in sessions:
+        with user_errors(str(path)):
+            check_names(o.converter, parser_name)
+            engine = replay_file(path, converter=o.converter, parser=parser_name)
+        summaries.append(engine.summary())
+    document = {"tape": str(folder), "sessions": summaries}
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _is_session(file: Path) -> bool:
+    """The file is a WebSocket session's recording (read from its header). Standard input is
+    not looked at (reading its header would take it from the replay): a session piped in is
+    replayed, drawn as a stream's tree."""
+    from streamtool.core.model.records import RecordingError
+    from streamtool.core.recording.reader import STDIN, Source
+
+    if str(file) == STDIN:
+        return False
+    try:
+        with Source(file) as source:
+            return source.websocket
+    except RecordingError:
+        return False  # the replay says what is wrong with it
+
+
+def _tape_sessions(folder: Path) -> list[Path] | None:
+    """A tape whose every recording is a WebSocket session (a session over several
+    connections): its recordings in the tape's order; ``None`` for any other folder."""
+    from streamtool.core.model.records import RecordingError
+    from streamtool.core.recording.tape_index import tape_files
+
+    try:
+        files = tape_files(folder).all
+    except RecordingError:
+        return None
+    if files and all(_is_session(f) for f in files):
+        return list(files)
+    return None
 
 
 def _input(file: Path | None, sample: str | None) -> Path:

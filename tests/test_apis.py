@@ -30,6 +30,10 @@ from streamtool.core.plugins import (
 from .conftest import ROOT
 
 ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table()])
+# the APIs a client reaches with an HTTP request (record, the proxy's forwarding, serve's routes)
+HTTP = [a for a in api_table() if a.http]
+HTTP_ROWS = pytest.mark.parametrize("api", HTTP, ids=[a.id for a in HTTP])
+WEBSOCKET = [a for a in api_table() if a.websocket]
 KEYS = {
     "OPENAI_API_KEY": "k",
     "ANTHROPIC_API_KEY": "k",
@@ -70,7 +74,9 @@ def test_every_route_resolves_back_to_its_row(api: WireApi) -> None:
     for suffix in (api.route, *api.more_routes):
         assert api_for_path("/v1/x" + suffix) is api
         assert api_for_path(("/v1/x" + suffix).upper()) is api
-        assert route("POST", "/v1/x" + suffix, {}, {"model": "m"}).api == api.name
+        # the proxy records a POST there only for an API its clients reach over HTTP
+        recorded = route("POST", "/v1/x" + suffix, {}, {"model": "m"}).api
+        assert recorded == (api.name if api.http else None)
     for hosted in api.hosted_routes:
         path = "/v1/projects/p" + hosted.replace("*", "models/m")
         assert api_for_path(path) is None  # no proxy or capture records it
@@ -80,7 +86,7 @@ def test_every_route_resolves_back_to_its_row(api: WireApi) -> None:
         assert served_api("/v1/x" + route_) is None  # serve answers the stream only
 
 
-@ROWS
+@HTTP_ROWS
 def test_record_serve_proxy_and_capture_agree(api: WireApi, tmp_path: Path) -> None:
     """The request ``record`` sends for an API is that API to serve, the proxy, SDK capture,
     the converter registry and the tapes, with the same model."""
@@ -123,6 +129,26 @@ def test_record_serve_proxy_and_capture_agree(api: WireApi, tmp_path: Path) -> N
     rec = load_recording(file)
     assert (rec.api, rec.endpoint, rec.model) == (api.converter, api.route, "m-1")
     assert rec.describe()["api"] == api.label
+
+
+def test_a_websocket_api_is_served_at_its_route_and_read_from_its_sessions(
+    tmp_path: Path,
+) -> None:
+    """Realtime and Responses over WebSocket: serve answers the upgrade at the route, HTTP there
+    is not theirs (Realtime) or the HTTP API's (Responses), and a session's recording is read
+    by the API's converter, its model from the URL's query."""
+    assert {a.id for a in WEBSOCKET} == {"openai-realtime", "openai-responses"}
+    for api in WEBSOCKET:
+        path = api.official_path
+        assert served_api(path, "websocket") is api
+        assert served_api(path, "http") is (api if api.http else None)
+        url = "wss://api.openai.com" + path + "?model=m-1"
+        header = Header("openai", api.name, request={"method": "GET", "url": url})
+        header.extra["transport"] = "websocket"
+        assert header.websocket and header.model == "m-1"
+        assert detect_from_header(header) == api.converter
+        # record's --provider lists only what it can send
+        assert (api.id in APIS) is api.http
 
 
 @ROWS

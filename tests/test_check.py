@@ -88,7 +88,8 @@ def test_streamtool_check_recordings_passes() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""
-    n = len(bundled())
+    # and the bundled WebSocket sessions, a tape in a folder of their own
+    n = len(bundled()) + len(list((RECORDINGS / "realtime").glob("0*.jsonl")))
     assert proc.stdout.count("\nok ") + proc.stdout.startswith("ok ") == n
     assert proc.stdout.rstrip().endswith(f"{n} checked: {n} match")
 

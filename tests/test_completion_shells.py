@@ -73,7 +73,10 @@ CASES = [
     (["ls", "--has-quirk", "oai_parallel"], ["oai_parallel_same_index"]),
     (["inspect", "--fail-on", "wa"], ["warn"]),
     (["inspect", "--fail-on", "error,usage_o"], ["error,usage_only_chunk"]),
-    (["conform", "--api", "openai-"], ["openai-chat", "openai-completions", "openai-responses"]),
+    (
+        ["conform", "--api", "openai-"],
+        ["openai-chat", "openai-completions", "openai-realtime", "openai-responses"],
+    ),
     (["demo", "--sample", ""], sorted(SAMPLES)),
     (["completion", ""], ["bash", "fish", "powershell", "zsh"]),
     (["mutate", "r.jsonl", "--quirk", "oai_args_c"], ["oai_args_cumulative"]),

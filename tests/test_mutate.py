@@ -39,6 +39,8 @@ from .tape_helpers import CHILD_PYTEST, openai_tape
 
 ROOT = RECORDINGS.parent
 BUNDLED = sorted(RECORDINGS.glob("*.jsonl"))
+# the bundled WebSocket sessions (a tape): their own faults, the Realtime ones
+SESSIONS = sorted(p for p in (RECORDINGS / "realtime").glob("*.jsonl") if p.name != "index.jsonl")
 # the ids the issue asks for by name (besides the reads, which every API gets)
 ASKED = [
     "oai_tool_index_missing",
@@ -82,10 +84,16 @@ READS = ["reads_utf8_split", "reads_crlf_split", "reads_one_event_each", "reads_
 @cache
 def original(path: Path) -> M.Original:
     source = Source(path)
+    if source.websocket:
+        return M.analyse_session(source.header, list(source.session_records()), source.end)
     return M.analyse(source.header, list(source.chunks()), source.end)
 
 
 def replayed(original_: M.Original, ids: list[str]) -> tuple[set[str], dict]:
+    if original_.records is not None:
+        header, records, end = M.apply_session(original_, ids)
+        engine = M.replay_records(header, records, end, transcript=True)
+        return M.reported(engine), build_transcript(engine)
     header, chunks, end = M.apply(original_, ids)
     engine = M.replay(header, chunks, end, transcript=True)
     return M.reported(engine), build_transcript(engine)
@@ -102,8 +110,8 @@ def test_every_generatable_id_is_a_mutations_declared_quirk() -> None:
     for qid in ASKED + READS:
         assert qid in declared, qid
         assert M.not_generatable(qid) is None
-    for qid in READS:
-        assert set(M.mutation_of(qid).apis) == set(M.WIRE_APIS)
+    for qid in READS:  # every API whose streams are reads (a WebSocket session has none)
+        assert set(M.mutation_of(qid).apis) == set(M.WIRE_APIS) - {"openai-realtime"}
     kinds = {info.id: info.kind for info in CATALOGUE.values()}
     assert {q for q, k in kinds.items() if k == "model"} == {
         "model_args_invalid_json",
@@ -123,7 +131,7 @@ def test_an_untouched_stream_gives_back_its_reads_byte_for_byte() -> None:
 # -- the self-check: every generatable id x every bundled recording it applies to ---------------
 def test_every_mutation_is_reported_and_keeps_what_it_promises() -> None:
     applied: dict[str, int] = {}
-    for path in BUNDLED:
+    for path in BUNDLED + SESSIONS:
         orig = original(path)
         base = build_transcript(orig.engine)
         for info in M.applicable(orig):

@@ -90,7 +90,7 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
     a_file = tmp_path / "taken"
     a_file.write_text("mine\n")
     for args, words in (
-        (["--upstream", "nowhere"], "not an http(s) URL"),
+        (["--upstream", "nowhere"], "not an http(s) or ws(s) URL"),
         (["--upstream", "bogus=http://127.0.0.1:1"], "unknown API"),
         (["--view", "fancy"], "--view"),
         (["--transform", "magic"], "--transform"),

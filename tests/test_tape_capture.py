@@ -207,7 +207,7 @@ def test_the_serve_command_records_missing_exchanges_then_serves_them(tmp_path: 
     [
         (["--record-missing"], "--record-missing needs --upstream URL"),
         (["--upstream", "http://127.0.0.1:9"], "--upstream is only used with --record-missing"),
-        (["--record-missing", "--upstream", "ftp://x"], "not an http(s) URL"),
+        (["--record-missing", "--upstream", "ftp://x"], "not an http(s) or ws(s) URL"),
     ],
 )
 def test_record_missing_options_are_checked(tmp_path: Path, args: list[str], message: str):

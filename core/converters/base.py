@@ -75,6 +75,10 @@ class Converter:
         self.unknown_events: dict[str, int] = {}  # event types not known, and how many came
         self.http_error = False  # the recorded answer is an HTTP error body, not a stream
         self.path_model: str | None = None  # the model the request named in its URL path
+        # a WebSocket session's: the time of the message being read, and the tool calls the
+        # client has answered (its function outputs: it is not asked to run them any more)
+        self.now: float | None = None
+        self.answered_calls: set[str] = set()
 
     def use_header(self, header: Header) -> None:
         """The recording's header (the request, its tools), given before the first item.
@@ -137,6 +141,28 @@ class Converter:
 
     def finish(self) -> list[ChunkResponse]:
         return self._attach(self.on_finish())
+
+    # -- a WebSocket session: what comes beside the server's events ---------------------------
+    def client_message(self, obj: Any) -> list[ChunkResponse]:
+        """One of the client's messages (its JSON, or ``None`` when it is not JSON)."""
+        return self._attach(self.on_client_message(obj))
+
+    def control(
+        self, kind: str, direction: str, code: int | None = None, reason: str = ""
+    ) -> list[ChunkResponse]:
+        """A control frame: ``ping``, ``pong`` or ``close`` (``code`` ``None``: the connection
+        ended without a close frame)."""
+        return self._attach(self.on_control(kind, direction, code, reason))
+
+    def on_client_message(self, obj: Any) -> list[ChunkResponse]:
+        """Hook: a client's message (the converters of session APIs read what they need)."""
+        return []
+
+    def on_control(
+        self, kind: str, direction: str, code: int | None, reason: str
+    ) -> list[ChunkResponse]:
+        """Hook: a control frame of the session."""
+        return []
 
     def feed_many(self, items: list[SSEItem]) -> list[ChunkResponse]:
         """:meth:`feed` each item in turn; their chunks in one list.

@@ -117,9 +117,13 @@ def read_row(path: str, filters: Filters) -> Row | None:
             source.close()
             return None
         engine = ReplayEngine(header, source=path)
-        feed = engine.feed_chunk
-        for chunk in source.chunks():
-            feed(chunk)
+        if source.websocket:  # a WebSocket session: its messages are its reads
+            for record in source.session_records():
+                engine.feed_message(record)
+        else:
+            feed = engine.feed_chunk
+            for chunk in source.chunks():
+                feed(chunk)
         engine.finish(source.end)
     except (RecordingError, DetectionError, OSError) as exc:
         message = str(exc)

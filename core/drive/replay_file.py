@@ -63,6 +63,8 @@ def replay_file(
         segments=SegmentLog() if segments and not transcript else None,
     )
     held = lock if lock is not None else nullcontext()
+    if source.websocket:
+        return _replay_session(engine, source, on_items, held, before_message=before_chunk)
     if batched:
         batches = engine.feed_block_batches(source.chunk_blocks())
         if on_items is None:
@@ -88,6 +90,31 @@ def replay_file(
             items = feed(chunk)
         if on_items is not None and items:
             on_items(engine, chunk.t, items)
+    with held:
+        items = engine.finish(source.end)
+    if on_items is not None:
+        on_items(engine, None, items)
+    return engine
+
+
+def _replay_session(
+    engine: ReplayEngine,
+    source: Source,
+    on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None,
+    held: AbstractContextManager[Any],
+    before_message: Callable[[ReplayEngine, Any], None] | None = None,
+) -> ReplayEngine:
+    """A WebSocket session, message by message (a message is one event: nothing to batch).
+    ``before_message(engine, record)`` is called before each record (a pacer reads its ``t``);
+    ``held`` is held while the engine is fed."""
+    feed = engine.feed_message
+    for record in source.session_records():
+        if before_message is not None:
+            before_message(engine, record)
+        with held:
+            items = feed(record)
+        if on_items is not None and items:
+            on_items(engine, record.t, items)
     with held:
         items = engine.finish(source.end)
     if on_items is not None:

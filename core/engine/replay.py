@@ -42,14 +42,16 @@ from ..model import (
     ToolInvocation,
 )
 from ..model.finish import finish_class
-from ..model.records import Chunk, End, Header
+from ..model.records import Chunk, Control, End, Header, Message
 from ..model.textbuf import TextBuffer, TextPieces
 from ..model.usage import merge_latest
 from ..model.vocabulary import ErrorKind
 from ..pipeline.coalesce import join_argument_runs
 from ..pipeline.segment_log import SegmentLog
+from ..wire import fastjson
 from ..wire.framing import open_decoder
 from ..wire.sse import SSEEvent, SSEItem
+from .session import SessionLog, session_outline
 from .wire_watch import WireWatch, offered_tools, tool_call_faults
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
@@ -137,6 +139,10 @@ class ReplayEngine:
         if segments is None and transcript:
             segments = SegmentLog()
         self.segments: SegmentLog | None = segments
+        # a WebSocket session's log (feed_message), and the client's messages that came while
+        # the API was not known yet
+        self.session: SessionLog | None = None
+        self._client_pending: list[Any] = []
 
     # -- setup -----------------------------------------------------------------------------
     def _use_converter(self, name: str, detected_by: str | None = None) -> None:
@@ -183,6 +189,58 @@ class ReplayEngine:
         self._items(self.decoder.feed(data), out)
         if self._framing is not None:
             self._framing_errors(out)
+        return out
+
+    def feed_message(self, record: Message | Control) -> list[Item]:
+        """Feed one record of a WebSocket session (:attr:`Header.websocket`): a server's text
+        message is one event for the converter, a client's message and a control frame are
+        told to it beside the events (see :mod:`.session`). Returns what it produced."""
+        session = self.session
+        if session is None:
+            session = self.session = SessionLog(outline=session_outline(self.header))
+        t = record.t
+        self.now = t
+        if t is not None:
+            if self.first_t is None:
+                self.first_t = t
+            self.last_t = t
+        out: list[Item] = []
+        converter = self.converter
+        if type(record) is Control:
+            session.control(record)
+            if converter is not None:
+                converter.now = t
+                self._chunks(
+                    converter.control(record.kind, record.direction, record.code, record.reason),
+                    out,
+                )
+            return out
+        assert type(record) is Message
+        data = record.data
+        self.chunks += 1
+        self.bytes += len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
+        obj: Any = None
+        if isinstance(data, str):
+            try:
+                obj = fastjson.loads(data)
+            except ValueError:
+                obj = None
+        session.message(record, obj)
+        if record.direction == "client":
+            if converter is None:
+                self._client_pending.append(obj)
+            else:
+                self._chunks(converter.client_message(obj), out)
+            return out
+        if isinstance(data, bytes):
+            return out  # a binary message is counted (the outline, the events), not read
+        if converter is not None:
+            converter.now = t
+        self._items([SSEEvent(data)], out)
+        if self._client_pending and self.converter is not None:
+            pending, self._client_pending = self._client_pending, []
+            for held in pending:
+                self._chunks(self.converter.client_message(held), out)
         return out
 
     def feed_chunks(self, chunks: Iterable[Chunk], batch_chars: int = BATCH_CHARS) -> None:
@@ -505,8 +563,11 @@ class ReplayEngine:
 
     def finish_class(self) -> str:
         """The normalized finish class (:mod:`streamtool.core.model.finish`) of the replay so
-        far."""
-        client_calls = any(not inv.server_side for inv in self.handler.invocations)
+        far. In a session, a call the client has answered asks nothing more of it."""
+        answered = self.converter.answered_calls if self.converter is not None else set()
+        client_calls = any(
+            not inv.server_side and inv.id not in answered for inv in self.handler.invocations
+        )
         refusal = self._refusal and self.finish_reason is not None and not client_calls
         return finish_class(
             self.finish_reason,
@@ -586,6 +647,11 @@ class ReplayEngine:
         if imported is not None:
             # where an imported recording came from: its read boundaries and timing are unknown
             out["imported"] = imported
+        if self.session is not None:
+            # a session: each call's call_id said outright, and every message in order
+            for inv in out["invocations"]:
+                inv["call_id"] = inv["id"]
+            out.update(self.session.summary())
         return out
 
 

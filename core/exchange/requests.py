@@ -56,9 +56,10 @@ class Api:
 
 @functools.cache
 def provider_apis() -> dict[str, Api]:
-    """Every ``--provider`` choice: each API of the table (plugins' included) by its id, then
-    each compatible provider's name (:data:`COMPATIBLE`)."""
-    found = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table()}
+    """Every ``--provider`` choice: each API of the table (plugins' included) that a client
+    reaches with an HTTP request, by its id, then each compatible provider's name
+    (:data:`COMPATIBLE`)."""
+    found = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table() if a.http}
     # any server that speaks an API other providers speak too (OpenAI's), under the name its
     # row gives: that API with no default base URL and no key variable (the key is only read
     # from --api-key-env or a preset's variable, so an official key is never sent to an

@@ -698,6 +698,60 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "0 is read as the answer, the others are kept in the text segment's metadata",
         "SDK: openai/openai-python (Completion.choices)",
     ),
+    # -- J. OpenAI Realtime and WebSocket sessions -------------------------------------------
+    (
+        "realtime_beta_event_names",
+        "warn",
+        "the session speaks the retired beta event names (`response.text.delta`, "
+        "`response.audio.delta`, `response.audio_transcript.delta`, `conversation.item.created`) "
+        "instead of the GA ones (`response.output_text.delta`...); read as their GA names, but "
+        "a client written for one shape reads nothing from the other",
+        "SDK: openai/openai-python (types/realtime: RealtimeServerEvent); the beta was retired "
+        "2026-05-07",
+    ),
+    (
+        "realtime_error_not_fatal",
+        "warn",
+        "an `error` event while a response streams, and the session goes on (no close follows): "
+        "a client that takes every error for the end of the session stops reading too early",
+        "SDK: openai/openai-python (RealtimeErrorEvent: most errors are recoverable)",
+    ),
+    (
+        "realtime_rate_limits_after_done",
+        "info",
+        "`rate_limits.updated` arrives after `response.done`: a client that stops reading at "
+        "`response.done` misses it, one that waits for it after every response may wait for ever",
+        "SDK: openai/openai-python (RateLimitsUpdatedEvent)",
+    ),
+    (
+        "realtime_close_request_shape",
+        "error",
+        "the server closed the session with code 4000 (the request's shape; the reason "
+        "`<type>.<code>`, e.g. `invalid_request_error.beta_api_shape_disabled`)",
+        "SDK: openai/openai-python (realtime connection: close codes)",
+    ),
+    (
+        "realtime_close_auth",
+        "error",
+        "the server closed the session with code 3000 (authentication; the reason `<type>.<code>`)",
+        "SDK: openai/openai-python (realtime connection: close codes)",
+    ),
+    (
+        "ws_dropped_mid_response",
+        "error",
+        "the WebSocket connection ended without a close frame while a response was streaming: "
+        "the response was cut off",
+        "SDK: openai/openai-python (realtime connection, built on websockets: "
+        "ConnectionClosedError, code 1006 of RFC 6455)",
+    ),
+    (
+        "ws_long_pause_pings",
+        "warn",
+        "a long pause mid-response with only keep-alive pings on the connection: a client with "
+        "a read timeout shorter than the pause gives up on a session that is alive",
+        "SDK: openai/openai-python (realtime connection, built on websockets: keepalive "
+        "pings, RFC 6455 5.5.2); the Realtime server pings about every 20 s",
+    ),
     # -- Tool calls in any API (the shared tracker and the handlers) --------------------------
     (
         "tool_id_changed",

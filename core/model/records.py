@@ -2,7 +2,10 @@
 sans-IO.
 
 A recording is JSONL: a ``header`` record, one ``chunk`` record per network read (``text``, or
-``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. File access lives in
+``b64`` when the read is not valid UTF-8 on its own), then an ``end`` record. A WebSocket session
+(a header whose ``transport`` is ``websocket``) has, instead of chunks, one ``message`` record per
+message (:class:`Message`: its direction, ``text`` or ``b64``) and ``ping``, ``pong`` and
+``close`` records (:class:`Control`). File access lives in
 :mod:`streamtool.core.recording.reader`.
 """
 
@@ -21,6 +24,10 @@ from ..wire import fastjson
 FORMAT_NAME = "streamtool-recording"
 FORMAT_VERSION = 1
 END_REASONS = ("complete", "interrupted", "error", "timeout", "limit")
+# a header's "transport" for a WebSocket session (messages, not reads); its records' directions
+WEBSOCKET = "websocket"
+DIRECTIONS = ("client", "server")
+CONTROLS = ("ping", "pong", "close")
 # the file a tape keeps its index in (``recording.tape_index``): in a folder of recordings, never
 # one of them
 INDEX_NAME = "index.jsonl"
@@ -77,7 +84,17 @@ class Header(msgspec.Struct):
         body = self.request.get("body")
         if isinstance(body, dict) and isinstance(body.get("model"), str):
             return str(body["model"])
+        if self.websocket:  # an upgrade has no body: its model is in the URL's query
+            from urllib.parse import parse_qs, urlsplit
+
+            found = parse_qs(urlsplit(self.url or "").query).get("model")
+            return found[0] if found else None
         return None
+
+    @property
+    def websocket(self) -> bool:
+        """The recording is a WebSocket session: messages, not network reads."""
+        return self.extra.get("transport") == WEBSOCKET
 
     def to_record(self) -> dict[str, Any]:
         rec: dict[str, Any] = {
@@ -113,6 +130,53 @@ class Chunk(msgspec.Struct, gc=False):
         if isinstance(data, bytes):
             return {"type": "chunk", "t": self.t, "b64": base64.b64encode(data).decode("ascii")}
         return {"type": "chunk", "t": self.t, "text": data}
+
+
+class Message(msgspec.Struct, gc=False):
+    """One WebSocket message of a session: who sent it (``client`` or ``server``), when, and its
+    payload: ``str`` for a text message, ``bytes`` for a binary one."""
+
+    t: float | None
+    direction: str
+    data: str | bytes
+
+    @property
+    def binary(self) -> bool:
+        return isinstance(self.data, bytes)
+
+    def to_record(self) -> dict[str, Any]:
+        data = self.data
+        rec: dict[str, Any] = {"type": "message", "t": self.t, "direction": self.direction}
+        if isinstance(data, bytes):
+            rec["b64"] = base64.b64encode(data).decode("ascii")
+        else:
+            rec["text"] = data
+        return rec
+
+
+class Control(msgspec.Struct):
+    """A WebSocket control frame of a session: ``ping`` or ``pong`` (with its payload) or
+    ``close`` (its code and reason; code ``None``: the connection ended without a close frame,
+    or one without a code)."""
+
+    t: float | None
+    direction: str
+    kind: str
+    data: bytes = b""
+    code: int | None = None
+    reason: str = ""
+
+    def to_record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {"type": self.kind, "t": self.t, "direction": self.direction}
+        if self.kind == "close":
+            rec["code"] = self.code
+            rec["reason"] = self.reason
+        elif self.data:
+            rec["b64"] = base64.b64encode(self.data).decode("ascii")
+        return rec
+
+
+SessionRecord = Message | Control
 
 
 class End(msgspec.Struct):
@@ -159,7 +223,7 @@ def parse_header(obj: Any, path: str, line: int) -> Header:
     )
 
 
-def parse_record(line_text: str, path: str, line: int) -> Chunk | End:
+def parse_record(line_text: str, path: str, line: int) -> Chunk | End | Message | Control:
     """Parse one record line after the header (a chunk or the end record)."""
     try:
         obj = fastjson.loads(line_text)
@@ -179,10 +243,54 @@ def _time(obj: dict[str, Any], path: str, line: int, kind: str) -> float | None:
     return t
 
 
-def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End:
+def _direction(obj: dict[str, Any], path: str, line: int, kind: str) -> str:
+    direction = obj.get("direction")
+    if direction not in DIRECTIONS:
+        raise RecordingError(
+            path, line, f"{kind} record needs a 'direction' of client or server, not {direction!r}"
+        )
+    return str(direction)
+
+
+def _b64(obj: dict[str, Any], path: str, line: int, kind: str) -> bytes:
+    try:
+        return base64.b64decode(obj["b64"], validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        raise RecordingError(path, line, f"{kind} 'b64' is not valid base64") from None
+
+
+def session_record(obj: dict[str, Any], path: str, line: int) -> Message | Control:
+    """A WebSocket session's record (``message``, ``ping``, ``pong``, ``close``)."""
+    kind = str(obj.get("type"))
+    t = _time(obj, path, line, kind)
+    direction = _direction(obj, path, line, kind)
+    if kind == "message":
+        if "text" in obj and "b64" in obj:
+            raise RecordingError(path, line, "message has both 'text' and 'b64'")
+        text = obj.get("text")
+        if isinstance(text, str):
+            return Message(t, direction, text)
+        if isinstance(obj.get("b64"), str):
+            return Message(t, direction, _b64(obj, path, line, kind))
+        raise RecordingError(path, line, "message record needs a 'text' or 'b64' string")
+    if kind == "close":
+        code = obj.get("code")
+        reason = obj.get("reason") or ""
+        if code is not None and (type(code) is not int or not 1000 <= code <= 4999):
+            raise RecordingError(path, line, f"close 'code' {code!r} is not a close code")
+        if not isinstance(reason, str):
+            raise RecordingError(path, line, "close 'reason' must be a string")
+        return Control(t, direction, kind, code=code, reason=reason)
+    data = _b64(obj, path, line, kind) if isinstance(obj.get("b64"), str) else b""
+    return Control(t, direction, kind, data)
+
+
+def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End | Message | Control:
     if not isinstance(obj, dict):
         raise RecordingError(path, line, "a record must be a JSON object")
     kind = obj.get("type")
+    if kind == "message" or kind in CONTROLS:
+        return session_record(obj, path, line)
     if kind == "chunk":
         t = _time(obj, path, line, "chunk")
         text = obj.get("text")

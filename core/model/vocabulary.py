@@ -36,6 +36,8 @@ class ErrorKind(StrEnum):
     PARTIAL_ARGS = "partial_args"
     PROMPT_BLOCKED = "prompt_blocked"
     PROVIDER_ERROR = "provider_error"
+    # an error event a session went on from (more events came, no close): not the end of it
+    PROVIDER_ERROR_RECOVERED = "provider_error_recovered"
     RECORDING_CUT_OFF = "recording_cut_off"
     RECORDING_ERROR = "recording_error"
     RECORDING_INTERRUPTED = "recording_interrupted"

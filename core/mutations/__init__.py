@@ -33,14 +33,17 @@ from typing import Any
 from ..engine.replay import ReplayEngine
 from ..model.quirk_ids import QuirkId
 from ..model.quirks import CATALOGUE, QuirkInfo, entry
-from ..model.records import Chunk, End, Header, chunk_from_read
+from ..model.records import Chunk, Control, End, Header, Message, chunk_from_read
 from ..plugins import api_for_converter, api_table, part
+from .session import Session
 from .stream import Stream, parse
 
 # what a mutation may change in a transcript (besides its quirks)
 CHANGES = ("ids", "args_text", "finish", "errors", "usage", "all")
 MutationFunc = Callable[[Stream], bool]
 Decorator = Callable[[MutationFunc], MutationFunc]
+# a WebSocket session's mutation edits a Session (declared with ``session=True``)
+SessionMutationFunc = Callable[[Session], bool]
 
 
 class Scope(enum.Enum):
@@ -55,7 +58,7 @@ class Scope(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Mutation:
     quirk: QuirkId  # the quirk it applies
-    func: MutationFunc
+    func: Any  # a MutationFunc, or a SessionMutationFunc for a session's (``session``)
     scope: Scope
     changes: frozenset[str]
     stage: int  # 0 events, 1 framing, 2-3 reads: mutations apply in this order
@@ -63,14 +66,20 @@ class Mutation:
     # a shared mutation some APIs have rules for: the name of the rule in their mutations part
     rule: str = ""
     reframes: bool = False  # it replaces the SSE framing (what the SSE layer's mutations did)
+    # it edits a WebSocket session's messages (a :class:`.session.Session`), not a stream of
+    # reads: it applies to sessions only, and the others never do
+    session: bool = False
 
     @property
     def apis(self) -> tuple[str, ...]:
-        """The APIs it applies to, in the table's order."""
+        """The APIs it applies to, in the table's order (a shared mutation edits streams of
+        reads: the APIs whose clients send HTTP requests)."""
         if self.api is not None:
             return (self.api,)
         return tuple(
-            api for api, rules in mutation_parts() if not self.rule or hasattr(rules, self.rule)
+            api
+            for api, rules in mutation_parts()
+            if (not self.rule or hasattr(rules, self.rule)) and api in _http_apis()
         )
 
 
@@ -113,10 +122,22 @@ class ApiMutations:
         changes: Iterable[str] = (),
         stage: int = 0,
         reframes: bool = False,
-    ) -> Decorator:
-        def register(func: MutationFunc) -> MutationFunc:
+        session: bool = False,
+    ) -> Callable[[Any], Any]:
+        def register(func: Any) -> Any:
             wanted = frozenset(changes)
-            _register(Mutation(quirk, func, Scope.API, wanted, stage, self.api, reframes=reframes))
+            _register(
+                Mutation(
+                    quirk,
+                    func,
+                    Scope.API,
+                    wanted,
+                    stage,
+                    self.api,
+                    reframes=reframes,
+                    session=session,
+                )
+            )
             return func
 
         return register
@@ -131,6 +152,11 @@ def mutation_parts() -> tuple[tuple[str, ModuleType], ...]:
         if module is not None:
             found.append((api.id, module))
     return tuple(found)
+
+
+@functools.cache
+def _http_apis() -> frozenset[str]:
+    return frozenset(api.id for api in api_table() if api.http)
 
 
 def wire_apis() -> tuple[str, ...]:
@@ -198,13 +224,20 @@ def not_generatable(quirk_id: str) -> str | None:
 # -- recordings --------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Original:
-    """A recording, replayed once: what mutations start from."""
+    """A recording, replayed once: what mutations start from (a WebSocket session's: its
+    ``records``, and no reads)."""
 
     header: Header
     reads: list[tuple[float | None, bytes]]
     end: End | None
     engine: ReplayEngine
     reported: set[str] = field(default_factory=set)
+    records: list[Message | Control] | None = None
+
+    def session(self) -> Session:
+        """The session's records, copied for a mutation to edit."""
+        assert self.records is not None
+        return Session(copy.deepcopy(self.header), list(self.records), self.end)
 
     @property
     def converter(self) -> str | None:
@@ -236,6 +269,30 @@ def replay(
     return engine
 
 
+def replay_records(
+    header: Header,
+    records: Iterable[Message | Control],
+    end: End | None,
+    *,
+    transcript: bool = False,
+) -> ReplayEngine:
+    """A finished replay of a WebSocket session's records (as a conformance check replays)."""
+    engine = ReplayEngine(header, handler_options={"file_tools": {}}, transcript=transcript)
+    for record in records:
+        engine.feed_message(record)
+    engine.finish(end)
+    return engine
+
+
+def analyse_session(
+    header: Header, records: Iterable[Message | Control], end: End | None
+) -> Original:
+    """Replay a WebSocket session once."""
+    records = list(records)
+    engine = replay_records(header, records, end, transcript=True)
+    return Original(header, [], end, engine, reported(engine), records)
+
+
 def analyse(header: Header, chunks: Iterable[Chunk], end: End | None) -> Original:
     """Replay a recording once. Raises the replay's errors (``DetectionError``) as they come."""
     chunks = list(chunks)
@@ -256,9 +313,13 @@ def applies(original: Original, quirk_id: str) -> bool:
     """Whether the quirk can be applied to the recording (and it does not show it already)."""
     if quirk_id in original.reported or original.api is None:
         return False
+    mut = mutation_of(quirk_id)
+    if mut.session != (original.records is not None):
+        return False  # a session's mutations edit messages, the others reads
+    if mut.session:
+        return original.api in mut.apis and bool(mut.func(original.session()))
     if original.header.response.get("status", 200) not in (200, None):
         return False
-    mut = mutation_of(quirk_id)
     if original.api not in mut.apis:
         return False
     if mut.scope is Scope.FAULT and original.engine.errors:
@@ -293,9 +354,27 @@ class NotApplicable(ValueError):
     """A quirk asked for cannot be applied to this recording."""
 
 
+def apply_session(
+    original: Original, quirk_ids: Sequence[str]
+) -> tuple[Header, list[Message | Control], End | None]:
+    """A session with every quirk of ``quirk_ids`` applied, in stage order. Raises
+    :class:`NotApplicable` naming a quirk that does not apply."""
+    muts = []
+    for qid in dict.fromkeys(quirk_ids):
+        if not applies(original, qid):
+            raise NotApplicable(qid)
+        muts.append((mutation_of(qid), qid))
+    session = original.session()
+    for mut, qid in sorted(muts, key=lambda m: m[0].stage):
+        if not mut.func(session):
+            raise NotApplicable(qid)
+    return session.header, session.records, session.end
+
+
 def apply(original: Original, quirk_ids: Sequence[str]) -> tuple[Header, list[Chunk], End | None]:
     """The recording with every quirk of ``quirk_ids`` applied (in stage order: events, then
-    framing, then reads). Raises :class:`NotApplicable` naming a quirk that does not apply."""
+    framing, then reads). Raises :class:`NotApplicable` naming a quirk that does not apply.
+    (A WebSocket session's: :func:`apply_session`.)"""
     muts = []
     for qid in dict.fromkeys(quirk_ids):
         if not applies(original, qid):
@@ -331,6 +410,9 @@ def meaning(transcript: dict[str, Any], changes: frozenset[str]) -> dict[str, An
         return {}
     t = copy.deepcopy(transcript)
     t.pop("quirks", None)
+    # a WebSocket session's messages in order, and its closes: its wire, which its faults edit
+    t.pop("events", None)
+    t.pop("closes", None)
     if "finish" in changes:
         t.pop("finish_reason", None)
         t.pop("finish_class", None)

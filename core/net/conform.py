@@ -33,12 +33,19 @@ from ..plugins import served_api
 from ..plugins.table import sdk_apis, sdk_base_urls
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
-from .listen import ServerThread
+from .listen import ServerThread, session_settings
 from .service import ServiceConfig, build_service
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
 NOT_APPLICABLE = "not applicable"
+WEBSOCKET = "WEBSOCKET"  # how an upgrade is noted among the calls a client made
+# a session's keep-alive: the server pings this often (a recorded long pause is served with pings)
+SESSION_PING_INTERVAL = 2.0
+ONE_WAY = (
+    "a WebSocket session is played message by message, as recorded: the chunkings do not "
+    "apply (it runs under the first)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,21 +171,23 @@ class _Dispatch:
             return self.calls.pop(key, [])
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return
         path: str = scope["path"]
         parts = path.split("/", 3)  # "", "run", key, rest
         app = None
+        method = scope.get("method") or WEBSOCKET  # an upgrade is noted as a WebSocket session
         if len(parts) >= 3 and parts[1] == "run":
             with self.lock:
                 app = self.apps.get(parts[2])
                 if app is not None:
-                    self.calls[parts[2]].append(
-                        f"{scope['method']} /{parts[3] if len(parts) > 3 else ''}"
-                    )
+                    self.calls[parts[2]].append(f"{method} /{parts[3] if len(parts) > 3 else ''}")
         if app is None:
-            await send({"type": "http.response.start", "status": 404, "headers": []})
-            await send({"type": "http.response.body", "body": b"not a conformance run"})
+            kind = "websocket.http" if scope["type"] == "websocket" else "http"
+            if kind == "websocket.http":
+                await receive()  # websocket.connect
+            await send({"type": f"{kind}.response.start", "status": 404, "headers": []})
+            await send({"type": f"{kind}.response.body", "body": b"not a conformance run"})
             return
         rest = "/" + (parts[3] if len(parts) > 3 else "")
         inner = dict(scope)
@@ -207,8 +216,12 @@ def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
 
 
 def _serves(case: Case, call: str) -> bool:
-    """Whether the endpoint of a noted call (``"POST /v1/messages"``) can serve the case."""
-    path = call.partition(" ")[2]
+    """Whether the endpoint of a noted call (``"POST /v1/messages"``, ``"WEBSOCKET
+    /v1/realtime"``) can serve the case: a session only to an upgrade, a stream only to a
+    request."""
+    method, _, path = call.partition(" ")
+    if (method == WEBSOCKET) != (case.served.session is not None):
+        return False
     api = served_api(path)
     if api is None:
         return False
@@ -247,7 +260,8 @@ class Runner:
     def run(self) -> list[Result]:
         """Every result, in order. Interrupted (``KeyboardInterrupt``), the running clients are
         killed and the server stopped before the interrupt goes on."""
-        with ServerThread(self._dispatch) as server:
+        settings = session_settings(SESSION_PING_INTERVAL)
+        with ServerThread(self._dispatch, settings=settings) as server:
             self._origin = server.url
             try:
                 if self.jobs == 1:
@@ -287,6 +301,9 @@ class Runner:
     def _run_case(self, case: Case) -> list[Result]:
         results: list[Result] = []
         for i, plan in enumerate(self.plans):
+            if i and case.served.session is not None:
+                results.append(self._emit(Result(case, plan.name, NOT_APPLICABLE, note=ONE_WAY)))
+                continue
             if self._stopping.is_set():
                 break
             known = self._foreign.get(case.api)

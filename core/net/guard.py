@@ -474,6 +474,9 @@ def _guarded_app(app: Any, protocol: type[GuardedProtocol]) -> Any:
 
     async def guarded_app(scope: Any, receive: Any, send: Any) -> None:
         conn = _CONNECTION.get()
+        if scope["type"] == "websocket" and isinstance(conn, protocol):
+            await session_app(conn, scope, receive, send)
+            return
         if scope["type"] != "http" or not isinstance(conn, protocol):
             await app(scope, receive, send)
             return
@@ -492,6 +495,20 @@ def _guarded_app(app: Any, protocol: type[GuardedProtocol]) -> Any:
         finally:
             conn.request_ended(task)
 
+    async def session_app(conn: GuardedProtocol, scope: Any, receive: Any, send: Any) -> None:
+        """A WebSocket session: its connection is busy while it lasts, then no longer counted
+        (once upgraded, the connection's protocol is uvicorn's, whose close the guard does not
+        see)."""
+        task = asyncio.current_task()
+        assert task is not None
+        conn.request_started(task, False)
+        try:
+            await app(scope, receive, send)
+        finally:
+            conn.tasks.discard(task)
+            conn.stop_head_timer()
+            guard.forget(conn)
+
     def _counting(conn: GuardedProtocol, receive: Any) -> Any:
         """``receive``, counting the request body's bytes as the app takes them."""
 
@@ -508,7 +525,7 @@ def _guarded_app(app: Any, protocol: type[GuardedProtocol]) -> Any:
     return guarded_app
 
 
-def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
+def guarded(limits: ConnectionLimits, app: Any, *, websockets: bool = False) -> dict[str, Any]:
     """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
     ``Config(**guarded(limits, app), ...)``.
 
@@ -533,8 +550,10 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
 
     ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are not trusted (uvicorn's ``proxy_headers``
     off): a request's client is the address its connection came from. The asyncio event loop
-    is used (the listening socket of :func:`.listen.bind` paces its accepts there), and no
-    WebSockets. :func:`stop_requests` cuts the requests in progress when the server stops.
+    is used (the listening socket of :func:`.listen.bind` paces its accepts there).
+    ``websockets``: upgrades to WebSocket are taken (uvicorn's ``websockets-sansio`` protocol);
+    an upgraded connection counts as busy until its session ends; else no WebSockets.
+    :func:`stop_requests` cuts the requests in progress when the server stops.
     """
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -546,7 +565,7 @@ def guarded(limits: ConnectionLimits, app: Any) -> dict[str, Any]:
     return {
         "app": _guarded_app(app, protocol),
         "http": protocol,
-        "ws": "none",
+        "ws": "websockets-sansio" if websockets else "none",
         "loop": "asyncio",
         "proxy_headers": False,
     }

@@ -72,6 +72,11 @@ class Recording:
     origin: Any = field(default=None, repr=False)
     # the recording answers a turn of a script (``tape build``): its header's turn and match
     turn: Any = field(default=None, repr=False)
+    # a WebSocket session: its steps (``exchange.session_play``; ``chunks`` is empty), the
+    # subprotocol its server chose, its records (what mutations start from)
+    session: Any = field(default=None, repr=False)
+    subprotocol: str | None = None
+    records: Any = field(default=None, repr=False)
 
     @property
     def broken(self) -> bool:
@@ -81,7 +86,7 @@ class Recording:
 
     def describe(self) -> dict[str, Any]:
         api = api_for_converter(self.api)
-        return {
+        out = {
             "name": self.name,
             "api": api.label if api is not None else None,
             "endpoint": self.endpoint or (api.route if api is not None else None),
@@ -91,6 +96,10 @@ class Recording:
             "chunks": len(self.chunks),
             "ended": self.ended,
         }
+        if self.session is not None:
+            out["websocket"] = True
+            out["messages"] = len(self.records or ())
+        return out
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -181,8 +190,37 @@ _HEADER_VALUE = re.compile(r"[^\r\n\x00\u0100-\U0010ffff]*")
 _log = logging.getLogger("streamtool.serve")
 
 
+def load_session(path: str | os.PathLike[str], source: Source) -> Recording:
+    """A WebSocket session's recording, ready to be served (:mod:`.ws_serve`)."""
+    from ..exchange.session_play import script
+
+    records = list(source.session_records())
+    header = source.header
+    api = detect_from_header(header)
+    url = header.url or ""
+    wire = served_api(unquote(urlsplit(url).path), "websocket") or api_for_converter(api)
+    subprotocol = header.response.get("subprotocol")
+    return Recording(
+        name=Path(path).stem,
+        path=str(path),
+        api=api,
+        model=header.model,
+        status=101,
+        headers=[],
+        chunks=[],
+        size=sum(len(r.data) for r in records if isinstance(r.data, str | bytes)),
+        ended=source.end.reason if source.end is not None else "cut off",
+        endpoint=wire.route if wire is not None else None,
+        session=script(records),
+        subprotocol=subprotocol if isinstance(subprotocol, str) else None,
+        records=records,
+    )
+
+
 def load_recording(path: str | os.PathLike[str]) -> Recording:
     source = Source(path)
+    if source.websocket:
+        return load_session(path, source)
     chunks: list[tuple[float | None, bytes]] = []
     size = 0
     for chunk in source.chunks():
@@ -277,6 +315,7 @@ class Incoming:
     # (:meth:`secrets`, on a miss only), masked wherever a message would show them
     headers: Any = None
     query: str = ""
+    websocket: bool = False  # an upgrade: a recorded session answers it
 
     def secrets(self) -> list[str]:
         """Every credential value the request carries (headers and query parameters)."""
@@ -294,6 +333,8 @@ class Library:
         self._change: Callable[[Recording], list[str]] | None = None
         self._prepared: set[int] = set()  # id() of the recordings the change has seen
         self._change_lock = threading.Lock()
+        # how many upgrades each (endpoint, model) got: the next session is the next in order
+        self._session_turns: dict[tuple[str, str | None], int] = {}
         self.by_name: dict[str, Recording] = {}
         for rec in self.recordings:
             for key in (rec.name, Path(rec.path).name):
@@ -355,7 +396,33 @@ class Library:
 
     def choose(self, request: Incoming) -> Recording:
         """The recording that answers ``request``; raises :class:`SelectionError`."""
+        if request.websocket:
+            return self.next_session(request)
         return self.select(request.apis, request.model, request.name)
+
+    def next_session(self, request: Incoming) -> Recording:
+        """The session that answers an upgrade: the one its header names, else the next of
+        its API's sessions (for its model, when one is for it) in recorded order, the first
+        again after the last (a session over several connections: each its recording)."""
+        if request.name:
+            rec = self.by_name.get(request.name)
+            if rec is None or rec.session is None:
+                raise SelectionError(404, f"no recorded WebSocket session named {request.name!r}")
+            return rec
+        sessions = [r for r in self.recordings if r.session is not None and r.api in request.apis]
+        if request.model and any(r.model == request.model for r in sessions):
+            sessions = [r for r in sessions if r.model == request.model]
+        if not sessions:
+            held = ", ".join(r.name for r in self.recordings if r.session is not None)
+            raise SelectionError(
+                404,
+                f"no recorded WebSocket session answers {request.path}"
+                + (f" (sessions: {held})" if held else " (no WebSocket session is served)"),
+            )
+        key = (request.endpoint, request.model)
+        n = self._session_turns.get(key, 0)
+        self._session_turns[key] = n + 1
+        return sessions[n % len(sessions)]
 
     def select(self, apis: tuple[str, ...], model: str | None, name: str | None) -> Recording:
         """The recording for a request: by name (header), by model, else the only one."""
@@ -366,7 +433,7 @@ class Library:
                     404, f"no recording named {name!r}; available: {', '.join(self.names())}"
                 )
             return rec
-        candidates = [r for r in self.recordings if r.api in apis]
+        candidates = [r for r in self.recordings if r.api in apis and r.session is None]
         if model:
             matching = [r for r in candidates if r.model == model]
             if len(matching) == 1:
@@ -380,7 +447,11 @@ class Library:
                 )
         if len(candidates) == 1:
             return candidates[0]
-        if len(self.recordings) == 1 and self.recordings[0].api is None:
+        if (
+            len(self.recordings) == 1
+            and self.recordings[0].api is None
+            and self.recordings[0].session is None
+        ):
             return self.recordings[0]
         if not candidates:
             available = ", ".join(f"{r.name} ({r.api or 'unknown API'})" for r in self.recordings)
@@ -406,7 +477,7 @@ class ServingLibrary(Library):
 
     def choose(self, request: Incoming) -> Recording:
         with self._lock:
-            rec = self._choose(request)
+            rec = self.next_session(request) if request.websocket else self._choose(request)
             self.served.append(rec.name)
             return rec
 

@@ -92,16 +92,21 @@ def bind(host: str, port: int) -> socket.socket:
 
 # -- running an app on it --------------------------------------------------------------------------
 def _config(
-    app: Any, log_level: str, access_log: bool, limits: ConnectionLimits | None = None
+    app: Any,
+    log_level: str,
+    access_log: bool,
+    limits: ConnectionLimits | None = None,
+    ws_ping_interval: float | None = 20.0,
 ) -> Any:
     import uvicorn
 
     config = uvicorn.Config(
-        **guarded(limits or ConnectionLimits(connection_limit()), app),
+        **guarded(limits or ConnectionLimits(connection_limit()), app, websockets=True),
         log_level=log_level,
         access_log=access_log,
         lifespan="off",
         timeout_graceful_shutdown=2,
+        ws_ping_interval=ws_ping_interval,  # a WebSocket session's keep-alive pings
     )
     quiet_cut_logging()
     return config
@@ -194,6 +199,16 @@ def run_server(
 
 def _quiet_config(app: Any) -> Any:
     return _config(app, "warning", False)
+
+
+def session_settings(ping_interval: float) -> Callable[[Any], Any]:
+    """:class:`ServerThread` settings whose WebSocket sessions are pinged every
+    ``ping_interval`` seconds (uvicorn's keep-alive; the default is 20 s)."""
+
+    def settings(app: Any) -> Any:
+        return _config(app, "warning", False, ws_ping_interval=ping_interval)
+
+    return settings
 
 
 class ServerThread:

@@ -13,11 +13,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..engine.replay import DetectionError
+from ..exchange.session_play import script
 from ..model.records import Chunk, End, Header
-from ..mutations import Original, analyse, applicable, apply, generatable, not_generatable, replay
+from ..mutations import (
+    Original,
+    analyse,
+    analyse_session,
+    applicable,
+    apply,
+    apply_session,
+    generatable,
+    not_generatable,
+    replay,
+    replay_records,
+)
 from ..outputs.conformance import expected_from
 from ..recording.reader import Source
 
@@ -54,6 +66,8 @@ def _original(
         if origin is not None:
             return analyse(*origin)
         source = Source(path)
+        if source.websocket:
+            return analyse_session(source.header, list(source.session_records()), source.end)
         return analyse(source.header, list(source.chunks()), source.end)
     except DetectionError:
         return None
@@ -95,12 +109,22 @@ def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
         for info in applicable(original):
             if info.id not in wanted:
                 continue
-            header, chunks, end = apply(original, [info.id])
-            engine = replay(header, chunks, end)
             name = f"{case.name}{MARK}{info.id}"
-            served = _served(case.served, name, header, chunks)
+            if original.records is not None:
+                header, records, end = apply_session(original, [info.id])
+                engine = replay_records(header, records, end)
+                served = _served_session(case.served, name, records)
+            else:
+                header, chunks, end = apply(original, [info.id])
+                engine = replay(header, chunks, end)
+                served = _served(case.served, name, header, chunks)
             out.append(Case(name, case.path, served, expected_from(engine)))
     return out
+
+
+def _served_session(rec: Recording, name: str, records: list[Any]) -> Recording:
+    """A session's recording, served with its mutated records."""
+    return dataclasses.replace(rec, name=name, session=script(records), records=records)
 
 
 def mutate_recording(rec: Recording, ids: Sequence[str]) -> list[str]:
@@ -113,14 +137,20 @@ def mutate_recording(rec: Recording, ids: Sequence[str]) -> list[str]:
     chosen = [info.id for info in applicable(original) if info.id in wanted]
     # one of each kind of change at a time: mutations of the same events stay separate
     picked: list[str] = []
+    compose = apply_session if original.records is not None else apply
     for qid in chosen:
         try:
-            apply(original, [*picked, qid])
+            compose(original, [*picked, qid])
         except (ValueError, LookupError, AssertionError):
             continue  # it does not compose with those picked before
         picked.append(qid)
     if not picked:
         return []
+    if original.records is not None:
+        _header, records, _end = apply_session(original, picked)
+        rec.session = script(records)
+        rec.records = records
+        return picked
     header, chunks, _end = apply(original, picked)
     served = _served(rec, rec.name, header, chunks)
     rec.chunks = served.chunks

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 from ..exchange.hostcheck import host_refusal, is_loopback, refuse
 from ..exchange.requests import PRESETS
 from ..model.records import RecordingError
-from ..plugins import api_for_path, api_table, error_body, find_api, official_origins
+from ..plugins import api_for_path, api_table, error_body, find_api, official_origins, served_api
 from ..plugins.table import api_by_header, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
@@ -87,6 +87,8 @@ def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Rout
     # answers in its own shape whoever serves it
     style = _STYLES.get(provider, _DEFAULT.error_style)
     wire = api_for_path(path) if method.upper() == "POST" else None
+    if wire is not None and not wire.http:
+        wire = None  # an API reached over WebSocket only: a POST there is not one of its streams
     if wire is None:
         model = body.get("model") if isinstance(body, dict) else None
         return Route(provider, None, model if isinstance(model, str) and model else None, style)
@@ -107,8 +109,12 @@ def parse_upstreams(values: Iterable[str]) -> Upstreams:
             name, url = "", value
         url = url.strip().rstrip("/")
         parts = urlsplit(url)
+        if parts.scheme in ("ws", "wss") and parts.netloc:
+            # a WebSocket origin: its HTTP requests go to the same place over http(s)
+            url = ("https" if parts.scheme == "wss" else "http") + url[len(parts.scheme) :]
+            parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"--upstream {value!r}: not an http(s) URL")
+            raise ValueError(f"--upstream {value!r}: not an http(s) or ws(s) URL")
         if parts.query or parts.fragment:
             raise ValueError(f"--upstream {value!r}: a URL without query or fragment is needed")
         if not name:
@@ -271,6 +277,9 @@ class ProxyApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            await self._session(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         checked = await self._checked(scope, send)
@@ -403,6 +412,105 @@ class ProxyApp:
             prepare=partial(self._naming, claim),
         )
 
+    async def _session(self, scope: Any, receive: Any, send: Any) -> None:
+        """A WebSocket upgrade: the session relayed upstream and recorded (:mod:`.ws_relay`)."""
+        from .ws_relay import deny, relay, websocket_url
+
+        raw = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
+        why = host_refusal(scope)
+        status = 421
+        if why is None:
+            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
+            try:
+                raw = target_path(raw, scope.get("server"), host)
+            except BadTarget as exc:
+                why, status = str(exc), 400
+        if why is not None:
+            self.log(f"WebSocket {raw[:80]!r} -> {status}: {why}")
+            await receive()  # websocket.connect
+            await deny(send, status, [("content-type", "text/plain; charset=utf-8")], why.encode())
+            return
+        path = unquote(raw)
+        query = scope.get("query_string", b"").decode("latin-1")
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        r = route("GET", path, dict(headers), None)
+        wire = served_api(path, "websocket")
+        try:
+            url = websocket_url(self.config.upstreams.url(r, raw, query))
+        except BadTarget as exc:
+            await receive()
+            await deny(send, 400, [], str(exc).encode())
+            return
+        recorder = await self._session_recorder(url, headers, r.provider, wire, path)
+        ex = None if recorder is None else recorder[1]
+        verify = self.config.verify
+        ssl_context: Any = None
+        if url.startswith("wss://"):
+            import ssl as ssl_module
+
+            ssl_context = verify if isinstance(verify, ssl_module.SSLContext) else None
+            if verify is False:
+                ssl_context = ssl_module.create_default_context()
+                ssl_context.check_hostname = False
+                ssl_context.verify_mode = ssl_module.CERT_NONE
+        await relay(
+            scope,
+            receive,
+            send,
+            url=url,
+            recorder=None if recorder is None else recorder[0],
+            connect_timeout=self.config.connect_timeout,
+            ssl=ssl_context,
+            on_end=None if ex is None else partial(self._session_ended, ex),
+        )
+
+    async def _session_recorder(
+        self, url: str, headers: list[tuple[str, str]], provider: str, wire: Any, path: str
+    ) -> tuple[Any, Exchange] | None:
+        """The recorder of a session and its exchange, its file named; ``None`` when its
+        request holds a key pattern (relayed, not recorded)."""
+        from ..recording.session import SessionRecorder
+
+        api = wire.name if wire is not None else None
+        recorder = SessionRecorder(
+            None,
+            url=url,
+            headers=headers,
+            provider=provider,
+            api=api,
+            max_bytes=self.config.max_recording_bytes,
+        )
+        model = _query_model(url)
+        model = None if model is None else redact_keys(recorder.scrubber.text(model))
+        ex = Exchange(
+            method="GET",
+            path=redact_keys(recorder.scrubber.text(path)),
+            provider=provider,
+            model=model,
+        )
+        ex.api = api
+        claim = partial(self._claim, ex, recorder, f"{provider}-{api or 'websocket'}", model)
+        try:
+            await self._naming(claim)
+        except RecordingError as exc:
+            self.log(f"WebSocket {path}: relayed, not recorded: {exc}")
+            return None
+        self.active.add(ex)
+        if self.config.observer is not None:
+            self.config.observer.started(ex)  # a row of its own in the live view
+        return recorder, ex
+
+    def _session_ended(self, ex: Exchange, recorder: Any, reason: str) -> None:
+        if recorder is not None:
+            ex.status = recorder.status  # None: the upstream was not reached, nothing written
+            ex.chunks = recorder.messages
+            ex.ttft = recorder.first_server
+            ex.duration = recorder.end_t
+        ex.end = "error" if reason == "dropped" else reason
+        if self.config.observer is not None:
+            self.config.observer.ended(ex)
+        self._ended(ex)
+
     def _naming(self, claim: Callable[[], None]) -> Any:
         """``claim`` started on the naming thread (the forwarder awaits it before recording,
         and before an exchange ends: its index entry is written after its file was named)."""
@@ -443,6 +551,14 @@ class ProxyApp:
         self.interrupted += ex.end == "interrupted"
 
 
+def _query_model(url: str) -> str | None:
+    """The ``model`` query parameter of a URL (a WebSocket session names its model there)."""
+    from urllib.parse import parse_qs
+
+    found = parse_qs(urlsplit(url).query).get("model")
+    return found[0] if found else None
+
+
 # -- running it ------------------------------------------------------------------------------------
 # descriptors an exchange holds: the agent's connection, the upstream's and the recording
 FDS_PER_CONNECTION = 3
@@ -464,7 +580,7 @@ def uvicorn_config(
     if limits is None:
         limits = ConnectionLimits(connection_limit(None, FDS_PER_CONNECTION))
     config = uvicorn.Config(
-        **guarded(limits, app),
+        **guarded(limits, app, websockets=True),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",

@@ -96,7 +96,7 @@ def create_app(
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
+    from starlette.routing import Route, WebSocketRoute
     from starlette.types import Receive, Scope, Send
 
     play = playback or Playback()
@@ -162,12 +162,12 @@ def create_app(
             log(f"{request.method} {redact_keys(request.url.path)} -> {status}: {message}")
         return Response(error_body(style, status, message), status, media_type="application/json")
 
-    known = ", ".join(f"POST *{api.route}" for api in api_table())
+    known = ", ".join(f"POST *{api.route}" for api in api_table() if api.http)
 
     async def answer(request: Request) -> Response:
         start = anyio.current_time()
         path = request.url.path
-        api = served_api(path)
+        api = served_api(path, "http")
         if api is None or request.method != "POST":
             return error(
                 request,
@@ -227,7 +227,14 @@ def create_app(
     async def index(request: Request) -> Response:
         return JSONResponse({"recordings": [r.describe() for r in library.recordings]})
 
-    routes = [Route("/", index, methods=["GET"]), Route("/{path:path}", answer, methods=_METHODS)]
+    from .ws_serve import session_endpoint
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/{path:path}", answer, methods=_METHODS),
+        # a WebSocket upgrade: a recorded session of an API reached that way (:mod:`.ws_serve`)
+        WebSocketRoute("/{path:path}", session_endpoint(library, play, log)),
+    ]
     return loopback_only(Starlette(routes=routes), log)
 
 

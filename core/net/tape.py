@@ -101,7 +101,10 @@ class TapeLibrary(ServingLibrary):
         self.folder = Path(folder) if folder is not None else None
         self.rules = rules or MatchRules()
         self.fallback = fallback
-        self.matcher = Matcher([_exchange(r) for r in self.recordings], self.rules)
+        # a WebSocket session answers upgrades (next_session), never a request's match
+        self.matcher = Matcher(
+            [_exchange(r) for r in self.recordings if r.session is None], self.rules
+        )
         self.skipped: list[tuple[str, str]] = []  # (file name, why) left out at load
         # the turns of a script built into this tape (tape build), per endpoint, in order
         self._turns: dict[str, tuple[list[Recording], TurnPicker]] = {}

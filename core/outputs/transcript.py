@@ -33,7 +33,7 @@ def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
             "the replay kept no segments: replay with transcript=True "
             "(replay_file(path, transcript=True) or ReplayEngine(..., transcript=True))"
         )
-    return {
+    out: dict[str, Any] = {
         "converter": engine.converter_name,
         "parser": engine.parser,
         "model": engine.model,
@@ -45,6 +45,12 @@ def build_transcript(engine: ReplayEngine) -> dict[str, Any]:
         "errors": [e.to_dict() for e in engine.errors],
         "quirks": [q.to_dict() for q in engine.quirks],
     }
+    if engine.session is not None:
+        # a WebSocket session: the order of its messages, each side's (and how it closed)
+        summary = engine.session.summary()
+        out["events"] = [f"{e['direction']} {e['type']}" for e in summary["events"]]
+        out["closes"] = summary["closes"]
+    return out
 
 
 def coalesce_segments(events: list[SegmentEvent]) -> list[dict[str, Any]]:

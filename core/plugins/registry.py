@@ -39,6 +39,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "bedrock-converse": f"{_APIS}.bedrock_converse:API",
         "bedrock-invoke": f"{_APIS}.bedrock_invoke:API",
         "cohere": f"{_APIS}.cohere:API",
+        "openai-realtime": f"{_APIS}.openai_realtime:API",
     },
     "streamtool.converters": {
         "openai-chat": f"{_APIS}.openai_chat.decoder:OpenAIChatConverter",
@@ -51,6 +52,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "bedrock-invoke": f"{_APIS}.bedrock_invoke.decoder:BedrockInvokeConverter",
         "cohere": f"{_APIS}.cohere.decoder:CohereConverter",
         "gemini-interactions": (f"{_APIS}.gemini_interactions.decoder:GeminiInteractionsConverter"),
+        "openai-realtime": f"{_APIS}.openai_realtime.decoder:RealtimeConverter",
     },
     "streamtool.handlers": {
         "api_tool_call": (

@@ -120,11 +120,18 @@ def _names(rows: tuple[WireApi, ...]) -> dict[str, WireApi]:
     return found
 
 
-def served_api(path: str) -> WireApi | None:
+def served_api(path: str, transport: str | None = None) -> WireApi | None:
     """The API whose streaming endpoint ``path`` ends with, letter for letter: what ``serve``
-    answers, and where a recording made for it says it was sent."""
+    answers, and where a recording made for it says it was sent. ``transport`` (``http``,
+    ``websocket``): only the APIs reached that way."""
     return _first(
-        lambda rows: _longest([(len(a.route), a) for a in rows if path.endswith(a.route)])
+        lambda rows: _longest(
+            [
+                (len(a.route), a)
+                for a in rows
+                if path.endswith(a.route) and (transport is None or transport in a.transports)
+            ]
+        )
     )
 
 

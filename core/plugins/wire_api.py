@@ -68,6 +68,10 @@ class WireApi(NamedTuple):
     # record's --provider name for any server that speaks it (OpenAI-compatible ones): no default
     # base URL and no key variable, so an official key is never sent to an arbitrary host
     compatible_provider: str = ""
+    # how its clients reach it: "http" (a request, a streamed answer: record, serve, the proxy)
+    # and/or "websocket" (a session of messages over one connection: the proxy relays it, serve
+    # answers the upgrade at its route)
+    transports: tuple[str, ...] = ("http",)
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
@@ -76,6 +80,16 @@ class WireApi(NamedTuple):
     def converter(self) -> str:
         """The converter its recordings get unless their stream says otherwise."""
         return self.converters[0]
+
+    @property
+    def http(self) -> bool:
+        """Its clients send HTTP requests (``record`` can make one, ``serve`` answers them)."""
+        return "http" in self.transports
+
+    @property
+    def websocket(self) -> bool:
+        """Its clients open WebSocket sessions (at its route)."""
+        return "websocket" in self.transports
 
     @property
     def official_path(self) -> str:

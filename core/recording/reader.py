@@ -19,8 +19,10 @@ import msgspec
 
 from ..model.records import (
     Chunk,
+    Control,
     End,
     Header,
+    Message,
     RecordingError,
     os_error_text,
     parse_header,
@@ -47,8 +49,12 @@ class Source:
     """A recording or raw SSE body on disk, read lazily.
 
     ``header`` is available at once; iterate :meth:`chunks` once; afterwards ``end`` holds the
-    end record, or ``None`` when the recording was cut off before it.
+    end record, or ``None`` when the recording was cut off before it. A WebSocket session
+    (:attr:`websocket`) holds messages, not reads: iterate :meth:`session_records` instead
+    (:meth:`chunks` refuses it).
     """
+
+    _session = False  # session_records() is reading: message records are what is wanted
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
@@ -198,6 +204,19 @@ class Source:
         self._stdin_head = head
 
     # -- reading ---------------------------------------------------------------------------
+    @property
+    def websocket(self) -> bool:
+        """A WebSocket session: its records are messages (:meth:`session_records`)."""
+        return self.header.websocket
+
+    def session_records(self) -> Iterator[Message | Control]:
+        """The messages and control frames of a WebSocket session, in order (iterate once)."""
+        if not self.websocket:
+            raise RecordingError(self.path, None, "is not a WebSocket session (no messages)")
+        self._session = True
+        for block, _ in self.chunk_blocks():
+            yield from block  # type: ignore[misc]  # messages and control frames only
+
     def chunks(self) -> Iterator[Chunk]:
         for block, _ in self.chunk_blocks():
             yield from block
@@ -209,6 +228,13 @@ class Source:
             for chunk in self._raw_chunks():
                 yield [chunk], False
             return
+        if self.websocket and not self._session:
+            raise RecordingError(
+                self.path,
+                None,
+                "is a WebSocket session (messages, not network reads): replay, check, diff, "
+                "serve, conform and mutate read it",
+            )
         fh = self._fh
         blocks = False
         if fh is None and self._resume is not None:
@@ -250,7 +276,7 @@ class Source:
                 pending = []
             if cut < len(data):
                 pending.append(data[cut:])
-            if self.end is None:
+            if self.end is None and not self._session:
                 chunks: list[Chunk] | None = _plain_chunks(block)
                 if chunks is not None:
                     self._lineno += len(chunks)
@@ -295,7 +321,7 @@ class Source:
                         return True
                     msg = fastjson.error_text(exc)
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
-                if type(obj) is dict and obj.get("type") == "chunk":
+                if type(obj) is dict and obj.get("type") == "chunk" and not self._session:
                     text = obj.get("text")
                     if type(text) is str and "b64" not in obj:
                         t = obj.get("t")
@@ -310,8 +336,17 @@ class Source:
                 rec = record_from_obj(obj, path, lineno)
                 if isinstance(rec, End):
                     self.end = rec
+                elif (type(rec) is Chunk) != self._session:
+                    yield rec  # type: ignore[misc]
+                elif self._session:
+                    raise RecordingError(path, lineno, "a chunk record in a WebSocket session")
                 else:
-                    yield rec
+                    raise RecordingError(
+                        path,
+                        lineno,
+                        f"a WebSocket {obj.get('type')} record in a recording of network reads "
+                        "(its header names no websocket transport)",
+                    )
         finally:
             self._lineno = lineno
         return False

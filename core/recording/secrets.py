@@ -79,6 +79,7 @@ _KEY_SHAPES = (
     ("AWS access key id", "ASIA", "A-Z0-9", 16, True),
     # (anywhere: "X-Amz-Signature=", glued to what comes before)
     ("SigV4 signature", "Signature", "=0-9a-f", 65, False),  # Signature=<64 hex digits>
+    ("OpenAI ephemeral client secret", "ek_", "A-Za-z0-9", 20, True),
 )
 _WORD = "A-Za-z0-9_"
 

@@ -9,7 +9,16 @@ from typing import Any
 
 import orjson
 
-from ..model.records import Chunk, End, Header, RecordingError, chunk_from_read, os_error_text
+from ..model.records import (
+    Chunk,
+    Control,
+    End,
+    Header,
+    Message,
+    RecordingError,
+    chunk_from_read,
+    os_error_text,
+)
 from .own_files import open_own
 from .secrets import find_secret, redact_headers, redact_request, with_article
 
@@ -105,6 +114,22 @@ class RecordingWriter:
         chunk = chunk_from_read(None if t is None else round(t, 6), data)
         self._put(chunk.to_record())
         return chunk
+
+    def write_session_record(self, record: Message | Control) -> None:
+        """One message or control frame of a WebSocket session (its payload already scrubbed
+        by the caller, which knows the session's credentials)."""
+        self._put(record.to_record())
+
+    def write_session_records(self, records: list[Message | Control]) -> None:
+        """Several records of a session in one write (and one flush): the messages that came
+        in one turn of the caller's event loop."""
+        data = b"".join([_dumps(r.to_record()) + b"\n" for r in records])
+        try:
+            self._fh.write(data)
+            self._fh.flush()
+        except OSError:
+            self.abandon()
+            raise
 
     def close(self, t: float | None, reason: str = "complete", error: Any = None) -> None:
         if self.closed:

@@ -24,4 +24,7 @@ API = WireApi(
     sdk_agent="OpenAI/",
     base_url_env="OPENAI_BASE_URL",
     sdk_headers=("openai-beta",),
+    # client.responses.connect(): the same events over one WebSocket, several responses a
+    # session (the decoder reads a session's recording: see its use_header)
+    transports=("http", "websocket"),
 )

@@ -24,6 +24,12 @@ invocation the client must answer; ``mcp_list_tools`` is text metadata. Events a
 their item by ``item_id``, else by ``output_index`` (rotating ids). Partial images are image
 segments (metadata only); unknown event types are counted for the ``unknown_event`` quirk.
 
+Over a WebSocket (``client.responses.connect()``; a recording whose header says so) a session
+holds several responses one after the other: each ``response.created`` starts a new one (its
+sequence numbers and output indexes start again), usage is summed over them, the finish
+reason is the last one's, and a ``function_call_output`` the client sends in its next
+``response.create`` answers its call.
+
 Errors: an ``error`` event and ``response.failed``. The finish reason is the response status
 (``completed``, ``failed``), or for ``response.incomplete`` the ``incomplete_details.reason``
 (``max_output_tokens``...). Usage comes from the final response. Framing without ``event:`` lines
@@ -254,6 +260,8 @@ class OpenAIResponsesConverter(Converter):
         self._hosted_shell = False  # the request's shell tool runs in a hosted container
         self._xai_host = False  # the request went to xAI
         self.payloads = 0
+        self.session = False  # a WebSocket session: several responses (use_header)
+        self._session_usage: dict[str, int] = {}
         # the call that hot_struct takes argument deltas for, and its item id (_hot_call_of)
         self._hot_call: TrackedCall | None = None
         self._hot_item_id = ""
@@ -265,6 +273,7 @@ class OpenAIResponsesConverter(Converter):
 
     def use_header(self, header: Header) -> None:
         super().use_header(header)
+        self.session = header.websocket
         url = header.request.get("url")
         if isinstance(url, str):
             host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
@@ -431,6 +440,11 @@ class OpenAIResponsesConverter(Converter):
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         self.payloads += 1
+        if self.session and obj.get("type") == "response.created" and self.terminal is not None:
+            # the session's next response: numbered from its own start
+            self.terminal = None
+            self._seq = None
+            self._by_index = {}
         seq = obj.get("sequence_number")
         if type(seq) is int:
             if self._seq is not None and seq != self._seq + 1:
@@ -472,6 +486,11 @@ class OpenAIResponsesConverter(Converter):
         if not isinstance(response, dict):
             response = {}
         self._model = take_head(chunk, response.get("model"), response.get("usage"), self._model)
+        if self.session and chunk.usage:
+            # each response of a session counts its own tokens: the session's are their sum
+            for key, value in chunk.usage.items():
+                self._session_usage[key] = self._session_usage.get(key, 0) + value
+            chunk.usage = dict(self._session_usage)
         reason = status
         if status == "incomplete":
             details = response.get("incomplete_details")
@@ -484,7 +503,9 @@ class OpenAIResponsesConverter(Converter):
             if message not in self._error_messages:
                 self._error_messages.add(message)
                 self.error(ErrorKind.PROVIDER_ERROR, f"response failed: {message}", err)
-        self.finish_reason = chunk.finish_reason = reason
+        self.finish_reason = reason
+        if not self.session:  # a session's finish is its last response's (on_finish)
+            chunk.finish_reason = reason
         output = response.get("output")
         if isinstance(output, list):
             for index, item in enumerate(output):
@@ -1219,7 +1240,23 @@ class OpenAIResponsesConverter(Converter):
             self.truncated("response.completed")
         if deltas:
             out.append(ChunkResponse(tool_calls=self._renamed(deltas)))
+        if self.session and self.finish_reason is not None:
+            out.append(ChunkResponse(finish_reason=self.finish_reason))
         return out
+
+    def on_client_message(self, obj: Any) -> list[ChunkResponse]:
+        """A session's ``response.create``: the function outputs in its input answer calls."""
+        if not isinstance(obj, dict) or obj.get("type") != "response.create":
+            return []
+        items = obj.get("input")
+        if not isinstance(items, list) and isinstance(obj.get("response"), dict):
+            items = obj["response"].get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("type") in _OUTPUT_ITEMS:
+                call_id = item.get("call_id")
+                if isinstance(call_id, str) and call_id:
+                    self.answered_calls.add(call_id)
+        return []
 
 
 RESPONSES_PARALLEL_WRAPPER = "parallel"  # the Responses name of OpenAI's parallel-call wrapper
