@@ -94,8 +94,11 @@ def test_choices_complete_in_every_shell(sh: str, words: list[str], expected: li
 
 
 def test_quirk_ids_offered_are_the_generatable_ones() -> None:
-    generatable = sorted(i.id for i in CATALOGUE.values() if i.mutation)
-    not_generatable = {i.id for i in CATALOGUE.values() if not i.mutation}
+    from streamtool.core.mutations import registered
+
+    declared = registered()
+    generatable = sorted(i.id for i in CATALOGUE.values() if i.id in declared)
+    not_generatable = {i.id for i in CATALOGUE.values() if i.id not in declared}
     assert len(generatable) >= 30 and not_generatable
     assert complete("bash", ["streamtool", "mutate", "r.jsonl", "--quirk", ""]) == generatable
     assert complete("bash", ["streamtool", "serve", "x", "--mutate", ""]) == sorted(
