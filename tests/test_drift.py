@@ -336,3 +336,29 @@ def test_a_killed_adopter_leaves_the_tape_whole(tmp_path: Path) -> None:
         for stray in old.glob(".*.adopt"):
             stray.unlink()  # a temporary file a killed writer leaves is not part of the tape
         assert_whole_tape(old, originals, one)
+
+
+def test_a_websocket_session_drifts_by_its_messages(tmp_path: Path) -> None:
+    """A Realtime session whose server went back to the beta event names: the GA event types
+    are gone (a break), the beta ones new, and the quirk says so."""
+    from .conftest import RECORDINGS
+
+    sessions = RECORDINGS / "realtime"
+    if not (sessions / "index.jsonl").exists():
+        pytest.skip("no bundled sessions")
+    old, today = tmp_path / "old", tmp_path / "today"
+    shutil.copytree(sessions, old)
+    shutil.copytree(sessions, today)
+    target = today / read_index(today)[1].file
+    done = cli("mutate", str(target), "-q", "realtime_beta_event_names", "-o", str(tmp_path / "m"))
+    assert done.returncode == 0, done.stderr
+    os.replace(tmp_path / "m", target)
+    same = cli("drift", str(old), "--against", str(old), "--format", "json")
+    assert [e["tier"] for e in doc(same)["exchanges"]] == ["none"] * len(read_index(old))
+    moved_ = cli("drift", str(old), "--against", str(today), "--format", "json")
+    assert moved_.returncode == 1
+    second = doc(moved_)["exchanges"][1]
+    kinds = {(c["tier"], c["kind"], c["path"]) for c in second["changes"]}
+    assert ("break", "event_type_gone", "response.output_text.delta") in kinds
+    assert ("warn", "event_type_new", "response.text.delta") in kinds
+    assert ("warn", "quirk_new", "realtime_beta_event_names") in kinds

@@ -18,11 +18,12 @@ from urllib.parse import urlsplit
 
 from ..engine.replay import DetectionError
 from ..model.quirks import entry
-from ..model.records import RecordingError
+from ..model.records import Message, RecordingError
 from ..mutations.stream import parse
 from ..outputs.drift import Change, ExchangeDrift, Side, compare
 from ..recording.reader import Source
 from ..recording.tape_index import IndexEntry, read_index, rewrite_index, tape_lock
+from ..wire import fastjson
 from ..wire.fastjson import canonical
 from .replay_file import replay_file
 
@@ -47,6 +48,8 @@ def side_of(path: str | os.PathLike[str]) -> Side:
     """What a recording says, as drift compares it. Raises ``RecordingError`` for a file that
     is not a recording and ``DetectionError`` for a stream no converter reads."""
     source = Source(path)
+    if source.websocket:
+        return _session_side(path, source)
     reads = [
         (c.t, c.data if isinstance(c.data, bytes) else c.data.encode("utf-8"))
         for c in source.chunks()
@@ -63,11 +66,7 @@ def side_of(path: str | os.PathLike[str]) -> Side:
             events.append((event_type(ev.name, payload), payload))
     times = [t for t, _ in reads if t is not None]
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    severities = {}
-    for q in summary.get("quirks") or []:
-        info = entry(q["id"])
-        if info is not None:
-            severities[str(q["id"])] = str(info.severity)
+    severities = _severities(summary)
     return Side(
         summary,
         events,
@@ -76,6 +75,45 @@ def side_of(path: str | os.PathLike[str]) -> Side:
         gaps,
         severities,
     )
+
+
+def _session_side(path: str | os.PathLike[str], source: Source) -> Side:
+    """A WebSocket session: its messages are its events (a client's typed ``client:...``), the
+    server's times its timing."""
+    summary = replay_file(path).summary()
+    header = source.header
+    status = header.response.get("status") if isinstance(header.response, dict) else None
+    events: list[tuple[str, Any]] = []
+    times: list[float] = []
+    for record in Source(path).session_records():
+        data = getattr(record, "data", None)
+        if not isinstance(record, Message) or not isinstance(data, str):
+            continue  # control frames and binary messages have no fields to compare
+        try:
+            payload = fastjson.loads(data)
+        except ValueError:
+            continue
+        kind = event_type(None, payload)
+        events.append((kind if record.direction == "server" else f"client:{kind}", payload))
+        if record.direction == "server" and record.t is not None:
+            times.append(record.t)
+    return Side(
+        summary,
+        events,
+        status if isinstance(status, int) else None,
+        times[0] if times else None,
+        [b - a for a, b in zip(times, times[1:], strict=False)],
+        _severities(summary),
+    )
+
+
+def _severities(summary: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for q in summary.get("quirks") or []:
+        info = entry(q["id"])
+        if info is not None:
+            out[str(q["id"])] = str(info.severity)
+    return out
 
 
 def request_key(path: str | os.PathLike[str]) -> tuple[str, str, str] | None:
