@@ -85,6 +85,8 @@ def sigv4_echo_app() -> Any:
 
 
 def raw_answer(status_line: bytes, headers: list[bytes], body: bytes) -> bytes:
-    """An HTTP/1.1 response with a chunked body of one chunk, as raw bytes."""
+    """An HTTP/1.1 response with a chunked body of one chunk, as raw bytes; the connection is
+    closed after it (the client does not keep it, so the upstream's thread ends at once)."""
     head = b"HTTP/1.1 " + status_line + b"\r\n" + b"".join(h + b"\r\n" for h in headers)
-    return head + b"transfer-encoding: chunked\r\n\r\n" + chunked(body) + b"0\r\n\r\n"
+    head += b"connection: close\r\ntransfer-encoding: chunked\r\n\r\n"
+    return head + chunked(body) + b"0\r\n\r\n"
