@@ -13,6 +13,7 @@ nothing about the machine it was made on.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any
 
@@ -36,6 +37,9 @@ MAX_PLAYER_READS = 20_000
 MAX_PLAYER_CHARS = 2_000_000
 MAX_TREE_CHARS = 1_000_000
 REPORT_READS = max(MAX_RAW_READS, MAX_BARS)  # the reads whose facts the page shows
+# a lone surrogate: a file name's byte that is not UTF-8 (Python keeps it as one), or a JSON
+# escape in a recording's header; the page is UTF-8, and shows U+FFFD in its place
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _segments(inspector: Inspector) -> list[dict[str, Any]]:
@@ -350,7 +354,8 @@ def _s(value: float | None, digits: int = 2) -> str:
 
 
 def build_report(inspector: Inspector) -> str:
-    """The HTML text of the report (the inspector must have been made with ``keep_items``)."""
+    """The HTML text of the report (the inspector must have been made with ``keep_items``):
+    text that is UTF-8 whatever the file's name or the recording held."""
     if inspector.items is None:
         raise ValueError("build_report needs an Inspector made with keep_items=True")
     result = inspector.result(with_reads=False)
@@ -360,7 +365,7 @@ def build_report(inspector: Inspector) -> str:
     title = f"streamtool report: {name}"
     player = _player_data(inspector)
     data = _json_script(player)
-    return _PAGE.format(
+    page = _PAGE.format(
         title=escape(title),
         source=escape(str(result["source"])),
         css=_CSS,
@@ -374,6 +379,7 @@ def build_report(inspector: Inspector) -> str:
         data=data,
         js=_JS,
     )
+    return _SURROGATE.sub("\ufffd", page)
 
 
 _CSS = """

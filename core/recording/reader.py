@@ -22,6 +22,7 @@ from ..model.records import (
     End,
     Header,
     RecordingError,
+    is_utf8_text,
     os_error_text,
     parse_header,
     record_from_obj,
@@ -297,7 +298,7 @@ class Source:
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
                 if type(obj) is dict and obj.get("type") == "chunk":
                     text = obj.get("text")
-                    if type(text) is str and "b64" not in obj:
+                    if type(text) is str and "b64" not in obj and is_utf8_text(text):
                         t = obj.get("t")
                         # t - t == 0 is False for NaN and the infinities
                         if t is None or (type(t) in (float, int) and t - t == 0):
