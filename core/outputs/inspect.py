@@ -396,8 +396,11 @@ class Inspector:
     def timing(self) -> dict[str, Any]:
         engine = self.engine
         points = self.points
-        # the gaps between timed reads (the first timed read's is the wait for it, not a gap)
-        gaps = [g for g in points.gaps if g == g][1:]
+        # the gaps between timed reads (the first timed read's is the wait for it, not a gap),
+        # in order of size
+        gaps = sorted(g for g in points.gaps if g == g)
+        if gaps:
+            gaps.remove(next(g for g in points.gaps if g == g))
         stalls = [
             {"read": r.index, "t": r.t, "gap": r.gap, "after": r.describe(self.call_names)}
             for r in self.stalls
@@ -419,7 +422,7 @@ class Inspector:
             "comments": engine.comments,
             "gap_p50_s": _quantile(gaps, 0.5),
             "gap_p95_s": _quantile(gaps, 0.95),
-            "gap_max_s": round(max(gaps), 6) if gaps else None,
+            "gap_max_s": round(gaps[-1], 6) if gaps else None,
             "stall_threshold_s": self.stall,
             "stalls": stalls,
             "stalls_total": self.stall_count,
@@ -535,10 +538,10 @@ def _endpoint(header: Header) -> str | None:
     return f"{method} {url}" if isinstance(method, str) else url
 
 
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
+def _quantile(ordered: list[float], q: float) -> float | None:
+    """The ``q`` quantile of values in order of size."""
+    if not ordered:
         return None
-    ordered = sorted(values)
     k = (len(ordered) - 1) * q
     lo, hi = math.floor(k), math.ceil(k)
     value = ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
