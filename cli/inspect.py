@@ -1,6 +1,5 @@
 """``streamtool inspect FILE...``: how a stream arrived (reads, timing, stalls), and its lint."""
 
-import json
 import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,6 +17,8 @@ from .params import converter_option, no_color_option, parser_option
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from streamtool.core.outputs.inspect import Inspector, ReadPoints
 
 
 class Format(StrEnum):
@@ -90,7 +91,7 @@ def inspect(
     from streamtool.core.drive.find import find_recordings
     from streamtool.core.drive.inspect_file import inspect_file
     from streamtool.core.handlers import check_parser_name, default_parser
-    from streamtool.core.outputs.inspect import findings_failing
+    from streamtool.core.outputs.inspect import findings_failing, json_pieces
 
     wanted = check_fail_on(fail_on)
     parser_name = parser or default_parser()
@@ -112,7 +113,15 @@ def inspect(
                     ci.unusable(path, problem)
                 continue
             try:
-                inspector = inspect_file(path, converter=converter, parser=parser_name, stall=stall)
+                # the reads' facts are printed from a spool: memory does not grow with them
+                inspector = inspect_file(
+                    path,
+                    converter=converter,
+                    parser=parser_name,
+                    stall=stall,
+                    keep_reads=0,
+                    spool=reads or console is None,
+                )
             except USAGE_ERRORS as exc:
                 message = str(exc)
                 if not message.startswith(path) and not message.startswith("<stdin>"):
@@ -122,19 +131,19 @@ def inspect(
                 if ci is not None:
                     ci.unusable(path, message)
                 continue
-            result = inspector.result()
+            result = inspector.result(with_reads=False)
             hits = findings_failing(result, wanted) if wanted else []
             if hits:
                 failed += 1
             if ci is not None:
                 ci.add(result, hits)
             elif console is None:
-                sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+                sys.stdout.writelines(json_pieces(result, inspector.read_texts()))
             else:
                 if not first:
                     console.print()
                 first = False
-                render(console, result, show_reads=reads)
+                render(console, result, inspector, show_reads=reads)
                 if hits:
                     console.print(
                         f"[bold red]--fail-on met:[/] {', '.join(dict.fromkeys(hits))}",
@@ -206,7 +215,9 @@ def _pack(console: "Console", pieces: list[str], indent: int = 2) -> None:
         console.print(" " * indent + "  ".join(line), overflow="fold")
 
 
-def render(console: "Console", result: dict[str, Any], *, show_reads: bool = False) -> None:
+def render(
+    console: "Console", result: dict[str, Any], inspector: "Inspector", *, show_reads: bool = False
+) -> None:
     from rich.markup import escape
     from rich.padding import Padding
 
@@ -266,15 +277,20 @@ def render(console: "Console", result: dict[str, Any], *, show_reads: bool = Fal
                 f"    [red]{s['gap']:.2f} s[/] after {before}, read {s['read']} at "
                 f"{s['t']:.2f} s brought: {escape(s['after'])}"
             )
+        if timing["stalls_total"] > len(stalls):
+            console.print(f"    and {timing['stalls_total'] - len(stalls):,} more stalls")
     else:
         console.print(f"  no stall (no gap over {timing['stall_threshold_s']:g} s)")
-    reads = result["reads"]
-    if reads:
+    points = inspector.points
+    if len(points):
         console.print("[bold]timeline[/] [dim](bytes per moment; red: stalls)[/]")
-        for text in timeline(reads, max(20, console.width - 2), timing["stall_threshold_s"]):
+        for text in timeline(points, max(20, console.width - 2), timing["stall_threshold_s"]):
             console.print("  " + text, highlight=False)
     if show_reads:
-        console.print(reads_table(reads, result))
+        from .reads_table import print_reads
+
+        names = {c["id"]: c["name"] for c in result["tool_calls"]}
+        print_reads(console, inspector.read_rows, names, timing["stall_threshold_s"])
     quirks = result["quirks"]
     console.print(f"[bold]quirks[/] ({len(quirks)})" if quirks else "[bold]quirks[/]: none")
     for q in quirks:
@@ -293,31 +309,39 @@ def render(console: "Console", result: dict[str, Any], *, show_reads: bool = Fal
             console.print(f"  [red]{escape(e['kind'])}[/] [dim]{where}[/] {escape(e['message'])}")
 
 
-def timeline(reads: list[dict[str, Any]], width: int, stall: float) -> list[str]:
+def timeline(points: "ReadPoints", width: int, stall: float) -> list[str]:
     """Rich-markup lines: bytes over time as a sparkline ``width`` wide, stalls marked below."""
-    timed = all(r["t"] is not None for r in reads)
+    timed = points.timed()
+    n = len(points)
     label = 7
     cols = max(10, width - label)
+    times = points.times
     if timed:
-        t_end = max(r["t"] for r in reads) or 1e-9
-        pos = [min(cols - 1, int(r["t"] / t_end * (cols - 1))) for r in reads]
+        t_end = max(times) or 1e-9
+
+        def column(i: int) -> int:
+            return min(cols - 1, int(times[i] / t_end * (cols - 1)))
     else:
         t_end = None
-        pos = [min(cols - 1, i * cols // len(reads)) for i in range(len(reads))]
+
+        def column(i: int) -> int:
+            return min(cols - 1, i * cols // n)
+
     volume = [0] * cols
-    for p, r in zip(pos, reads, strict=True):
-        volume[p] += r["bytes"]
+    marks = [" "] * cols
+    prev = 0
+    for i, (_, size, gap) in enumerate(points):
+        pos = column(i)
+        volume[pos] += size
+        if gap is not None and gap > stall:
+            for c in range(0 if i == 0 else prev + 1, pos):
+                marks[c] = "─"
+            marks[pos] = "┤"
+        prev = pos
     top = max(volume) or 1
     spark = "".join(
         BLOCKS[0] if v == 0 else BLOCKS[max(1, round(v / top * (len(BLOCKS) - 1)))] for v in volume
     )
-    marks = [" "] * cols
-    for i, r in enumerate(reads):
-        if r["gap"] is not None and r["gap"] > stall:
-            start = 0 if i == 0 else pos[i - 1] + 1
-            for c in range(start, pos[i]):
-                marks[c] = "─"
-            marks[pos[i]] = "┤"
     lines = [f"{'bytes':<{label}}[green]{spark}[/]"]
     mark_text = "".join(marks)
     if mark_text.strip():
@@ -325,67 +349,6 @@ def timeline(reads: list[dict[str, Any]], width: int, stall: float) -> list[str]
     if t_end is not None:
         left, right = "0 s", f"{t_end:.2f} s"
     else:
-        left, right = "read 0", f"read {len(reads) - 1}"
+        left, right = "read 0", f"read {n - 1}"
     lines.append(f"{'':<{label}}[dim]{left}{right:>{cols - len(left)}}[/]")
     return lines
-
-
-def reads_table(reads: list[dict[str, Any]], result: dict[str, Any]) -> Any:
-    from rich.table import Table
-    from rich.text import Text
-
-    names = {c["id"]: c["name"] for c in result["tool_calls"]}
-    table = Table(title="reads", title_justify="left", pad_edge=False, box=None, expand=False)
-    for col, justify in (
-        ("#", "right"),
-        ("t", "right"),
-        ("gap", "right"),
-        ("bytes", "right"),
-        ("ev", "right"),
-        ("produced", "left"),
-        ("cuts", "left"),
-    ):
-        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    framed = any(r.get("frames") for r in reads)
-    if framed:  # a binary framing (AWS event-stream): each read's frames
-        table.add_column("frames", justify="left", overflow="fold")
-    stall = result["timing"]["stall_threshold_s"]
-    for r in reads:
-        produced = _produced(r, names)
-        extra = [Text(" ".join(r["frames"]), style="cyan")] if framed else []
-        gap = "" if r["gap"] is None else f"{r['gap']:.3f}"
-        cuts = ", ".join(CUT_LABEL[c] for c in r["cuts"])
-        table.add_row(
-            str(r["index"]),
-            "" if r["t"] is None else f"{r['t']:.3f}",
-            Text(gap, style="red" if r["gap"] is not None and r["gap"] > stall else ""),
-            str(r["bytes"]),
-            str(r["events"]),
-            Text(produced),
-            Text(cuts, style="yellow"),
-            *extra,
-        )
-    return table
-
-
-CUT_LABEL = {"event": "cuts an event", "utf8": "cuts a UTF-8 char", "crlf": "cuts a CRLF"}
-
-
-def _produced(r: dict[str, Any], names: dict[str, str]) -> str:
-    parts = []
-    if r["reasoning_chars"]:
-        parts.append(f"reasoning {r['reasoning_chars']}")
-    if r["text_chars"]:
-        parts.append(f"text {r['text_chars']}")
-    for call_id in r["tool_calls_opened"]:
-        if call_id not in r["tool_args"]:
-            parts.append(f"{names.get(call_id, call_id)} opened")
-    for call_id, n in r["tool_args"].items():
-        parts.append(f"{names.get(call_id, call_id)} +{n}")
-    if r["comments"]:
-        parts.append(f"comment×{r['comments']}")
-    for kind in r["errors"]:
-        parts.append(f"error {kind}")
-    for q in r["quirks"]:
-        parts.append(f"quirk {q}")
-    return ", ".join(parts)

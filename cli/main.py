@@ -165,6 +165,21 @@ def _root(
 
 COMPLETE_VAR = "_STREAMTOOL_COMPLETE"
 GC_YOUNG = 10_000  # allocations between two collections of the youngest generation
+OUTPUT_ERRORS = "streamtool-output"  # how standard output writes what its encoding cannot
+
+
+def _unencodable(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """A file name's bytes that are not UTF-8 (which Python keeps as surrogates, U+DC80 to
+    U+DCFF) are written as the bytes they are, as ``ls`` writes them; any other character the
+    output's encoding cannot write (a lone surrogate a recording's JSON escapes) as U+FFFD, or
+    ``?`` where that cannot be written either."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end]
+    if all("\udc80" <= c <= "\udcff" for c in text):
+        return bytes(ord(c) - 0xDC00 for c in text), exc.end
+    replacement = "\ufffd" if exc.encoding.lower().startswith("utf") else "?"
+    return replacement * len(text), exc.end
 
 
 def main() -> None:
@@ -182,6 +197,15 @@ def main() -> None:
     # about 2% of a large replay)
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(GC_YOUNG, older, oldest)
+    # any file name, any recording: the output never fails on a character it cannot write
+    import codecs
+    import sys
+
+    codecs.register_error(OUTPUT_ERRORS, _unencodable)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=OUTPUT_ERRORS)
     if os.environ.get(COMPLETE_VAR):
         # a shell asks for completions (``streamtool completion SHELL`` installs the script)
         from typer.completion import completion_init

@@ -47,7 +47,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""
     from streamtool.core.converters import check_converter_name
-    from streamtool.core.drive.inspect_file import inspect_file
+    from streamtool.core.drive.inspect_file import inspect_for_report
     from streamtool.core.handlers import check_parser_name, default_parser
     from streamtool.core.outputs.report import build_report
 
@@ -66,12 +66,11 @@ def report(
         check_converter_name(converter)
         check_parser_name(parser_name)
         with progress(_reads(file), "reading", at_least=PROGRESS_AT_LEAST) as advance:
-            inspector = inspect_file(
+            inspector = inspect_for_report(
                 file,
                 converter=converter,
                 parser=parser_name,
                 stall=stall,
-                keep_items=True,
                 on_chunk=lambda: advance(1),
             )
     except USAGE_ERRORS as exc:

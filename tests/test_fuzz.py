@@ -360,3 +360,393 @@ def test_fuzz_payload_types_through_every_converter_and_parser():
             raise AssertionError(f"seed {SEED} mutation {n}: {name} {converter}/{parser}") from exc
         count += 1
     assert count > 2000
+
+
+# -- YAML scripts ---------------------------------------------------------------------------------
+SCRIPT_SEEDS = [
+    """\
+model: test-model
+turns:
+  - match: {contains: weather}
+    reply:
+      text: Let me check the weather.
+      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
+    stream: {tokens_per_s: 20, ttft: 0.5}
+  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
+""",
+    """\
+api: anthropic
+turns:
+  - match: {matches: '(?i)hello'}
+    reply:
+      reasoning: thinking it over
+      text: hi
+      finish: stop
+    stream: whole
+  - reply:
+      error: {message: overloaded, type: overloaded_error, status: 529}
+  - reply: &again
+      refusal: no
+      usage: {input_tokens: 1, output_tokens: 2, cached_input_tokens: 0}
+  - reply: *again
+""",
+    '{"model": "m", "turns": [{"reply": {"text": "json too", "tool_calls": '
+    '[{"name": "f", "id": "call_1", "arguments": {"a": [1, 2.5, null, true]}}]}}]}\n',
+]
+# scalars as YAML reads them unquoted: numbers, dates, constants, tags, long and odd text
+YAML_SCALARS = [
+    "9" * 5000,
+    "-" + "1" * 1200,
+    "0x" + "f" * 2000,
+    "0b" + "1" * 3000,
+    "0o" + "7" * 2000,
+    "1:" + "59:" * 700 + "1",
+    "1_000_000",
+    "2001-13-45",
+    "2001-12-14t21:59:43.10-25:00",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "1e999",
+    "~",
+    "yes",
+    "!!binary aGVsbG8=",
+    "!!binary xx",
+    "!!int abc",
+    "!!float nope",
+    "!!bool maybe",
+    "!!timestamp 2020-99-99",
+    "!!python/object:os.system x",
+    "!!set {a, b}",
+    "!!omap [a: 1]",
+    "!!str",
+    "'" + "x" * 20000 + "'",
+    '"\\ud800"',
+    '"\\x00\\u2028"',
+    "é🙏",
+    "[" * 60 + "]" * 60,
+    "{a: " * 40 + "1" + "}" * 40,
+    "*nowhere",
+    "&a [*a]",
+    "<<: {a: 1}",
+]
+YAML_PIECES = [
+    "&a ", "*a", "!!int ", "!!str ", "<<: *a\n", "? x\n", "- ", ": ", "{", "}", "[", "]", '"',
+    "'", "|\n", ">-\n", "#", "\t", "\r\n", "\ufeff", "%YAML 1.1\n", "---\n", "...\n", "\x00",
+    "\x85", "\u2028", ",", "\n  ", "\n",
+]  # fmt: skip
+
+
+def _alias_bomb(rng: random.Random) -> str:
+    """Anchors each holding ``width`` aliases of the one before: ``width ** depth`` values."""
+    width, depth = rng.randint(2, 12), rng.randint(2, 9)
+    lines = ["b0: &b0 [" + ", ".join(["x"] * width) + "]"]
+    for i in range(1, depth):
+        lines.append(f"b{i}: &b{i} [" + ", ".join([f"*b{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n", f"*b{depth - 1}"
+
+
+# scalars a script may well hold where another was
+PLAIN_SCALARS = ["hello", "42", "0.5", "'x: y'", '"tab\\there"', "'é🙏'", "''", "[]", "{}"]
+
+
+def _mutate_script(rng: random.Random, text: str) -> str:
+    roll = rng.random()
+    if roll < 0.5:  # an odd (or a plain) scalar where a value was
+        spots = [m.end() for m in re.finditer(r"(: |- |\[|, )", text)]
+        if spots:
+            at = rng.choice(spots)
+            end = at + len(re.match(r"[^,\]\}\n]*", text[at:]).group(0))
+            scalars = YAML_SCALARS if roll < 0.35 else PLAIN_SCALARS
+            return text[:at] + rng.choice(scalars) + text[end:]
+    if roll < 0.6:  # aliases of aliases, used as a value
+        bomb, alias = _alias_bomb(rng)
+        spots = [m.end() for m in re.finditer(r"(arguments: |text: |reply: )", text)]
+        if spots and not text.startswith("{"):
+            at = rng.choice(spots)
+            end = at + len(re.match(r"[^\n]*", text[at:]).group(0))
+            body = text[:at] + (
+                "{a: " + alias + "}" if "arguments" in text[at - 11 : at] else alias
+            )
+            return "anchors: 0\n" * 0 + bomb.replace("\n", "\n") + body + text[end:]
+    out = text
+    for _ in range(rng.randint(1, 4)):
+        pos = rng.randrange(len(out) + 1)
+        op = rng.random()
+        if op < 0.5:
+            out = out[:pos] + rng.choice(YAML_PIECES) + out[pos:]
+        elif op < 0.8:
+            out = out[:pos] + out[pos + rng.randint(1, 12) :]
+        else:
+            out = out[:pos] + out[pos:][::-1][: rng.randint(0, 8)] + out[pos:]
+    return out
+
+
+def test_fuzz_yaml_scripts(tmp_path):
+    """Mutated scripts (odd scalars, tags, aliases of aliases, broken syntax): read as a script
+    or refused with a ScriptError of one line naming the file; never a traceback, never a hang;
+    half of those read built as tapes through the command: exit 0 (a tape within its bound)
+    or 2 (one line naming the script)."""
+    from streamtool.core.drive.script import ScriptError, load_script, tape_limit
+
+    rng = random.Random(SEED + 11)
+    runner = CliRunner()
+    outcomes: Counter = Counter()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for n in range(250):
+            text = _mutate_script(rng, rng.choice(SCRIPT_SEEDS))
+            path = tmp_path / f"s{n}.yaml"
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
+            what = f"seed {SEED} script {n}: {text[:300]!r}"
+            signal.setitimer(signal.ITIMER_REAL, HANG_S)
+            try:
+                script = load_script(path)
+                outcomes["read"] += 1
+            except ScriptError as exc:
+                outcomes["refused"] += 1
+                message = str(exc)
+                assert message.startswith(f"{path}:") and "\n" not in message, what
+                continue
+            except Exception as exc:
+                raise AssertionError(what) from exc
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            if rng.random() < 0.5:
+                out = tmp_path / f"t{n}"
+                args = ["tape", "build", str(path), "--api", "openai-chat", "-o", str(out)]
+                signal.setitimer(signal.ITIMER_REAL, HANG_S)
+                try:
+                    result = runner.invoke(app, args, catch_exceptions=True)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                code = _check_result(result, path.name, "script", what)
+                outcomes[("tape", code)] += 1
+                if code == 0:
+                    size = sum(p.stat().st_size for p in out.iterdir())
+                    assert size <= tape_limit(script), what
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    # the mutations reach both sides
+    assert outcomes["read"] > 10 and outcomes["refused"] > 50, outcomes
+    print(f"yaml fuzz (seed {SEED}): {dict(outcomes)}")
+
+
+# -- AWS event-stream frames ----------------------------------------------------------------------
+EVENTSTREAM_SOURCES = [p for p in SOURCES if p.name.startswith("bedrock-")]
+
+
+def _frames(body: bytes) -> list[bytes]:
+    """A valid event-stream body's messages."""
+    out, pos = [], 0
+    while pos + 4 <= len(body):
+        total = int.from_bytes(body[pos : pos + 4], "big")
+        out.append(body[pos : pos + total])
+        pos += total
+    return out
+
+
+def _framed(
+    headers: bytes, payload: bytes, *, total: int | None = None, header_len: int | None = None
+) -> bytes:
+    """A message of these header bytes and payload, its lengths (as given, or true) and both
+    CRCs right: the decoder reads past its checks into what was mutated."""
+    import struct
+    import zlib
+
+    size = 12 + len(headers) + len(payload) + 4
+    if total is None:
+        total = size
+    if header_len is None:
+        header_len = len(headers)
+    head = struct.pack(">II", total, header_len)
+    body = head + struct.pack(">I", zlib.crc32(head)) + headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+ODD_PAYLOADS = [
+    b"",
+    b"\xff\xfe",
+    b"{",
+    b'{"a":' + b"[" * 2000 + b"]" * 2000 + b"}",
+    b"NaN",
+    b'{"delta": {"text": 5}}',
+    b"[]",
+    b'"\\ud800"',
+    b"null",
+]
+
+
+def _mutate_frame(rng: random.Random, frame: bytes) -> bytes:
+    header_len = int.from_bytes(frame[4:8], "big")
+    headers, payload = frame[12 : 12 + header_len], frame[12 + header_len : -4]
+    op = rng.random()
+    if op < 0.15:  # lengths that lie, with CRCs that do not
+        total = rng.choice([0, 15, 16, len(frame) - 1, len(frame) + 1, 2**24 + 1, 2**32 - 1])
+        return _framed(headers, payload, total=total)
+    if op < 0.25:
+        return _framed(headers, payload, header_len=rng.choice([0, 1, header_len + 3, 2**17]))
+    if op < 0.5:  # one byte of the headers (a name's length, a type, a value's length)
+        h = bytearray(headers)
+        if h:
+            h[rng.randrange(len(h))] = rng.choice([0, 1, 7, 9, 10, 127, 255, rng.randrange(256)])
+        return _framed(bytes(h), payload)
+    if op < 0.7:  # an odd payload
+        return _framed(headers, rng.choice(ODD_PAYLOADS))
+    if op < 0.8:  # a header of each type, with any value
+        kind = rng.randrange(12)
+        value = bytes(rng.randrange(256) for _ in range(rng.randint(0, 20)))
+        extra = bytes([len(b"x-odd")]) + b"x-odd" + bytes([kind]) + value
+        return _framed(headers + extra, payload)
+    if op < 0.9 and frame:  # a byte changed, its CRC left as it was
+        b = bytearray(frame)
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        return bytes(b)
+    return frame[: rng.randrange(max(1, len(frame)))]  # cut short
+
+
+def _mutated_eventstream(rng: random.Random) -> tuple[Path, bytes, list[tuple[float, bytes]]]:
+    source = rng.choice(EVENTSTREAM_SOURCES)
+    from streamtool.core.recording.reader import Source
+
+    chunks = list(Source(source).chunks())
+    body = b"".join(c.data if isinstance(c.data, bytes) else c.data.encode() for c in chunks)
+    frames = _frames(body)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(frames))
+        if rng.random() < 0.1:
+            frames.insert(i, frames[i])  # a frame twice
+        else:
+            frames[i] = _mutate_frame(rng, frames[i])
+    body = b"".join(frames)
+    cuts = sorted(rng.sample(range(1, len(body)), k=min(len(body) - 1, rng.randint(1, 30))))
+    cuts = cuts if len(body) > 1 else []
+    bounds = zip([0, *cuts], [*cuts, len(body)], strict=True)
+    reads = [(0.01 * i, body[a:b]) for i, (a, b) in enumerate(bounds)]
+    return source, body, reads
+
+
+def test_fuzz_eventstream_frames_decode_alike_however_cut():
+    """Mutated AWS event-stream frames (lengths that lie with CRCs that agree, headers of every
+    type and length, odd payloads, cut frames): the decoder never raises, and gives the same
+    events and errors for the body whole, cut at random and one byte at a time."""
+    from streamtool.core.wire.eventstream import EventStreamDecoder
+
+    def decode(pieces):
+        d = EventStreamDecoder()
+        items = [item for piece in pieces for item in d.feed(piece)] + d.finish()
+        return items, d.take_errors()
+
+    rng = random.Random(SEED + 13)
+    broken = 0
+    for n in range(300):
+        _, body, reads = _mutated_eventstream(rng)
+        what = f"seed {SEED} frames {n}"
+        try:
+            whole = decode([body])
+            assert decode([r for _, r in reads]) == whole, what
+            if n % 10 == 0:
+                assert decode([body[i : i + 1] for i in range(len(body))]) == whole, what
+        except AssertionError:
+            raise
+        except Exception as exc:
+            raise AssertionError(what) from exc
+        broken += bool(whole[1])
+    assert broken > 100  # the mutations reach the decoder's checks
+
+
+def test_fuzz_eventstream_recordings_through_every_reader(tmp_path):
+    """Mutated Bedrock recordings (their frames mutated, the reads cut anew) through replay,
+    check, inspect and report: exit 0, 1 or 2, no traceback, exit 2 one line naming the file."""
+    rng = random.Random(SEED + 17)
+    runner = CliRunner()
+    outcomes: Counter = Counter()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for n in range(40):
+            source, _, reads = _mutated_eventstream(rng)
+            lines = source.read_text(encoding="utf-8").splitlines()
+            path = tmp_path / f"es{n}.jsonl"
+            records = [lines[0]] + [
+                json.dumps({"type": "chunk", "t": t, "b64": base64.b64encode(r).decode()})
+                for t, r in reads
+            ]
+            records.append(json.dumps({"type": "end", "t": 1.0, "reason": "complete"}))
+            path.write_text("\n".join(records) + "\n", encoding="utf-8")
+            command = ["replay", "check", "inspect", "report"][n % 4]
+            args = [command, str(path)]
+            if command == "replay":
+                args += ["--format", rng.choice(["json", "tree"]), "--speed", "max"]
+            if command == "report":
+                args += ["-o", str(tmp_path / f"es{n}.html")]
+            what = f"seed {SEED} eventstream {n}: {' '.join(args)} from {source.name}"
+            signal.setitimer(signal.ITIMER_REAL, HANG_S)
+            try:
+                result = runner.invoke(app, args, catch_exceptions=True)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            outcomes[(command, _check_result(result, path.name, "frames", what))] += 1
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    print(f"eventstream fuzz (seed {SEED}): {dict(sorted(outcomes.items()))}")
+
+
+# -- mutate ---------------------------------------------------------------------------------------
+def test_fuzz_mutate(tmp_path):
+    """``mutate`` on mutated recordings (odd payload values of every type, deep events, broken
+    lines, cut files): ``--list`` or a quirk applied, exit 0 or 2, no traceback, exit 2 one line
+    naming the file; what it writes replays."""
+    from streamtool.core import mutations as M
+    from streamtool.core.recording.reader import Source
+
+    ids = [info.id for info in M.generatable()]
+    rng = random.Random(SEED + 19)
+    sources = rng.sample([p for p in SOURCES if not p.name.startswith("bedrock-")], 12)
+    applicable = {}
+    for source in sources:  # the quirks each applies to unmutated: most inputs ask one of them
+        src = Source(source)
+        original = M.analyse(src.header, list(src.chunks()), src.end)
+        applicable[source] = [info.id for info in M.applicable(original)] or ids
+    runner = CliRunner()
+    outcomes: Counter = Counter()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for n in range(45):
+            source = rng.choice(sources)
+            lines = source.read_text(encoding="utf-8").splitlines()
+            kind = "payload"
+            if rng.random() < 0.4:
+                text, kind = _mutate_recording(rng, lines)
+            else:  # every event of a stream keeps its place: odd values, deep events
+                lines = list(lines)
+                for _ in range(rng.randint(1, 3)):
+                    i = rng.randrange(1, len(lines))
+                    rec = json.loads(lines[i])
+                    if isinstance(rec.get("text"), str):
+                        rec["text"] = _mutate_payloads(rng, rec["text"])
+                        lines[i] = json.dumps(rec)
+                text = "\n".join(lines) + "\n"
+            path = tmp_path / f"mu{n}.jsonl"
+            path.write_text(text, encoding="utf-8")
+            out = tmp_path / f"mu{n}.out.jsonl"
+            if rng.random() < 0.15:
+                args = ["mutate", str(path), "--list"]
+            else:
+                asked = rng.choice(applicable[source] if rng.random() < 0.85 else ids)
+                args = ["mutate", str(path), "-q", asked, "-o", str(out)]
+            what = f"seed {SEED} mutate {n} ({kind}): {' '.join(args)} from {source.name}"
+            signal.setitimer(signal.ITIMER_REAL, 2 * HANG_S)
+            try:
+                result = runner.invoke(app, args, catch_exceptions=True)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            code = _check_result(result, path.name, kind, what)
+            assert code in (0, 2), what
+            outcomes[(args[2], code)] += 1
+            if code == 0 and out.exists():
+                replayed = runner.invoke(app, ["replay", str(out), "--format", "json"])
+                assert replayed.exit_code in (0, 1), (what, replayed.output)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert sum(v for (_, code), v in outcomes.items() if code == 0) > 15, outcomes
+    print(f"mutate fuzz (seed {SEED}): {dict(sorted(outcomes.items()))}")

@@ -434,3 +434,16 @@ def test_mutate_on_arguments_nested_too_deeply_says_the_quirk_does_not_apply(tmp
 def chat_call(call: dict) -> str:
     event = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
     return "data: " + json.dumps(event) + "\n\n"
+
+
+@pytest.mark.parametrize("command", ["replay", "inspect", "report", "check"])
+def test_a_chunk_text_with_a_lone_surrogate_is_unusable(tmp_path, command):
+    # a JSON string may escape a lone surrogate; no read (bytes) decodes to one
+    rec = write(
+        tmp_path / "sur.jsonl",
+        chunk(chat("hi")),
+        '{"type":"chunk","t":0.2,"text":"data: x\\ud800\\n\\n"}',
+        END,
+    )
+    args = [command, str(rec)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])
+    one_line_error(cli(*args), "sur.jsonl:3: chunk 'text' holds a lone surrogate")

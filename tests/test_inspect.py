@@ -198,3 +198,56 @@ def test_stdin_recording_and_raw_body_with_arrival_timings():
     assert raw["facts"]["raw_body"] is True
     assert raw["timing"]["ttfb_s"] is not None  # reads from stdin are timed as they arrive
     assert raw["summary"]["invocations"][0]["arguments"] == {"city": "Paris"}
+
+
+# -- any number of reads ---------------------------------------------------------------------------
+def test_the_spooled_reads_give_the_same_result_byte_for_byte() -> None:
+    from streamtool.core.drive.inspect_file import inspect_file
+    from streamtool.core.outputs.inspect import json_pieces
+
+    for path in sorted(RECORDINGS.glob("*.jsonl")):
+        if ".golden" in path.name:
+            continue
+        whole = inspect_file(path)  # every read's facts in memory
+        spooled = inspect_file(path, keep_reads=0, spool=True)
+        assert spooled.reads == []
+        assert list(spooled.read_rows()) == whole.result()["reads"], path.name
+        pieces = "".join(json_pieces(spooled.result(with_reads=False), spooled.read_texts()))
+        assert pieces == json.dumps(whole.result(), ensure_ascii=False) + "\n", path.name
+
+
+def test_stalls_past_the_cap_are_counted_not_kept(monkeypatch) -> None:
+    from streamtool.core.outputs import inspect as inspect_mod
+
+    monkeypatch.setattr(inspect_mod, "MAX_STALLS", 5)
+    reads = [(2.0 * (i + 1), sse(chat_chunk({"content": f"w{i} "}))) for i in range(12)]
+    timing = inspect_reads(reads).result()["timing"]
+    assert [s["read"] for s in timing["stalls"]] == [0, 1, 2, 3, 4]
+    assert timing["stalls_total"] == 12
+    assert timing["stalls"][1]["after"] == "text 3"
+
+
+def _peak_rss_mb(args: list[str]) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "AUTOBYTEUS_STREAM_PARSER"}
+    env["COLUMNS"] = "100"
+    with open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamtool.cli", *args], stdout=sink, stderr=sink, env=env
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, args
+    return usage.ru_maxrss / 1024
+
+
+def test_inspect_reads_json_and_report_hold_no_more_for_eight_times_the_reads(tmp_path) -> None:
+    """Peak memory (the kernel's figure for the child) with 4,000 and with 32,000 reads: a few
+    megabytes apart (each read kept would cost kilobytes: 28,000 of them, over 100 MB)."""
+    from .serve_helpers import write_recording
+
+    recs = {}
+    for n in (4_000, 32_000):
+        body = [(0.001 * i, sse(chat_chunk({"content": f"w{i} "}))) for i in range(n)]
+        recs[n] = write_recording(tmp_path / f"r{n}.jsonl", body)
+    for args in (["inspect", "--reads"], ["inspect", "--format", "json"], ["report", "-o", "-"]):
+        small, large = (_peak_rss_mb([*args, str(recs[n])]) for n in (4_000, 32_000))
+        assert large - small < 12, (args, small, large)

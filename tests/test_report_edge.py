@@ -142,3 +142,78 @@ def test_the_player_and_tree_stop_at_the_cap_and_say_so(
     assert full[:2000].strip() in tree and full[2100:2200] not in tree
     assert f"{len(full) - 2000:,} more characters not shown" in tree
     assert problems == []
+
+
+# -- any size, any name -------------------------------------------------------------------------
+def test_the_player_holds_the_first_reads_and_the_page_says_where_it_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report_mod, "MAX_PLAYER_READS", 500)
+    rec = long_recording(tmp_path / "long.jsonl", 1200)
+    src = Source(rec)
+    ins = Inspector(src.header, source=str(rec), keep_items=True)
+    for chunk in src.chunks():
+        ins.feed(chunk)
+    ins.finish(src.end)
+    page = report_mod.build_report(ins)
+    data = page.split('<script type="application/json" id="player-data">', 1)[1]
+    player = json.loads(data.split("</script>", 1)[0])
+    assert [r["i"] for r in player["reads"]] == list(range(500))
+    assert player["total"] == 1201 and player["tail"] == []
+    played = "".join(e[2] for r in player["reads"] for e in r["ev"] if e[0] == "c")
+    assert played == "".join(f"w{i} " for i in range(500))
+    assert (
+        "The player stops at read 500 of 1,201: the page holds at most 500 reads and "
+        f"{report_mod.MAX_PLAYER_CHARS:,} characters of the stream" in page
+    )
+
+
+def test_a_report_keeps_the_facts_and_items_it_shows_only(tmp_path: Path) -> None:
+    from streamtool.core.drive.inspect_file import inspect_file
+
+    rec = long_recording(tmp_path / "long.jsonl", 1200)
+    ins = inspect_file(rec, keep_items=True, keep_reads=50, items_limit=100)
+    assert [r.index for r in ins.reads] == list(range(50))
+    assert ins.count == 1201 and len(ins.points) == 1201
+    assert ins.items and max(where for where, _ in ins.items if where is not None) == 99
+    assert all(where is not None for where, _ in ins.items)  # the end is past the page
+    page = report_mod.build_report(ins)
+    assert "Raw reads (1,201)" in page and "read 49 at" in page
+
+
+def test_a_report_on_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    name = os.fsdecode(b"r\xff\xfe.jsonl")
+    rec = tmp_path / name
+    rec.write_bytes(SMALL.read_bytes())
+    # a strict UTF-8 standard output (a UTF-8 locale other than C.UTF-8 has one)
+    env = dict(os.environ, PYTHONIOENCODING="utf-8:strict")
+    run = subprocess.run(
+        [sys.executable, "-m", "streamtool.cli", "report", name],
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == b"wrote r\xff\xfe.report.html\n"  # the name's own bytes
+    page = (tmp_path / os.fsdecode(b"r\xff\xfe.report.html")).read_bytes().decode("utf-8")
+    assert "<title>streamtool report: r\ufffd\ufffd.jsonl</title>" in page
+    to_stdout = subprocess.run(
+        [sys.executable, "-m", "streamtool.cli", "report", name, "-o", "-"],
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert to_stdout.returncode == 0, to_stdout.stderr
+    assert to_stdout.stdout.decode("utf-8") == page
+    for args in (["inspect", "--reads"], ["inspect", "--format", "json"], ["replay"]):
+        other = subprocess.run(
+            [sys.executable, "-m", "streamtool.cli", *args, name],
+            capture_output=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=60,
+        )
+        assert other.returncode == 0, (args, other.stderr)
+        assert b"Traceback" not in other.stderr

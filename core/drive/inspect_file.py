@@ -2,12 +2,44 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..outputs.inspect import DEFAULT_STALL, Inspector
+from ..outputs.inspect import DEFAULT_STALL, Inspector, ReadFact, row_json
+from ..outputs.report import MAX_PLAYER_READS, REPORT_READS
 from ..recording.reader import Source
+
+
+class ReadSpool:
+    """Every read's facts in a temporary file (one JSON line each, as the JSON result writes
+    them), read back in order as many times as asked: what ``inspect --reads`` and ``--format
+    json`` print, without holding a million reads in memory. The file is gone once the spool
+    is closed (or collected). A lone surrogate (which a recording's JSON text may hold) goes
+    through as it is."""
+
+    def __init__(self) -> None:
+        self._fh = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+
+    def add(self, fact: ReadFact) -> None:
+        self._fh.write((row_json(fact) + "\n").encode("utf-8", "surrogatepass"))
+
+    def texts(self) -> Iterator[str]:
+        fh = self._fh
+        fh.flush()
+        fh.seek(0)
+        for line in fh:
+            yield line[:-1].decode("utf-8", "surrogatepass")
+        fh.seek(0, os.SEEK_END)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        for text in self.texts():
+            yield json.loads(text)
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 def inspect_file(
@@ -18,11 +50,17 @@ def inspect_file(
     stall: float = DEFAULT_STALL,
     handler_options: dict[str, Any] | None = None,
     keep_items: bool = False,
+    keep_reads: int | None = None,
+    items_limit: int | None = None,
+    spool: bool = False,
     on_chunk: Callable[[], None] | None = None,
 ) -> Inspector:
     """Read a whole recording (or raw body; ``-`` is standard input) into a finished Inspector.
 
-    ``on_chunk`` is called after each read is fed (a progress display)."""
+    ``keep_reads``, ``keep_items`` and ``items_limit`` as for :class:`Inspector`; ``spool``: every
+    read's facts go to a :class:`ReadSpool` (the inspector's ``store``) instead of memory. With
+    ``keep_reads=0`` and a spool, memory does not grow with the reads (but for 24 bytes a read,
+    their times and sizes). ``on_chunk`` is called after each read is fed (a progress display)."""
     source = Source(path)
     inspector = Inspector(
         source.header,
@@ -32,6 +70,9 @@ def inspect_file(
         stall=stall,
         handler_options=handler_options,
         keep_items=keep_items,
+        keep_reads=keep_reads,
+        items_limit=items_limit,
+        store=ReadSpool() if spool else None,
     )
     feed = inspector.feed
     if on_chunk is None:
@@ -43,3 +84,26 @@ def inspect_file(
             on_chunk()
     inspector.finish(source.end)
     return inspector
+
+
+def inspect_for_report(
+    path: str | os.PathLike[str],
+    *,
+    converter: str = "auto",
+    parser: str = "api_tool_call",
+    stall: float = DEFAULT_STALL,
+    on_chunk: Callable[[], None] | None = None,
+) -> Inspector:
+    """A finished Inspector holding what :func:`~streamtool.core.outputs.report.build_report`
+    shows of a recording of any size: the first reads' facts and the first player reads'
+    items, every read's time and size."""
+    return inspect_file(
+        path,
+        converter=converter,
+        parser=parser,
+        stall=stall,
+        keep_items=True,
+        keep_reads=REPORT_READS,
+        items_limit=MAX_PLAYER_READS,
+        on_chunk=on_chunk,
+    )

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model.records import INDEX_NAME, Header, RecordingError, os_error_text
+from ..model.records import INDEX_NAME, Header, RecordingError, is_utf8_text, os_error_text
 from ..outputs.emit import Emitted, Part, Reply, api_id, emitter, encoders
 from ..outputs.emit.pieces import tokens
 from ..outputs.emit.reply import ERROR, REASONING, REFUSAL, TEXT, TOOL_CALL
@@ -247,9 +247,11 @@ def _convert(loader: Any, node: Any, within: frozenset[int] = frozenset()) -> _N
         return _Node([_convert(loader, v, within) for v in node.value], line)
     try:
         value = loader.construct_object(node)
-    except (ValueError, KeyError, TypeError, OverflowError):  # e.g. a date of month 13
+    except (ValueError, KeyError, TypeError, OverflowError, AttributeError):  # a date of month 13
         tag = node.tag.rsplit(":", 1)[-1]
         raise _Refused(line, f"{node.value[:40]!r} is not a valid {tag}") from None
+    if isinstance(value, str) and not is_utf8_text(value):  # "\ud800" escapes one
+        raise _Refused(line, "a string holding a lone surrogate, which no UTF-8 text holds")
     return _Node(value, line)
 
 
@@ -275,27 +277,35 @@ def load_script(path: str | os.PathLike[str]) -> Script:
     except UnicodeDecodeError:
         raise ScriptError(name, None, "", "is not UTF-8 text") from None
     # the loader is kept: where its reader stands names the line of a value nested too deeply
-    loader = _loader(text)
+    loader = None
     try:
+        loader = _loader(text)  # its reader refuses a character YAML does not allow (NUL)
         root = loader.get_single_node()
         if root is None:
             raise ScriptError(name, 1, "", "the script is empty (it needs turns:)")
         converted = _convert(loader, root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ScriptError(
-            name, line, "", f"not valid YAML or JSON ({getattr(exc, 'problem', exc)})"
-        ) from None
+        position = getattr(exc, "position", None)  # the reader's errors: where in the text
+        line = (
+            mark.line + 1
+            if mark is not None
+            else text.count("\n", 0, position) + 1
+            if isinstance(position, int)
+            else None
+        )
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScriptError(name, line, "", f"not valid YAML or JSON ({problem})") from None
     except _Cycle as exc:
         raise ScriptError(name, exc.line, "", "an alias refers to the value it is in") from None
     except _Refused as exc:
         raise ScriptError(name, exc.line, "", exc.message) from None
     except RecursionError:
-        line = loader.get_mark().line + 1
+        line = loader.get_mark().line + 1 if loader is not None else None
         raise ScriptError(name, line, "", "nested too deeply to read") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     script = _script(name, converted)
     script.size = len(raw)
     return script
@@ -404,10 +414,19 @@ def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
                     name, call["arguments"].line, f"{at}.arguments", "must be a mapping"
                 )
             call_id = _want(name, call["id"], f"{at}.id", str, "a string") if "id" in call else None
+            try:
+                args_text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError):  # a date, bytes (!!binary), NaN or an infinity
+                raise ScriptError(
+                    name,
+                    call["arguments"].line,
+                    f"{at}.arguments",
+                    "must be JSON (no dates, binary values, NaN or infinities)",
+                ) from None
             reply.parts.append(
                 Part(
                     TOOL_CALL,
-                    json.dumps(args, ensure_ascii=False),
+                    args_text,
                     call_id=call_id or reply.ident("call_", i, 24),
                     name=call_name,
                 )

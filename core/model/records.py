@@ -285,6 +285,23 @@ def session_record(obj: dict[str, Any], path: str, line: int) -> Message | Contr
     return Control(t, direction, kind, data)
 
 
+def is_utf8_text(text: str) -> bool:
+    """Whether ``text`` can be a read's text: no lone surrogate (which a JSON string may
+    escape, ``"\\ud800"``, and no UTF-8 holds)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+NOT_UTF8_TEXT = (
+    "chunk 'text' holds a lone surrogate: no read is such text (a read that is not UTF-8 is b64)"
+)
+
+
 def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End | Message | Control:
     if not isinstance(obj, dict):
         raise RecordingError(path, line, "a record must be a JSON object")
@@ -297,6 +314,8 @@ def record_from_obj(obj: Any, path: str, line: int) -> Chunk | End | Message | C
         if "text" in obj and "b64" in obj:
             raise RecordingError(path, line, "chunk has both 'text' and 'b64': which is the read?")
         if isinstance(text, str):
+            if not is_utf8_text(text):
+                raise RecordingError(path, line, NOT_UTF8_TEXT)
             return Chunk(t, text)
         b64 = obj.get("b64")
         if isinstance(b64, str):

@@ -13,14 +13,24 @@ one object (what ``streamtool inspect --format json`` prints, documented in docs
 - ``quirks`` and ``errors``: where each was first met (read index and time), with the quirk
   catalogue's severity, explanation and reference;
 - ``summary``: the replay summary (``replay --format json``).
+
+Memory stays bounded however many reads a recording holds: the inspector keeps each read's time,
+gap and size (24 bytes a read, for the gap quantiles and the timelines), the figures it sums as it
+goes, the first :data:`MAX_STALLS` stalls, and of the reads' facts only the first ``keep_reads``
+(all of them by default). A :class:`ReadStore` given to it gets every read's facts as each is
+final, for a caller that writes them elsewhere and reads them back (:meth:`Inspector.read_rows`);
+:func:`json_pieces` writes the result with its reads from there, piece by piece.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from ..engine.replay import Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
@@ -32,6 +42,8 @@ from ..wire.sse import SSEEvent
 
 DEFAULT_STALL = 1.0
 PREVIEW = 400  # characters of a read kept for the views (the HTML report shows them)
+MAX_STALLS = 10_000  # stalls listed (``stalls_total`` counts them all)
+_NONE = float("nan")  # a read without a time, in the arrays of times and gaps
 
 _TOOL_SEGMENTS = {
     SegmentType.TOOL_CALL,
@@ -110,6 +122,51 @@ def _call_name(call_id: str, names: dict[str, str] | None) -> str:
     return f"{name} ({call_id})" if name else call_id
 
 
+class ReadStore(Protocol):
+    """Where every read's facts go once they are final (the next read has come, or the end),
+    and come back from, in order: as :meth:`ReadFact.to_dict` gives them (``rows``), or as
+    :func:`row_json` writes those (``texts``)."""
+
+    def add(self, fact: ReadFact) -> None: ...
+
+    def rows(self) -> Iterable[dict[str, Any]]: ...
+
+    def texts(self) -> Iterable[str]: ...
+
+
+def row_json(fact: ReadFact) -> str:
+    """A read's facts as the JSON result writes them."""
+    return json.dumps(fact.to_dict(), ensure_ascii=False)
+
+
+class ReadPoints:
+    """Every read's time, gap (``None`` when the read has no time) and size, kept compact."""
+
+    __slots__ = ("gaps", "sizes", "times")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.gaps = array("d")
+        self.sizes = array("q")
+
+    def add(self, t: float | None, gap: float | None, size: int) -> None:
+        self.times.append(_NONE if t is None else t)
+        self.gaps.append(_NONE if gap is None else gap)
+        self.sizes.append(size)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __iter__(self) -> Iterator[tuple[float | None, int, float | None]]:
+        """``(t, bytes, gap)`` per read."""
+        for t, size, gap in zip(self.times, self.sizes, self.gaps, strict=True):
+            yield (None if t != t else t), size, (None if gap != gap else gap)
+
+    def timed(self) -> bool:
+        """Every read has a time (and there is one at least)."""
+        return bool(self.times) and not any(t != t for t in self.times)
+
+
 class Inspector:
     """Feed chunks and the end record; read :meth:`result`."""
 
@@ -123,7 +180,15 @@ class Inspector:
         stall: float = DEFAULT_STALL,
         handler_options: dict[str, Any] | None = None,
         keep_items: bool = False,
+        keep_reads: int | None = None,
+        items_limit: int | None = None,
+        store: ReadStore | None = None,
     ) -> None:
+        """``keep_reads``: the reads whose facts are kept in :attr:`reads` (the first ones;
+        ``None``: all). ``keep_items``: keep the engine's items, with the read that brought
+        each (the report's player and tree), those of the first ``items_limit`` reads only when
+        given (and the end's only when the stream has no more reads). ``store``: every read's
+        facts, for :meth:`read_rows`."""
         self.header = header or Header(raw_body=True)
         self.engine = ReplayEngine(
             self.header,
@@ -136,10 +201,22 @@ class Inspector:
         )
         self.stall = stall
         self.reads: list[ReadFact] = []
+        self.keep_reads = keep_reads
+        self.store = store
+        self.points = ReadPoints()
         self.quirks: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.call_names: dict[str, str] = {}
         self.items: list[tuple[int | None, Item]] | None = [] if keep_items else None
+        self.items_limit = items_limit
+        # what the timing figures sum as the reads come
+        self.stalls: list[ReadFact] = []  # the first MAX_STALLS (their previews left out)
+        self.stall_count = 0
+        self.first_tool: tuple[float | None] | None = None  # the first read with a tool call
+        self.producing: list[float] = []  # the times of the first and last producing reads
+        self.out_chars = 0
+        self.call_chars: dict[str, int] = {}  # argument characters by tool call id
+        self._last: ReadFact | None = None  # the latest read: final once the next one comes
         self._prev_t: float | None = None
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self._utf8_tail = False  # the last read ended inside a UTF-8 character
@@ -147,10 +224,15 @@ class Inspector:
         self._end: End | None = None
 
     # -- input -----------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        """Reads fed so far."""
+        return len(self.points)
+
     def feed(self, chunk: Chunk) -> list[Item]:
         engine = self.engine
         data = chunk.data
-        index = len(self.reads)
+        index = len(self.points)
         t = chunk.t
         gap = None
         if t is not None:
@@ -158,11 +240,12 @@ class Inspector:
             self._prev_t = t
         nbytes = chunk.nbytes
         fact = ReadFact(index, t, None if gap is None else round(gap, 6), nbytes)
-        if self.reads:
-            prev = self.reads[-1]
+        prev = self._last
+        if prev is not None:
             starts_lf = data[:1] in ("\n", b"\n")
             if self._prev_cr and starts_lf:
                 prev.cuts.append("crlf")
+            self._done(prev)
         if isinstance(data, bytes):
             self._utf8.decode(data)
             self._utf8_tail = bool(self._utf8.getstate()[0])
@@ -175,7 +258,10 @@ class Inspector:
             fact.preview = data[:PREVIEW]
             self._prev_cr = data[-1:] == "\r"
         events, comments = _counts(engine)
-        self.reads.append(fact)
+        self._last = fact
+        self.points.add(t, fact.gap, nbytes)
+        if self.keep_reads is None or index < self.keep_reads:
+            self.reads.append(fact)
         items = engine.feed_chunk(chunk)
         decoder = engine.decoder
         recent = getattr(getattr(decoder, "inner", None) or decoder, "recent", None)
@@ -191,13 +277,42 @@ class Inspector:
             fact.cuts.append("utf8")
         if getattr(engine.decoder, "mid_event", False):
             fact.cuts.append("event")
+        self._sum(fact)
         return items
+
+    def _sum(self, fact: ReadFact) -> None:
+        """Add a read to the timing figures (what it produced is known once it is fed)."""
+        if fact.gap is not None and fact.gap > self.stall:
+            self.stall_count += 1
+            if len(self.stalls) < MAX_STALLS:
+                self.stalls.append(replace(fact, preview="", frames=[]))
+        if self.first_tool is None and (fact.calls or fact.opened):
+            self.first_tool = (fact.t,)
+        if fact.t is not None and fact.produced:
+            if self.producing:
+                self.producing[1:] = [fact.t]
+            else:
+                self.producing.append(fact.t)
+        if fact.calls:
+            totals = self.call_chars
+            for call_id, n in fact.calls.items():
+                totals[call_id] = totals.get(call_id, 0) + n
+            self.out_chars += sum(fact.calls.values())
+        self.out_chars += fact.text + fact.reasoning
+
+    def _done(self, fact: ReadFact) -> None:
+        """A read's facts are final: to the store."""
+        if self.store is not None:
+            self.store.add(fact)
 
     def finish(self, end: End | None) -> list[Item]:
         self._end = end
         items = self.engine.finish(end)
         if items:
             self._attribute(None, items)
+        if self._last is not None:
+            self._done(self._last)
+            self._last = None
         return items
 
     def _attribute(self, fact: ReadFact | None, items: list[Item]) -> None:
@@ -206,7 +321,9 @@ class Inspector:
         log = self.engine.segments
         assert log is not None  # made in __init__
         if self.items is not None:
-            self.items.extend((where, item) for item in items)
+            limit = self.items_limit
+            if limit is None or (len(self.points) <= limit if where is None else where < limit):
+                self.items.extend((where, item) for item in items)
         for item in items:
             cls = type(item)
             if cls is SegmentEvent:
@@ -278,58 +395,71 @@ class Inspector:
 
     def timing(self) -> dict[str, Any]:
         engine = self.engine
-        reads = self.reads
-        timed = [r for r in reads if r.t is not None]
-        gaps = [r.gap for r in timed[1:] if r.gap is not None]
-        stalls = []
-        for i, r in enumerate(reads):
-            if r.gap is not None and r.gap > self.stall:
-                after = r.describe(self.call_names)
-                stalls.append(
-                    {
-                        "read": i,
-                        "t": r.t,
-                        "gap": r.gap,
-                        "after": after,
-                    }
-                )
-        first_tool = next((r.t for r in reads if r.calls or r.opened), None)
-        producing = [r for r in timed if r.produced]
+        points = self.points
+        # the gaps between timed reads (the first timed read's is the wait for it, not a gap),
+        # in order of size
+        gaps = sorted(g for g in points.gaps if g == g)
+        if gaps:
+            gaps.remove(next(g for g in points.gaps if g == g))
+        stalls = [
+            {"read": r.index, "t": r.t, "gap": r.gap, "after": r.describe(self.call_names)}
+            for r in self.stalls
+        ]
+        first_tool = self.first_tool[0] if self.first_tool is not None else None
         gen_s = None
-        if len(producing) >= 2:
-            assert producing[0].t is not None and producing[-1].t is not None
-            gen_s = producing[-1].t - producing[0].t
-        out_chars = sum(r.text + r.reasoning + sum(r.calls.values()) for r in reads)
+        if len(self.producing) >= 2:
+            gen_s = self.producing[-1] - self.producing[0]
         usage = engine.usage or {}
         tokens = usage.get("output_tokens")
+        ttfb = next((t for t in points.times if t == t), None)
         return {
-            "ttfb_s": timed[0].t if timed else None,
+            "ttfb_s": ttfb,
             "ttft_s": None if engine.ttft is None else round(engine.ttft, 6),
             "duration_s": None if engine.last_t is None else round(engine.last_t, 6),
-            "reads": len(reads),
+            "reads": len(points),
             "bytes": engine.bytes,
             "sse_events": engine.sse_events,
             "comments": engine.comments,
             "gap_p50_s": _quantile(gaps, 0.5),
             "gap_p95_s": _quantile(gaps, 0.95),
-            "gap_max_s": round(max(gaps), 6) if gaps else None,
+            "gap_max_s": round(gaps[-1], 6) if gaps else None,
             "stall_threshold_s": self.stall,
             "stalls": stalls,
+            "stalls_total": self.stall_count,
             "first_tool_fragment_s": first_tool,
             "generating_s": None if gen_s is None else round(gen_s, 6),
             "output_tokens": tokens,
             "tokens_per_s": _rate(tokens, gen_s),
-            "output_chars": out_chars,
-            "chars_per_s": _rate(out_chars, gen_s),
+            "output_chars": self.out_chars,
+            "chars_per_s": _rate(self.out_chars, gen_s),
         }
 
     def lint(self) -> list[dict[str, Any]]:
         """Quirks met, most severe first, then in stream order."""
         return sorted(self.quirks, key=lambda q: severity_rank(q["severity"]))
 
-    def result(self) -> dict[str, Any]:
+    def read_rows(self) -> Iterator[dict[str, Any]]:
+        """Every read's facts (:meth:`ReadFact.to_dict`), in order: from the store when there
+        is one, else the reads kept (all of them unless ``keep_reads`` said fewer)."""
+        if self.store is not None:
+            yield from self.store.rows()
+        else:
+            for r in self.reads:
+                yield r.to_dict()
+
+    def read_texts(self) -> Iterator[str]:
+        """:meth:`read_rows` as JSON texts (:func:`row_json`)."""
+        if self.store is not None:
+            yield from self.store.texts()
+        else:
+            for r in self.reads:
+                yield row_json(r)
+
+    def result(self, *, with_reads: bool = True) -> dict[str, Any]:
+        """The whole result; ``with_reads=False`` leaves ``reads`` out (see
+        :func:`json_pieces`)."""
         engine = self.engine
-        return {
+        out: dict[str, Any] = {
             "source": engine.source,
             "facts": self.facts(),
             "timing": self.timing(),
@@ -339,14 +469,36 @@ class Inspector:
                 {
                     "id": inv.answer_id,
                     "name": inv.name,
-                    "arguments_chars": sum(r.calls.get(inv.id, 0) for r in self.reads),
+                    "arguments_chars": self.call_chars.get(inv.id, 0),
                     "fragments": engine.argument_fragments().get(inv.id),
                 }
                 for inv in engine.invocations()
             ],
-            "reads": [r.to_dict() for r in self.reads],
-            "summary": engine.summary(),
         }
+        if with_reads:
+            out["reads"] = list(self.read_rows())
+        out["summary"] = engine.summary()
+        return out
+
+
+def json_pieces(result: dict[str, Any], texts: Iterable[str]) -> Iterator[str]:
+    """The JSON text of ``result`` (made ``with_reads=False``) with the reads ``texts`` holds
+    (:meth:`Inspector.read_texts`), in pieces, one line in all: ``json.dumps`` of the whole
+    result, without holding the reads."""
+    head = {k: v for k, v in result.items() if k != "summary"}
+    text = json.dumps(head, ensure_ascii=False)
+    yield text[:-1] + ', "reads": ['
+    batch: list[str] = []
+    sep = ""
+    for row in texts:
+        batch.append(row)
+        if len(batch) == 1000:
+            yield sep + ", ".join(batch)
+            batch = []
+            sep = ", "
+    if batch:
+        yield sep + ", ".join(batch)
+    yield '], "summary": ' + json.dumps(result.get("summary"), ensure_ascii=False) + "}\n"
 
 
 def findings_failing(result: dict[str, Any], fail_on: set[str]) -> list[str]:
@@ -386,10 +538,10 @@ def _endpoint(header: Header) -> str | None:
     return f"{method} {url}" if isinstance(method, str) else url
 
 
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
+def _quantile(ordered: list[float], q: float) -> float | None:
+    """The ``q`` quantile of values in order of size."""
+    if not ordered:
         return None
-    ordered = sorted(values)
     k = (len(ordered) - 1) * q
     lo, hi = math.floor(k), math.ceil(k)
     value = ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)

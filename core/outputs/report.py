@@ -13,6 +13,7 @@ nothing about the machine it was made on.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any
 
@@ -23,14 +24,22 @@ SVG_W, SVG_H, PAD = 960, 180, 30
 # What the page embeds at most, so that a recording of any size opens in a browser at once: the
 # timeline draws one bar per read up to MAX_BARS reads, beyond that one bar per run of reads;
 # the raw reads list the first MAX_RAW_READS (drawn when opened, RAW_PAGE at a time); the player
-# holds the stream's content up to MAX_PLAYER_CHARS characters, the tree MAX_TREE_CHARS. The page
-# says where it stops and which command shows the rest.
+# holds the first MAX_PLAYER_READS reads and up to MAX_PLAYER_CHARS characters of the stream's
+# content, the tree MAX_TREE_CHARS. The page says where it stops and which command shows the
+# rest. The inspector a report is made from keeps the facts of the first REPORT_READS reads and
+# the items of the first MAX_PLAYER_READS (drive.inspect_file.inspect_for_report): memory does
+# not grow with the reads beyond their times and sizes.
 MAX_BARS = 1500
 MAX_STALLS = 300
 MAX_RAW_READS = 2000
 RAW_PAGE = 200
+MAX_PLAYER_READS = 20_000
 MAX_PLAYER_CHARS = 2_000_000
 MAX_TREE_CHARS = 1_000_000
+REPORT_READS = max(MAX_RAW_READS, MAX_BARS)  # the reads whose facts the page shows
+# a lone surrogate: a file name's byte that is not UTF-8 (Python keeps it as one), or a JSON
+# escape in a recording's header; the page is UTF-8, and shows U+FFFD in its place
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _segments(inspector: Inspector) -> list[dict[str, Any]]:
@@ -60,16 +69,18 @@ def _segments(inspector: Inspector) -> list[dict[str, Any]]:
 
 
 def _player_data(inspector: Inspector) -> dict[str, Any]:
-    """Per read: its time and the segment events it produced, for the in-page player; up to
-    ``MAX_PLAYER_CHARS`` characters of content (``total``: the stream's reads, ``reads`` may
-    hold fewer)."""
-    reads: list[dict[str, Any]] = [
-        {"i": r.index, "t": r.t, "bytes": r.bytes, "ev": []} for r in inspector.reads
-    ]
-    total = len(reads)
+    """Per read: its time and the segment events it produced, for the in-page player; the
+    first ``MAX_PLAYER_READS`` reads, up to ``MAX_PLAYER_CHARS`` characters of content
+    (``total``: the stream's reads, ``reads`` may hold fewer)."""
+    total = inspector.count
+    reads: list[dict[str, Any]] = []
+    for i, (t, size, _) in enumerate(inspector.points):
+        if i == MAX_PLAYER_READS:
+            break
+        reads.append({"i": i, "t": t, "bytes": size, "ev": []})
     tail: list[Any] = []
     chars = 0
-    stop: int | None = None  # the first read the page does not embed
+    stop: int | None = None if total <= MAX_PLAYER_READS else MAX_PLAYER_READS
     for where, item in inspector.items or []:
         if where is not None and stop is not None and where >= stop:
             continue
@@ -121,23 +132,21 @@ def _json_script(data: Any) -> str:
 
 
 def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
-    reads = inspector.reads
-    timed = bool(reads) and all(r.t is not None for r in reads)
+    points = inspector.points
+    n = len(points)
+    times, sizes = points.times, points.sizes
+    timed = points.timed()
     end = result["timing"]["duration_s"] if timed else None
-    span = max([end or 0.0, *[r.t or 0.0 for r in reads]]) if timed else float(len(reads) or 1)
+    span = max(end or 0.0, max(times, default=0.0)) if timed else float(n or 1)
     span = span or 1.0
-    per = _per_bar(len(reads))
+    per = _per_bar(n)
     # one bar per read, or per run of ``per`` reads (bytes summed) in a long recording
-    bars = [
-        (i, min(i + per, len(reads)), sum(r.bytes for r in reads[i : i + per]))
-        for i in range(0, len(reads), per)
-    ]
+    bars = [(i, min(i + per, n), sum(sizes[i : i + per])) for i in range(0, n, per)]
     top = max((b for _, _, b in bars), default=1) or 1
     inner_w, inner_h = SVG_W - 2 * PAD, SVG_H - 2 * PAD
 
     def x_of(i: int) -> float:
-        r = reads[i]
-        value = r.t if timed and r.t is not None else float(i)
+        value = times[i] if timed else float(i)
         return PAD + inner_w * value / span
 
     parts = [
@@ -146,21 +155,26 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
         f'<line x1="{PAD}" y1="{SVG_H - PAD}" x2="{SVG_W - PAD}" y2="{SVG_H - PAD}" class="axis"/>',
     ]
     stall = inspector.stall
-    stalls = [i for i, r in enumerate(reads) if timed and r.gap is not None and r.gap > stall]
-    for i in stalls[:MAX_STALLS]:
-        gap = reads[i].gap or 0.0
-        x0 = PAD if i == 0 else x_of(i - 1)
-        x1 = x_of(i)
-        parts.append(
-            f'<rect class="stall" x="{x0:.1f}" y="{PAD}" width="{max(1.0, x1 - x0):.1f}" '
-            f'height="{inner_h}"><title>stall: {gap:.2f} s before read {i}</title></rect>'
-        )
+    drawn = 0
+    for i, gap in enumerate(points.gaps if timed else ()):
+        if drawn == MAX_STALLS:
+            break
+        if gap == gap and gap > stall:
+            drawn += 1
+            x0 = PAD if i == 0 else x_of(i - 1)
+            x1 = x_of(i)
+            parts.append(
+                f'<rect class="stall" x="{x0:.1f}" y="{PAD}" width="{max(1.0, x1 - x0):.1f}" '
+                f'height="{inner_h}"><title>stall: {gap:.2f} s before read {i}</title></rect>'
+            )
     bar_w = max(2.0, min(12.0, inner_w / max(1, len(bars)) * 0.8))
+    kept = inspector.reads
     for first, last, size in bars:
-        r = reads[first]
+        t = times[first] if times[first] == times[first] else None
         h = max(1.0, inner_h * size / top)
         x = x_of(first) - bar_w / 2
-        if last - first == 1:
+        if last - first == 1 and first < len(kept):
+            r = kept[first]
             tip = (
                 f"read {first}"
                 + (f" at {r.t:.3f} s" if r.t is not None else "")
@@ -170,13 +184,13 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
                 + r.preview
             )
         else:
-            tip = f"reads {first} to {last - 1}" + (f" from {r.t:.3f} s" if r.t is not None else "")
+            tip = f"reads {first} to {last - 1}" + (f" from {t:.3f} s" if t is not None else "")
             tip += f", {size:,} bytes"
         parts.append(
             f'<rect class="read" data-read="{first}" x="{x:.1f}" y="{SVG_H - PAD - h:.1f}" '
             f'width="{bar_w:.1f}" height="{h:.1f}"><title>{escape(tip)}</title></rect>'
         )
-    label_end = f"{span:.2f} s" if timed else f"read {len(reads) - 1}"
+    label_end = f"{span:.2f} s" if timed else f"read {n - 1}"
     parts.append(
         f'<text x="{PAD}" y="{SVG_H - 8}" class="lbl">{"0 s" if timed else "read 0"}</text>'
     )
@@ -194,13 +208,12 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
 
 
 def _timeline_note(inspector: Inspector) -> str:
-    reads = len(inspector.reads)
+    reads = inspector.count
     per = _per_bar(reads)
     notes = []
     if per > 1:
         notes.append(f"{reads:,} reads: each bar stands for {per:,} reads in a row.")
-    stall = inspector.stall
-    stalls = sum(1 for r in inspector.reads if r.gap is not None and r.gap > stall)
+    stalls = inspector.stall_count
     if stalls > MAX_STALLS:
         notes.append(f"The first {MAX_STALLS} of {stalls:,} stalls are marked.")
     return f'<p class="dim" id="timeline-note">{escape(" ".join(notes))}</p>' if notes else ""
@@ -312,7 +325,7 @@ def _raw_data(inspector: Inspector) -> list[list[Any]]:
 
 
 def _raw_html(inspector: Inspector) -> str:
-    n = len(inspector.reads)
+    n = inspector.count
     note = ""
     if n > MAX_RAW_READS:
         note = (
@@ -331,8 +344,8 @@ def _player_note(player: dict[str, Any]) -> str:
         return ""
     return (
         f'<p class="dim capped" id="player-note">The player stops at read {held:,} of '
-        f"{total:,}: the page holds at most {MAX_PLAYER_CHARS:,} characters of the stream "
-        "(streamtool replay FILE plays it all).</p>"
+        f"{total:,}: the page holds at most {MAX_PLAYER_READS:,} reads and "
+        f"{MAX_PLAYER_CHARS:,} characters of the stream (streamtool replay FILE plays it all).</p>"
     )
 
 
@@ -341,17 +354,18 @@ def _s(value: float | None, digits: int = 2) -> str:
 
 
 def build_report(inspector: Inspector) -> str:
-    """The HTML text of the report (the inspector must have been made with ``keep_items``)."""
+    """The HTML text of the report (the inspector must have been made with ``keep_items``):
+    text that is UTF-8 whatever the file's name or the recording held."""
     if inspector.items is None:
         raise ValueError("build_report needs an Inspector made with keep_items=True")
-    result = inspector.result()
+    result = inspector.result(with_reads=False)
     # the file's name only: the report says nothing about the folders of the machine
     name = str(result["source"]).replace("\\", "/").rsplit("/", 1)[-1]
     result["source"] = name
     title = f"streamtool report: {name}"
     player = _player_data(inspector)
     data = _json_script(player)
-    return _PAGE.format(
+    page = _PAGE.format(
         title=escape(title),
         source=escape(str(result["source"])),
         css=_CSS,
@@ -365,6 +379,7 @@ def build_report(inspector: Inspector) -> str:
         data=data,
         js=_JS,
     )
+    return _SURROGATE.sub("\ufffd", page)
 
 
 _CSS = """

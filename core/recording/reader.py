@@ -24,6 +24,7 @@ from ..model.records import (
     Header,
     Message,
     RecordingError,
+    is_utf8_text,
     os_error_text,
     parse_header,
     record_from_obj,
@@ -323,7 +324,7 @@ class Source:
                     raise RecordingError(path, lineno, f"not JSON ({msg})") from None
                 if type(obj) is dict and obj.get("type") == "chunk" and not self._session:
                     text = obj.get("text")
-                    if type(text) is str and "b64" not in obj:
+                    if type(text) is str and "b64" not in obj and is_utf8_text(text):
                         t = obj.get("t")
                         # t - t == 0 is False for NaN and the infinities
                         if t is None or (type(t) in (float, int) and t - t == 0):
