@@ -233,7 +233,8 @@ def _read_line(result: dict[str, Any], read: int | None) -> int | None:
     if read is None:
         if facts.get("end_reason") is None:
             return None
-        read = len(result.get("reads", []))
+        reads = result.get("timing", {}).get("reads")  # the result may leave the rows out
+        read = reads if isinstance(reads, int) else len(result.get("reads", []))
     return read + 2
 
 
