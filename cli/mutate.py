@@ -78,6 +78,9 @@ def mutate(
     from streamtool.core.mutations import NotApplicable, apply, apply_session
 
     ids = parse_ids(quirk)
+    if recording.is_dir():  # a recorded session (a tape): its faults
+        _tape(recording, ids, output, list_, force)
+        return
     if list_:
         if ids or output is not None:
             fail("--list takes no --quirk or --output")
@@ -115,9 +118,44 @@ def mutate(
     sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(records)} {what})\n")
 
 
-def _why(original: "Original", quirk_id: str) -> str:
-    from streamtool.core.mutations import mutation_of
+def _tape(folder: Path, ids: list[str], output: Path | None, list_: bool, force: bool) -> None:
+    """``mutate TAPE``: a recorded session's faults, listed or applied (a new tape)."""
+    from streamtool.core.model.quirks import lookup
+    from streamtool.core.net.mutated_library import mutate_tape, session_fault_list, tape_session
 
+    if list_:
+        if ids or output is not None:
+            fail("--list takes no --quirk or --output")
+        with user_errors(str(folder)):
+            api, exchanges = tape_session(folder)
+        faults = session_fault_list(api, exchanges)
+        width = max((len(q) for q, _ in faults), default=10)
+        out = [f"{folder}: a recorded {api} session ({len(exchanges)} exchanges)", ""]
+        out.append("faults that can be applied:")
+        out += [f"  {q:<{width}}  {lookup(q).explanation}" for q, why in faults if why is None]
+        out += ["", "not applicable to this session:"]
+        out += [f"  {q:<{width}}  {why}" for q, why in faults if why is not None]
+        sys.stdout.write("\n".join(out) + "\n")
+        return
+    if not ids:
+        fail("name a fault with --quirk ID (streamtool mutate TAPE --list shows them)")
+    if output is None:
+        fail("give the new tape's folder with -o OUT")
+    if output.resolve() == folder.resolve():
+        fail(f"{output}: the output would overwrite the tape it is made from")
+    with user_errors(str(folder)):
+        try:
+            written = mutate_tape(folder, ids, output, force)
+        except ValueError as exc:
+            fail(str(exc))
+    sys.stderr.write(f"streamtool: wrote {output} ({', '.join(ids)}; {len(written)} exchanges)\n")
+
+
+def _why(original: "Original", quirk_id: str) -> str:
+    from streamtool.core.mutations import is_session_fault, mutation_of
+
+    if is_session_fault(quirk_id):
+        return "a fault of a session: give the session's tape (its folder)"
     if quirk_id in original.reported:
         return "it shows that quirk already"
     apis = mutation_of(quirk_id).apis

@@ -229,6 +229,15 @@ def segment_header(seg: Segment, live: bool) -> Text:
         head.append(f"  {_plural(seg.lines, 'line')}  {seg.id}", style=STYLE["dim"])
     elif kind is SegmentType.RUN_BASH:
         head.append("  " + seg.id, style=STYLE["dim"])
+    elif kind is SegmentType.MESSAGE:
+        # a protocol message: who sent it, what it is, what it says
+        meta = seg.meta
+        arrow = "→" if meta.get("from") == "client" else "←"
+        head.append(f" {arrow} {meta.get('label') or ''}", style=STYLE["name"])
+        if meta.get("gist"):
+            head.append(f"  {meta['gist']}", style=STYLE["dim"])
+        if meta.get("event_id") is not None:
+            head.append(f"  id {meta['event_id']}", style=STYLE["dim"])
     elif kind is SegmentType.IMAGE:
         meta = seg.meta
         shown = [str(meta[k]) for k in ("format", "size") if meta.get(k)]
@@ -249,6 +258,7 @@ def segment_header(seg: Segment, live: bool) -> Text:
 
 
 _HOW = {
+    SegmentType.MESSAGE: "json",
     SegmentType.RUN_BASH: "bash",
     SegmentType.WRITE_FILE: "code",
     SegmentType.PATCH_FILE: "diff",

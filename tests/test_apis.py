@@ -24,6 +24,7 @@ from streamtool.core.plugins import (
     converter_named,
     error_body,
     find_api,
+    part,
     served_api,
 )
 
@@ -34,6 +35,9 @@ ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table(
 HTTP = [a for a in api_table() if a.http]
 HTTP_ROWS = pytest.mark.parametrize("api", HTTP, ids=[a.id for a in HTTP])
 WEBSOCKET = [a for a in api_table() if a.websocket]
+# the APIs record sends requests of (a request part); MCP's requests are a client's session
+SENT = [a for a in HTTP if part(a, "request") is not None]
+SENT_ROWS = pytest.mark.parametrize("api", SENT, ids=[a.id for a in SENT])
 KEYS = {
     "OPENAI_API_KEY": "k",
     "ANTHROPIC_API_KEY": "k",
@@ -62,8 +66,10 @@ def test_a_row_is_complete(api: WireApi) -> None:
         assert api_for_converter(converter) is api
         assert converter_named(converter) == converter
     assert converter_named(api.name) == api.converter
-    assert api.error_style in ("openai", "anthropic", "gemini", "bedrock", "cohere")
-    assert urlsplit(api.base_url).scheme == "https" and api.path.startswith("/")
+    assert api.error_style in ("openai", "anthropic", "gemini", "bedrock", "cohere", "jsonrpc")
+    # an official host, or none (MCP: the proxy sends its requests to --upstream only)
+    assert urlsplit(api.base_url).scheme == "https" or api.base_url == ""
+    assert api.path.startswith("/")
     assert api.official_path.endswith(api.route)
 
 
@@ -86,7 +92,7 @@ def test_every_route_resolves_back_to_its_row(api: WireApi) -> None:
         assert served_api("/v1/x" + route_) is None  # serve answers the stream only
 
 
-@HTTP_ROWS
+@SENT_ROWS
 def test_record_serve_proxy_and_capture_agree(api: WireApi, tmp_path: Path) -> None:
     """The request ``record`` sends for an API is that API to serve, the proxy, SDK capture,
     the converter registry and the tapes, with the same model."""

@@ -56,7 +56,9 @@ def golden_of(path: Path) -> Path:
 
 # -- the project's own recordings ----------------------------------------------------------
 def bundled() -> list[Path]:
-    return sorted([*RECORDINGS.glob("*.jsonl"), *RECORDINGS.glob("*.sse")])
+    """The bundled recordings, those of the recorded sessions' tapes (folders) with them."""
+    found = [*RECORDINGS.rglob("*.jsonl"), *RECORDINGS.rglob("*.sse")]
+    return sorted(p for p in found if p.name != "index.jsonl")
 
 
 def test_every_bundled_recording_has_a_golden_file() -> None:

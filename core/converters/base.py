@@ -328,6 +328,11 @@ class Converter:
     def on_finish(self) -> list[ChunkResponse]:
         return []
 
+    def amend_summary(self, summary: dict[str, Any]) -> None:
+        """Add what this API's streams say beyond the shared model to the replay's summary
+        (``replay --format json``), in place: its own fields, or more about an invocation
+        (MCP: each tool call's result, every JSON-RPC message). The default adds nothing."""
+
     def on_unparsed(self, event: SSEEvent) -> bool:
         """Hook: data that is not JSON, which a converter may take as its own (``[DONE]``, an
         object cut off by the end of the stream); ``True`` when it did (the event gives nothing).

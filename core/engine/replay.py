@@ -652,6 +652,8 @@ class ReplayEngine:
             for inv in out["invocations"]:
                 inv["call_id"] = inv["id"]
             out.update(self.session.summary())
+        if self.converter is not None:
+            self.converter.amend_summary(out)  # the API's own fields, if it has any
         return out
 
 

@@ -13,6 +13,24 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+# response headers never replayed: framing and connection handling are the server's own, the
+# body is served decoded, and cookies or redacted values mean nothing to a client
+DROPPED_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "content-encoding",
+        "date",
+        "server",
+        "set-cookie",
+        "alt-svc",
+        "strict-transport-security",
+        "via",
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Playback:

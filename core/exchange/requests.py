@@ -16,6 +16,7 @@ way as a built-in one. An API whose package has no request part cannot be record
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -59,7 +60,13 @@ def provider_apis() -> dict[str, Api]:
     """Every ``--provider`` choice: each API of the table (plugins' included) that a client
     reaches with an HTTP request, by its id, then each compatible provider's name
     (:data:`COMPATIBLE`)."""
-    found = {a.id: Api(a.id, a.provider, a, a.base_url, a.key_env) for a in api_table() if a.http}
+    # an API whose package has no request part (MCP: a client's session, not one request) is
+    # not record's to send
+    found = {
+        a.id: Api(a.id, a.provider, a, a.base_url, a.key_env)
+        for a in api_table()
+        if a.http and importlib.util.find_spec(f"{a.package}.request") is not None
+    }
     # any server that speaks an API other providers speak too (OpenAI's), under the name its
     # row gives: that API with no default base URL and no key variable (the key is only read
     # from --api-key-env or a preset's variable, so an official key is never sent to an

@@ -175,6 +175,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             self._text(chunk.content, out, chunk.content_metadata)
         if chunk.images:
             self._images(chunk, out)
+        if chunk.messages:
+            self._messages(chunk, out)
         if chunk.tool_calls:
             for delta in chunk.tool_calls:
                 self._tool_delta(delta, out)

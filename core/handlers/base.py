@@ -151,6 +151,19 @@ class StreamingResponseHandler(ABC):
             self._emit(SegmentEvent.start(segment_id, SegmentType.IMAGE, dict(image)), out)
             self._emit(SegmentEvent.end(segment_id), out)
 
+    def _messages(self, chunk: ChunkResponse, out: list[SegmentEvent]) -> None:
+        """Each protocol message is a segment of its own: START with what names it (every key
+        of the entry but ``text``), its JSON (``text``) as the content, then END."""
+        for entry in chunk.messages or ():
+            self._close_prose(out)
+            segment_id = self._new_id()
+            metadata = {k: v for k, v in entry.items() if k != "text"}
+            self._emit(SegmentEvent.start(segment_id, SegmentType.MESSAGE, metadata), out)
+            text = entry.get("text")
+            if isinstance(text, str) and text:
+                self._emit(SegmentEvent.content(segment_id, text), out)
+            self._emit(SegmentEvent.end(segment_id), out)
+
     def _text(
         self, text: str, out: list[SegmentEvent], metadata: dict[str, Any] | None = None
     ) -> None:

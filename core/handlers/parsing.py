@@ -58,6 +58,8 @@ class ParsingStreamingResponseHandler(StreamingResponseHandler):
             self._pass(self._parser.feed(chunk.content), out)
         if chunk.content_metadata:
             self._pass(self._parser.add_text_metadata(chunk.content_metadata), out)
+        if chunk.messages:
+            self._messages(chunk, out)
         if chunk.tool_calls:
             names = sorted({d.name for d in chunk.tool_calls if d.name})
             detail = f" ({', '.join(names)})" if names else ""

@@ -19,6 +19,8 @@ class PassThroughStreamingResponseHandler(StreamingResponseHandler):
             self._text(chunk.content, out, chunk.content_metadata)
         if chunk.images:
             self._images(chunk, out)
+        if chunk.messages:
+            self._messages(chunk, out)
         if chunk.tool_calls:
             self.note_quirk(
                 QuirkId.TOOL_CALLS_IGNORED_BY_PARSER,

@@ -28,6 +28,9 @@ class SegmentType(enum.StrEnum):
     PATCH_FILE = "patch_file"
     RUN_BASH = "run_bash"
     IMAGE = "image"  # an image the model generated (its format, size and index; never the data)
+    # a protocol message the stream carried whole (an MCP JSON-RPC request, notification,
+    # result or error): its metadata names it, its content is the message as JSON
+    MESSAGE = "message"
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
@@ -124,6 +127,10 @@ class ChunkResponse(msgspec.Struct):
     errors: list[StreamError] | None = None
     quirks: list[Quirk] | None = None
     images: list[dict[str, Any]] | None = None  # generated images: metadata only, never the data
+    # protocol messages carried whole (MCP's JSON-RPC): each a dict of what names it
+    # (``label``, ``kind``, ``method``, ``id``, ``from``) and its JSON as ``text``; one
+    # ``message`` segment each
+    messages: list[dict[str, Any]] | None = None
 
 
 class SegmentEvent(msgspec.Struct):

@@ -67,10 +67,15 @@ KINDS = tuple(QuirkKind)
 how the bytes arrived (``wire``: read boundaries and framing, which never change what a stream
 means and are reported in a replay's statistics, not its quirks)."""
 
+# the specification an MCP entry cites (its transport's sections)
+_MCP_2025 = "Spec: MCP 2025-11-25 basic/transports, Streamable HTTP"
+_MCP_2026 = "Spec: MCP 2026-07-28 basic/transports/streamable-http"
+
 # (id, severity, explanation, reference); grouped as in the catalogue's sections. A quirk that
 # ``streamtool mutate`` can apply to a real stream has a mutation: a function that declares the
-# quirk's id (:mod:`streamtool.core.mutations`, or an API package's ``mutations`` part). The
-# table is text: the ``QuirkId`` enum is generated from it (``--ids``, below).
+# quirk's id (:mod:`streamtool.core.mutations`, or an API package's ``mutations`` part; a
+# session's faults: its ``session_faults`` part). The table is text: the ``QuirkId`` enum is
+# generated from it (``--ids``, below).
 _ENTRIES: tuple[tuple[str, ...], ...] = (
     # -- A. SSE and transport -----------------------------------------------------------------
     (
@@ -791,6 +796,68 @@ _ENTRIES: tuple[tuple[str, ...], ...] = (
         "`--parser api_tool_call` to see them",
         "Q-VL-1; vllm-project/vllm PR#32506",
     ),
+    # -- MCP over Streamable HTTP: one exchange of a session --------------------------------
+    (
+        "mcp_response_on_get_stream",
+        "error",
+        "a JSON-RPC response arrived on the GET stream, which carries only server-initiated "
+        "messages unless it resumes a request's stream; a client waiting on the request's own "
+        "stream never sees it and times out",
+        f"{_MCP_2025}, Listening for Messages from the Server; r33drichards/mcp-js#185",
+    ),
+    (
+        "mcp_priming_event_without_id",
+        "warn",
+        "an SSE event with empty data and no `id` (a priming event without its cursor): the "
+        "client cannot resume the stream with `Last-Event-ID`, and clients that JSON-decode "
+        "every event fail on the empty data",
+        f"{_MCP_2025}, Sending Messages to the Server; modelcontextprotocol/typescript-sdk "
+        "PR#1184, koala73/worldmonitor PR#4781",
+    ),
+    (
+        "mcp_stream_ended_before_response",
+        "warn",
+        "a request's SSE stream ended before the response to it, without an event id to resume "
+        "from; the client waits for an answer that never comes, or reports the call as failed",
+        f"{_MCP_2025}, Resumability and Redelivery; argoproj-labs/mcp-for-argocd PR#153",
+    ),
+    (
+        "mcp_response_id_unknown",
+        "error",
+        "a response whose id answers no request the client sent on this exchange; SDK clients "
+        "drop it, and the request it was meant for never completes",
+        f"{_MCP_2025}, Sending Messages to the Server (JSON-RPC 2.0, Response object); "
+        "Kuadrant/mcp-gateway PR#1514",
+    ),
+    (
+        "mcp_header_body_mismatch",
+        "error",
+        "a 2026-07-28 request whose `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` header "
+        "disagrees with its body; servers must refuse it (400, `HeaderMismatch` -32020) and "
+        "intermediaries that route on the header act on another call",
+        f"{_MCP_2026}, Standard Request Headers; kerlenton/mcpsnoop#93, laravel/mcp PR#286",
+    ),
+    (
+        "mcp_notification_after_response",
+        "warn",
+        "a notification arrived on a request's SSE stream after the response to it; clients "
+        "close the stream at the response and lose it",
+        f"{_MCP_2025}, Sending Messages to the Server; mastra-ai/mastra PR#14782",
+    ),
+    (
+        "mcp_session_id_missing",
+        "error",
+        "a request of a session went without its `MCP-Session-Id`, or its answer without the "
+        "one the request sent; servers answer such a request 400 and the session is lost",
+        f"{_MCP_2025}, Session Management; modelcontextprotocol/csharp-sdk#1759",
+    ),
+    (
+        "mcp_session_id_changed",
+        "error",
+        "a response names another `MCP-Session-Id` than the one its request sent; a client "
+        "that keeps either one sends requests the server no longer knows",
+        f"{_MCP_2025}, Session Management; NousResearch/hermes-agent PR#91689",
+    ),
 )
 
 # -- I. Faults of the model's output (any API) ----------------------------------------------------
@@ -864,12 +931,68 @@ _WIRE: tuple[tuple[str, ...], ...] = (
     ),
 )
 
+# -- K. Sessions: a server's behaviour over several exchanges (MCP), applied to a tape -----------
+# Legitimate behaviour a client must handle (hence info); conform --mutate and mutate apply them
+# to a recorded session (the session_faults part of the API's package).
+_SESSION: tuple[tuple[str, ...], ...] = (
+    (
+        "mcp_session_expired",
+        "info",
+        "the server ended the session in the middle of a run: a request with its "
+        "`MCP-Session-Id` is answered 404, and the client must start a new session with a "
+        "fresh `initialize` and send the request again",
+        f"{_MCP_2025}, Session Management; modelcontextprotocol/python-sdk#1676, "
+        "DAWNCR0W/affine-mcp-server#301",
+    ),
+    (
+        "mcp_stream_dropped_after_priming",
+        "info",
+        "a request's SSE stream closed right after its priming event (an event id and a "
+        "`retry`); the client must reconnect with a GET carrying `Last-Event-ID` to get the rest "
+        "and the response",
+        f"{_MCP_2025}, Resumability and Redelivery; modelcontextprotocol/python-sdk PR#1719",
+    ),
+    (
+        "mcp_messages_before_response",
+        "info",
+        "progress and log notifications and a server request (`ping`) arrive on a request's "
+        "stream before its response; the client must answer the server's request, which the "
+        "server waits for",
+        f"{_MCP_2025}, Sending Messages to the Server; micronaut-projects/micronaut-mcp#76",
+    ),
+    (
+        "mcp_json_instead_of_sse",
+        "info",
+        "what the server answered with an SSE stream comes as one JSON body (its notifications "
+        "dropped), and what it answered with JSON comes as an SSE stream; a client must read "
+        "both for any request",
+        f"{_MCP_2025}, Sending Messages to the Server; argoproj-labs/mcp-for-argocd PR#153",
+    ),
+    (
+        "mcp_stateless_server",
+        "info",
+        "the server speaks only 2026-07-28: no `initialize` handshake and no sessions "
+        "(`server/discover`, `_meta` on every request, GET and DELETE answered 405); the client "
+        "must negotiate the stateless generation",
+        f"{_MCP_2026}; modelcontextprotocol/modelcontextprotocol PR#2575",
+    ),
+    (
+        "mcp_input_required",
+        "info",
+        "a tool call is answered with `resultType: input_required` and an elicitation in "
+        "`inputRequests`; the client must ask, then send the call again with `inputResponses` "
+        "and the `requestState`",
+        f"{_MCP_2026}, Multi Round-Trip Requests; thunder-id/thunderid PR#5441",
+    ),
+)
+
 _KIND_OF = {"tool_id_reused": QuirkKind.MODEL}  # an entry above that is a fault of the model's
 
 _TABLES = (
     (_ENTRIES, QuirkKind.PROVIDER),
     (_MODEL_FAULTS, QuirkKind.MODEL),
     (_WIRE, QuirkKind.WIRE),
+    (_SESSION, QuirkKind.SESSION),
 )
 
 
@@ -957,7 +1080,12 @@ def catalogue_markdown() -> str:
         "reference. Severities: **error** a client will likely get wrong; **warn** a client may",
         "get wrong, or streamtool repaired something; **info** a variation worth knowing about.",
         "References name the section of the provider-quirks catalogue (`Q-SSE-1`...) and public",
-        "issue threads (`owner/repo#N`) that show the behaviour.",
+        "issue threads (`owner/repo#N`) that show the behaviour; MCP's entries name the section of",
+        "its specification (`Spec: MCP 2025-11-25 ...`) instead of the catalogue's.",
+        "",
+        "The last entries (`mcp_session_expired` ...) are not seen in one stream: they are a",
+        "server's behaviour over a session's exchanges, which `mutate` and `conform --mutate`",
+        "apply to a recorded MCP session (a tape).",
         "",
         "An **error** or **warn** entry is a departure from the contract of the API it is reported",
         "for, never the contract itself: Gemini's `STOP` after function calls and its function",

@@ -15,7 +15,7 @@ import base64
 import binascii
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -186,6 +186,16 @@ class End(msgspec.Struct):
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "end", "t": self.t, "reason": self.reason, "error": self.error}
+
+
+class RecordedExchange(NamedTuple):
+    """A whole recording in memory, under its name (a tape's file stem): what a session's
+    player serves and a session's faults edit (MCP), the exchanges of a tape together."""
+
+    name: str
+    header: Header
+    chunks: list[Chunk]
+    end: End | None  # None: the recording was cut off
 
 
 def chunk_from_read(t: float | None, data: bytes) -> Chunk:

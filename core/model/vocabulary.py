@@ -24,6 +24,8 @@ class QuirkKind(StrEnum):
     PROVIDER = "provider"  # a provider's way of streaming
     MODEL = "model"  # a fault of the model's output
     WIRE = "wire"  # how the bytes arrived: read boundaries and framing
+    # a server's behaviour over the exchanges of a session (MCP), applied to a tape, not a stream
+    SESSION = "session"
 
 
 class ErrorKind(StrEnum):

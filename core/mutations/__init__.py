@@ -34,6 +34,7 @@ from ..engine.replay import ReplayEngine
 from ..model.quirk_ids import QuirkId
 from ..model.quirks import CATALOGUE, QuirkInfo, entry
 from ..model.records import Chunk, Control, End, Header, Message, chunk_from_read
+from ..model.vocabulary import QuirkKind
 from ..plugins import api_for_converter, api_table, part
 from .session import Session
 from .stream import Stream, parse
@@ -53,6 +54,9 @@ class Scope(enum.Enum):
     FAULT = "faults"  # the model's output, cut by the API's rules: into whole, clean streams
     READS = "wire"  # where the reads are cut
     API = "api"  # the events of one API's own shape (the mutations part of its package)
+    # the exchanges of a recorded session (MCP), not one stream: its API's session_faults part
+    # edits the tape; as a stream mutation it never applies
+    SESSION = "session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +184,13 @@ def _load() -> None:
     mutation_parts()
     for module in ("sse_layer", "faults", "read_cuts"):
         importlib.import_module(f"{__name__}.{module}")
+    for qid, api in session_faults().items():
+        _register(Mutation(qid, _never, Scope.SESSION, frozenset({"all"}), 0, api))
+
+
+def _never(stream: Stream) -> bool:
+    """A session's fault does not apply to one stream (it edits a tape)."""
+    return False
 
 
 def generatable() -> list[QuirkInfo]:
@@ -195,9 +206,44 @@ def mutation_of(quirk_id: str) -> Mutation:
 
 
 def registered() -> dict[QuirkId, Mutation]:
-    """Every mutation declared, by the quirk it applies."""
+    """Every mutation declared, by the quirk it applies, a session's faults among them
+    (:func:`session_faults`)."""
     _load()
     return dict(_REGISTRY)
+
+
+@functools.cache
+def session_fault_parts() -> tuple[tuple[str, ModuleType], ...]:
+    """(API id, its session_faults part) of every API whose package has one: the faults of a
+    session (several exchanges: MCP), which edit a tape, not a stream."""
+    found = []
+    for api in api_table():
+        module = part(api, "session_faults")
+        if module is not None:
+            found.append((api.id, module))
+    return tuple(found)
+
+
+def session_faults() -> dict[QuirkId, str]:
+    """Every session fault's quirk (its part's ``FAULTS``, keyed by quirk id) and the API
+    whose sessions it applies to."""
+    out: dict[QuirkId, str] = {}
+    for api, module in session_fault_parts():
+        for quirk in module.FAULTS:
+            out[QuirkId(quirk)] = api
+    return out
+
+
+def is_session_fault(quirk_id: str) -> bool:
+    """A generatable quirk that is a session's fault (applied to a tape, not to a stream)."""
+    info = entry(quirk_id)
+    _load()
+    return info is not None and info.kind == QuirkKind.SESSION and info.id in _REGISTRY
+
+
+def session_faults_of(api: str) -> ModuleType | None:
+    """An API's session_faults part (its sessions' faults), or None."""
+    return next((rules for name, rules in session_fault_parts() if name == api), None)
 
 
 def suggest(quirk_id: str) -> list[str]:
@@ -311,8 +357,8 @@ def reported(engine: ReplayEngine) -> set[str]:
 
 def applies(original: Original, quirk_id: str) -> bool:
     """Whether the quirk can be applied to the recording (and it does not show it already)."""
-    if quirk_id in original.reported or original.api is None:
-        return False
+    if quirk_id in original.reported or original.api is None or is_session_fault(quirk_id):
+        return False  # a session's faults edit a tape (session_faults), not one stream
     mut = mutation_of(quirk_id)
     if mut.session != (original.records is not None):
         return False  # a session's mutations edit messages, the others reads

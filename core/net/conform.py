@@ -27,14 +27,15 @@ from typing import Any
 from ..drive.replay_file import replay_file
 from ..exchange.playback import Playback
 from ..model.quirks import QuirkInfo, lookup, severity_rank
-from ..model.records import RecordingError
+from ..model.records import RecordedExchange, RecordingError
 from ..outputs.conformance import ClientRun, Difference, Expected, Verdict, expected_from, judge
-from ..plugins import served_api
+from ..plugins import WireApi, api_for_converter, part, served_api
 from ..plugins.table import sdk_apis, sdk_base_urls
 from .library import Library, Recording, expand_paths
 from .library import load_recording as load_served
 from .listen import ServerThread, session_settings
 from .service import ServiceConfig, build_service
+from .sessions import exchanges_of, session_app, session_part
 
 WHOLE = 1 << 62  # a write size no body reaches: the whole body in one write
 DUMMY_KEY = "streamtool-conform"  # the API key clients get: the local server needs none
@@ -83,24 +84,49 @@ def bundled_recordings() -> Path | None:
 
 @dataclass(slots=True)
 class Case:
-    """One recording to check: how it is served and what it means."""
+    """One recording to check: how it is served and what it means. A recorded session (MCP:
+    the exchanges of a tape) is one case, its exchanges in ``session``; ``skip`` says why a
+    case does not apply (a fault of another protocol generation)."""
 
     name: str
     path: str
     served: Recording
     expected: Expected
+    session: list[RecordedExchange] | None = None
+    skip: str = ""
 
     @property
     def api(self) -> str | None:
         return self.served.api
 
 
+def session_api(rec: Recording) -> WireApi | None:
+    """The API of a recording when its exchanges form sessions (a ``session`` part)."""
+    api = api_for_converter(rec.api)
+    return api if api is not None and part(api, "session") is not None else None
+
+
+def session_case(folder: str, recordings: list[Recording]) -> Case:
+    """The recorded session of a tape as one case: served by its API's player, expected to be
+    understood as its ``session`` part says."""
+    api = session_api(recordings[0])
+    assert api is not None
+    exchanges = exchanges_of(recordings)
+    expected = session_part(api).expected(exchanges)
+    return Case(Path(folder).name, folder, recordings[0], expected, session=exchanges)
+
+
 def load_cases(paths: Sequence[str | os.PathLike[str]]) -> list[Case]:
-    """Recordings (files or folders) ready to check. Raises ``RecordingError`` on bad input."""
+    """Recordings (files or folders) ready to check; the exchanges of a recorded session (a
+    tape of MCP exchanges) are one case. Raises ``RecordingError`` on bad input."""
     cases: list[Case] = []
     seen: dict[str, str] = {}
+    sessions: dict[str, list[Recording]] = {}  # a tape folder -> its session's recordings
     for path in expand_paths(paths):
         served = load_served(path)
+        if session_api(served) is not None:
+            sessions.setdefault(str(Path(path).parent), []).append(served)
+            continue
         if served.name in seen:
             raise RecordingError(
                 str(path),
@@ -111,6 +137,12 @@ def load_cases(paths: Sequence[str | os.PathLike[str]]) -> list[Case]:
         # no file tools: a client sees the tool arguments as sent, markers and all
         engine = replay_file(path, handler_options={"file_tools": {}})
         cases.append(Case(served.name, str(path), served, expected_from(engine)))
+    for folder, recordings in sessions.items():
+        case = session_case(folder, recordings)
+        if case.name in seen:
+            raise RecordingError(folder, None, f"two cases are named {case.name!r}")
+        seen[case.name] = folder
+        cases.append(case)
     return cases
 
 
@@ -208,18 +240,21 @@ def client_env(base: str, case: Case, chunking: str) -> dict[str, str]:
             "STREAMTOOL_CHUNKING": chunking,
         }
     )
-    if case.served.model:
+    if case.served.model and case.session is None:  # (a session has no model)
         env["STREAMTOOL_MODEL"] = case.served.model
     else:
         env.pop("STREAMTOOL_MODEL", None)
     return env
 
 
-def _serves(case: Case, call: str) -> bool:
+def _serves(case: Case, call: str, paths: Sequence[str] = ()) -> bool:
     """Whether the endpoint of a noted call (``"POST /v1/messages"``, ``"WEBSOCKET
-    /v1/realtime"``) can serve the case: a session only to an upgrade, a stream only to a
+    /v1/realtime"``) can serve the case: a recorded session of exchanges (MCP) at one of the
+    ``paths`` it was recorded at, a WebSocket session only to an upgrade, a stream only to a
     request."""
     method, _, path = call.partition(" ")
+    if case.session is not None:
+        return path in paths
     if (method == WEBSOCKET) != (case.served.session is not None):
         return False
     api = served_api(path)
@@ -300,6 +335,10 @@ class Runner:
 
     def _run_case(self, case: Case) -> list[Result]:
         results: list[Result] = []
+        if case.skip:
+            return [
+                self._emit(Result(case, p.name, NOT_APPLICABLE, note=case.skip)) for p in self.plans
+            ]
         for i, plan in enumerate(self.plans):
             if i and case.served.session is not None:
                 results.append(self._emit(Result(case, plan.name, NOT_APPLICABLE, note=ONE_WAY)))
@@ -326,8 +365,16 @@ class Runner:
 
     def _run_one(self, case: Case, plan: Chunking) -> Result:
         key = self._key()
-        service = build_service(Library([case.served]), ServiceConfig(playback=plan.playback))
-        self._dispatch.add(key, service.app)
+        edge = player = None
+        if case.session is not None:  # a recorded session: its player, in front of nothing
+            api = session_api(case.served)
+            assert api is not None
+            edge = session_app(api.id, case.session, plan.playback)
+            player = edge.players[api.id]
+            app: Any = edge
+        else:
+            app = build_service(Library([case.served]), ServiceConfig(playback=plan.playback)).app
+        self._dispatch.add(key, app)
         base = f"{self._origin}/run/{key}"
         try:
             run = self._spawn(client_env(base, case, plan.name))
@@ -342,9 +389,16 @@ class Runner:
                 f"the client could not start: {shlex.join(self.command)} exited with "
                 f"{run.exit_code} before sending a request" + (f": {said[-1]}" if said else "")
             )
-        if calls and not any(_serves(case, c) for c in calls):
+        paths = player.paths if player is not None else ()
+        if calls and not any(_serves(case, c, paths) for c in calls):
             return Result(case, plan.name, NOT_APPLICABLE, requests=calls)
         verdict = judge(case.expected, run)
+        if edge is not None and player is not None:  # what the client did to the session
+            verdict.differences += [Difference("error", p) for p in edge.problems]
+            verdict.differences += [
+                Difference("error", f"a request the recorded session did not make: {m}")
+                for m in player.misses
+            ]
         if not calls:
             verdict.differences.insert(
                 0, Difference("request", "the client sent no request to the base URL it was given")

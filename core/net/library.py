@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
+from ..exchange.playback import DROPPED_HEADERS
 from ..model.records import INDEX_NAME, MISSING, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
@@ -29,23 +30,6 @@ from ..wire.framing import PendingDecoder, sniff
 from ..wire.sse import SSEEvent
 
 SNIFF_BYTES = 64 * 1024
-# response headers never replayed: framing and connection handling are the server's own, the
-# body is served decoded, and cookies or redacted values mean nothing to a client
-DROPPED_HEADERS = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "content-length",
-        "content-encoding",
-        "date",
-        "server",
-        "set-cookie",
-        "alt-svc",
-        "strict-transport-security",
-        "via",
-    }
-)
 
 
 @dataclass(slots=True)
@@ -245,6 +229,8 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
             raise RecordingError(str(path), None, binary_text(len(body), body[:4]))
     request_path = unquote(urlsplit(url).path) if url else ""
     endpoint = served_api(request_path) or api_for_converter(api)
+    if model is None and endpoint is not None:  # its row's field (MCP: the request's method)
+        model = endpoint.model_of(request_path, header.request.get("body"))
     suffix = endpoint.route if endpoint is not None else None
     status = header.response.get("status")
     if isinstance(status, int) and 100 <= status <= 199:
@@ -480,6 +466,11 @@ class ServingLibrary(Library):
             rec = self.next_session(request) if request.websocket else self._choose(request)
             self.served.append(rec.name)
             return rec
+
+    def mark_served(self, name: str) -> None:
+        """A recording was served by another part of the server (a session's player)."""
+        with self._lock:
+            self.served.append(name)
 
     def _choose(self, request: Incoming) -> Recording:
         raise NotImplementedError

@@ -11,13 +11,13 @@ those that apply to it) and says which.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from functools import partial
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..engine.replay import DetectionError
 from ..exchange.session_play import script
-from ..model.records import Chunk, End, Header
+from ..model.records import Chunk, End, Header, RecordedExchange, RecordingError
 from ..mutations import (
     Original,
     analyse,
@@ -26,12 +26,16 @@ from ..mutations import (
     apply,
     apply_session,
     generatable,
+    is_session_fault,
     not_generatable,
     replay,
     replay_records,
+    session_faults_of,
 )
 from ..outputs.conformance import expected_from
+from ..plugins import part
 from ..recording.reader import Source
+from .sessions import session_part
 
 if TYPE_CHECKING:
     from .conform import Case, Result
@@ -101,6 +105,9 @@ def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
     out: list[Case] = []
     wanted = set(ids)
     for case in cases:
+        if case.session is not None:
+            out += _session_cases(case, ids)
+            continue
         original = _original(case.path)
         if original is None:
             continue
@@ -125,6 +132,81 @@ def mutated_cases(cases: Sequence[Case], ids: Sequence[str]) -> list[Case]:
 def _served_session(rec: Recording, name: str, records: list[Any]) -> Recording:
     """A session's recording, served with its mutated records."""
     return dataclasses.replace(rec, name=name, session=script(records), records=records)
+
+
+def _session_cases(case: Case, ids: Sequence[str]) -> list[Case]:
+    """A recorded session as it is, then once per session fault of ``ids`` of its API: applied
+    (what the client should understand from the faulty server), or listed as not applicable
+    with the reason (a fault of the other protocol generation)."""
+    from .conform import Case, session_api
+
+    api = session_api(case.served)
+    rules = part(api, "session_faults") if api is not None else None
+    if api is None or rules is None or case.session is None:
+        return []
+    faults = [qid for qid in rules.FAULTS if qid in ids]
+    if not faults:
+        return []
+    out = [case]
+    for qid in faults:
+        name = f"{case.name}{MARK}{qid}"
+        why = rules.not_applicable(case.session, qid)
+        if why is not None:
+            out.append(Case(name, case.path, case.served, case.expected, case.session, skip=why))
+            continue
+        mutated = rules.apply(case.session, qid)
+        expected = session_part(api).expected(mutated)
+        out.append(Case(name, case.path, case.served, expected, session=mutated))
+    return out
+
+
+# -- a recorded session (a tape) ---------------------------------------------------------------
+def tape_session(folder: str | os.PathLike[str]) -> tuple[str, list[RecordedExchange]]:
+    """The recorded session of a tape: its API's id and its exchanges. Raises
+    :class:`RecordingError` when the folder holds none."""
+    from .sessions import exchanges_of, session_groups
+    from .tape import load_tape
+
+    try:
+        library = load_tape(folder)
+    except ValueError as exc:
+        raise RecordingError(str(folder), None, str(exc)) from None
+    groups = session_groups(library)
+    if not groups:
+        raise RecordingError(
+            str(folder), None, "holds no recorded session (MCP exchanges): give a recording"
+        )
+    api, recordings = next(iter(groups.items()))
+    return api, exchanges_of(recordings)
+
+
+def session_fault_list(api: str, exchanges: list[RecordedExchange]) -> list[tuple[str, str | None]]:
+    """Each fault of a session of ``api``: its id, and why it does not apply (None: it does)."""
+    rules = session_faults_of(api)
+    if rules is None:
+        return []
+    return [(qid, rules.not_applicable(exchanges, qid)) for qid in rules.FAULTS]
+
+
+def mutate_tape(
+    folder: str | os.PathLike[str], ids: Sequence[str], output: str | os.PathLike[str], force: bool
+) -> list[RecordedExchange]:
+    """Write the recorded session of ``folder`` with the faults ``ids`` applied, in the order
+    given, as the tape ``output``; returns its exchanges. Raises ``ValueError`` naming a fault
+    that does not apply (and why), :class:`RecordingError` for unusable input or output."""
+    from ..recording.tape_write import write_tape
+
+    api, exchanges = tape_session(folder)
+    rules = session_faults_of(api)
+    for qid in ids:
+        if rules is None or qid not in rules.FAULTS:
+            raise ValueError(f"{folder}: quirk {qid} is not a fault of {api} sessions")
+        why = rules.not_applicable(exchanges, qid)
+        if why is not None:
+            raise ValueError(f"{folder}: quirk {qid} does not apply to it ({why})")
+        exchanges = rules.apply(exchanges, qid)
+    write_tape(output, exchanges, force=force)
+    return exchanges
 
 
 def mutate_recording(rec: Recording, ids: Sequence[str]) -> list[str]:
@@ -212,10 +294,26 @@ __all__ = [
 ]
 
 
-def mutator(value: str | Sequence[str] | None) -> Callable[[Library], dict[str, list[str]]] | None:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Mutator:
+    """A ``--mutate`` option's quirks: applied to each stream of a library they apply to
+    (called with the library), and, for the recorded sessions it serves, the session's faults
+    among them (:attr:`session_ids`, applied by the service to the sessions' tapes)."""
+
+    ids: tuple[str, ...]
+
+    def __call__(self, library: Library) -> dict[str, list[str]]:
+        return mutate_library(library, self.ids)
+
+    @property
+    def session_ids(self) -> tuple[str, ...]:
+        return tuple(q for q in self.ids if is_session_fault(q))
+
+
+def mutator(value: str | Sequence[str] | None) -> Mutator | None:
     """What applies a ``--mutate`` option's quirks to a library (a service's ``mutate``):
     ``None`` when not given. Raises ``ValueError`` for an id that is not generatable."""
     ids = parse_mutate(value)
     if ids is None:
         return None
-    return partial(mutate_library, ids=ids)
+    return Mutator(tuple(ids))

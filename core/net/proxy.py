@@ -27,7 +27,7 @@ from ..exchange.hostcheck import host_refusal, is_loopback, refuse
 from ..exchange.requests import PRESETS
 from ..model.records import RecordingError
 from ..plugins import api_for_path, api_table, error_body, find_api, official_origins, served_api
-from ..plugins.table import api_by_header, default_api
+from ..plugins.table import api_by_header, api_for_request, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_index import IndexEntry, Tape
@@ -86,6 +86,11 @@ def route(method: str, path: str, headers: Mapping[str, str], body: Any) -> Rout
     # the provider's own error shape (its wire APIs'), but an API that many providers speak
     # answers in its own shape whoever serves it
     style = _STYLES.get(provider, _DEFAULT.error_style)
+    # an API served at any path claims its requests by what they carry (MCP: a JSON-RPC body)
+    claimed = api_for_request(method, headers, body)
+    if claimed is not None:
+        api, name = claimed
+        return Route(api.provider, api.name, name, api.error_style)
     wire = api_for_path(path) if method.upper() == "POST" else None
     if wire is not None and not wire.http:
         wire = None  # an API reached over WebSocket only: a POST there is not one of its streams
@@ -143,7 +148,13 @@ class Upstreams:
         for key in (r.api, r.provider):
             if key and key in self.rules:
                 return self.rules[key]
-        return self.default or OFFICIAL[r.provider]
+        origin = self.default or OFFICIAL.get(r.provider)
+        if origin is None:  # an API without an official host (MCP)
+            raise NoUpstream(
+                f"{r.api or r.provider} requests have no official host to go to: start the "
+                f"proxy with --upstream URL (or --upstream {r.api or r.provider}=URL)"
+            )
+        return origin
 
     def url(self, r: Route, raw_path: str, query: str) -> str:
         """The upstream URL: the origin (and any path it has) plus the request's path
@@ -158,6 +169,10 @@ class Upstreams:
 # -- the request target ----------------------------------------------------------------------------
 class BadTarget(ValueError):
     """A request target that is not a path on this proxy (answered 400)."""
+
+
+class NoUpstream(ValueError):
+    """A request of an API without an official host, and no ``--upstream`` for it (502)."""
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -363,7 +378,11 @@ class ProxyApp:
         path = raw_path.decode("latin-1")
         query = scope.get("query_string", b"").decode("latin-1")
         r = route(request.method, request.url.path, request.headers, parsed)
-        url = self.config.upstreams.url(r, path, query)
+        try:
+            url = self.config.upstreams.url(r, path, query)
+        except NoUpstream as exc:
+            self.log(f"{request.method} {request.url.path[:80]!r} -> 502: {exc}")
+            return refusal(502, error_body(r.style, 502, f"streamtool proxy: {exc}"))
         # the model and path name the file, the index entry and the journal's row: a credential
         # the request carries (a model set to the key) reaches none of them
         secrets = request_secrets(request.headers.items(), url)

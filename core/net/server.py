@@ -81,6 +81,7 @@ def create_app(
     max_body: int = MAX_BODY,
     body_timeout: float = BODY_TIMEOUT,
     on_no_match: Callable[[str], None] | None = None,
+    edge: Callable[[Any], Any] | None = None,
 ) -> Any:
     """The starlette app answering the provider endpoints from ``library``.
 
@@ -91,6 +92,8 @@ def create_app(
     read whole, one that has not arrived ``body_timeout`` seconds after its head 408
     (:mod:`.bodies`). A request that reached a
     loopback address under a ``Host`` that is not loopback is 421 (:mod:`..exchange.hostcheck`).
+    ``edge`` wraps the app behind the host check: the requests of APIs served as sessions go to
+    their players first (:mod:`.sessions`).
     """
     import anyio
     from starlette.applications import Starlette
@@ -235,7 +238,8 @@ def create_app(
         # a WebSocket upgrade: a recorded session of an API reached that way (:mod:`.ws_serve`)
         WebSocketRoute("/{path:path}", session_endpoint(library, play, log)),
     ]
-    return loopback_only(Starlette(routes=routes), log)
+    inner = Starlette(routes=routes)
+    return loopback_only(edge(inner) if edge is not None else inner, log)
 
 
 async def _ready(

@@ -16,6 +16,7 @@ from ..exchange.playback import Playback
 from .bodies import BODY_TIMEOUT, MAX_BODY
 from .library import Incoming, Library
 from .server import create_app
+from .sessions import SessionEdge, players
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,9 @@ class ServiceConfig:
     mutate: Callable[[Library], dict[str, list[str]]] | None = None
     max_body: int = MAX_BODY
     body_timeout: float = BODY_TIMEOUT
+    # the faults of a session (quirk ids) applied to the recorded sessions it serves (MCP:
+    # ``--mutate``), each where it applies
+    faults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +44,31 @@ class Service:
 
     app: Any
     mutated: dict[str, list[str]]  # recording -> the quirks applied to it
+    sessions: SessionEdge | None = None  # what answers the recorded sessions, if any
 
 
 def build_service(library: Library, config: ServiceConfig) -> Service:
     """The app answering requests from ``library`` as ``config`` says (its quirks applied
-    first)."""
+    first). The recordings of APIs served as sessions (MCP) are answered by their players
+    (:mod:`.sessions`), in front of the rest."""
     mutated = config.mutate(library) if config.mutate is not None else {}
+    # --mutate (a mutated_library.Mutator): the quirks of its that are sessions' faults too
+    faults = config.faults or tuple(getattr(config.mutate, "session_ids", ()))
+    found, faulted = players(library, faults)
+    mutated.update(faulted)
+    edge = None
+    if found or config.on_miss is not None:  # (recording: a new session is forwarded whole)
+        edge = SessionEdge(
+            None,
+            found,
+            playback=config.playback,
+            log=config.log,
+            on_served=getattr(library, "mark_served", None),
+            max_body=config.max_body,
+            body_timeout=config.body_timeout,
+            forward=config.on_miss,
+            on_no_match=config.on_no_match,
+        )
     app = create_app(
         library,
         config.playback,
@@ -54,5 +77,6 @@ def build_service(library: Library, config: ServiceConfig) -> Service:
         max_body=config.max_body,
         body_timeout=config.body_timeout,
         on_no_match=config.on_no_match,
+        edge=edge.wrap if edge is not None else None,
     )
-    return Service(app, mutated)
+    return Service(app, mutated, edge)

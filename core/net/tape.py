@@ -37,7 +37,7 @@ from ..drive.script import TurnPicker
 from ..exchange.playback import Playback
 from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
-from ..plugins import served_api
+from ..plugins import error_body, served_api
 from ..recording.own_files import open_own
 from ..recording.secrets import SecretScrubber, redact_keys
 from ..recording.tape_gitignore import is_fresh, write_gitignore
@@ -321,14 +321,21 @@ class MissRecorder:
         return self._forwarder
 
     def __call__(self, request: Any, raw: bytes, incoming: Incoming, style: str) -> Any:
+        from .bodies import refusal
         from .forward import Exchange as Forwarded
         from .forward import recorder_for, request_secrets
-        from .proxy import route
+        from .proxy import NoUpstream, route
 
         r = route(request.method, request.url.path, request.headers, incoming.body)
         scope = request.scope
         raw_path = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
-        url = self.upstreams.url(r, raw_path, scope.get("query_string", b"").decode("latin-1"))
+        query = scope.get("query_string", b"").decode("latin-1")
+        try:
+            url = self.upstreams.url(r, raw_path, query)
+        except NoUpstream as exc:  # an API without an official host (MCP): no upstream given
+            if self.log is not None:
+                self.log(f"{request.method} {redact_keys(request.url.path)} -> 502: {exc}")
+            return refusal(502, error_body(r.style, 502, f"streamtool: {exc}"))
         # the model and path name the file, the index entry and the log: a credential the
         # request carries (a model set to the key) reaches none of them (the proxy's rule)
         secrets = request_secrets(request.headers.items(), url)
@@ -529,6 +536,7 @@ def serving_tape(
     match_ignore: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
     port: int = 0,
+    faults: Sequence[str] = (),
 ) -> TapeServer:
     """Serve a tape on 127.0.0.1 from a background thread.
 
@@ -537,12 +545,13 @@ def serving_tape(
     ``1.0`` keeps the recorded gaps, each capped at ``max_gap`` seconds. With
     ``record_missing`` a request the tape does not hold goes to ``upstream`` and is added to
     the tape (``server.recorded`` names what was added); without it the tape is only read.
-    ``server.served`` names the recordings served, in order.
+    ``server.served`` names the recordings served, in order. ``faults``: the session faults
+    (quirk ids: ``mcp_session_expired``...) applied to the recorded sessions it serves.
     """
     if record_missing and not upstream:
         raise ValueError("record on miss needs an upstream URL")
     library = load_tape(folder, match_ignore, create=record_missing)
     playback = Playback(speed=speed, rechunk=rechunk, max_gap=max_gap)
     on_miss = MissRecorder(library, upstream, log=log) if record_missing and upstream else None
-    config = ServiceConfig(playback=playback, log=log, on_miss=on_miss)
+    config = ServiceConfig(playback=playback, log=log, on_miss=on_miss, faults=tuple(faults))
     return TapeServer(library, build_service(library, config).app, port=port)

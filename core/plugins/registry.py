@@ -40,6 +40,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "bedrock-invoke": f"{_APIS}.bedrock_invoke:API",
         "cohere": f"{_APIS}.cohere:API",
         "openai-realtime": f"{_APIS}.openai_realtime:API",
+        "mcp": f"{_APIS}.mcp:API",
     },
     "streamtool.converters": {
         "openai-chat": f"{_APIS}.openai_chat.decoder:OpenAIChatConverter",
@@ -53,6 +54,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "cohere": f"{_APIS}.cohere.decoder:CohereConverter",
         "gemini-interactions": (f"{_APIS}.gemini_interactions.decoder:GeminiInteractionsConverter"),
         "openai-realtime": f"{_APIS}.openai_realtime.decoder:RealtimeConverter",
+        "mcp": f"{_APIS}.mcp.decoder:McpConverter",
     },
     "streamtool.handlers": {
         "api_tool_call": (

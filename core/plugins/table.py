@@ -152,6 +152,33 @@ def api_for_path(path: str, *, hosted: bool = False) -> WireApi | None:
     return _first(found)
 
 
+@functools.cache
+def _claimers(rows: tuple[WireApi, ...]) -> tuple[tuple[WireApi, Callable[..., Any]], ...]:
+    found = []
+    for api in rows:
+        claim = getattr(part(api, "detect"), "claim_request", None)
+        if claim is not None:
+            found.append((api, claim))
+    return tuple(found)
+
+
+def api_for_request(
+    method: str, headers: Mapping[str, str], body: Any
+) -> tuple[WireApi, str] | None:
+    """The API that claims a request by what it carries rather than by its path (its detect
+    part's ``claim_request(method, headers, body)``: the name of the request, or ``None``),
+    and that name. For APIs served at any path (an MCP server's endpoint is its own)."""
+
+    def found(rows: tuple[WireApi, ...]) -> tuple[WireApi, str] | None:
+        for api, claim in _claimers(rows):
+            name = claim(method, headers, body)
+            if name is not None:
+                return api, name
+        return None
+
+    return _first(found)
+
+
 def find_api(name: str) -> WireApi | None:
     """The API a name means (any of its :attr:`~WireApi.names`, in any letter case)."""
     low = name.lower()
@@ -196,14 +223,18 @@ def model_in_path(path: str) -> str | None:
 
 
 def official_hosts() -> dict[str, str]:
-    """The official hosts (``api.openai.com``) and their providers."""
-    return {urlsplit(a.base_url).netloc: a.provider for a in api_table()}
+    """The official hosts (``api.openai.com``) and their providers (an API without an
+    official host, ``base_url`` empty, has none)."""
+    return {urlsplit(a.base_url).netloc: a.provider for a in api_table() if a.base_url}
 
 
 def official_origins() -> dict[str, str]:
-    """Each provider's official origin (``https://api.openai.com``), in table order."""
+    """Each provider's official origin (``https://api.openai.com``), in table order (an API
+    without an official host, ``base_url`` empty, has none: its requests need an upstream)."""
     origins: dict[str, str] = {}
     for api in api_table():
+        if not api.base_url:
+            continue
         parts = urlsplit(api.base_url)
         origins.setdefault(api.provider, f"{parts.scheme}://{parts.netloc}")
     return origins

@@ -24,7 +24,9 @@ class WireApi(NamedTuple):
     converters: tuple[str, ...]  # the converters that read its streams, the default first
     error_style: str  # the shape of its error bodies (see error_body)
     provider: str  # whose API it is: its official host's provider
-    base_url: str  # the official SDK's default base URL
+    # the official SDK's default base URL; empty for an API without an official host (MCP: every
+    # server is its own), whose requests the proxy sends to --upstream only
+    base_url: str
     path: str  # what a request appends to a base URL ("{model}": the model, quoted)
     key_env: tuple[str, ...] = ()  # where its official SDK finds the API key
     # further path suffixes of the same API, not streamed (recognised, never served)

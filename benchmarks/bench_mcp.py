@@ -1,0 +1,362 @@
+"""``streamtool proxy`` in front of an MCP server on loopback: a tool call direct against through
+the proxy, every figure from paired, interleaved runs.
+
+    python -m benchmarks.bench_mcp [--calls 201] [--rounds 7] [--clients 50] [--seconds 3]
+
+The upstream is a real MCP server, the ``mcp`` SDK's own (``MCPServer``, FastMCP in the 1.x
+line) over Streamable HTTP with sessions, in a process of its own; ``streamtool proxy
+--upstream`` records every exchange into a temporary folder (no live view), in another. The
+client is httpx (asyncio) in this process, speaking the protocol itself (``initialize``, then
+``tools/call`` of a tool adding two numbers, answered as an SSE stream, read to its end), the same
+for direct and proxied calls. Beside the proxy, in the same rounds, ``bench_proxy``'s two floors
+(``benchmarks/floor_relay.py``: the proxy's libraries as a plain relay, and a TCP relay), the
+figures to read the proxy's against. Figures and targets:
+
+1. one tool call's time (the request sent to the stream's last byte), on a kept-alive
+   connection of an open session, direct and proxied alternating (the order swapped every
+   pair): the median of the paired differences proxied - direct <= +2 ms;
+2. ``--clients`` clients at once, each its own connection and session, calling for
+   ``--seconds`` seconds: tool calls per second through the proxy / direct, rounds alternating
+   (the order swapped every round), the median of ``--rounds`` ratios >= 0.8x.
+
+Every proxied call's recording is checked at the end: one per call, holding the bytes the client
+read. Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the three processes
+share the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from streamtool.core.recording.reader import Source  # noqa: E402
+
+CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+LATENCY_TARGET_MS = 2.0
+THROUGHPUT_TARGET = 0.8
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
+
+
+def upstream_server(port: int) -> None:
+    """The MCP server (run in its own process: ``--upstream-server PORT``)."""
+    import logging
+
+    import uvicorn
+
+    try:
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("bench")
+        app = server.streamable_http_app()
+    except ImportError:  # the 1.x line
+        from mcp.server.fastmcp import FastMCP
+
+        server = FastMCP("bench", log_level="WARNING")
+        app = server.streamable_http_app()
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    logging.disable(logging.INFO)
+    # idle connections kept longer than the proxy's pool keeps them: a request never meets a
+    # connection the server is closing (the proxy does not send a POST twice)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=120,
+    )
+
+
+class Process:
+    def __init__(self, command: list[str], url: str | None = None) -> None:
+        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        if url is None:
+            assert self.proc.stderr is not None
+            line = self.proc.stderr.readline()
+            found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+            if not found:
+                self.proc.kill()
+                raise SystemExit(f"{command[-1]} did not start: {line!r}")
+            url = found.group(1)
+        self.url = url
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_up(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.post(url + "/mcp", json=INIT, headers=ACCEPT, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit("the MCP server did not start")
+
+
+class Session:
+    """One client's connection and MCP session."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client = client
+        self.url = url + "/mcp"
+        self.headers = dict(ACCEPT)
+        self.n = 0
+
+    async def open(self) -> None:
+        answer = await self.client.post(self.url, json=INIT, headers=self.headers)
+        answer.raise_for_status()
+        self.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+        self.headers["mcp-protocol-version"] = "2025-11-25"
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await self.client.post(self.url, json=done, headers=self.headers)
+
+    async def call(self) -> tuple[float, bytes]:
+        """One tools/call read to its stream's end: (seconds, the body)."""
+        self.n += 1
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.n,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": self.n, "b": 1}},
+        }
+        start = time.perf_counter()
+        got = bytearray()
+        async with self.client.stream("POST", self.url, json=body, headers=self.headers) as resp:
+            async for data in resp.aiter_raw():
+                got += data
+        elapsed = time.perf_counter() - start
+        if f'"text":"{self.n + 1}"'.encode() not in got:
+            raise SystemExit(f"a wrong answer: {bytes(got)[:200]!r}")
+        return elapsed, bytes(got)
+
+
+async def latency(urls: list[str], calls: int) -> tuple[list[list[float]], list[bytes]]:
+    """Calls through each origin in turn (the order turned every round), kept-alive: each
+    origin's seconds, and the bodies read through the second (the proxy)."""
+    clients = [httpx.AsyncClient(timeout=30) for _ in urls]
+    try:
+        sessions = [Session(c, u) for c, u in zip(clients, urls, strict=True)]
+        for s in sessions:
+            await s.open()
+        for _ in range(10):  # warm up every path
+            for s in sessions:
+                await s.call()
+        times: list[list[float]] = [[] for _ in urls]
+        bodies: list[bytes] = []
+        for i in range(calls):
+            for k in [(j + i) % len(urls) for j in range(len(urls))]:
+                seconds, body = await sessions[k].call()
+                times[k].append(seconds)
+                if k == 1:
+                    bodies.append(body)
+    finally:
+        for c in clients:
+            await c.aclose()
+    return times, bodies
+
+
+TICK = __import__("os").sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+async def rate(url: str, clients: int, seconds: float) -> tuple[float, int]:
+    """Tool calls per second of ``clients`` clients calling at once for ``seconds``."""
+    limits = httpx.Limits(max_connections=1)
+    pool = [httpx.AsyncClient(timeout=60, limits=limits) for _ in range(clients)]
+    try:
+        sessions = [Session(c, url) for c in pool]
+        await asyncio.gather(*(s.open() for s in sessions))
+        stop = time.perf_counter() + seconds
+        done = 0
+
+        async def run(s: Session) -> None:
+            nonlocal done
+            while time.perf_counter() < stop:
+                await s.call()
+                done += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(run(s) for s in sessions))
+        elapsed = time.perf_counter() - start
+    finally:
+        for c in pool:
+            await c.aclose()
+    return done / elapsed, done
+
+
+def spent_in_order(spent: list[float], i: int, n: int) -> list[float]:
+    """The relays' CPU per call, measured in round ``i``'s turned order, in their own order."""
+    order = [(j + i) % (n + 1) for j in range(n + 1)]
+    relays = [k for k in order if k]
+    return [spent[relays.index(k)] for k in range(1, n + 1)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=201, help="paired calls (>= 21)")
+    ap.add_argument("--rounds", type=int, default=7, help="paired throughput rounds (>= 3)")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=3.0, help="one throughput round's length")
+    ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.upstream_server:
+        upstream_server(args.upstream_server)
+        return
+    if args.calls < 21 or args.rounds < 3:
+        raise SystemExit("--calls needs at least 21 and --rounds at least 3")
+    with open("/proc/loadavg") as f:
+        print(f"load average before: {' '.join(f.read().split()[:3])}")
+    port = free_port()
+    upstream = Process(
+        [sys.executable, "-m", "benchmarks.bench_mcp", "--upstream-server", str(port)],
+        url=f"http://127.0.0.1:{port}",
+    )
+    failed = []
+    try:
+        wait_up(upstream.url)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "captures"
+            out.mkdir()
+            proxy = Process(
+                [
+                    *CLI,
+                    "proxy",
+                    "--upstream",
+                    upstream.url,
+                    "--out",
+                    str(out),
+                    "--view",
+                    "none",
+                    "--port",
+                    "0",
+                ]  # fmt: skip
+            )
+            floors = [
+                Process([sys.executable, "-m", "benchmarks.floor_relay", kind, upstream.url])
+                for kind in ("http", "tcp")
+            ]
+            relays = [proxy, *floors]
+            try:
+                urls = [upstream.url, *(r.url for r in relays)]
+                times, bodies = asyncio.run(latency(urls, args.calls))
+                rounds = []  # per round: calls/s direct, then through each relay
+                cpu: list[list[float]] = []  # per round: CPU per call of each relay, upstream's
+                for i in range(args.rounds):
+                    got: dict[str, float] = {}
+                    spent: list[float] = []
+                    for k in [(j + i) % len(urls) for j in range(len(urls))]:
+                        pid = relays[k - 1].pid if k else upstream.pid
+                        before = cpu_seconds(pid), cpu_seconds(upstream.pid)
+                        per_second, done = asyncio.run(rate(urls[k], args.clients, args.seconds))
+                        got[urls[k]] = per_second
+                        if k:
+                            spent.append((cpu_seconds(pid) - before[0]) / done)
+                        if k == 1:
+                            upstream_cpu = (cpu_seconds(upstream.pid) - before[1]) / done
+                    rounds.append([got[u] for u in urls])
+                    cpu.append([*spent_in_order(spent, i, len(relays)), upstream_cpu])
+            finally:
+                for r in relays:
+                    r.stop()
+            recorded = [
+                Source(out / e["file"])
+                for e in map(json.loads, (out / "index.jsonl").read_text().splitlines())
+                if e["model"] == "tools/call add"
+            ]
+            exact = sum(
+                1
+                for s in recorded
+                if b"".join(
+                    c.data.encode() if isinstance(c.data, str) else c.data for c in s.chunks()
+                )
+                in set(bodies)
+            )
+    finally:
+        upstream.stop()
+
+    direct = times[0]
+    labels = ("proxy", "floor: uvicorn + httpx relay", "floor: TCP relay")
+    print(f"one tool call, kept-alive session, {args.calls} rounds of calls through each path")
+    print(f"  direct {statistics.median(direct) * 1000:6.2f} ms")
+    extras = []
+    for label, through in zip(labels, times[1:], strict=True):
+        extra = statistics.median(p - d for d, p in zip(direct, through, strict=True)) * 1000
+        extras.append(extra)
+        print(
+            f"  {label:<30} {statistics.median(through) * 1000:6.2f} ms   "
+            f"paired median {extra:+.2f} ms"
+        )
+    print(f"  target: the proxy <= +{LATENCY_TARGET_MS} ms")
+    if extras[0] > LATENCY_TARGET_MS:
+        failed.append("latency")
+    print(f"{args.clients} clients at once, {args.seconds:g} s rounds, {args.rounds} rounds")
+    for row in rounds:
+        shown = "   ".join(f"{r / row[0]:.2f}x" for r in row[1:])
+        print(f"  direct {row[0]:7.1f} calls/s   proxy {row[1]:7.1f} calls/s   ({shown})")
+    for k, label in enumerate(labels, 1):
+        ratio = statistics.median(row[k] / row[0] for row in rounds)
+        per_call = statistics.median(c[k - 1] for c in cpu) * 1000
+        print(f"  {label:<30} median {ratio:.2f}x   CPU per call {per_call:.2f} ms")
+        if k == 1 and ratio < THROUGHPUT_TARGET:
+            failed.append("throughput")
+    upstream_ms = statistics.median(c[-1] for c in cpu) * 1000
+    print(f"  the MCP server's CPU per call {upstream_ms:.2f} ms")
+    print(f"  target: the proxy >= {THROUGHPUT_TARGET}x")
+    print(f"recordings of the paired proxied calls holding the bytes read: {exact}/{len(bodies)}")
+    if exact < len(bodies):
+        failed.append("recordings")
+    if failed:
+        print(f"MISSED: {', '.join(failed)}")
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
