@@ -22,7 +22,7 @@ import pytest
 
 from streamtool.core import mutations as M
 from streamtool.core.apis.mcp import session_faults as F
-from streamtool.core.apis.mcp.session import Player, expected
+from streamtool.core.apis.mcp.player import Player, expected
 from streamtool.core.model.quirks import CATALOGUE
 from streamtool.core.net.sessions import exchanges_of
 from streamtool.core.net.tape import load_tape, serving_tape

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from streamtool.core.apis.mcp.session import expected
+from streamtool.core.apis.mcp.player import expected
 from streamtool.core.net.sessions import exchanges_of
 from streamtool.core.net.tape import load_tape, serving_tape
 from streamtool.core.recording.reader import Source

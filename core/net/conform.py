@@ -101,9 +101,9 @@ class Case:
 
 
 def session_api(rec: Recording) -> WireApi | None:
-    """The API of a recording when its exchanges form sessions (a ``session`` part)."""
+    """The API of a recording when its exchanges form sessions (a ``player`` part)."""
     api = api_for_converter(rec.api)
-    return api if api is not None and part(api, "session") is not None else None
+    return api if api is not None and part(api, "player") is not None else None
 
 
 def session_case(folder: str, recordings: list[Recording]) -> Case:

@@ -49,19 +49,19 @@ def exchanges_of(recordings: Sequence[Recording]) -> list[RecordedExchange]:
 
 
 def session_part(api: WireApi) -> Any:
-    """An API's ``session`` part (:class:`ApiError` when its package has none)."""
-    found = part(api, "session")
+    """An API's ``player`` part (:class:`ApiError` when its package has none)."""
+    found = part(api, "player")
     if found is None:
-        raise ApiError(f"API {api.id!r} serves no sessions: its package has no session part")
+        raise ApiError(f"API {api.id!r} serves no sessions: its package has no player part")
     return found
 
 
 def session_groups(library: Library) -> dict[str, list[Recording]]:
-    """The recordings of the APIs that serve sessions (a ``session`` part), by API id."""
+    """The recordings of the APIs that serve sessions (a ``player`` part), by API id."""
     groups: dict[str, list[Recording]] = {}
     for rec in library.recordings:
         api = api_for_converter(rec.api)
-        if api is not None and part(api, "session") is not None:
+        if api is not None and part(api, "player") is not None:
             groups.setdefault(api.id, []).append(rec)
     return groups
 

@@ -3,7 +3,7 @@
 
 Each fault is a catalogue entry (``mcp_session_expired``...: the session kind) and a function
 here that edits the tape's exchanges (sans-IO: whole recordings in, whole recordings out) so
-that the player (:mod:`.session`), serving the result as it serves any tape, behaves as a
+that the player (:mod:`.player`), serving the result as it serves any tape, behaves as a
 server with that fault would: a 404 recorded before a request and a second handshake after it,
 a stream cut after its priming event and the GET that resumes it, notifications and a ``ping``
 request before a response, JSON bodies for SSE streams and back, the session rewritten as a
@@ -27,7 +27,7 @@ import msgspec
 from ...model.quirk_ids import QuirkId
 from ...model.records import Chunk, End, RecordedExchange
 from . import jsonrpc as rpc
-from .session import GEN_2025, MODERN
+from .player import GEN_2025, MODERN
 from .wire import Event, dumps, events_of, is_sse
 
 RETRY_MS = 200  # the retry a dropped stream's priming event asks for
