@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
@@ -384,6 +384,14 @@ def renumbered(name: str, seq: int) -> str:
     return f"{seq:04d}-{rest}"
 
 
+class TapeStorage(Protocol):
+    """Where a tape's exchanges go besides its folder (a tape on object storage,
+    :class:`streamtool.core.net.store.StorePublisher`): told of each exchange once its
+    recording is complete and indexed in the folder."""
+
+    def publish(self, folder: Path, entry: IndexEntry) -> None: ...
+
+
 class Tape:
     """A tape folder being written to: allocates file names and appends index entries.
 
@@ -398,9 +406,15 @@ class Tape:
     """
 
     def __init__(
-        self, folder: str | os.PathLike[str], *, create: bool = True, after: int = 0
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        after: int = 0,
+        storage: TapeStorage | None = None,
     ) -> None:
         self.folder = Path(folder)
+        self.storage = storage  # each appended exchange is published there too
         if create:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
@@ -471,7 +485,11 @@ class Tape:
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
         append_entries(self.folder, [entry], lock=self.lock)  # the fsync after the lock
-        self.release(entry.file)
+        try:
+            if self.storage is not None:
+                self.storage.publish(self.folder, entry)
+        finally:
+            self.release(entry.file)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
