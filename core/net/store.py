@@ -27,7 +27,6 @@ import os
 import re
 import tempfile
 import threading
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -164,7 +163,7 @@ def _aws_files() -> Any:
         return None
 
 
-def _run(coro: Awaitable[_T]) -> _T:
+def run_sync(coro: Awaitable[_T]) -> _T:
     """Run ``coro`` to its end from synchronous code (in a thread of its own when an event
     loop runs here already)."""
     try:
@@ -193,7 +192,7 @@ def file_hash(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def _write_whole(path: Path, data: bytes) -> None:
+def write_whole(path: Path, data: bytes) -> None:
     """``data`` into ``path`` at once: a temporary file beside it, renamed (a reader, or a
     writer killed midway, never sees part of it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +244,7 @@ class BlobCache:
         if content_hash(data) != digest:
             raise ValueError(f"recording {digest[:12]}: the store's bytes do not match its hash")
         path = self.path(digest)
-        _write_whole(path, data)
+        write_whole(path, data)
         return path
 
     def tape_dir(self, url: str) -> Path:
@@ -267,6 +266,7 @@ class StoreTape:
     def __init__(self, url: str, cache: BlobCache | None = None) -> None:
         self.url = url.rstrip("/")
         self.store, self.prefix = _open(self.url)
+        self.scheme = self.url.partition("://")[0].lower()
         self.cache = cache or BlobCache()
         self.parallel = PARALLEL
 
@@ -281,7 +281,8 @@ class StoreTape:
         return StoreError(self.url, f"{what}{describe_error(exc)}")
 
     # -- listing -----------------------------------------------------------------------------
-    async def _list(self, prefix: str) -> list[dict[str, Any]]:
+    async def list_folder(self, prefix: str) -> list[dict[str, Any]]:
+        """Every object under the folder ``prefix`` (obstore lists by whole path segments)."""
         import obstore
 
         out: list[dict[str, Any]] = []
@@ -290,15 +291,42 @@ class StoreTape:
             out.extend(batch)
         return out
 
-    async def _list_all(self, prefixes: Sequence[str]) -> list[dict[str, Any]]:
-        parts = await asyncio.gather(*(self._list(p) for p in prefixes))
+    async def _list_range(self, folder: str, start: str, stop: str | None) -> list[dict[str, Any]]:
+        """The objects under ``folder`` whose keys are at least ``start`` and below ``stop``
+        (a listing that starts after a key, as S3's does, and stops there)."""
+        import obstore
+
+        out: list[dict[str, Any]] = []
+        low, high = self.key(start), None if stop is None else self.key(stop)
+        stream = obstore.list(self.store, prefix=self.key(folder), offset=low, chunk_size=1000)
+        async for batch in stream:
+            for meta in batch:
+                if high is not None and meta["path"] >= high:
+                    return out
+                if meta["path"] >= low:
+                    out.append(meta)
+        return out
+
+    async def _list_sharded(self, folder: str) -> list[dict[str, Any]]:
+        """Everything under ``folder`` (whose names start with a hex digit), as one listing
+        per first digit, run at once. A local folder (whose listing is in no order) is listed
+        once."""
+        if self.scheme == "file":
+            return await self.list_folder(folder)
+        bounds = [*SHARDS, None]
+        parts = await asyncio.gather(
+            *(
+                self._list_range(folder, f"{folder}/{bounds[i]}", _next(folder, bounds[i + 1]))
+                for i in range(len(SHARDS))
+            )
+        )
         return [meta for part in parts for meta in part]
 
     def listing(self, *, offline_ok: bool = True) -> Listing:
         """Every entry of the tape, in order (one listing per hex digit, at once). When the
         store cannot be reached and the cache holds an earlier listing, that one (``offline``)."""
         try:
-            metas = _run(self._list_all([f"index/{d}" for d in SHARDS]))
+            metas = run_sync(self._list_sharded("index"))
         except Exception as exc:
             if offline_ok and _unreachable(exc):
                 cached = self._cached_listing()
@@ -323,7 +351,7 @@ class StoreTape:
         """The entries of one match key, in order (one listing: a miss looks here before it
         records, for what another writer added since the tape was opened)."""
         try:
-            metas = _run(self._list(f"index/{key[:2]}/{key}/"))
+            metas = run_sync(self.list_folder(f"index/{key[:2]}/{key}/"))
         except Exception as exc:
             raise self.fail(exc) from None
         return sorted(r for m in metas if (r := parse_entry_key(self.relative(m["path"]))))
@@ -334,7 +362,7 @@ class StoreTape:
     def _save_listing(self, listing: Listing) -> None:
         data = json.dumps({"url": self.url, "entries": [r.path for r in listing.refs]}).encode()
         try:
-            _write_whole(self._listing_file(), data)
+            write_whole(self._listing_file(), data)
         except OSError as exc:
             _log.warning("%s: cannot cache the listing: %s", self.url, os_error_text(exc))
 
@@ -347,7 +375,7 @@ class StoreTape:
         return Listing(sorted(refs), offline=True)
 
     # -- reading -----------------------------------------------------------------------------
-    async def _get(self, relative: str) -> bytes:
+    async def get_async(self, relative: str) -> bytes:
         import obstore
 
         got = await obstore.get_async(self.store, self.key(relative))
@@ -398,7 +426,7 @@ class StoreTape:
         if progress is not None and out:
             progress(len(out))
         if missing:
-            out.update(_run(self._fetch_all(missing, progress)))
+            out.update(run_sync(self._fetch_all(missing, progress)))
         return out
 
     async def _fetch_all(
@@ -410,7 +438,7 @@ class StoreTape:
         async def one(digest: str) -> tuple[str, Path]:
             async with gate:
                 try:
-                    data = await self._get(recording_key(digest))
+                    data = await self.get_async(recording_key(digest))
                 except FileNotFoundError:
                     raise StoreError(
                         self.url, f"recording {digest[:12]} is named by the index but missing"
@@ -453,11 +481,11 @@ class StoreTape:
                 except OSError:
                     async with gate:
                         try:
-                            data = await self._get(ref.path)
+                            data = await self.get_async(ref.path)
                         except Exception as exc:
                             raise self.fail(exc, f"{ref.path}: ") from None
                     with suppress(OSError):
-                        _write_whole(cached, data)
+                        write_whole(cached, data)
                 if progress is not None:
                     progress(1)
                 try:
@@ -468,7 +496,7 @@ class StoreTape:
 
             return list(await asyncio.gather(*(one(r) for r in refs)))
 
-        return _run(run())
+        return run_sync(run())
 
     # -- writing -----------------------------------------------------------------------------
     def _create(self, relative: str, data: bytes) -> bool:
@@ -528,7 +556,7 @@ class StoreTape:
     def recordings(self) -> dict[str, datetime]:
         """Every recording object of the tape: hash -> when it was written."""
         try:
-            metas = _run(self._list_all([f"recordings/{d}" for d in SHARDS]))
+            metas = run_sync(self._list_sharded("recordings"))
         except Exception as exc:
             raise self.fail(exc) from None
         out = {}
@@ -537,6 +565,10 @@ class StoreTape:
             if digest is not None:
                 out[digest] = meta["last_modified"]
         return out
+
+
+def _next(folder: str, digit: str | None) -> str | None:
+    return None if digit is None else f"{folder}/{digit}"
 
 
 class StorePublisher:
@@ -550,17 +582,17 @@ class StorePublisher:
         self._lock = threading.Lock()
 
     def publish(self, folder: Path, entry: IndexEntry) -> None:
-        ref = self.tape.publish_file(folder / entry.file, _fields(entry))
+        ref = self.tape.publish_file(folder / entry.file, entry_fields(entry))
         with self._lock:
             self.published.append(ref)
 
 
-def _fields(entry: IndexEntry) -> dict[str, Any]:
+def entry_fields(entry: IndexEntry) -> dict[str, Any]:
     return {k: v for k, v in entry.to_record().items() if k not in ("seq", "file")}
 
 
 # -- a tape folder made from a store tape -------------------------------------------------------
-def _header(path: Path) -> dict[str, Any]:
+def read_header(path: Path) -> dict[str, Any]:
     """The header record of the recording at ``path`` (``{}`` when it has none)."""
     try:
         with open(path, "rb") as fh:
@@ -571,17 +603,17 @@ def _header(path: Path) -> dict[str, Any]:
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
-def _index_fields(path: Path, ref: EntryRef) -> dict[str, Any]:
-    """What a folder's index entry says of a recording, from its header."""
+def header_fields(path: Path, recorded_at: str | None = None) -> dict[str, Any]:
+    """What a tape's index says of the recording at ``path``, from its header."""
     from urllib.parse import urlsplit
 
-    head = _header(path)
+    head = read_header(path)
     request = head.get("request") if isinstance(head.get("request"), dict) else {}
     response = head.get("response") if isinstance(head.get("response"), dict) else {}
     body = request.get("body") if isinstance(request.get("body"), dict) else {}
     url = request.get("url") if isinstance(request.get("url"), str) else ""
     return {
-        "recorded_at": head.get("recorded_at") or ref.recorded_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "recorded_at": head.get("recorded_at") or recorded_at,
         "api": head.get("api"),
         "provider": head.get("provider"),
         "method": request.get("method", "POST"),
@@ -620,7 +652,7 @@ def write_folder(
     for seq, ref in enumerate(refs, start=1):
         source = paths[ref.recording]
         name = view_name(seq, (names or {}).get(ref) or f"{ref.recording[:12]}.jsonl")
-        fields = _index_fields(source, ref)
+        fields = header_fields(source, ref.recorded_at.strftime("%Y-%m-%dT%H:%M:%SZ"))
         if (names or {}).get(ref) is None:
             model = fields.get("model")
             name = view_name(seq, f"{fields.get('provider') or 'api'}-{model or 'model'}.jsonl")
@@ -628,7 +660,7 @@ def write_folder(
         _place(source, target)
         golden = (goldens or {}).get(ref.recording)
         if golden is not None:
-            _write_whole(target.with_name(target.stem + ".golden.json"), golden)
+            write_whole(target.with_name(target.stem + ".golden.json"), golden)
         entries.append(IndexEntry(seq=seq, file=name, **fields))
     rewrite_index(folder, entries)
     return entries
@@ -701,10 +733,6 @@ def local_tape_settings(folder: str | os.PathLike[str]) -> Expiry:
         return Expiry.from_settings(json.loads(data), str(path))
     except ValueError as exc:
         raise RecordingError(str(path), None, str(exc).split(": ", 1)[-1]) from None
-
-
-def elapsed_since(start: float) -> float:
-    return time.perf_counter() - start
 
 
 __all__ = [
