@@ -183,14 +183,12 @@ def gc(
         except ValueError as exc:
             fail(str(exc))
     verb = "removed" if delete else "would be removed"
+    what = "removed" if delete else "to remove"
     for ref in found.entries:
-        sys.stdout.write(
-            f"{'removed' if delete else 'to remove'}: {ref.path} (recorded {ref.recorded_at:%Y-%m-%d %H:%M})\n"
-        )
+        when = f"{ref.recorded_at:%Y-%m-%d %H:%M}"
+        sys.stdout.write(f"{what}: {ref.path} (recorded {when})\n")
     for digest in found.orphans:
-        sys.stdout.write(
-            f"{'removed' if delete else 'to remove'}: recordings/{digest}.jsonl (named by no exchange)\n"
-        )
+        sys.stdout.write(f"{what}: recordings/{digest}.jsonl (named by no exchange)\n")
     tail = "" if delete else " (a dry run: --delete removes them)"
     sys.stdout.write(
         f"{_plural(len(found.entries), 'exchange')} and "
