@@ -522,8 +522,7 @@ class StoreTape:
     def publish_file(self, path: str | os.PathLike[str], fields: dict[str, Any]) -> EntryRef:
         """Publish the recording at ``path`` as an exchange of the tape: its bytes under their
         hash, then its entry under the request's match key (both conditional creates)."""
-        from .library import load_recording
-        from .tape import exchange_of
+        from .library import exchange_of, load_recording
 
         try:
             data = Path(path).read_bytes()

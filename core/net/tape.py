@@ -34,7 +34,7 @@ from typing import Any
 from ..drive.conversation import has_conversation, last_input, read_conversation
 from ..drive.script import TurnPicker
 from ..exchange.playback import Playback
-from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
+from ..exchange.tape_match import Matcher, MatchRules, canonical, endpoint_key
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import served_api
 from ..recording.tape_index import (
@@ -57,6 +57,7 @@ from .library import (
     Recording,
     SelectionError,
     ServingLibrary,
+    exchange_of,
     load_recording,
 )
 from .listen import LibraryServer
@@ -65,21 +66,8 @@ from .service import ServiceConfig, build_service
 _log = logging.getLogger("streamtool.serve")
 
 
-def exchange_of(rec: Recording) -> Exchange:
-    """A recording as matching sees it (its endpoint key and request body)."""
-    return _exchange(rec)
-
-
-def _exchange(rec: Recording) -> Exchange:
-    api = served_api(rec.endpoint) if rec.endpoint is not None else None
-    path_model = rec.model if api is not None and api.model_in_path else None
-    body = rec.request_body
-    return Exchange(
-        name=rec.name,
-        endpoint=endpoint_key(rec.endpoint or "?", path_model),
-        # a turn of a script (tape build) holds no request to compare: its match answers
-        body=body if rec.endpoint is not None and rec.turn is None else None,
-    )
+# what matching sees of a recording (its endpoint key and request body)
+_exchange = exchange_of
 
 
 class TapeLibrary(ServingLibrary):
