@@ -37,9 +37,10 @@ SERVE_MAX_GAP = 60.0
 @app.command()
 def serve(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
-            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder (a tape), or a "
+            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder (a tape), a "
+            "tape on object storage (s3://BUCKET/PREFIX, gs://, az://, file://), or a "
             "script of turns (.yaml, .yml, .json)."
         ),
     ],
@@ -136,6 +137,25 @@ def serve(
             "recording they apply to.",
         ),
     ] = None,
+    max_age: Annotated[
+        str | None,
+        typer.Option(
+            "--max-age",
+            metavar="DURATION",
+            help="Tapes: an exchange recorded longer ago than this (7d, 12h, 30m) has "
+            "expired (default: the tape's tape.json, else never).",
+        ),
+    ] = None,
+    on_expiry: Annotated[
+        str | None,
+        typer.Option(
+            "--on-expiry",
+            metavar="MODE",
+            help="Tapes: an expired exchange is served with a warning (warn), answered 404 "
+            "naming its age (fail), or recorded again with --record-missing (rerecord); "
+            "default: warn.",
+        ),
+    ] = None,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -159,9 +179,11 @@ def serve(
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
     byte in the recording's own). A request nothing answers gets a 404 saying why.
     """
+    from streamtool.core.exchange.store_layout import is_store_url
+
     _serve(
         _Options(
-            paths=paths,
+            paths=[p if is_store_url(p) else Path(p) for p in paths],  # type: ignore[misc]
             host=host,
             port=port,
             speed=speed,
@@ -181,6 +203,8 @@ def serve(
             header_timeout=header_timeout,
             body_timeout=body_timeout,
             mutate=mutate,
+            max_age=max_age,
+            on_expiry=on_expiry,
         )
     )
 
@@ -209,6 +233,8 @@ class _Options:
     header_timeout: float
     body_timeout: float
     mutate: str | None
+    max_age: str | None = None
+    on_expiry: str | None = None
 
 
 def _serve(o: _Options) -> None:
@@ -221,7 +247,9 @@ def _serve(o: _Options) -> None:
     if not 0 <= o.port <= 65535:
         fail(f"--port must be a number from 0 to 65535 (0: any free port), not {o.port}")
     log = None if o.quiet else _log
+    expiry = _expiry(o)
     choice = LibraryChoice(
+        expiry=expiry,
         tape=o.tape,
         match_ignore=o.match_ignore,
         record_missing=o.record_missing,
@@ -268,6 +296,19 @@ def _serve(o: _Options) -> None:
         access_log=False,
         limits=limits,
     )
+
+
+def _expiry(o: _Options) -> Any:
+    """--max-age and --on-expiry as an Expiry (``None``: the tape's own settings)."""
+    if o.max_age is None and o.on_expiry is None:
+        return None
+    from streamtool.core.exchange.store_layout import Expiry, parse_duration
+
+    try:
+        age = parse_duration(o.max_age) if o.max_age is not None else None
+        return Expiry(age, o.on_expiry or "warn")
+    except ValueError as exc:
+        fail(f"--max-age/--on-expiry: {exc}")
 
 
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:
@@ -325,6 +366,8 @@ def _describe(chosen: Any, o: _Options, origin: str) -> None:
         err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
     for name, reason in getattr(library, "skipped", []):
         err.write(f"  {name}: not served: {reason}\n")
+    for message in getattr(library, "expired", []):
+        err.write(f"  expired: {message}\n")
     if chosen.as_tape:
         err.write("  each request gets the next recorded exchange whose request matches\n")
         if not chosen.strict:
