@@ -15,6 +15,7 @@ from .choices import (
 from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
 from .params import converter_option, no_color_option, parser_option
+from .store_paths import checked_out
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -93,50 +94,54 @@ def inspect(
         check_parser_name(parser_name)
     except USAGE_ERRORS as exc:
         fail(str(exc))
-    console = _console(no_color) if fmt is Format.text else None
-    unusable = failed = 0
-    first = True
-    try:
-        for path, problem in find_recordings(paths):
-            if problem is not None:
-                sys.stderr.write(f"streamtool: error: {problem}\n")
-                unusable += 1
-                continue
-            try:
-                inspector = inspect_file(path, converter=converter, parser=parser_name, stall=stall)
-            except USAGE_ERRORS as exc:
-                message = str(exc)
-                if not message.startswith(path) and not message.startswith("<stdin>"):
-                    message = f"{path}: {message}"
-                sys.stderr.write(f"streamtool: error: {message}\n")
-                unusable += 1
-                continue
-            result = inspector.result()
-            hits = findings_failing(result, wanted) if wanted else []
-            if hits:
-                failed += 1
-            if console is None:
-                sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-            else:
-                if not first:
-                    console.print()
-                first = False
-                render(console, result, show_reads=reads)
-                if hits:
-                    console.print(
-                        f"[bold red]--fail-on met:[/] {', '.join(dict.fromkeys(hits))}",
-                        highlight=False,
+    with checked_out(paths) as (local, shown, _):
+        console = _console(no_color) if fmt is Format.text else None
+        unusable = failed = 0
+        first = True
+        try:
+            for path, problem in find_recordings(local):
+                if problem is not None:
+                    sys.stderr.write(f"streamtool: error: {shown(problem)}\n")
+                    unusable += 1
+                    continue
+                try:
+                    inspector = inspect_file(
+                        path, converter=converter, parser=parser_name, stall=stall
                     )
-            if result["facts"]["end_reason"] is None:
-                warn(f"{result['source']}: no end record (the recording was cut off)")
-    except BrokenPipeError:
-        sys.stderr.close()
-        raise typer.Exit(0) from None
-    sys.stdout.flush()
-    if unusable:
-        raise typer.Exit(2)
-    if failed:
-        raise typer.Exit(1)
+                except USAGE_ERRORS as exc:
+                    message = str(exc)
+                    if not message.startswith(path) and not message.startswith("<stdin>"):
+                        message = f"{path}: {message}"
+                    sys.stderr.write(f"streamtool: error: {shown(message)}\n")
+                    unusable += 1
+                    continue
+                result = inspector.result()
+                result["source"] = shown(result["source"])
+                hits = findings_failing(result, wanted) if wanted else []
+                if hits:
+                    failed += 1
+                if console is None:
+                    sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+                else:
+                    if not first:
+                        console.print()
+                    first = False
+                    render(console, result, show_reads=reads)
+                    if hits:
+                        console.print(
+                            f"[bold red]--fail-on met:[/] {', '.join(dict.fromkeys(hits))}",
+                            highlight=False,
+                        )
+                if result["facts"]["end_reason"] is None:
+                    warn(f"{result['source']}: no end record (the recording was cut off)")
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+        sys.stdout.flush()
+        if unusable:
+            raise typer.Exit(2)
+        if failed:
+            raise typer.Exit(1)
 
 
 def _console(no_color: bool) -> "Console":

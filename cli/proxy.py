@@ -1,7 +1,6 @@
 """``streamtool proxy``: capture an agent's real traffic by changing only its base URL."""
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -32,9 +31,15 @@ def proxy(
         int, typer.Option("--port", help="Port to listen on (0: any free port).")
     ] = 8788,
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Folder for the recordings and their index."),
-    ] = Path("streamtool-captures"),
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="PATH",
+            help="Folder for the recordings and their index, or a tape on object storage "
+            "(s3://BUCKET/PREFIX, gs://, az://, file://): each exchange published as it ends.",
+        ),
+    ] = "streamtool-captures",
     upstream: Annotated[
         list[str] | None,
         typer.Option(
@@ -148,7 +153,8 @@ def proxy(
         proxy_app = ProxyApp(config)
     sock, origin = listen(host, port)
     err = sys.stderr
-    err.write(f"streamtool: proxy on {origin}, recording into {out}/\n")
+    shown = out if "://" in out else f"{out}/"
+    err.write(f"streamtool: proxy on {origin}, recording into {shown}\n")
     for label, where in _pointers(origin):
         err.write(f"  {label + ':':<22}{where}\n")
     where = ", ".join(f"{k}={v}" for k, v in upstreams.rules.items())
@@ -168,7 +174,7 @@ def proxy(
         pass
     n = proxy_app.recorded
     err.write(
-        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/\n"
+        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {shown}\n"
     )
 
 

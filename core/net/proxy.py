@@ -243,7 +243,18 @@ class ProxyApp:
 
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
-        self.tape = Tape(config.out)
+        # a store URL (s3://...): recorded into a local folder, each exchange published to the
+        # store as soon as it is complete (net.store)
+        self.publisher: Any = None
+        out = config.out
+        from ..exchange.store_layout import is_store_url
+
+        if is_store_url(str(out)):
+            from .store import StorePublisher, StoreTape, staging_folder
+
+            self.publisher = StorePublisher(StoreTape(str(out)), log=self.log)
+            out = staging_folder(str(out))
+        self.tape = Tape(out, storage=self.publisher)
         if not self.tape.folder.is_dir():
             raise RecordingError(str(self.tape.folder), None, "is not a folder")
         self.recorded = 0
@@ -330,6 +341,10 @@ class ProxyApp:
                 await self.forwarder.aclose()
                 self._namer.shutdown(wait=True)
                 self._index_writer.shutdown(wait=True)
+                if self.publisher is not None:
+                    kept = self.publisher.close(self.tape.folder)
+                    if kept is not None:
+                        self.log(kept)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

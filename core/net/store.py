@@ -498,6 +498,44 @@ class StoreTape:
 
         return run_sync(run())
 
+    def goldens(self, digests: set[str]) -> dict[str, bytes]:
+        """The golden files the store holds for the recordings ``digests`` (fetched at
+        once)."""
+        try:
+            metas = run_sync(self.list_folder("golden"))
+        except Exception as exc:
+            raise self.fail(exc) from None
+        wanted = []
+        for meta in metas:
+            relative = self.relative(meta["path"])
+            digest = relative.rsplit("/", 1)[-1].removesuffix(".golden.json")
+            if digest in digests and golden_key(digest) == relative:
+                wanted.append(digest)
+
+        async def run() -> dict[str, bytes]:
+            gate = asyncio.Semaphore(self.parallel)
+
+            async def one(digest: str) -> tuple[str, bytes]:
+                async with gate:
+                    try:
+                        return digest, await self.get_async(golden_key(digest))
+                    except Exception as exc:
+                        raise self.fail(exc) from None
+
+            return dict(await asyncio.gather(*(one(d) for d in wanted)))
+
+        return run_sync(run()) if wanted else {}
+
+    def put_golden(self, digest: str, data: bytes) -> None:
+        """Set the golden file of a recording (``check --update``: a golden file follows the
+        transcript streamtool makes, so it is replaced, not created once)."""
+        import obstore
+
+        try:
+            obstore.put(self.store, self.key(golden_key(digest)), data)
+        except Exception as exc:
+            raise self.fail(exc) from None
+
     # -- writing -----------------------------------------------------------------------------
     def _create(self, relative: str, data: bytes) -> bool:
         """Create the object unless it exists (if-none-match); ``False`` when it did."""
@@ -575,15 +613,52 @@ class StorePublisher:
     exchange a writer adds to its local folder is published to the store as soon as it is
     complete (its recording, then its entry)."""
 
-    def __init__(self, tape: StoreTape) -> None:
+    def __init__(self, tape: StoreTape, log: Callable[[str], None] | None = None) -> None:
         self.tape = tape
+        self.log = log
         self.published: list[EntryRef] = []
+        self.failed: list[tuple[str, str]] = []  # (file, why) not published
         self._lock = threading.Lock()
 
     def publish(self, folder: Path, entry: IndexEntry) -> None:
-        ref = self.tape.publish_file(folder / entry.file, entry_fields(entry))
+        """Publish one exchange; a store that fails is told once per exchange (the recording
+        stays in ``folder``: ``tape push`` publishes it later)."""
+        try:
+            ref = self.tape.publish_file(folder / entry.file, entry_fields(entry))
+        except RecordingError as exc:
+            with self._lock:
+                self.failed.append((entry.file, exc.message))
+            line = f"{entry.file}: not published to {self.tape.url}: {exc.message}"
+            if self.log is not None:
+                self.log(line)
+            else:
+                _log.error("%s", line)
+            return
         with self._lock:
             self.published.append(ref)
+
+    def close(self, folder: Path) -> str | None:
+        """The writer is done with its local ``folder``: removed when every exchange was
+        published; else kept, and the line that says so (and how to publish it)."""
+        if not self.failed:
+            discard(folder)
+            return None
+        n = len(self.failed)
+        return (
+            f"{n} exchange{'s' if n != 1 else ''} not published: kept in {folder}; "
+            f"streamtool tape push {folder} {self.tape.url}"
+        )
+
+
+def staging_folder(url: str) -> Path:
+    """A new local folder for a writer to a store tape (its recordings before and after
+    they are published), under the cache."""
+    base = BlobCache().tape_dir(url.rstrip("/"))
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"writer-{os.getpid()}-", dir=base))
+    except OSError as exc:
+        raise RecordingError(str(base), None, os_error_text(exc)) from None
 
 
 def entry_fields(entry: IndexEntry) -> dict[str, Any]:
@@ -682,10 +757,12 @@ def checkout(
     *,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    with_goldens: bool = False,
 ) -> Checkout:
     """The store tape ``url`` as a tape folder (a new private folder under the cache unless
     ``folder`` is given): its recordings fetched (those not cached) and linked in, its index
-    written. Offline, the last listing cached and the recordings cached serve."""
+    written (``with_goldens``: the golden files beside them). Offline, the last listing
+    cached and the recordings cached serve."""
     tape = StoreTape(url)
     listing = tape.listing()
     if on_total is not None:
@@ -703,10 +780,30 @@ def checkout(
         base.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="view-", dir=base))
     target = Path(folder)
-    entries = write_folder(target, listing.refs, paths)
+    goldens: dict[str, bytes] = {}
+    if with_goldens:
+        goldens = tape.goldens({r.recording for r in listing.refs})
+    entries = write_folder(target, listing.refs, paths, goldens=goldens)
     files = {e.file: ref for e, ref in zip(entries, listing.refs, strict=True)}
     expiry = Expiry() if listing.offline else tape.settings()
     return Checkout(target, tape, listing, expiry, files)
+
+
+def publish_goldens(co: Checkout) -> int:
+    """Send the golden files of a checked-out tape that differ from the store's (after
+    ``check --update``); how many were sent."""
+    held = co.tape.goldens({ref.recording for ref in co.files.values()})
+    sent = 0
+    for name, ref in co.files.items():
+        path = co.folder / (Path(name).stem + ".golden.json")
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if held.get(ref.recording) != data:
+            co.tape.put_golden(ref.recording, data)
+            sent += 1
+    return sent
 
 
 def discard(folder: str | os.PathLike[str]) -> None:

@@ -105,7 +105,7 @@ def pull(
     if on_total is not None:
         on_total(len(listing.refs))
     paths = tape.fetch([r.recording for r in listing.refs], progress)
-    goldens = _goldens(tape, {r.recording for r in listing.refs})
+    goldens = tape.goldens({r.recording for r in listing.refs})
     old = {e.file for e in read_index(root)} if root.is_dir() else set()
     entries = write_folder(root, listing.refs, paths, goldens=goldens)
     for name in old - {e.file for e in entries}:
@@ -136,34 +136,6 @@ def _check_pull_target(root: Path, url: str) -> None:
             "exists and is not empty (a tape is pulled into a new folder, or one an earlier "
             f"pull of {url} made)",
         )
-
-
-def _goldens(tape: StoreTape, digests: set[str]) -> dict[str, bytes]:
-    """The golden files the store holds for ``digests`` (fetched at once)."""
-    try:
-        metas = run_sync(tape.list_folder("golden"))
-    except Exception as exc:
-        raise tape.fail(exc) from None
-    wanted = []
-    for meta in metas:
-        name = tape.relative(meta["path"]).rsplit("/", 1)[-1]
-        digest = name.removesuffix(".golden.json")
-        if digest in digests and golden_key(digest) == tape.relative(meta["path"]):
-            wanted.append(digest)
-
-    async def run() -> dict[str, bytes]:
-        gate = asyncio.Semaphore(tape.parallel)
-
-        async def one(digest: str) -> tuple[str, bytes]:
-            async with gate:
-                try:
-                    return digest, await tape.get_async(golden_key(digest))
-                except Exception as exc:
-                    raise tape.fail(exc) from None
-
-        return dict(await asyncio.gather(*(one(d) for d in wanted)))
-
-    return run_sync(run()) if wanted else {}
 
 
 def rows(url: str, progress: Progress | None = None) -> list[dict[str, Any]]:
