@@ -90,8 +90,19 @@ class DelayRelay:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        """Stop listening, end every relayed connection, and wait for their tasks."""
+        self._server.close()
+        me = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not me]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -138,6 +149,6 @@ class DelayRelay:
             pass
         finally:
             queue.put_nowait((0.0, b""))
-            with suppress(ConnectionError):
+            with suppress(ConnectionError, asyncio.CancelledError):
                 await sender
             writer.close()

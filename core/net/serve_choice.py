@@ -133,10 +133,7 @@ def _tape(path: Path, choice: LibraryChoice, strict: bool) -> tuple[Library, Any
             fallback=not strict,
             expiry=choice.expiry,
         )
-        library.record_hint = (
-            f"streamtool serve {path} --record-missing --upstream URL, or through "
-            f"streamtool proxy --out {path}"
-        )
+
         if choice.record_missing and choice.upstream:
             on_miss = MissRecorder(library, choice.upstream, log=choice.log)
     except ValueError as exc:

@@ -313,8 +313,19 @@ def load_tape(
     from ..exchange.store_layout import is_store_url
 
     if is_store_url(str(folder)):
-        return _load_store_tape(str(folder), match_ignore, fallback=fallback, expiry=expiry)
-    root = Path(folder)
+        library = _load_store_tape(str(folder), match_ignore, fallback=fallback, expiry=expiry)
+    else:
+        library = _load_folder_tape(Path(folder), match_ignore, create, fallback, expiry)
+    library.record_hint = (
+        f"streamtool serve {folder} --record-missing --upstream URL, or through "
+        f"streamtool proxy --out {folder}"
+    )
+    return library
+
+
+def _load_folder_tape(
+    root: Path, match_ignore: Sequence[str], create: bool, fallback: bool, expiry: Any
+) -> TapeLibrary:
     if create and not root.exists():
         try:
             root.mkdir(parents=True)
@@ -325,7 +336,7 @@ def load_tape(
             str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"
         )
     library = TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore), fallback=fallback)
-    library.source = str(folder)
+    library.source = str(root)
     if expiry is None:
         from .store import local_tape_settings
 
