@@ -59,8 +59,9 @@ def moto_s3(bucket: str = BUCKET) -> Iterator[str]:
 
 
 _SERVE = """
-import sys, threading
+import logging, sys, threading
 from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request costs its CPU
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
 host, port = server.get_host_and_port()

@@ -26,8 +26,9 @@ pytest.importorskip("moto.server")
 
 _BUCKETS = itertools.count()
 _SERVE = """
-import sys, threading
+import logging, sys, threading
 from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request costs its CPU
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
 host, port = server.get_host_and_port()

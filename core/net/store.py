@@ -56,6 +56,9 @@ from ..model.records import RecordingError, os_error_text
 from ..recording.tape_index import IndexEntry, rewrite_index
 
 PARALLEL = 32  # transfers at once (measured: benchmarks/bench_store_library.py)
+# a listing of up to this many objects is read page after page (1,000 a page); a larger one
+# as many listings at once, one per folder of the index
+SEQUENTIAL_LISTING = 10_000
 _T = TypeVar("_T")
 _log = logging.getLogger("streamtool.store")
 _MEMORY: dict[str, Any] = {}  # memory:// stores of this process, by URL root
@@ -307,26 +310,52 @@ class StoreTape:
                     out.append(meta)
         return out
 
-    async def _list_sharded(self, folder: str) -> list[dict[str, Any]]:
-        """Everything under ``folder`` (whose names start with a hex digit), as one listing
-        per first digit, run at once. A local folder (whose listing is in no order) is listed
-        once."""
+    async def _list_sharded(self, folder: str, depth: int = 1) -> list[dict[str, Any]]:
+        """Everything under ``folder``. One listing when it holds up to
+        :data:`SEQUENTIAL_LISTING` objects (a local folder, whose listing is in no order,
+        always); else one listing per
+        sub-folder (``depth`` 2: the 256 folders ``00``..``ff`` of the index; 1: the 16 hex
+        digits a recording's name starts with), :attr:`parallel` at a time."""
+        import obstore
+
+        stream = obstore.list(self.store, prefix=self.key(folder), chunk_size=1000)
+        first: list[dict[str, Any]] = []
+        async for batch in stream:
+            first.extend(batch)
+            if len(first) >= SEQUENTIAL_LISTING:
+                break
+        else:
+            return first  # the whole folder, in a few pages
         if self.scheme == "file":
-            return await self.list_folder(folder)
-        bounds = [*SHARDS, None]
-        parts = await asyncio.gather(
-            *(
-                self._list_range(folder, f"{folder}/{bounds[i]}", _next(folder, bounds[i + 1]))
-                for i in range(len(SHARDS))
+            async for batch in stream:
+                first.extend(batch)
+            return first
+        gate = asyncio.Semaphore(self.parallel)
+
+        async def part(prefix: str, stop: str | None) -> list[dict[str, Any]]:
+            async with gate:
+                if depth == 2:
+                    return await self.list_folder(prefix)
+                return await self._list_range(folder, prefix, stop)
+
+        if depth == 2:
+            names = [f"{folder}/{a}{b}" for a in SHARDS for b in SHARDS]
+            parts = await asyncio.gather(*(part(n, None) for n in names))
+        else:
+            bounds = [*SHARDS, None]
+            parts = await asyncio.gather(
+                *(
+                    part(f"{folder}/{bounds[i]}", _next(folder, bounds[i + 1]))
+                    for i in range(len(SHARDS))
+                )
             )
-        )
-        return [meta for part in parts for meta in part]
+        return [meta for p in parts for meta in p]
 
     def listing(self, *, offline_ok: bool = True) -> Listing:
         """Every entry of the tape, in order (one listing per hex digit, at once). When the
         store cannot be reached and the cache holds an earlier listing, that one (``offline``)."""
         try:
-            metas = run_sync(self._list_sharded("index"))
+            metas = run_sync(self._list_sharded("index", depth=2))
         except Exception as exc:
             if offline_ok and _unreachable(exc):
                 cached = self._cached_listing()
@@ -433,7 +462,6 @@ class StoreTape:
         self, digests: list[str], progress: Callable[[int], None] | None
     ) -> dict[str, Path]:
         gate = asyncio.Semaphore(self.parallel)
-        loop = asyncio.get_running_loop()
 
         async def one(digest: str) -> tuple[str, Path]:
             async with gate:
@@ -448,7 +476,8 @@ class StoreTape:
                 except Exception as exc:
                     raise self.fail(exc) from None
             try:
-                path = await loop.run_in_executor(None, self.cache.put, digest, data)
+                # a small file, written at once: cheaper in the loop than handed to a thread
+                path = self.cache.put(digest, data)
             except ValueError as exc:
                 raise StoreError(self.url, str(exc)) from None
             except OSError as exc:
