@@ -24,22 +24,25 @@ from .params import choices
 VIEWS = ("journal", "tree", "none")
 
 
+Out = Annotated[
+    str,
+    typer.Option(
+        "--out",
+        "-o",
+        metavar="PATH",
+        help="Folder for the recordings and their index, or a tape on object storage "
+        "(s3://BUCKET/PREFIX, gs://, az://, file://): each exchange published as it ends.",
+    ),
+]
+
+
 @app.command()
 def proxy(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
         int, typer.Option("--port", help="Port to listen on (0: any free port).")
     ] = 8788,
-    out: Annotated[
-        str,
-        typer.Option(
-            "--out",
-            "-o",
-            metavar="PATH",
-            help="Folder for the recordings and their index, or a tape on object storage "
-            "(s3://BUCKET/PREFIX, gs://, az://, file://): each exchange published as it ends.",
-        ),
-    ] = "streamtool-captures",
+    out: Out = "streamtool-captures",
     upstream: Annotated[
         list[str] | None,
         typer.Option(

@@ -34,14 +34,35 @@ from .main import app
 SERVE_MAX_GAP = 60.0
 
 
+# tapes' expiry (tape.json's max_age and on_expiry, for one server)
+MaxAge = Annotated[
+    str | None,
+    typer.Option(
+        "--max-age",
+        metavar="DURATION",
+        help="Tapes: an exchange recorded longer ago than this (7d, 12h, 30m) has "
+        "expired (default: the tape's tape.json, else never).",
+    ),
+]
+OnExpiry = Annotated[
+    str | None,
+    typer.Option(
+        "--on-expiry",
+        metavar="MODE",
+        help="Tapes: an expired exchange is served with a warning (warn), answered 404 "
+        "naming its age (fail), or recorded again with --record-missing (rerecord); "
+        "default: warn.",
+    ),
+]
+
+
 @app.command()
 def serve(
     paths: Annotated[
         list[str],
         typer.Argument(
-            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder (a tape), a "
-            "tape on object storage (s3://BUCKET/PREFIX, gs://, az://, file://), or a "
-            "script of turns (.yaml, .yml, .json)."
+            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder or store URL "
+            "(a tape: s3://BUCKET/PREFIX, gs://...), or a script of turns (.yaml, .yml, .json)."
         ),
     ],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -137,25 +158,8 @@ def serve(
             "recording they apply to.",
         ),
     ] = None,
-    max_age: Annotated[
-        str | None,
-        typer.Option(
-            "--max-age",
-            metavar="DURATION",
-            help="Tapes: an exchange recorded longer ago than this (7d, 12h, 30m) has "
-            "expired (default: the tape's tape.json, else never).",
-        ),
-    ] = None,
-    on_expiry: Annotated[
-        str | None,
-        typer.Option(
-            "--on-expiry",
-            metavar="MODE",
-            help="Tapes: an expired exchange is served with a warning (warn), answered 404 "
-            "naming its age (fail), or recorded again with --record-missing (rerecord); "
-            "default: warn.",
-        ),
-    ] = None,
+    max_age: MaxAge = None,
+    on_expiry: OnExpiry = None,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -179,34 +183,7 @@ def serve(
     same conversation (roles, text, tool calls and results), re-emitted in its API (byte for
     byte in the recording's own). A request nothing answers gets a 404 saying why.
     """
-    from streamtool.core.exchange.store_layout import is_store_url
-
-    _serve(
-        _Options(
-            paths=[p if is_store_url(p) else Path(p) for p in paths],  # type: ignore[misc]
-            host=host,
-            port=port,
-            speed=speed,
-            rechunk=rechunk,
-            cut_after=cut_after,
-            stall=stall,
-            stall_after=stall_after,
-            max_gap=max_gap,
-            tape=tape,
-            match_ignore=tuple(match_ignore or ()),
-            record_missing=record_missing,
-            upstream=upstream,
-            translate=translate,
-            quiet=quiet,
-            max_body=max_body,
-            max_connections=max_connections,
-            header_timeout=header_timeout,
-            body_timeout=body_timeout,
-            mutate=mutate,
-            max_age=max_age,
-            on_expiry=on_expiry,
-        )
-    )
+    _serve(_Options(**locals()))  # the parameters, as given
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +216,16 @@ class _Options:
 
 def _serve(o: _Options) -> None:
     """Serve what the options say until interrupted."""
+    from dataclasses import replace
+
+    from streamtool.core.exchange.store_layout import is_store_url
+
+    # a store URL stays as it is (a path would fold its //)
+    o = replace(
+        o,
+        paths=[p if is_store_url(str(p)) else Path(p) for p in o.paths],
+        match_ignore=tuple(o.match_ignore or ()),
+    )
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.listen import run_server
     from streamtool.core.net.serve_choice import LibraryChoice, ServeRefused, choose_library
