@@ -123,6 +123,7 @@ def load_command(name: str) -> Any:
     from typer.main import TyperInfo, get_command_from_info, get_group_from_info
 
     info = command_info(name)
+    command: Any
     if isinstance(info, TyperInfo):
         command = get_group_from_info(
             info,

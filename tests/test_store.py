@@ -418,8 +418,13 @@ def test_a_server_stopped_mid_pull_leaves_nothing_cut(tmp_path: Path) -> None:
 
 
 def test_wrong_credentials_and_a_missing_bucket_are_one_line_each(s3: S3, tmp_path: Path) -> None:
-    missing = cli("tape", "ls", "s3://no-such-bucket-here/tape", env=s3.env)
-    assert one_line_error(missing).endswith("no such bucket 'no-such-bucket-here'")
+    for args in (
+        ("tape", "ls", "s3://no-such-bucket-here/tape"),
+        ("proxy", "--port", "0", "--out", "s3://no-such-bucket-here/tape"),
+        ("tape", "push", str(RECORDINGS), "s3://no-such-bucket-here/tape"),
+    ):
+        missing = cli(*args, env=s3.env)
+        assert one_line_error(missing).endswith("no such bucket 'no-such-bucket-here'"), args
     own = OwnMoto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})  # this one checks credentials
     try:
         env = {**s3.env, "AWS_ENDPOINT_URL": own.endpoint, "AWS_ACCESS_KEY_ID": "AKIAWRONGKEY"}

@@ -191,7 +191,8 @@ class EntryRecord:
         digest, size, key = obj.get("recording"), obj.get("size"), obj.get("match_key")
         if not (isinstance(digest, str) and _HEX64.match(digest) and isinstance(size, int)):
             raise ValueError(f"{where}: a tape entry names its recording's hash and size")
-        name = obj.get("name") if isinstance(obj.get("name"), str) else f"{digest[:12]}.jsonl"
+        named = obj.get("name")
+        name = named if isinstance(named, str) else f"{digest[:12]}.jsonl"
         skip = {"format", "version", "recording", "size", "match_key", "name"}
         return cls(digest, size, str(key), name, {k: v for k, v in obj.items() if k not in skip})
 

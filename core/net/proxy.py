@@ -252,7 +252,9 @@ class ProxyApp:
         if is_store_url(str(out)):
             from .store import StorePublisher, StoreTape, staging_folder
 
-            self.publisher = StorePublisher(StoreTape(str(out)), log=self.log)
+            store = StoreTape(str(out))
+            store.check()  # a missing bucket or refused credentials: said now, in one line
+            self.publisher = StorePublisher(store, log=self.log)
             out = staging_folder(str(out))
         self.tape = Tape(out, storage=self.publisher)
         if not self.tape.folder.is_dir():

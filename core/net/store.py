@@ -138,13 +138,20 @@ def _open(url: str) -> tuple[Any, str]:
         options: dict[str, Any] = {"connect_timeout": "5s", "timeout": "60s"}
         kwargs: dict[str, Any] = {}
         if scheme == "s3":
+            for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+                endpoint = os.environ.get(name)
+                if endpoint is not None and not re.match(r"^https?://[^/]", endpoint):
+                    raise StoreError(url, f"{name}={endpoint!r} is not an http(s) URL")
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
             if endpoint and endpoint.startswith("http://"):
                 options["allow_http"] = True
             provider = _aws_files()
             if provider is not None:
                 kwargs["credential_provider"] = provider
-        return from_url(root, client_options=options, retry_config=retry, **kwargs), prefix
+        store = from_url(root, client_options=options, retry_config=retry, **kwargs)  # type: ignore[call-overload]
+        return store, prefix
+    except StoreError:
+        raise
     except OSError as exc:
         raise StoreError(url, os_error_text(exc)) from None
     except Exception as exc:  # obstore's configuration errors
@@ -168,13 +175,32 @@ def _aws_files() -> Any:
 
 def run_sync(coro: Awaitable[_T]) -> _T:
     """Run ``coro`` to its end from synchronous code (in a thread of its own when an event
-    loop runs here already)."""
+    loop runs here already). A :class:`StoreError` comes out new, holding nothing of the run:
+    a traceback would keep the store's streams alive until the interpreter is torn down,
+    where their runtime is gone (obstore aborts the process)."""
+    error: StoreError | None = None
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)  # type: ignore[arg-type]
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
+    except StoreError as exc:
+        error = StoreError(exc.path, exc.message)
+    except BaseException:
+        _release()
+        raise
+    _release()
+    raise error
+
+
+def _release() -> None:
+    """Free now what a failed run left in reference cycles (its tasks, frames and the store's
+    streams): at the interpreter's end they would be freed after obstore's runtime."""
+    import gc
+
+    gc.collect()
 
 
 def cache_root() -> Path:
@@ -281,6 +307,10 @@ class StoreTape:
         return key[len(self.prefix) + 1 :] if self.prefix else key
 
     def fail(self, exc: BaseException, what: str = "") -> StoreError:
+        """One line for ``exc``; ``exc`` lets go of its traceback (see :func:`run_sync`)."""
+        exc.__traceback__ = None
+        exc.__context__ = None
+        _release()
         return StoreError(self.url, f"{what}{describe_error(exc)}")
 
     # -- listing -----------------------------------------------------------------------------
@@ -288,7 +318,7 @@ class StoreTape:
         """Every object under the folder ``prefix`` (obstore lists by whole path segments)."""
         import obstore
 
-        out: list[dict[str, Any]] = []
+        out: list[Any] = []
         stream = obstore.list(self.store, prefix=self.key(prefix), chunk_size=1000)
         async for batch in stream:
             out.extend(batch)
@@ -299,7 +329,7 @@ class StoreTape:
         (a listing that starts after a key, as S3's does, and stops there)."""
         import obstore
 
-        out: list[dict[str, Any]] = []
+        out: list[Any] = []
         low, high = self.key(start), None if stop is None else self.key(stop)
         stream = obstore.list(self.store, prefix=self.key(folder), offset=low, chunk_size=1000)
         async for batch in stream:
@@ -319,7 +349,7 @@ class StoreTape:
         import obstore
 
         stream = obstore.list(self.store, prefix=self.key(folder), chunk_size=1000)
-        first: list[dict[str, Any]] = []
+        first: list[Any] = []
         async for batch in stream:
             first.extend(batch)
             if len(first) >= SEQUENTIAL_LISTING:
@@ -356,6 +386,8 @@ class StoreTape:
         store cannot be reached and the cache holds an earlier listing, that one (``offline``)."""
         try:
             metas = run_sync(self._list_sharded("index", depth=2))
+            if len(metas) >= SEQUENTIAL_LISTING:
+                _release()  # the listing left its first stream unread to the end
         except Exception as exc:
             if offline_ok and _unreachable(exc):
                 cached = self._cached_listing()
@@ -416,17 +448,27 @@ class StoreTape:
 
         try:
             return bytes(obstore.get(self.store, self.key(relative)).bytes())
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if "NoSuchBucket" in str(exc):
+                raise self.fail(exc) from None
             return None
+        except Exception as exc:
+            raise self.fail(exc) from None
+
+    def check(self) -> None:
+        """Reach the store once (a listing of the tape's top level): a missing bucket,
+        refused credentials or a store out of reach is a :class:`StoreError` now, before a
+        writer records anything."""
+        import obstore
+
+        try:
+            obstore.list_with_delimiter(self.store, prefix=self.prefix or None)
         except Exception as exc:
             raise self.fail(exc) from None
 
     def settings(self) -> Expiry:
         """The tape's ``tape.json`` (max_age, on_expiry); the defaults when it has none."""
-        try:
-            data = self.get_bytes(SETTINGS)
-        except StoreError:
-            return Expiry()
+        data = self.get_bytes(SETTINGS)
         if data is None:
             return Expiry()
         try:
@@ -706,14 +748,18 @@ def read_header(path: Path) -> dict[str, Any]:
     return obj if isinstance(obj, dict) and obj.get("type") == "header" else {}
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def header_fields(path: Path, recorded_at: str | None = None) -> dict[str, Any]:
     """What a tape's index says of the recording at ``path``, from its header."""
     from urllib.parse import urlsplit
 
     head = read_header(path)
-    request = head.get("request") if isinstance(head.get("request"), dict) else {}
-    response = head.get("response") if isinstance(head.get("response"), dict) else {}
-    body = request.get("body") if isinstance(request.get("body"), dict) else {}
+    request: dict[str, Any] = _dict(head.get("request"))
+    response: dict[str, Any] = _dict(head.get("response"))
+    body: dict[str, Any] = _dict(request.get("body"))
     url = request.get("url") if isinstance(request.get("url"), str) else ""
     return {
         "recorded_at": head.get("recorded_at") or recorded_at,
