@@ -54,6 +54,7 @@ _TAPE = pytest.StashKey["StreamTape"]()
 _RUN = pytest.StashKey[str]()
 # tape -> (its exchanges, those served): the exchanges no test used are listed at the end
 _USAGE = pytest.StashKey[dict[str, tuple[set[str], set[str]]]]()
+_EXPIRED = pytest.StashKey[dict[str, None]]()  # the expired exchanges met, in order
 # a hidden file in a tape recorded in ``once`` mode: the run that created it (xdist's test run
 # id, shared by its workers), so that the run's other tests record into it too
 RUN_NOTE = ".recorded-by-run"
@@ -424,6 +425,9 @@ def _note_usage(config: pytest.Config, where: str, loaded: Any, library: Any) ->
     names, used = usage.setdefault(where, (set(), set()))
     names.update(r.name for r in loaded.recordings)
     used.update(library.served)
+    expired = config.stash.setdefault(_EXPIRED, {})
+    for message in loaded.expired:  # past the tape's max_age (tape.json)
+        expired[f"{where}: {message}"] = None
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -442,7 +446,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist: a worker's counts join the controller's."""
-    got = getattr(node, "workeroutput", {}).get("stream_tape_usage", {})
+    output = getattr(node, "workeroutput", {})
+    got = output.get("stream_tape_usage", {})
+    expired = node.config.stash.setdefault(_EXPIRED, {})
+    expired.update(dict.fromkeys(output.get("stream_tape_expired", [])))
     usage = node.config.stash[_USAGE]
     for where, (names, used) in got.items():
         mine = usage.setdefault(where, (set(), set()))
@@ -459,7 +466,15 @@ def _unused(usage: dict[str, tuple[set[str], set[str]]]) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if config.getoption("--stream-tape-unused") == "ignore" or hasattr(config, "workeroutput"):
+    if hasattr(config, "workeroutput"):
+        return
+    expired = list(config.stash.get(_EXPIRED, {}))
+    if expired:
+        n = len(expired)
+        terminalreporter.section(f"stream_tape: {n} expired exchange{'s' * (n != 1)}", yellow=True)
+        for line in expired:
+            terminalreporter.line(f"  {line}")
+    if config.getoption("--stream-tape-unused") == "ignore":
         return
     unused = _unused(config.stash.get(_USAGE, {}))
     if not unused:
