@@ -465,19 +465,16 @@ def test_a_miss_names_the_differing_field_and_the_command_that_records_it(
 def test_an_expired_exchange_is_warned_about_refused_or_recorded_again(
     s3: S3, tmp_path: Path, on_expiry: str
 ) -> None:
-    import obstore
-
     from streamtool.core.net.tape import load_tape
 
     a_tape(tmp_path / "tape", 2)  # recorded 2026-11-20
+    settings = {"max_age": "1d", "on_expiry": on_expiry}
+    (tmp_path / "tape" / "tape.json").write_text(json.dumps(settings))
     url = s3.url(f"expiry-{on_expiry}")
-    push(tmp_path / "tape", url)
-    tape = StoreTape(url)
-    obstore.put(
-        tape.store,
-        tape.key("tape.json"),
-        json.dumps({"max_age": "1d", "on_expiry": on_expiry}).encode(),
-    )
+    push(tmp_path / "tape", url)  # the settings go with the tape, and come back with a pull
+    pull(url, tmp_path / "pulled")
+    assert json.loads((tmp_path / "pulled" / "tape.json").read_text()) == settings
+    assert len(load_tape(tmp_path / "pulled").expired) == 2
     library = load_tape(url)
     assert len(library.expired) == 2
     assert all("past the tape's max_age of 1 day" in m and "days ago" in m for m in library.expired)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exchange.store_layout import (
+    SETTINGS,
     EntryRef,
     golden_key,
     recording_key,
@@ -28,6 +29,7 @@ from .store import (
     StoreTape,
     entry_fields,
     header_fields,
+    local_tape_settings,
     now,
     run_sync,
     write_folder,
@@ -76,6 +78,10 @@ def push(
             progress(1)
         return ref
 
+    settings = root / SETTINGS
+    if settings.is_file():  # the tape's max_age and on_expiry go with it (checked first)
+        local_tape_settings(root)
+        write_settings(url, json.loads(settings.read_bytes()))
     with ThreadPoolExecutor(tape.parallel) as pool:
         refs = list(pool.map(one, [Path(r.path) for r in recordings]))
     for ref in refs:
@@ -111,7 +117,10 @@ def pull(
     for name in old - {e.file for e in entries}:
         (root / name).unlink(missing_ok=True)
         (root / (Path(name).stem + ".golden.json")).unlink(missing_ok=True)
+    settings = tape.get_bytes(SETTINGS)
     try:
+        if settings is not None:
+            (root / SETTINGS).write_bytes(settings)
         (root / PULLED_NOTE).write_text(url + "\n", encoding="utf-8")
     except OSError as exc:
         raise RecordingError(str(root / PULLED_NOTE), None, os_error_text(exc)) from None
