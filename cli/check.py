@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 from .errors import fail, user_errors
 from .main import app
 from .params import converter_option, parser_option
+from .store_paths import checked_out
 
 CI_ENV = "CI"
 
@@ -64,7 +65,7 @@ def _jobs(value: int | None) -> int | None:
 @app.command()
 def check(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
             help="Recordings, golden files or folders (searched for *.jsonl and *.sse).",
             show_default=False,
@@ -138,11 +139,48 @@ def check(
     """
     if not update and (converter or parser or create_missing):
         fail("--converter, --parser and --create-missing go with --update")
+    with checked_out(paths, goldens=True) as (local, shown, checkouts):
+        report = _check(local, update, create_missing, converter, parser, golden, jobs, shard)
+        if update:
+            from streamtool.core.net.store import publish_goldens
+
+            with user_errors():
+                for co in checkouts:
+                    n = publish_goldens(co)
+                    if n:
+                        sys.stderr.write(f"streamtool: {shown(str(co.folder))}: {n} golden ")
+                        sys.stderr.write(f"file{'s' if n != 1 else ''} sent to the store\n")
+        for result in report.results:
+            if result.status == "error":
+                sys.stderr.write(f"streamtool: error: {shown(result.message or '')}\n")
+        if fmt is Format.json:
+            text = json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        elif fmt in (Format.junit, Format.github):
+            from streamtool.core.outputs.ci_report import render_check
+
+            text = render_check(report.to_dict(), fmt.value)
+        else:
+            text = render_report(report, [str(p) for p in local], color=use_color())
+        sys.stdout.write(shown(text))
+        sys.stdout.flush()
+    raise typer.Exit(report.exit_code)
+
+
+def _check(
+    paths: list[str],
+    update: bool,
+    create_missing: bool,
+    converter: str | None,
+    parser: str | None,
+    golden: Path | None,
+    jobs: int | None,
+    shard: str | None,
+) -> "CheckReport":
     with user_errors(), _progress(update) as (on_start, on_done):
         from streamtool.core.drive.check import check_paths  # imported when used: fast start
 
-        report = check_paths(
-            paths,
+        return check_paths(
+            [Path(p) for p in paths],
             update=update,
             create_missing=create_missing or not ci_is_set(),
             converter=converter,
@@ -153,19 +191,6 @@ def check(
             on_start=on_start,
             on_done=on_done,
         )
-    for result in report.results:
-        if result.status == "error":
-            sys.stderr.write(f"streamtool: error: {result.message}\n")
-    if fmt is Format.json:
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
-    elif fmt in (Format.junit, Format.github):
-        from streamtool.core.outputs.ci_report import render_check
-
-        sys.stdout.write(render_check(report.to_dict(), fmt.value))
-    else:
-        sys.stdout.write(render_report(report, [str(p) for p in paths], color=use_color()))
-    sys.stdout.flush()
-    raise typer.Exit(report.exit_code)
 
 
 # below this many recordings a check is over before a bar would be worth drawing

@@ -14,6 +14,7 @@ from .choices import (
 from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
 from .params import converter_option, no_color_option, parser_option
+from .store_paths import checked_out
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -100,67 +101,69 @@ def inspect(
         check_parser_name(parser_name)
     except USAGE_ERRORS as exc:
         fail(str(exc))
-    console = _console(no_color) if fmt is Format.text else None
-    ci = _ci_report(fmt)
-    unusable = failed = 0
-    first = True
-    try:
-        for path, problem in find_recordings(paths):
-            if problem is not None:
-                sys.stderr.write(f"streamtool: error: {problem}\n")
-                unusable += 1
-                if ci is not None:
-                    ci.unusable(path, problem)
-                continue
-            try:
-                # the reads' facts are printed from a spool: memory does not grow with them
-                inspector = inspect_file(
-                    path,
-                    converter=converter,
-                    parser=parser_name,
-                    stall=stall,
-                    keep_reads=0,
-                    spool=reads or console is None,
-                )
-            except USAGE_ERRORS as exc:
-                message = str(exc)
-                if not message.startswith(path) and not message.startswith("<stdin>"):
-                    message = f"{path}: {message}"
-                sys.stderr.write(f"streamtool: error: {message}\n")
-                unusable += 1
-                if ci is not None:
-                    ci.unusable(path, message)
-                continue
-            result = inspector.result(with_reads=False)
-            hits = findings_failing(result, wanted) if wanted else []
-            if hits:
-                failed += 1
-            if ci is not None:
-                ci.add(result, hits)
-            elif console is None:
-                sys.stdout.writelines(json_pieces(result, inspector.read_texts()))
-            else:
-                if not first:
-                    console.print()
-                first = False
-                render(console, result, inspector, show_reads=reads)
-                if hits:
-                    console.print(
-                        f"[bold red]--fail-on met:[/] {', '.join(dict.fromkeys(hits))}",
-                        highlight=False,
+    with checked_out(paths) as (local, shown, _):
+        console = _console(no_color) if fmt is Format.text else None
+        ci = _ci_report(fmt)
+        unusable = failed = 0
+        first = True
+        try:
+            for path, problem in find_recordings(local):
+                if problem is not None:
+                    sys.stderr.write(f"streamtool: error: {shown(problem)}\n")
+                    unusable += 1
+                    if ci is not None:
+                        ci.unusable(path, problem)
+                    continue
+                try:
+                    # the reads' facts are printed from a spool: memory does not grow with them
+                    inspector = inspect_file(
+                        path,
+                        converter=converter,
+                        parser=parser_name,
+                        stall=stall,
+                        keep_reads=0,
+                        spool=reads or console is None,
                     )
-            if result["facts"]["end_reason"] is None:
-                warn(f"{result['source']}: no end record (the recording was cut off)")
-        if ci is not None:
-            sys.stdout.write(ci.render(fmt.value))
-    except BrokenPipeError:
-        sys.stderr.close()
-        raise typer.Exit(0) from None
-    sys.stdout.flush()
-    if unusable:
-        raise typer.Exit(2)
-    if failed:
-        raise typer.Exit(1)
+                except USAGE_ERRORS as exc:
+                    message = str(exc)
+                    if not message.startswith(path) and not message.startswith("<stdin>"):
+                        message = f"{path}: {message}"
+                    sys.stderr.write(f"streamtool: error: {shown(message)}\n")
+                    unusable += 1
+                    if ci is not None:
+                        ci.unusable(path, message)
+                    continue
+                result = inspector.result(with_reads=False)
+                result["source"] = shown(result["source"])
+                hits = findings_failing(result, wanted) if wanted else []
+                if hits:
+                    failed += 1
+                if ci is not None:
+                    ci.add(result, hits)
+                elif console is None:
+                    sys.stdout.writelines(json_pieces(result, inspector.read_texts()))
+                else:
+                    if not first:
+                        console.print()
+                    first = False
+                    render(console, result, inspector, show_reads=reads)
+                    if hits:
+                        console.print(
+                            f"[bold red]--fail-on met:[/] {', '.join(dict.fromkeys(hits))}",
+                            highlight=False,
+                        )
+                if result["facts"]["end_reason"] is None:
+                    warn(f"{result['source']}: no end record (the recording was cut off)")
+            if ci is not None:
+                sys.stdout.write(ci.render(fmt.value))
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+        sys.stdout.flush()
+        if unusable:
+            raise typer.Exit(2)
+        if failed:
+            raise typer.Exit(1)
 
 
 def _ci_report(fmt: Format) -> Any:

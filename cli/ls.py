@@ -3,16 +3,18 @@
 import json
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from .choices import check_quirk_id, check_sort, complete_quirk_id, complete_sort
 from .main import app
+from .store_paths import checked_out
 
 if TYPE_CHECKING:
-    from streamtool.core.drive.listing import Row
+    from streamtool.core.drive.listing import Filters, Row
 
 SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls, errors, quirks"
 # below this many recordings a listing is over before a bar would be worth drawing
@@ -69,24 +71,39 @@ def ls(
     ] = Format.text,
 ) -> None:
     """List recordings: provider, API, model, end, duration, TTFT, reads, tool calls, quirks."""
-    from streamtool.core.drive.find import find_recordings
-    from streamtool.core.drive.listing import Filters, read_row, sort_key
-
-    from .progress import progress
+    from streamtool.core.drive.listing import Filters, sort_key
 
     try:
         key = sort_key(sort)
     except ValueError as exc:
         sys.stderr.write(f"streamtool: error: {exc}\n")
         raise typer.Exit(2) from None
+    filters = Filters(provider=provider, has_quirk=has_quirk, has_error=has_error, tool=tool)
+    with checked_out(paths or ["."]) as (targets, shown, _):
+        _list(targets, shown, filters, key, reverse, fmt)
+
+
+def _list(
+    targets: list[str],
+    shown: "Callable[[str], str]",
+    filters: "Filters",
+    key: "Callable[[Row], Any]",
+    reverse: bool,
+    fmt: Format,
+) -> None:
+    """The listing of ``targets`` (local paths), each file shown as ``shown`` names it."""
+    from streamtool.core.drive.find import find_recordings
+    from streamtool.core.drive.listing import read_row
+
+    from .progress import progress
+
     problems: list[str] = []
 
     def on_problem(message: str) -> None:
         problems.append(message)
-        sys.stderr.write(f"streamtool: error: {message}\n")
+        sys.stderr.write(f"streamtool: error: {shown(message)}\n")
 
-    filters = Filters(provider=provider, has_quirk=has_quirk, has_error=has_error, tool=tool)
-    found = list(find_recordings(paths or ["."]))
+    found = list(find_recordings(targets))
     rows = []
     with progress(len(found), "listing", at_least=PROGRESS_AT_LEAST) as advance:
         for path, problem in found:
@@ -95,12 +112,13 @@ def ls(
             else:
                 row = read_row(path, filters)
                 if row is not None:
+                    row.file = shown(row.file)
                     rows.append(row)
             advance(1)
     for row in rows:
         if row.problem is not None:
             problems.append(row.problem)
-            sys.stderr.write(f"streamtool: error: {row.problem}\n")
+            sys.stderr.write(f"streamtool: error: {shown(row.problem)}\n")
     good = sorted((r for r in rows if r.problem is None), key=key, reverse=reverse)
     if problems and not good:  # nothing to list: the errors said why, no empty table
         raise typer.Exit(2)
@@ -110,8 +128,8 @@ def ls(
                 json.dumps([r.to_dict() for r in good], ensure_ascii=False, indent=1) + "\n"
             )
         else:
-            targets = paths or ["."]
             base = targets[0] if len(targets) == 1 and os.path.isdir(targets[0]) else None
+            base = shown(base) if base is not None else None
             _table(good, base)
         sys.stdout.flush()
     except BrokenPipeError:

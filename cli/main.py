@@ -38,7 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
     "samples": ("samples", "List the sample recordings installed with streamtool."),
     "converters": ("plugins", "List the converters and parsers installed, and where from."),
-    "tape": ("tape", "Build a tape of real recordings from a script of turns (tape build)."),
+    "tape": (
+        "tape",
+        "Build tapes from scripts; push, pull, list, verify, collect shared tapes.",
+    ),
     "demo": ("demo", "Serve a sample, record it over HTTP and show it as the live tree, offline."),
 }
 
@@ -101,7 +104,8 @@ class LazyGroup(TyperGroup):
 
 
 def command_info(name: str) -> Any:
-    """Import the command's module (it registers itself on :data:`app`); its ``CommandInfo``."""
+    """Import the command's module (it registers itself on :data:`app`); its ``CommandInfo``
+    (a group of commands, as ``tape``: its ``TyperInfo``)."""
     import importlib
 
     from typer.main import get_command_name
@@ -111,18 +115,31 @@ def command_info(name: str) -> Any:
         callback_name = info.callback.__name__ if info.callback else ""
         if (info.name or get_command_name(callback_name)) == name:
             return info
+    for group in app.registered_groups:
+        if group.name == name:
+            return group
     raise LookupError(f"module {COMMANDS[name][0]!r} registers no command {name!r}")
 
 
 def load_command(name: str) -> Any:
     """The command ``name``, built from what its module registered."""
-    from typer.main import get_command_from_info
+    from typer.main import TyperInfo, get_command_from_info, get_group_from_info
 
-    command = get_command_from_info(
-        command_info(name),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
+    info = command_info(name)
+    command: Any
+    if isinstance(info, TyperInfo):
+        command = get_group_from_info(
+            info,
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            rich_markup_mode=app.rich_markup_mode,
+            suggest_commands=True,
+        )
+    else:
+        command = get_command_from_info(
+            info,
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            rich_markup_mode=app.rich_markup_mode,
+        )
     command.short_help = command.short_help or COMMANDS[name][1]
     return plain_params(command)
 

@@ -1,7 +1,6 @@
 """``streamtool proxy``: capture an agent's real traffic by changing only its base URL."""
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -25,16 +24,25 @@ from .params import choices
 VIEWS = ("journal", "tree", "none")
 
 
+Out = Annotated[
+    str,
+    typer.Option(
+        "--out",
+        "-o",
+        metavar="PATH",
+        help="Folder for the recordings and their index, or a tape on object storage "
+        "(s3://BUCKET/PREFIX, gs://, az://, file://): each exchange published as it ends.",
+    ),
+]
+
+
 @app.command()
 def proxy(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
         int, typer.Option("--port", help="Port to listen on (0: any free port).")
     ] = 8788,
-    out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Folder for the recordings and their index."),
-    ] = Path("streamtool-captures"),
+    out: Out = "streamtool-captures",
     upstream: Annotated[
         list[str] | None,
         typer.Option(
@@ -151,7 +159,8 @@ def proxy(
         proxy_app = ProxyApp(config)
     sock, origin = listen(host, port)
     err = sys.stderr
-    err.write(f"streamtool: proxy on {origin}, recording into {out}/\n")
+    shown = out if "://" in out else f"{out}/"
+    err.write(f"streamtool: proxy on {origin}, recording into {shown}\n")
     for label, where in _pointers(origin):
         err.write(f"  {label + ':':<22}{where}\n")
     where = ", ".join(f"{k}={v}" for k, v in upstreams.rules.items())
@@ -164,7 +173,7 @@ def proxy(
     code = _run(proxy_app, sock, live, limits)
     n, cut = proxy_app.recorded, proxy_app.interrupted
     err.write(
-        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {out}/"
+        f"streamtool: proxy stopped; {n} exchange{'s' if n != 1 else ''} recorded in {shown}"
         f"{f' ({cut} interrupted)' if cut else ''}\n"
     )
     raise typer.Exit(code)

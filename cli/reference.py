@@ -56,15 +56,25 @@ def reference_markdown() -> str:
     for name in COMMANDS:
         command = group.get_command(root, name)  # type: ignore[attr-defined]
         ctx = typer.Context(command, info_name=name, parent=root)
-        lines += [f"## `{name}`", ""]
-        doc = (command.help or "").strip()
-        if doc:
-            lines += [doc, ""]
-        lines += ["```text", _usage(command, ctx, name), "```", ""]
-        rows = _rows(command, ctx)
-        if rows:
-            lines += ["| option | takes | meaning |", "|---|---|---|", *rows, ""]
+        lines += _section(command, ctx, name, "##")
+        # a group of commands (tape): each of its commands under it
+        for sub_name in getattr(command, "commands", {}):
+            sub = command.commands[sub_name]
+            sub_ctx = typer.Context(sub, info_name=sub_name, parent=ctx)
+            lines += _section(sub, sub_ctx, f"{name} {sub_name}", "###")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _section(command: Any, ctx: Any, name: str, level: str) -> list[str]:
+    lines = [f"{level} `{name}`", ""]
+    doc = (command.help or "").strip()
+    if doc:
+        lines += [doc, ""]
+    lines += ["```text", _usage(command, ctx, name), "```", ""]
+    rows = _rows(command, ctx)
+    if rows:
+        lines += ["| option | takes | meaning |", "|---|---|---|", *rows, ""]
+    return lines
 
 
 if __name__ == "__main__":  # pragma: no cover - the generator of docs/cli.md

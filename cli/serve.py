@@ -35,13 +35,35 @@ from .main import app
 SERVE_MAX_GAP = 60.0
 
 
+# tapes' expiry (tape.json's max_age and on_expiry, for one server)
+MaxAge = Annotated[
+    str | None,
+    typer.Option(
+        "--max-age",
+        metavar="DURATION",
+        help="Tapes: an exchange recorded longer ago than this (7d, 12h, 30m) has "
+        "expired (default: the tape's tape.json, else never).",
+    ),
+]
+OnExpiry = Annotated[
+    str | None,
+    typer.Option(
+        "--on-expiry",
+        metavar="MODE",
+        help="Tapes: an expired exchange is served with a warning (warn), answered 404 "
+        "naming its age (fail), or recorded again with --record-missing (rerecord); "
+        "default: warn.",
+    ),
+]
+
+
 @app.command()
 def serve(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
-            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder (a tape), or a "
-            "script of turns (.yaml, .yml, .json)."
+            help="Recordings (.jsonl), raw SSE bodies (.sse, .txt), one folder or store URL "
+            "(a tape: s3://BUCKET/PREFIX, gs://...), or a script of turns (.yaml, .yml, .json)."
         ),
     ],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -138,6 +160,8 @@ def serve(
             "recording they apply to.",
         ),
     ] = None,
+    max_age: MaxAge = None,
+    on_expiry: OnExpiry = None,
 ) -> None:
     """Answer the provider endpoints with recorded streams, byte for byte.
 
@@ -164,30 +188,7 @@ def serve(
 
     Ctrl-C (exit 130) or SIGTERM (exit 143) stops it at once: streams in progress are cut.
     """
-    _serve(
-        _Options(
-            paths=paths,
-            host=host,
-            port=port,
-            speed=speed,
-            rechunk=rechunk,
-            cut_after=cut_after,
-            stall=stall,
-            stall_after=stall_after,
-            max_gap=max_gap,
-            tape=tape,
-            match_ignore=tuple(match_ignore or ()),
-            record_missing=record_missing,
-            upstream=upstream,
-            translate=translate,
-            quiet=quiet,
-            max_body=max_body,
-            max_connections=max_connections,
-            header_timeout=header_timeout,
-            body_timeout=body_timeout,
-            mutate=mutate,
-        )
-    )
+    _serve(_Options(**locals()))  # the parameters, as given
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,10 +215,22 @@ class _Options:
     header_timeout: float
     body_timeout: float
     mutate: str | None
+    max_age: str | None = None
+    on_expiry: str | None = None
 
 
 def _serve(o: _Options) -> None:
     """Serve what the options say until interrupted."""
+    from dataclasses import replace
+
+    from streamtool.core.exchange.store_layout import is_store_url
+
+    # a store URL stays as it is (a path would fold its //)
+    o = replace(
+        o,
+        paths=[p if is_store_url(str(p)) else Path(p) for p in o.paths],
+        match_ignore=tuple(o.match_ignore or ()),
+    )
     # the server stack is imported only by this command: every other command starts fast
     from streamtool.core.net.listen import run_server
     from streamtool.core.net.serve_choice import LibraryChoice, ServeRefused, choose_library
@@ -226,7 +239,9 @@ def _serve(o: _Options) -> None:
     if not 0 <= o.port <= 65535:
         fail(f"--port must be a number from 0 to 65535 (0: any free port), not {o.port}")
     log = None if o.quiet else _log
+    expiry = _expiry(o)
     choice = LibraryChoice(
+        expiry=expiry,
         tape=o.tape,
         match_ignore=o.match_ignore,
         record_missing=o.record_missing,
@@ -281,6 +296,19 @@ def _serve(o: _Options) -> None:
     cut = f"; {n} request{'s' * (n != 1)} in progress cut" if n else ""
     sys.stderr.write(f"streamtool: serve stopped{cut}\n")
     raise typer.Exit(stopped.exit_code)
+
+
+def _expiry(o: _Options) -> Any:
+    """--max-age and --on-expiry as an Expiry (``None``: the tape's own settings)."""
+    if o.max_age is None and o.on_expiry is None:
+        return None
+    from streamtool.core.exchange.store_layout import Expiry, parse_duration
+
+    try:
+        age = parse_duration(o.max_age) if o.max_age is not None else None
+        return Expiry(age, o.on_expiry or "warn")
+    except ValueError as exc:
+        fail(f"--max-age/--on-expiry: {exc}")
 
 
 def _settings(o: _Options) -> tuple[Any, int, float, Any]:
@@ -338,6 +366,8 @@ def _describe(chosen: Any, o: _Options, origin: str) -> None:
         err.write(f"  {rec.name}: {rec.model or '-'} on {where}{extra}\n")
     for name, reason in getattr(library, "skipped", []):
         err.write(f"  {name}: not served: {reason}\n")
+    for message in getattr(library, "expired", []):
+        err.write(f"  expired: {message}\n")
     if chosen.as_tape:
         err.write("  each request gets the next recorded exchange whose request matches\n")
         if not chosen.strict:

@@ -275,8 +275,11 @@ def test_typer_evaluates_no_annotation_written_as_text(name: str) -> None:
     # annotations``) at every start of the command: about 10 ms of a small replay
     from streamtool.cli.main import command_info
 
-    callback = command_info(name).callback
+    info = command_info(name)
+    group = getattr(info, "typer_instance", None)  # a group of commands (tape): each of them
+    callbacks = [c.callback for c in group.registered_commands] if group else [info.callback]
     assert app.registered_callback is not None and app.registered_callback.callback is not None
-    for function in [*_typer_reads(callback), *_typer_reads(app.registered_callback.callback)]:
+    reads = [f for callback in callbacks for f in _typer_reads(callback)]
+    for function in [*reads, *_typer_reads(app.registered_callback.callback)]:
         text = {k: v for k, v in inspect.get_annotations(function).items() if isinstance(v, str)}
         assert not text, (function.__qualname__, text)

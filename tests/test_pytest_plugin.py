@@ -123,6 +123,7 @@ def run_pytest(
     notes.unlink(missing_ok=True)
     extra_env = env
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
+    env.pop("CI", None)  # in CI a tape is only replayed: these runs record
     env.update(
         SAMPLE_NOTES=str(notes),
         OPENAI_BASE_URL="http://untouched.invalid/v1",

@@ -110,7 +110,7 @@ def test_a_changed_tool_result_is_a_404_naming_the_difference(tmp_path: Path) ->
     assert info.value.status_code == 404
     assert "closest is 0002-openai-chat-gpt-4o" in message
     assert 'messages[2].content differs: "...' in message
-    assert 'result: 19°C" vs "...' in message and message.endswith('result: 21°C"')
+    assert 'result: 19°C" vs "...' in message and 'result: 21°C"; record it with' in message
     # one request each (404 is not retried) and the log says the same as the error
     assert len(lines) == 2
     assert lines[0] == "POST /v1/chat/completions -> 0001-openai-chat-gpt-4o (200)"

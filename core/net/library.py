@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..converters import detect_from_event, detect_from_header
 from ..exchange.playback import DROPPED_HEADERS
+from ..exchange.tape_match import Exchange, endpoint_key
 from ..model.records import INDEX_NAME, MISSING, RecordingError
 from ..plugins import api_for_converter, model_in_path, served_api
 from ..recording.reader import RAW_SUFFIXES, RECORDING_SUFFIXES, Source
@@ -268,6 +269,20 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         ended=source.end.reason if source.end is not None else "cut off",
         request_body=header.request.get("body"),
         endpoint=suffix,
+    )
+
+
+def exchange_of(rec: Recording) -> Exchange:
+    """A recording as a tape's matching sees it: its endpoint key (for an API that names the
+    model in its path, with the model) and its request body."""
+    api = served_api(rec.endpoint) if rec.endpoint is not None else None
+    path_model = rec.model if api is not None and api.model_in_path else None
+    body = rec.request_body
+    return Exchange(
+        name=rec.name,
+        endpoint=endpoint_key(rec.endpoint or "?", path_model),
+        # a turn of a script (tape build) holds no request to compare: its match answers
+        body=body if rec.endpoint is not None and rec.turn is None else None,
     )
 
 

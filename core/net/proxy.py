@@ -271,7 +271,20 @@ class ProxyApp:
 
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
-        self.tape = Tape(config.out)
+        # a store URL (s3://...): recorded into a local folder, each exchange published to the
+        # store as soon as it is complete (net.store)
+        self.publisher: Any = None
+        out = config.out
+        from ..exchange.store_layout import is_store_url
+
+        if is_store_url(str(out)):
+            from .store import StorePublisher, StoreTape, staging_folder
+
+            store = StoreTape(str(out))
+            store.check()  # a missing bucket or refused credentials: said now, in one line
+            self.publisher = StorePublisher(store, log=self.log)
+            out = staging_folder(str(out))
+        self.tape = Tape(out, storage=self.publisher)
         if not self.tape.folder.is_dir():
             raise RecordingError(str(self.tape.folder), None, "is not a folder")
         self.recorded = 0  # exchanges recorded and indexed
@@ -370,6 +383,10 @@ class ProxyApp:
         :attr:`recorded` (at the server's stop, once its requests are done)."""
         self._namer.shutdown(wait=True)
         self._index_writer.shutdown(wait=True)
+        if self.publisher is not None:
+            kept = self.publisher.close(self.tape.folder)
+            if kept is not None:
+                self.log(kept)
 
     def handle(self, request: Any, body: bytes) -> Any:
         parsed = request_body(body)

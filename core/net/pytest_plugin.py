@@ -58,6 +58,9 @@ DUMMY_KEY = "streamtool-tape"  # the API key SDKs get when replaying: the local 
 _CALL_REPORT = pytest.StashKey[Any]()
 _TAPE = pytest.StashKey["StreamTape"]()
 _RUN = pytest.StashKey[str]()
+# tape -> (its exchanges, those served): the exchanges no test used are listed at the end
+_USAGE = pytest.StashKey[dict[str, tuple[set[str], set[str]]]]()
+_EXPIRED = pytest.StashKey[dict[str, None]]()  # the expired exchanges met, in order
 # a hidden file in a tape recorded in ``once`` mode: the run that created it (xdist's test run
 # id, shared by its workers), so that the run's other tests record into it too
 RUN_NOTE = ".recorded-by-run"
@@ -102,6 +105,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "@pytest.mark.stream_tape(match_ignore=[...]).",
     )
     group.addoption(
+        "--stream-tape-store",
+        metavar="URL",
+        default=None,
+        help="Keep the tapes on object storage (s3://BUCKET/PREFIX, gs://, az://, file://): "
+        "a test's tape is URL/<test module>/<test name>.",
+    )
+    group.addoption(
+        "--stream-tape-unused",
+        choices=("list", "fail", "ignore"),
+        default="list",
+        help="Exchanges of the tapes used that no test used: listed at the end (default), "
+        "an error (fail), or not looked for (ignore).",
+    )
+    group.addoption(
         "--stream-tape-mutate",
         metavar="ID,ID|all",
         default=None,
@@ -120,6 +137,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..model.speed import parse_speed
 
     config.stash[_RUN] = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+    config.stash[_USAGE] = {}
+    store = config.getoption("--stream-tape-store")
+    if store is not None:
+        from ..exchange.store_layout import is_store_url
+
+        if not is_store_url(store):
+            raise pytest.UsageError(
+                f"--stream-tape-store {store!r}: not a store URL (s3://BUCKET/PREFIX, gs://, "
+                "az://, file://)"
+            )
     try:
         parse_speed(config.getoption("--stream-tape-speed"))
     except ValueError as exc:
@@ -162,7 +189,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tape = item.stash.get(_TAPE, None)
     if tape is None or not tape.misses:
         return
-    what = "turn" if tape.folder.is_file() else "recorded exchange"
+    what = (
+        "turn" if isinstance(tape.folder, Path) and tape.folder.is_file() else "recorded exchange"
+    )
     message = f"stream_tape: a request matched no {what} of {tape.folder}"
     message += "".join(f"\n  {m}" for m in tape.misses)
     if report.passed:
@@ -252,31 +281,48 @@ def _match_ignore(request: pytest.FixtureRequest) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _tape_folder(request: pytest.FixtureRequest) -> Path:
+def _tape_folder(request: pytest.FixtureRequest) -> Any:
+    """The test's tape: a folder, or a store URL (a marker's ``path``, or
+    ``--stream-tape-store``)."""
     here = request.path.parent
     module = request.path.stem
+    store = request.config.getoption("--stream-tape-store")
     marker = _placing_marker(request)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_") or "test"
     if marker is not None:
         path = marker.kwargs.get("path")
         if path is not None:
+            if "://" in str(path):
+                return str(path)
             p = Path(path)
             return p if p.is_absolute() else here / p
-        name = marker.kwargs.get("name", marker.args[0] if marker.args else None)
-        if name:
-            return here / "tapes" / module / str(name)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_") or "test"
+        named = marker.kwargs.get("name", marker.args[0] if marker.args else None)
+        if named:
+            name = str(named)
+    if store is not None:
+        from .pytest_store import tape_url
+
+        return tape_url(store, module, name)
     return here / "tapes" / module / name
 
 
-def _has_tape(folder: Path) -> bool:
+def _has_tape(folder: Any) -> bool:
     """A tape exists once it has an index or recordings (a test that sent no request left an
-    empty index)."""
+    empty index); a store tape, once it has an exchange."""
+    if isinstance(folder, str):
+        from .pytest_store import has_tape
+
+        return has_tape(folder)
     from .tape import holds_recordings, is_tape
 
     return is_tape(folder) or holds_recordings(folder)
 
 
-def _recorded_by(folder: Path, run: str) -> bool:
+def _recorded_by(folder: Any, run: str) -> bool:
+    if isinstance(folder, str):
+        from .pytest_store import recorded_by
+
+        return recorded_by(folder, run)
     try:
         return (folder / RUN_NOTE).read_text(encoding="utf-8").strip() == run
     except OSError:
@@ -330,13 +376,20 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         yield from _serve_script(request, folder, mode, server, switch)
         return
     match_ignore = _match_ignore(request)
-    exists = _has_tape(folder)
+    ci = _ci_is_set()
+    if ci:
+        mode = "none"  # in CI a tape is only replayed: what it lacks fails the test
+    try:
+        exists = _has_tape(folder)
+    except RecordingError as exc:
+        pytest.fail(f"stream_tape: {exc}", pytrace=False)
     record = mode in ("new", "all") or (
         mode == "once" and (not exists or _recorded_by(folder, run))
     )
     if not record and not exists:
+        why = " (CI is set: tapes are recorded outside CI)" if ci else ""
         pytest.fail(
-            f"stream_tape: no tape at {folder}; record it with --stream-tape-mode=once",
+            f"stream_tape: no tape at {folder}{why}; record it with --stream-tape-mode=once",
             pytrace=False,
         )
     server, switch = request.getfixturevalue("_stream_tape_server")
@@ -349,7 +402,14 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     except (RecordingError, ValueError) as exc:
         pytest.fail(f"stream_tape: {exc}", pytrace=False)
     staging: Path | None = None
-    if record:
+    if record and isinstance(folder, str):
+        from .pytest_store import staging as store_staging
+
+        try:
+            staging = store_staging(folder)
+        except RecordingError as exc:
+            pytest.fail(f"stream_tape: {exc}", pytrace=False)
+    elif record:
         # this test's own staging tape, beside the tape: merged into it if the test passes
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -361,11 +421,17 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     upstream: str | None = config.getoption("--stream-tape-upstream")
     if record:
         # numbered after the tape's exchanges: the names usually stay the same once merged
-        after = highest_seq(folder) if exists else 0
+        after = highest_seq(folder) if exists and isinstance(folder, Path) else 0
         on_miss = MissRecorder(library, upstream or OFFICIAL[default_api().provider], after=after)
         if not upstream:
             on_miss.upstreams = Upstreams()  # each API's own host
 
+    library.record_hint = (
+        "--stream-tape-mode=new (with CI unset), or through streamtool proxy --out TAPE"
+    )
+    if loaded is not None:
+        library.expired_matcher = loaded.expired_matcher
+        library.expired = loaded.expired
     switch.app = _service(config, tape, library, on_miss).app
     request.node.stash[_TAPE] = tape
     # no key is needed to replay, nor to record from a server on this machine
@@ -375,6 +441,8 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
     finally:
         _restore(saved)
         switch.app = None
+        if loaded is not None:
+            _note_usage(config, str(folder), loaded, library)
     if staging is None:
         return
     try:
@@ -389,16 +457,97 @@ def stream_tape(request: pytest.FixtureRequest) -> Iterator[StreamTape]:
         drop = "none" if mode != "all" else ("same" if shared else "all")
         note = (RUN_NOTE, run) if mode == "once" else None
         try:
-            tape._renamed = merge_into(folder, staging, drop=drop, note=note, rules=rules)
+            if isinstance(folder, str):
+                from .pytest_store import merge
+
+                merge(folder, staging, drop=drop, note=run if mode == "once" else None)
+            else:
+                tape._renamed = merge_into(folder, staging, drop=drop, note=note, rules=rules)
         except RecordingError as exc:
             pytest.fail(f"stream_tape: {exc}", pytrace=False)
     finally:
         discard_staging(staging)
 
 
-def _is_script_path(path: Path) -> bool:
+def _ci_is_set() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _note_usage(config: pytest.Config, where: str, loaded: Any, library: Any) -> None:
+    """Count what the test used of its tape (for the exchanges no test used)."""
+    usage = config.stash[_USAGE]
+    names, used = usage.setdefault(where, (set(), set()))
+    names.update(r.name for r in loaded.recordings)
+    used.update(library.served)
+    expired = config.stash.setdefault(_EXPIRED, {})
+    for message in loaded.expired:  # past the tape's max_age (tape.json)
+        expired[f"{where}: {message}"] = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    usage = config.stash.get(_USAGE, {})
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its counts go to the controller
+        workeroutput["stream_tape_usage"] = {
+            k: [sorted(a), sorted(b)] for k, (a, b) in usage.items()
+        }
+        return
+    if config.getoption("--stream-tape-unused") == "fail" and _unused(usage):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist: a worker's counts join the controller's."""
+    output = getattr(node, "workeroutput", {})
+    got = output.get("stream_tape_usage", {})
+    expired = node.config.stash.setdefault(_EXPIRED, {})
+    expired.update(dict.fromkeys(output.get("stream_tape_expired", [])))
+    usage = node.config.stash[_USAGE]
+    for where, (names, used) in got.items():
+        mine = usage.setdefault(where, (set(), set()))
+        mine[0].update(names)
+        mine[1].update(used)
+
+
+def _unused(usage: dict[str, tuple[set[str], set[str]]]) -> list[str]:
+    return [
+        f"{where}/{name}"
+        for where, (names, used) in sorted(usage.items())
+        for name in sorted(names - used)
+    ]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workeroutput"):
+        return
+    expired = list(config.stash.get(_EXPIRED, {}))
+    if expired:
+        n = len(expired)
+        terminalreporter.section(f"stream_tape: {n} expired exchange{'s' * (n != 1)}", yellow=True)
+        for line in expired:
+            terminalreporter.line(f"  {line}")
+    if config.getoption("--stream-tape-unused") == "ignore":
+        return
+    unused = _unused(config.stash.get(_USAGE, {}))
+    if not unused:
+        return
+    fail = config.getoption("--stream-tape-unused") == "fail"
+    n = len(unused)
+    title = f"stream_tape: {n} exchange{'s' if n != 1 else ''} no test used"
+    terminalreporter.section(title, red=fail, yellow=not fail)
+    for line in unused:
+        terminalreporter.line(f"  {line}")
+    if fail:
+        terminalreporter.line("--stream-tape-unused fail: the run fails")
+
+
+def _is_script_path(path: Any) -> bool:
     from ..drive.script import SCRIPT_SUFFIXES, is_script
 
+    if isinstance(path, str):
+        return False
     return path.suffix.lower() in SCRIPT_SUFFIXES or is_script(path)
 
 

@@ -26,6 +26,7 @@ class LibraryChoice:
     upstream: str | None = None
     translate: bool = False
     log: Callable[[str], None] | None = None  # the recording of missing requests logs here
+    expiry: Any = None  # --max-age / --on-expiry (an Expiry): else the tape's own settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +76,16 @@ def choose_library(paths: Sequence[Path], choice: LibraryChoice) -> Chosen:
     """What ``paths`` serve with ``choice``'s options (:class:`ServeRefused`: they do not fit,
     or nothing can be served; the recordings' own errors as they are raised)."""
     from ..drive.script import is_script
+    from ..exchange.store_layout import is_store_url
     from .tape import holds_recordings, is_tape, tapes_under
 
+    urls = [p for p in paths if is_store_url(str(p))]
+    if urls:
+        if len(paths) != 1 or choice.translate:
+            raise ServeRefused(f"{urls[0]}: a tape on object storage is served alone, as a tape")
+        _check(paths, choice, False)
+        library, on_miss = _tape(paths[0], choice, True)
+        return Chosen(library, on_miss, as_tape=True, strict=True)
     script = len(paths) == 1 and is_script(paths[0])
     _check(paths, choice, script)
     strict = choice.tape or choice.record_missing or (len(paths) == 1 and is_tape(paths[0]))
@@ -111,14 +120,20 @@ def _made(paths: Sequence[Path], script: bool) -> Library:
 
 
 def _tape(path: Path, choice: LibraryChoice, strict: bool) -> tuple[Library, Any]:
-    """A folder served as a tape, and its recorder of missing requests (--record-missing)."""
+    """A folder (or a store URL) served as a tape, and its recorder of missing requests
+    (--record-missing)."""
     from .tape import MissRecorder, load_tape
 
     on_miss = None
     try:
         library = load_tape(
-            path, choice.match_ignore, create=choice.record_missing, fallback=not strict
+            path,
+            choice.match_ignore,
+            create=choice.record_missing,
+            fallback=not strict,
+            expiry=choice.expiry,
         )
+
         if choice.record_missing and choice.upstream:
             on_miss = MissRecorder(library, choice.upstream, log=choice.log)
     except ValueError as exc:

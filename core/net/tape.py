@@ -27,6 +27,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -35,7 +36,7 @@ from typing import Any
 from ..drive.conversation import has_conversation, last_input, read_conversation
 from ..drive.script import TurnPicker
 from ..exchange.playback import Playback
-from ..exchange.tape_match import Exchange, Matcher, MatchRules, canonical, endpoint_key
+from ..exchange.tape_match import Matcher, MatchRules, canonical, endpoint_key
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import error_body, served_api
 from ..recording.own_files import open_own
@@ -61,6 +62,7 @@ from .library import (
     Recording,
     SelectionError,
     ServingLibrary,
+    exchange_of,
     load_recording,
 )
 from .listen import LibraryServer
@@ -69,16 +71,8 @@ from .service import ServiceConfig, build_service
 _log = logging.getLogger("streamtool.serve")
 
 
-def _exchange(rec: Recording) -> Exchange:
-    api = served_api(rec.endpoint) if rec.endpoint is not None else None
-    path_model = rec.model if api is not None and api.model_in_path else None
-    body = rec.request_body
-    return Exchange(
-        name=rec.name,
-        endpoint=endpoint_key(rec.endpoint or "?", path_model),
-        # a turn of a script (tape build) holds no request to compare: its match answers
-        body=body if rec.endpoint is not None and rec.turn is None else None,
-    )
+# what matching sees of a recording (its endpoint key and request body)
+_exchange = exchange_of
 
 
 class TapeLibrary(ServingLibrary):
@@ -106,6 +100,13 @@ class TapeLibrary(ServingLibrary):
             [_exchange(r) for r in self.recordings if r.session is None], self.rules
         )
         self.skipped: list[tuple[str, str]] = []  # (file name, why) left out at load
+        # a tape on object storage: where recorded exchanges are published (net.store)
+        self.storage: Any = None
+        self.source: str | None = None  # the tape as given (a folder, or a store URL)
+        # expired exchanges (max_age): warned about, or left out and named by a miss
+        self.expired: list[str] = []  # one message each
+        self.expired_matcher = Matcher([], self.rules)
+        self.record_hint: str | None = None  # how to record what a miss lacks
         # the turns of a script built into this tape (tape build), per endpoint, in order
         self._turns: dict[str, tuple[list[Recording], TurnPicker]] = {}
         for rec in self.recordings:
@@ -129,6 +130,42 @@ class TapeLibrary(ServingLibrary):
         library = cls(recordings, folder, rules, fallback=fallback)
         library.skipped = skipped
         return library
+
+    def apply_expiry(self, expiry: Any, now: Any = None) -> None:
+        """Enforce a tape's ``max_age`` (an :class:`~..exchange.store_layout.Expiry`): each
+        expired exchange gets a message naming its age (``expired``); with ``fail`` or
+        ``rerecord`` it is no longer served (a request for it is a miss that says why, or
+        recorded again when the tape records misses)."""
+        from datetime import UTC, datetime
+
+        from ..exchange.store_layout import parse_time
+
+        if expiry is None or expiry.max_age is None or self.folder is None:
+            return
+        now = now or datetime.now(UTC)
+        recorded = {e.file: e.recorded_at for e in read_index(self.folder)}
+        keep: list[Recording] = []
+        for rec in self.recordings:
+            when = parse_time(recorded.get(Path(rec.path).name))
+            if when is None:
+                with suppress(OSError):
+                    when = datetime.fromtimestamp(os.stat(rec.path).st_mtime, UTC)
+            age = expiry.expired(when, now)
+            if age is None:
+                keep.append(rec)
+                continue
+            self.expired.append(expiry.message(rec.name, age))
+            if expiry.on_expiry == "warn":
+                keep.append(rec)
+            else:
+                self.expired_matcher.add(_exchange(rec))
+        if len(keep) != len(self.recordings):
+            self.recordings = keep
+            self.by_name = {}
+            for rec in keep:
+                for key in (rec.name, Path(rec.path).name):
+                    self.by_name[key] = rec
+            self.matcher = Matcher([_exchange(r) for r in keep], self.rules)
 
     def started(self, name: str) -> None:
         """An exchange recorded on a miss is being answered: it counts as served (and
@@ -198,6 +235,12 @@ class TapeLibrary(ServingLibrary):
         message = miss.message
         if request.name:
             message = f"the tape holds no recording named {request.name!r}, and {message}"
+        stale = self.expired_matcher.match(self.request_key(request), request.body)
+        if stale is not None:
+            why = next((m for m in self.expired if m.startswith(f"{stale.name} ")), None)
+            message = f"{why}; not served" if why else message
+        if self.record_hint:
+            message += f"; record it with {self.record_hint}"
         return redact_keys(SecretScrubber(secrets).text(message))
 
 
@@ -268,12 +311,33 @@ def load_tape(
     *,
     create: bool = False,
     fallback: bool = False,
+    expiry: Any = None,
 ) -> TapeLibrary:
     """A tape folder, ready to serve. ``match_ignore`` adds fields (dotted paths) that matching
     ignores; ``create`` makes a missing folder (an empty tape, to be filled on misses);
     ``fallback``: see :class:`TapeLibrary`. Raises :class:`RecordingError` for unusable
-    input, ``ValueError`` for a bad path."""
-    root = Path(folder)
+    input, ``ValueError`` for a bad path.
+
+    ``folder`` may be a store URL (``s3://BUCKET/PREFIX``...): the tape is fetched into a
+    private folder of the cache (:func:`~.store.checkout`) and what is recorded on a miss is
+    published to the store too. ``expiry``: the tape's max_age and on_expiry (else its
+    ``tape.json``'s)."""
+    from ..exchange.store_layout import is_store_url
+
+    if is_store_url(str(folder)):
+        library = _load_store_tape(str(folder), match_ignore, fallback=fallback, expiry=expiry)
+    else:
+        library = _load_folder_tape(Path(folder), match_ignore, create, fallback, expiry)
+    library.record_hint = (
+        f"streamtool serve {folder} --record-missing --upstream URL, or through "
+        f"streamtool proxy --out {folder}"
+    )
+    return library
+
+
+def _load_folder_tape(
+    root: Path, match_ignore: Sequence[str], create: bool, fallback: bool, expiry: Any
+) -> TapeLibrary:
     if create and not root.exists():
         try:
             root.mkdir(parents=True)
@@ -283,7 +347,33 @@ def load_tape(
         raise RecordingError(
             str(root), None, "no such folder" if not root.exists() else "is a file, not a tape"
         )
-    return TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore), fallback=fallback)
+    library = TapeLibrary.from_folder(root, MatchRules.with_extra(match_ignore), fallback=fallback)
+    library.source = str(root)
+    if expiry is None:
+        from .store import local_tape_settings
+
+        expiry = local_tape_settings(root)
+    library.apply_expiry(expiry)
+    return library
+
+
+def _load_store_tape(
+    url: str, match_ignore: Sequence[str], *, fallback: bool, expiry: Any
+) -> TapeLibrary:
+    """A store tape, checked out into a private folder (removed when the process ends)."""
+    import atexit
+
+    from .store import StorePublisher, checkout, discard
+
+    co = checkout(url)
+    atexit.register(discard, co.folder)
+    library = TapeLibrary.from_folder(
+        co.folder, MatchRules.with_extra(match_ignore), fallback=fallback
+    )
+    library.source = url
+    library.storage = StorePublisher(co.tape)
+    library.apply_expiry(expiry if expiry is not None else co.expiry)
+    return library
 
 
 class MissRecorder:
@@ -307,7 +397,7 @@ class MissRecorder:
             raise ValueError("record on miss needs a tape folder")
         self.library = library
         self.upstreams = parse_upstreams([upstream])  # ValueError for a bad URL
-        self.tape = Tape(library.folder, after=after)
+        self.tape = Tape(library.folder, after=after, storage=library.storage)
         self.timeout = timeout
         self.log = log
         self._forwarder: Any = None

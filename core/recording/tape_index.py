@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..wire import fastjson
@@ -423,6 +423,14 @@ def check_own_files(folder: str | os.PathLike[str]) -> None:
             raise RecordingError(str(path), None, why)
 
 
+class TapeStorage(Protocol):
+    """Where a tape's exchanges go besides its folder (a tape on object storage,
+    :class:`streamtool.core.net.store.StorePublisher`): told of each exchange once its
+    recording is complete and indexed in the folder."""
+
+    def publish(self, folder: Path, entry: IndexEntry) -> None: ...
+
+
 class Tape:
     """A tape folder being written to: allocates file names and appends index entries.
 
@@ -437,9 +445,15 @@ class Tape:
     """
 
     def __init__(
-        self, folder: str | os.PathLike[str], *, create: bool = True, after: int = 0
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        after: int = 0,
+        storage: TapeStorage | None = None,
     ) -> None:
         self.folder = Path(folder)
+        self.storage = storage  # each appended exchange is published there too
         if create:
             fresh = is_fresh(self.folder)
             try:
@@ -514,7 +528,11 @@ class Tape:
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
         append_entries(self.folder, [entry], lock=self.lock)  # the fsync after the lock
-        self.release(entry.file)
+        try:
+            if self.storage is not None:
+                self.storage.publish(self.folder, entry)
+        finally:
+            self.release(entry.file)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
