@@ -101,6 +101,7 @@ def mutate(
         if output.exists() and not output.is_file():  # renamed over, a device would be replaced
             fail(f"{output}: is not a regular file (a device, FIFO or socket)")
     original = load_original(recording)
+    records: list[Any]
     try:
         if original.records is not None:
             header, records, end = apply_session(original, ids)

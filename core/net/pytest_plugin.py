@@ -522,7 +522,8 @@ def _unused(usage: dict[str, tuple[set[str], set[str]]]) -> list[str]:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workeroutput"):
         return
-    expired = list(config.stash.get(_EXPIRED, {}))
+    met: dict[str, None] = config.stash.get(_EXPIRED, {})
+    expired = list(met)
     if expired:
         n = len(expired)
         terminalreporter.section(f"stream_tape: {n} expired exchange{'s' * (n != 1)}", yellow=True)

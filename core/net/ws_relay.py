@@ -175,8 +175,8 @@ async def relay(
         if reason == "interrupted":  # cancelled (the proxy stops): the upstream goes too
             await upstream.close(1001, "the proxy is stopping")
         if recorder is not None:  # (ended already at a limit)
-            said = None if reason == "complete" else f"the session ended: {reason}"
-            recorder.finish(reason if reason != "dropped" else "error", said)
+            ended = None if reason == "complete" else f"the session ended: {reason}"
+            recorder.finish(reason if reason != "dropped" else "error", ended)
         if on_end is not None:
             on_end(recorder, reason)
     if reason == "dropped":
