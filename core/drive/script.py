@@ -658,7 +658,10 @@ def build_tape(
     except OSError as exc:
         raise RecordingError(str(out), None, os_error_text(exc)) from None
     try:
-        names = _build(script, work, target)
+        try:
+            names = _build(script, work, target)
+        except OSError as exc:  # a full disk
+            raise RecordingError(str(out), None, os_error_text(exc)) from None
         try:
             os.rename(work, out)  # onto nothing, or an empty folder
         except OSError as exc:
