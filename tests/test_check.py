@@ -90,8 +90,8 @@ def test_streamtool_check_recordings_passes() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""
-    # and the bundled WebSocket sessions, a tape in a folder of their own
-    n = len(bundled()) + len(list((RECORDINGS / "realtime").glob("0*.jsonl")))
+    # the recordings of the recorded sessions' tapes (MCP, WebSocket) among them
+    n = len(bundled())
     assert proc.stdout.count("\nok ") + proc.stdout.startswith("ok ") == n
     assert proc.stdout.rstrip().endswith(f"{n} checked: {n} match")
 

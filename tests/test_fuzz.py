@@ -693,9 +693,9 @@ def test_fuzz_eventstream_recordings_through_every_reader(tmp_path):
 
 # -- mutate ---------------------------------------------------------------------------------------
 def test_fuzz_mutate(tmp_path):
-    """``mutate`` on mutated recordings (odd payload values of every type, deep events, broken
-    lines, cut files): ``--list`` or a quirk applied, exit 0 or 2, no traceback, exit 2 one line
-    naming the file; what it writes replays."""
+    """``mutate`` on mutated recordings (odd payload values of every type, events nested up to
+    100,000 deep, broken lines, cut files): ``--list`` or a quirk applied, exit 0 or 2, no
+    traceback, exit 2 one line naming the file; what it writes replays."""
     from streamtool.core import mutations as M
     from streamtool.core.recording.reader import Source
 
@@ -715,7 +715,13 @@ def test_fuzz_mutate(tmp_path):
             source = rng.choice(sources)
             lines = source.read_text(encoding="utf-8").splitlines()
             kind = "payload"
-            if rng.random() < 0.4:
+            roll = rng.random()
+            if roll < 0.15:  # one more read: an event nested 100,000 deep (replay reads it)
+                first = json.loads(lines[1])
+                deep = 'data: {"x":' + _deep(100_000) + "}\n\n"
+                lines.insert(2, json.dumps({"type": "chunk", "t": first.get("t"), "text": deep}))
+                text, kind = "\n".join(lines) + "\n", "deep"
+            elif roll < 0.5:
                 text, kind = _mutate_recording(rng, lines)
             else:  # every event of a stream keeps its place: odd values, deep events
                 lines = list(lines)

@@ -354,3 +354,25 @@ def test_a_build_killed_midway_leaves_no_tape(tmp_path):
     # the hidden folder it was building in is all that is left, beside the script
     assert [p.name for p in tmp_path.iterdir() if p.name != "s.yaml"] == [recording.parent.name]
     assert recording.parent.name.startswith(".tape.")
+
+
+def test_a_build_that_fills_the_disk_is_one_line_and_leaves_nothing(tmp_path):
+    import subprocess
+
+    from .serve_helpers import STREAMTOOL
+    from .test_input_hardening import _limit_file_size
+
+    script = tmp_path / "s.yaml"
+    script.write_text(f"turns:\n  - reply: {{text: {' word' * 5000}}}\n", encoding="utf-8")
+    out = tmp_path / "tape"
+    # a write past 20 KB fails (EFBIG), as on a full disk
+    run = subprocess.run(
+        [*STREAMTOOL, "tape", "build", str(script), "--api", "anthropic", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limit_file_size(20_000),
+    )
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"streamtool: error: {out}: ") and run.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import math
 import os
 import re
 import secrets
@@ -61,10 +62,72 @@ class ScriptError(RecordingError):
 
 
 @dataclass(slots=True)
+class Pace:
+    """How a turn's reply streams (its ``stream:``): ``whole``, like a recording (``steps``:
+    its delta sizes and the gap before each), else ``rate`` tokens a second after ``ttft``."""
+
+    rate: float = DEFAULT_RATE
+    ttft: float = DEFAULT_TTFT
+    steps: list[tuple[int, float]] | None = None
+    whole: bool = False
+
+    def apply(self, spec: Reply) -> Reply:
+        """A copy of ``spec`` with its parts cut into pieces and its times."""
+        reply = dataclasses.replace(
+            spec, parts=[dataclasses.replace(p) for p in spec.parts], marks=[]
+        )
+        steps, marks = self.steps, reply.marks
+        reply.t_first = 0.0 if steps is None else min(self.ttft, 0.05)
+        t = self.ttft
+        offset = 0
+        step = 0
+        for part in reply.parts:
+            text = part.text
+            if not text:
+                continue
+            if self.whole:
+                part.pieces = [text]
+                offset += len(text)
+                marks.append((offset, t))
+            elif steps is not None:  # the recording's delta sizes and gaps, over and over
+                pieces = []
+                at = 0
+                while at < len(text):
+                    size, gap = steps[step % len(steps)]
+                    step += 1
+                    piece = text[at : at + max(size, 1)]
+                    at += len(piece)
+                    pieces.append(piece)
+                    t += gap if step > 1 else 0.0
+                    offset += len(piece)
+                    marks.append((offset, t))
+                part.pieces = pieces
+            else:
+                pause = 1.0 / self.rate
+                for token in tokens(text):
+                    offset += len(token)
+                    marks.append((offset, t))
+                    t += pause
+        reply.t_end = (marks[-1][1] if marks else self.ttft) + 0.01
+        return reply
+
+
+@dataclass(slots=True)
 class Turn:
-    reply: Reply
+    """A turn of a script: its reply as the script says it (``spec``), when it answers
+    (``match``), its line, and how it streams (``pace``)."""
+
+    spec: Reply
     match: tuple[str, str] | None = None  # (contains | equals | matches, pattern)
     line: int = 0
+    pace: Pace = field(default_factory=Pace)
+
+    @property
+    def reply(self) -> Reply:
+        """The reply cut and timed as the turn streams it, made anew each time it is asked
+        for: a long reply's pieces and times are held while it is sent, not for the script's
+        whole life."""
+        return self.pace.apply(self.spec)
 
     def accepts(self, subject: str) -> bool:
         """Whether a request whose last user message (or tool result) is ``subject`` may get
@@ -373,8 +436,8 @@ def _turn(name: str, node: _Node, where: str, base: Path, script: Script, n: int
                 ) from None
         match = (kind, pattern)
     reply = _reply(name, turn["reply"], f"{where}.reply", script, n)
-    _pace(name, turn.get("stream"), f"{where}.stream", base, reply)
-    return Turn(reply, match, node.line)
+    pace = _pace(name, turn.get("stream"), f"{where}.stream", base)
+    return Turn(reply, match, node.line, pace)
 
 
 def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
@@ -468,8 +531,8 @@ def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
     return reply
 
 
-def _pace(name: str, node: _Node | None, where: str, base: Path, reply: Reply) -> None:
-    """Cut the reply's parts and give them times: like a recording, at a rate, or whole."""
+def _pace(name: str, node: _Node | None, where: str, base: Path) -> Pace:
+    """How a turn streams: like a recording, at a rate, or whole."""
     rate, ttft = DEFAULT_RATE, DEFAULT_TTFT
     steps: list[tuple[int, float]] | None = None  # (delta size, gap after the one before)
     whole = False
@@ -518,47 +581,20 @@ def _pace(name: str, node: _Node | None, where: str, base: Path, reply: Reply) -
                         "a number",
                     )
                 )
-                if rate <= 0:
+                if not 0 < rate < math.inf:
                     raise ScriptError(
                         name,
                         spec["tokens_per_s"].line,
                         f"{where}.tokens_per_s",
-                        "must be more than 0",
+                        "must be more than 0 (and finite)",
                     )
             if "ttft" in spec:
                 ttft = float(_want(name, spec["ttft"], f"{where}.ttft", (int, float), "seconds"))
-                if ttft < 0:
-                    raise ScriptError(name, spec["ttft"].line, f"{where}.ttft", "must be 0 or more")
-    reply.t_first = 0.0 if steps is None else min(ttft, 0.05)
-    t = ttft
-    offset = 0
-    step = 0
-    for part in reply.parts:
-        if not part.text:
-            continue
-        if whole:
-            part.pieces = [part.text]
-            offset += len(part.text)
-            reply.marks.append((offset, t))
-            continue
-        if steps is not None:  # the recording's delta sizes and gaps, over and over
-            pieces = []
-            rest = part.text
-            while rest:
-                size, gap = steps[step % len(steps)]
-                step += 1
-                piece, rest = rest[: max(size, 1)], rest[max(size, 1) :]
-                pieces.append(piece)
-                t += gap if step > 1 else 0.0
-                offset += len(piece)
-                reply.marks.append((offset, t))
-            part.pieces = pieces
-            continue
-        for token in tokens(part.text):
-            offset += len(token)
-            reply.marks.append((offset, t))
-            t += 1.0 / rate
-    reply.t_end = (reply.marks[-1][1] if reply.marks else ttft) + 0.01
+                if not 0 <= ttft < math.inf:
+                    raise ScriptError(
+                        name, spec["ttft"].line, f"{where}.ttft", "must be 0 or more (and finite)"
+                    )
+    return Pace(rate, ttft, steps, whole)
 
 
 def turn_of(extra: dict[str, Any]) -> Turn | None:
@@ -622,7 +658,10 @@ def build_tape(
     except OSError as exc:
         raise RecordingError(str(out), None, os_error_text(exc)) from None
     try:
-        names = _build(script, work, target)
+        try:
+            names = _build(script, work, target)
+        except OSError as exc:  # a full disk
+            raise RecordingError(str(out), None, os_error_text(exc)) from None
         try:
             os.rename(work, out)  # onto nothing, or an empty folder
         except OSError as exc:

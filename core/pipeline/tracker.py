@@ -39,7 +39,6 @@ class TrackedCall:
     __slots__ = (
         "index",
         "call_id",
-        "given_id",
         "name",
         "metadata",
         "synthetic_id",
@@ -59,8 +58,6 @@ class TrackedCall:
         self.index = index
         self.keep_completed = keep_completed  # the text stays after release_arguments()
         self.call_id: str | None = None
-        # the id as the provider gave it, when the tracker changed it (a reused id: ``<id>#2``)
-        self.given_id: str | None = None
         self.name: str | None = None
         self.metadata: dict[str, Any] | None = None
         self.synthetic_id = False
@@ -119,6 +116,9 @@ class ToolCallTracker:
         self.calls: list[TrackedCall] = []
         self._by_key: dict[Hashable, TrackedCall] = {}
         self._ids: set[str] = set()
+        # the id a call's provider gave, by the call's index, where the tracker changed it (a
+        # reused id: ``<id>#2``); kept here, not on every call, as it is rare
+        self.given: dict[int, str] = {}
         self._last: TrackedCall | None = None  # the call that took the last fragment
 
     # -- lookup ----------------------------------------------------------------------------
@@ -317,7 +317,7 @@ class ToolCallTracker:
             self._note(
                 QuirkId.TOOL_ID_REUSED, f"id {base!r} used by two calls; second is {base}#{n}"
             )
-            call.given_id = base
+            self.given[call.index] = base
             call.call_id = f"{base}#{n}"
         self._ids.add(call.call_id)
 

@@ -897,7 +897,7 @@ class OpenAIResponsesConverter(Converter):
 
     def _check_call_id(self, call: TrackedCall, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")
-        known = call.given_id or call.call_id
+        known = self.tracker.given.get(call.index) or call.call_id
         if isinstance(call_id, str) and call_id and known and call_id != known:
             if self._later_id.get(call.index) == call_id:
                 return  # said again (response.completed repeats output_item.done)
