@@ -362,3 +362,12 @@ def test_a_websocket_session_drifts_by_its_messages(tmp_path: Path) -> None:
     assert ("break", "event_type_gone", "response.output_text.delta") in kinds
     assert ("warn", "event_type_new", "response.text.delta") in kinds
     assert ("warn", "quirk_new", "realtime_beta_event_names") in kinds
+
+
+def test_a_field_gone_with_all_under_it_is_told_once() -> None:
+    a = side()
+    a.events = [("m", {"result": {"tools": [{"name": "add", "schema": {"type": "object"}}]}})]
+    b = side()
+    b.events = [("m", {"result": {"other": 1}})]
+    changes = [(c.kind, c.path) for c in compare(a, b)]
+    assert changes == [("field_gone", "m: result.tools"), ("field_new", "m: result.other")]

@@ -313,6 +313,31 @@ def _timing_changes(a: Side, b: Side) -> list[Change]:
     return out
 
 
+def _under(path: str, parent: str) -> bool:
+    return path.startswith(parent + ".") or path.startswith(parent + "[]")
+
+
+def _outermost(changes: list[Change]) -> list[Change]:
+    """A field gone (or new) with everything under it is told once, at the field: the paths
+    under a gone (new) field of the same event type are left out."""
+    kinds = ("field_gone", "field_new")
+    told = {(c.kind, c.path) for c in changes if c.kind in kinds}
+    out = []
+    for c in changes:
+        if c.kind in kinds:
+            kind_of, _, path = c.path.partition(": ")
+            if any(
+                k == c.kind
+                and p != c.path
+                and p.startswith(kind_of + ": ")
+                and _under(path, p.partition(": ")[2])
+                for k, p in told
+            ):
+                continue
+        out.append(c)
+    return out
+
+
 def compare(a: Side, b: Side) -> list[Change]:
     """What changed from ``a`` (the tape's recording) to ``b`` (the new one), most severe
     first (in each tier, in the order: status and errors, finish, tool calls, events, text,
@@ -321,7 +346,7 @@ def compare(a: Side, b: Side) -> list[Change]:
         *_error_changes(a, b),
         *_finish_changes(a.summary, b.summary),
         *_call_changes(a.summary, b.summary),
-        *_shape_changes(a, b),
+        *_outermost(_shape_changes(a, b)),
         *_text_changes(a.summary, b.summary),
         *_quirk_changes(a, b),
         *_usage_changes(a.summary, b.summary),
