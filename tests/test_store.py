@@ -396,7 +396,8 @@ def test_a_server_stopped_mid_pull_leaves_nothing_cut(tmp_path: Path) -> None:
             h["request"]["body"] = ask(f"pull {i}")
             (folder / f"{i:04d}-x.jsonl").write_bytes(json.dumps(h).encode() + b"\n" + rest)
         assert cli("tape", "push", str(folder), url, env=env).returncode == 0
-        with DelayRelay(own.endpoint, 0.03) as far:
+        # 0.3 s a request: the 150 recordings take several rounds of parallel fetches
+        with DelayRelay(own.endpoint, 0.3) as far:
             proc = subprocess.Popen(
                 [*STREAMTOOL, "tape", "pull", url, str(tmp_path / "out")],
                 stdout=subprocess.PIPE,
@@ -404,7 +405,10 @@ def test_a_server_stopped_mid_pull_leaves_nothing_cut(tmp_path: Path) -> None:
                 text=True,
                 env={**os.environ, **env, "AWS_ENDPOINT_URL": far.url},
             )
-            time.sleep(1.0)
+            deadline = time.monotonic() + 60
+            while not any((tmp_path / "cache").rglob("*.jsonl")):  # the pull has begun
+                assert proc.poll() is None and time.monotonic() < deadline, "no fetch began"
+                time.sleep(0.02)
             own.stop()  # the server goes away mid-pull
             out, err = proc.communicate(timeout=120)
     finally:
