@@ -289,7 +289,10 @@ def test_a_proxy_killed_mid_session_leaves_a_readable_recording(tmp_path: Path) 
         for r in records
         if type(r) is Message and r.direction == "server"
     ]
-    assert server[: len(got)] == got
+    # killed, the proxy may have relayed a message it had not written yet, or written one the
+    # client had not read: what it kept is the session's messages in order, up to the kill
+    n = min(len(server), len(got))
+    assert n >= 1 and server[:n] == got[:n], (server, got)
     run = subprocess.run(
         [*STREAMTOOL, "replay", str(f), "--format", "json"], capture_output=True, text=True
     )
