@@ -273,3 +273,29 @@ def test_br_and_deflate_bodies_are_decoded(tmp_path: Path, coding: str) -> None:
     done = cli("import", str(path), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert body_of(out / read_index(out)[0].file) == stream
+
+
+def test_two_imports_into_one_tape_at_once_leave_one_whole_tape(
+    cassette: tuple[Path, Any], tmp_path: Path
+) -> None:
+    """Each import builds its tape beside ``--out`` and moves it into place: of two at once,
+    one tape is there whole (the recording byte for byte) and the other import is refused in
+    one line."""
+    out = tmp_path / "tape"
+    procs = [
+        subprocess.Popen(
+            [*STREAMTOOL, "import", str(cassette[0]), "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    results = [(p.wait(60), p.stderr.read() if p.stderr else "") for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], results
+    refused = next(err for code, err in results if code == 2)
+    assert refused.count("\n") == 1 and "Traceback" not in refused, refused
+    (entry,) = read_index(out)
+    assert body_of(out / entry.file) == body_of(REC)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

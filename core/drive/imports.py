@@ -432,9 +432,14 @@ def write_tape(
                 entries.append(_write_one(staging, seq, importer, source, ix))
         rewrite_index(staging, entries)
         write_gitignore(staging)  # what to commit of the new tape
-        if out.exists():
-            out.rmdir()
-        os.replace(staging, out)
+        try:
+            if out.exists():
+                out.rmdir()  # an empty folder: the new tape takes its place
+            os.replace(staging, out)
+        except OSError:  # another writer's tape got there first: it is kept, this one is not
+            raise RecordingError(
+                str(out), None, "exists and is not empty (an import writes a new tape)"
+            ) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
