@@ -321,8 +321,14 @@ def test_the_connection_guard_lets_a_session_go_when_it_ends(tmp_path: Path) -> 
                     try:
                         ws = ws_connect(url, open_timeout=5)
                         break
-                    except (websockets.InvalidStatus, websockets.ConnectionClosedError) as busy:
-                        # the last one still ending: the 503 (read, or cut by the close)
+                    except (
+                        websockets.InvalidStatus,
+                        websockets.ConnectionClosedError,
+                        AssertionError,
+                    ) as busy:
+                        # the last one still ending: the 503 (read, or cut by the close; the
+                        # client library's own safety net raises AssertionError when the
+                        # busy answer's close meets its handshake still being sent)
                         if isinstance(busy, websockets.InvalidStatus):
                             assert busy.response.status_code == 503
                         assert time.monotonic() < deadline, "an ended session kept its place"
