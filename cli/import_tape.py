@@ -31,9 +31,16 @@ def import_tape(
     for line in kinds:
         typer.echo(line, err=True)
     streamed = sum(1 for e in entries if e.api)
+    timed = sum(1 for e in entries if e.duration_s is not None)  # sessions the archive timed
     typer.echo(removed.summary(), err=True)
     typer.echo(
         f"{out}: {len(entries)} exchange{'s' if len(entries) != 1 else ''} "
-        f"({streamed} of a known API; timing unknown)",
+        f"({streamed} of a known API; timing unknown"
+        + (
+            f" but for {timed} WebSocket session{'s' if timed != 1 else ''} timed by the archive"
+            if timed
+            else ""
+        )
+        + ")",
         err=True,
     )

@@ -68,6 +68,8 @@ def render(engine: ReplayEngine, *, full: bool = False, final: bool = True) -> R
     from rich.text import Text
     from rich.tree import Tree
 
+    from .tree_model import imported_line
+
     header = engine.header
     session = engine.session
     title = Text()
@@ -82,6 +84,9 @@ def render(engine: ReplayEngine, *, full: bool = False, final: bool = True) -> R
         )
     if engine.last_t is not None:
         title.append(f" · {engine.last_t:.2f} s", style="dim")
+    told = imported_line(header.extra.get("imported"))
+    if told:
+        title.append(f"\n{told}", style="dim")
     tree = Tree(title, guide_style="dim")
 
     def add(parent: Any, nodes: list[Node]) -> None:

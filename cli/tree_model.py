@@ -223,14 +223,21 @@ class Stats(NamedTuple):
             finished=engine.finished,
             end_reason=None if end is None else end.reason,
             status=_status(engine.header.response),
-            imported=_imported(engine.header.extra.get("imported")),
+            imported=imported_line(engine.header.extra.get("imported")),
         )
 
 
-def _imported(imported: Any) -> str | None:
+def imported_line(imported: Any) -> str | None:
+    """What the tree says of an imported recording: where it came from, and what it lacks."""
     if not isinstance(imported, dict):
         return None
-    return f"{imported.get('from')} {imported.get('file')}, {imported.get('entry')}"
+    lacks = (
+        "timed by the archive, each message"
+        if imported.get("timing") == "archive"
+        else "reads and timing unknown"
+    )
+    where = f"{imported.get('from')} {imported.get('file')}, {imported.get('entry')}"
+    return f"imported from {where}: {lacks}"
 
 
 def _status(response: Any) -> int | None:

@@ -139,7 +139,7 @@ def root_label(stats: Stats) -> Fields:
     source = Text(stats.source or "stream", style=STYLE["root"])
     rows = [([source], ""), (fields, " · ")]
     if stats.imported:
-        told = Text(f"imported from {stats.imported}: reads and timing unknown", style=STYLE["dim"])
+        told = Text(stats.imported, style=STYLE["dim"])
         rows.append(([told], ""))
     return Fields(rows)
 

@@ -18,18 +18,27 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..model.records import Header, RecordingError
+from ..model.records import WEBSOCKET, Header, Message, RecordingError
 from ..plugins import api_for_path, official_hosts
 from ..recording.reader import Source
 from ..recording.secrets import REDACTED, is_secret_header, is_secret_query, redact_keys
+from ..recording.session import (
+    NOT_KEPT,
+    SUBPROTOCOL_HEADER,
+    redact_subprotocols,
+    subprotocol_secrets,
+)
 from ..recording.tape_gitignore import write_gitignore
 from ..recording.tape_index import IndexEntry, exchange_name, read_index, rewrite_index
 from ..recording.writer import RecordingWriter
@@ -37,6 +46,9 @@ from ..wire import fastjson
 
 STREAM_TYPES = ("text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream")
 _RESPONSE_SECRETS = frozenset({"set-cookie", "www-authenticate", "proxy-authenticate"})
+
+
+WsMessage = tuple[float | None, str, str | bytes]
 
 
 @dataclass(slots=True)
@@ -51,6 +63,9 @@ class Interaction:
     response_headers: dict[str, str]
     body: bytes  # the response body as a client reads it (content encoding decoded)
     where: str  # "interaction 3", "entry 5"
+    # a WebSocket session's messages (a HAR's ``_webSocketMessages``): (seconds since the
+    # upgrade or None when the archive kept no time, "client" or "server", the payload)
+    messages: list[WsMessage] | None = None
 
     @property
     def streamed(self) -> bool:
@@ -236,6 +251,7 @@ def har_interactions(doc: Any, path: Path) -> list[Interaction]:
             if content.get("encoding") == "base64" and encoding:
                 raw = decode_body(raw, encoding, path, where)  # the archive kept the wire bytes
             post = req.get("postData") or {}
+            frames = entry.get("_webSocketMessages")
             out.append(
                 Interaction(
                     method=str(req.get("method") or "GET").upper(),
@@ -246,6 +262,7 @@ def har_interactions(doc: Any, path: Path) -> list[Interaction]:
                     response_headers=headers,
                     body=raw,
                     where=where,
+                    messages=None if frames is None else _ws_messages(entry, frames),
                 )
             )
         except RecordingError:
@@ -255,49 +272,106 @@ def har_interactions(doc: Any, path: Path) -> list[Interaction]:
     return out
 
 
+# a message's time in a HAR: seconds since the epoch (Chrome, mitmproxy) or milliseconds
+# (Playwright); past this, milliseconds
+_MS_TIMES = 1e11
+
+
+def _ws_messages(entry: Mapping[str, Any], frames: Any) -> list[WsMessage]:
+    """A HAR entry's ``_webSocketMessages`` (``type`` send or receive, ``time``, ``opcode`` 1
+    text or 2 binary in base64, ``data``) as messages timed from the upgrade. Control frames
+    (close, ping, pong) are not messages of the session."""
+    if not isinstance(frames, list):
+        raise ValueError("_webSocketMessages is not a list")
+    started = datetime.fromisoformat(str(entry["startedDateTime"]).replace("Z", "+00:00"))
+    t0 = started.timestamp()
+    out: list[WsMessage] = []
+    for frame in frames:
+        opcode = int(frame.get("opcode", 1))
+        if opcode not in (1, 2):
+            continue
+        kind = frame["type"]
+        if kind not in ("send", "receive"):
+            raise ValueError(f"a WebSocket message of type {kind!r}")
+        data = str(frame.get("data") or "")
+        payload: str | bytes = data if opcode == 1 else base64.b64decode(data, validate=True)
+        when = frame.get("time")
+        t: float | None = None
+        if isinstance(when, int | float) and when >= 0:
+            seconds = when / 1000 if when > _MS_TIMES else float(when)
+            t = round(max(0.0, seconds - t0), 6)
+        out.append((t, "client" if kind == "send" else "server", payload))
+    return out
+
+
+MITMDUMP_ENV = "STREAMTOOL_MITMDUMP"  # names the mitmdump to read flow files with
+MITMDUMP_TIMEOUT = 300.0
+
+
+def mitmdump() -> str | None:
+    """The ``mitmdump`` that reads flow files: the one ``STREAMTOOL_MITMDUMP`` names, else the
+    one installed beside streamtool (``streamtool[mitmproxy]``), else the one on ``PATH``."""
+    named = os.environ.get(MITMDUMP_ENV)
+    if named:
+        return named
+    beside = Path(sys.executable).parent / "mitmdump"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("mitmdump")
+
+
+def _mitmdump_said(text: str) -> str:
+    """The last thing mitmdump logged, without its timestamp (its tracebacks aside)."""
+    lines = [ln for ln in text.splitlines() if re.match(r"\[\d[\d:.]*\]", ln)]
+    last = lines[-1] if lines else (text.strip().splitlines() or [""])[-1]
+    return re.sub(r"^\[[\d:.]+\](\[[^\]]*\])?\s*", "", last).strip()
+
+
 def mitmproxy_interactions(path: Path) -> list[Interaction]:
-    """The HTTP flows of a mitmproxy flow file, read by mitmproxy's own reader."""
-    try:
-        from mitmproxy import http
-        from mitmproxy import io as mitm_io
-        from mitmproxy.exceptions import FlowReadException
-    except ImportError:
+    """The HTTP flows of a mitmproxy flow file, read by mitmproxy's own reader: ``mitmdump``
+    reads the file and writes it as a HAR (its ``hardump`` option), which is then read as any
+    HAR (WebSocket flows with their messages). mitmproxy runs as its own program: the releases
+    that read today's flow files need Python 3.12, and its pins need not agree with
+    streamtool's."""
+    exe = mitmdump()
+    if exe is None:
         raise _fail(
             path,
             None,
-            "a mitmproxy flow file: install mitmproxy (pip install 'streamtool[mitmproxy]')",
-        ) from None
-    out = []
-    try:
-        with open(path, "rb") as fh:
-            for n, flow in enumerate(mitm_io.FlowReader(fh).stream(), 1):
-                if not isinstance(flow, http.HTTPFlow) or flow.response is None:
-                    continue
-                where = f"flow {n}"
-                req, resp = flow.request, flow.response
-                try:
-                    body = resp.get_content(strict=True) or b""
-                except ValueError:
-                    raise _fail(
-                        path, where, "the body is not what its content encoding says"
-                    ) from None
-                headers = _header_map(list(resp.headers.items(multi=True)))
-                headers.pop("content-encoding", None)
-                out.append(
-                    Interaction(
-                        method=req.method.upper(),
-                        url=req.pretty_url,
-                        request_headers=_header_map(list(req.headers.items(multi=True))),
-                        request_body=_body_json(req.get_content(strict=False)),
-                        status=resp.status_code,
-                        response_headers=headers,
-                        body=body,
-                        where=where,
-                    )
-                )
-    except FlowReadException as exc:
-        raise _fail(path, None, f"not a flow file this mitmproxy reads ({exc})") from None
-    return out
+            "a mitmproxy flow file: reading it takes mitmproxy's mitmdump (pip install "
+            f"'streamtool[mitmproxy]' on Python 3.12+, or pipx install mitmproxy; {MITMDUMP_ENV} "
+            "names one)",
+        )
+    with tempfile.TemporaryDirectory(prefix="streamtool-mitm-") as tmp:
+        har = Path(tmp) / "flows.har"
+        try:
+            done = subprocess.run(
+                [exe, "-q", "-n", "-r", str(path), "--set", f"hardump={har}"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=MITMDUMP_TIMEOUT,
+                cwd=tmp,
+            )
+        except OSError as exc:
+            raise _fail(path, None, f"cannot run {exe}: {exc.strerror or exc}") from None
+        except subprocess.TimeoutExpired:
+            raise _fail(path, None, f"mitmdump read it for {MITMDUMP_TIMEOUT:.0f} s") from None
+        if done.returncode != 0 or not har.is_file():
+            said = _mitmdump_said(done.stderr + done.stdout) or f"exit {done.returncode}"
+            raise _fail(path, None, f"not a flow file this mitmproxy reads ({said})")
+        try:
+            doc = json.loads(har.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise _fail(path, None, f"mitmdump's HAR cannot be read ({exc})") from None
+    entries = doc.get("log", {}).get("entries") if isinstance(doc, Mapping) else None
+    if not entries:
+        raise _fail(path, None, "a flow file without HTTP flows: nothing to import")
+    interactions = har_interactions(doc, path)
+    for n, ix in enumerate(interactions, 1):
+        ix.where = f"flow {n}"
+    return interactions
 
 
 _FLOW_START = re.compile(rb"^\d+:")
@@ -355,9 +429,14 @@ def scrub(ix: Interaction, removed: Removed) -> Interaction:
     """The interaction without credentials (counted in ``removed``)."""
     headers = {}
     for name, value in ix.request_headers.items():
+        if ix.messages is not None and name in NOT_KEPT:
+            continue  # a session's upgrade: the handshake's nonce and the address are not kept
         if is_secret_header(name) and value and REDACTED not in value:
             removed.add(f"{name} header", ix.where)
             headers[name] = REDACTED
+        elif name == SUBPROTOCOL_HEADER and subprotocol_secrets([value]):
+            removed.add("a key in the WebSocket subprotocols", ix.where)
+            headers[name] = redact_subprotocols(value)
         else:
             headers[name] = value
     url = ix.url
@@ -394,9 +473,23 @@ def scrub(ix: Interaction, removed: Removed) -> Interaction:
     if cleaned.encode("utf-8", "surrogateescape") != response_body:
         removed.add("a key in the response body", ix.where)
         response_body = cleaned.encode("utf-8", "surrogateescape")
+    messages = None
+    if ix.messages is not None:
+        messages = []
+        for t, direction, data in ix.messages:
+            clean_data = _scrub_message(data)
+            if clean_data != data:
+                removed.add(f"a key in a WebSocket message ({direction})", ix.where)
+            messages.append((t, direction, clean_data))
     return Interaction(
-        ix.method, url, headers, body, ix.status, out_headers, response_body, ix.where
+        ix.method, url, headers, body, ix.status, out_headers, response_body, ix.where, messages
     )
+
+
+def _scrub_message(data: str | bytes) -> str | bytes:
+    if isinstance(data, str):
+        return redact_keys(data)
+    return redact_keys(data.decode("latin-1")).encode("latin-1")
 
 
 # -- writing a tape -------------------------------------------------------------------------------
@@ -452,6 +545,8 @@ def _write_one(folder: Path, seq: int, importer: str, source: Path, ix: Interact
     model = (
         body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
     )
+    if model is None and ix.messages is not None:  # a session names its model in the query
+        model = dict(parse_qsl(urlsplit(ix.url).query)).get("model")
     name = exchange_name(seq, api or provider, model)
     header = Header(
         provider=provider,
@@ -469,6 +564,8 @@ def _write_one(folder: Path, seq: int, importer: str, source: Path, ix: Interact
             }
         },
     )
+    if ix.messages is not None:
+        return _write_session(folder, seq, name, header, ix, api, provider, model)
     with RecordingWriter(folder / name, header) as writer:
         if ix.body:
             writer.write_read(None, ix.body)
@@ -484,6 +581,51 @@ def _write_one(folder: Path, seq: int, importer: str, source: Path, ix: Interact
         status=ix.status,
         end="complete",
         chunks=1 if ix.body else 0,
+    )
+
+
+def _write_session(
+    folder: Path,
+    seq: int,
+    name: str,
+    header: Header,
+    ix: Interaction,
+    api: str | None,
+    provider: str,
+    model: str | None,
+) -> IndexEntry:
+    """A WebSocket session of an archive as a session recording: the upgrade in its header,
+    its messages timed as the archive timed them (``"timing": "archive"``; ``unknown`` when
+    it kept no time)."""
+    assert ix.messages is not None
+    timed = all(t is not None for t, _, _ in ix.messages)
+    header.extra["transport"] = WEBSOCKET
+    header.extra["imported"]["timing"] = "archive" if timed and ix.messages else "unknown"
+    header.request["body"] = None
+    first_server = None
+    last = 0.0
+    with RecordingWriter(folder / name, header) as writer:
+        for t, direction, data in ix.messages:
+            when = t if timed else None
+            if when is not None:
+                last = max(last, when)
+            if direction == "server" and first_server is None:
+                first_server = when
+            writer.write_session_record(Message(when, direction, data))
+        writer.close(last if timed else None, "complete")
+    return IndexEntry(
+        seq=seq,
+        file=name,
+        api=api,
+        provider=provider,
+        method="GET",
+        path=urlsplit(ix.url).path,
+        model=model,
+        status=ix.status,
+        end="complete",
+        ttft_s=first_server,
+        duration_s=last if timed else None,
+        chunks=len(ix.messages),
     )
 
 

@@ -33,7 +33,7 @@ from .writer import RecordingWriter, json_text
 
 SUBPROTOCOL_HEADER = "sec-websocket-protocol"
 # request headers a recording leaves out: the proxy's own address, the handshake's nonce
-_NOT_KEPT = frozenset({"host", "sec-websocket-key"})
+NOT_KEPT = frozenset({"host", "sec-websocket-key"})
 
 
 def _secret_token(token: str) -> tuple[str, str] | None:
@@ -74,7 +74,7 @@ def session_request(
     kept: dict[str, str] = {}
     for name, value in pairs:
         key = name.lower()
-        if key in _NOT_KEPT:
+        if key in NOT_KEPT:
             continue
         if key == SUBPROTOCOL_HEADER:
             value = redact_subprotocols(value)
