@@ -224,6 +224,8 @@ def render(
     from rich.markup import escape
     from rich.padding import Padding
 
+    from .tree_model import imported_line
+
     facts = result["facts"]
     timing = result["timing"]
     console.print(f"[bold]{escape(str(result['source']))}[/]")
@@ -245,6 +247,9 @@ def render(
     _pack(console, [f"[dim]{k}[/] {escape(str(v))}" for k, v in pairs if v is not None])
     if facts["raw_body"] and timing["ttfb_s"] is None:
         console.print("  [dim]a raw body: no timings were recorded[/]")
+    told = imported_line(facts["imported"])
+    if told:
+        console.print(f"  [dim]{escape(told)}[/]")
 
     console.print("[bold]timing[/]")
     rate = (

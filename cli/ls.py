@@ -171,6 +171,8 @@ def _table(rows: "list[Row]", base: str | None) -> None:
         Col("err", [str(len(r.errors)) if r.errors else "" for r in rows], justify=right),
         Col("quirks", [listed(r.quirks) for r in rows], minimum=12, grow=1, ample=30),
     ]  # fmt: skip
+    if any(r.imported for r in rows):  # imported: its reads and timing unknown
+        columns.append(Col("imported", [r.imported or "" for r in rows], minimum=8, drop=7))
     if rows:
         table, used = build_table(columns, width)
         print_plain(make_console(width, used), table)

@@ -299,3 +299,47 @@ def test_two_imports_into_one_tape_at_once_leave_one_whole_tape(
     (entry,) = read_index(out)
     assert body_of(out / entry.file) == body_of(REC)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_ls_and_inspect_say_a_recording_was_imported(tmp_path: Path) -> None:
+    """``ls`` marks imported recordings (and lists their plain exchanges, which no converter
+    reads), ``inspect`` says where one came from; an answer that was not streamed has no
+    ``[DONE]`` to miss."""
+    import yaml
+
+    whole = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hello"},
+         "finish_reason": "stop"}]}  # fmt: skip
+
+    def ix(method: str, path: str, body: str | None, kind: str, answer: str) -> dict[str, Any]:
+        return {"request": {"method": method, "uri": f"https://api.openai.com{path}",
+                            "body": body, "headers": {}},
+                "response": {"status": {"code": 200}, "headers": {"content-type": [kind]},
+                             "body": {"string": answer}}}  # fmt: skip
+
+    doc = {"interactions": [
+        ix("POST", "/v1/chat/completions", '{"model": "gpt-4o", "stream": true}',
+           "text/event-stream", body_of(REC).decode()),
+        ix("POST", "/v1/chat/completions", '{"model": "gpt-4o"}', "application/json",
+           json.dumps(whole)),
+        ix("GET", "/v1/models", None, "application/json", '{"data": []}'),
+    ]}  # fmt: skip
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "tape"
+    assert cli("import", str(path), "--out", str(out)).returncode == 0
+    listed = cli("ls", str(out), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [(r["api"], r["imported"], r["duration_s"]) for r in rows] == [
+        ("chat.completions", "vcrpy", None), ("chat.completions", "vcrpy", None),
+        (None, "vcrpy", None),
+    ]  # fmt: skip
+    assert rows[1]["quirks"] == [] and rows[1]["errors"] == []  # whole: no [DONE] to miss
+    table = cli("ls", str(out))
+    assert table.returncode == 0 and "imported" in table.stdout.splitlines()[1]
+    first = out / read_index(out)[0].file
+    shown = cli("inspect", str(first))
+    assert "imported from vcrpy c.yaml, interaction 1: reads and timing unknown" in shown.stdout
+    facts = json.loads(cli("inspect", str(first), "--format", "json").stdout)["facts"]
+    assert facts["imported"]["from"] == "vcrpy" and facts["imported"]["timing"] == "unknown"

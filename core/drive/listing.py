@@ -47,6 +47,7 @@ class Row:
     errors: list[str] = field(default_factory=list)  # error kinds
     quirks: list[str] = field(default_factory=list)  # quirk ids
     problem: str | None = None  # the one-line message when the file cannot be used
+    imported: str | None = None  # the importer of an imported recording (vcrpy, har...)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -64,6 +65,8 @@ class Row:
         }
         if self.problem is not None:
             out["problem"] = self.problem
+        if self.imported is not None:
+            out["imported"] = self.imported
         return out
 
 
@@ -116,6 +119,13 @@ def read_row(path: str, filters: Filters) -> Row | None:
         if not filters.header_ok(row):
             source.close()
             return None
+        imported = header.extra.get("imported")
+        if isinstance(imported, dict):
+            row.imported = str(imported.get("from"))
+            if header.api is None:  # an imported plain exchange (a page, a JSON answer)
+                row.reads = sum(1 for _ in source.chunks())
+                row.end = source.end.reason if source.end is not None else "cut off"
+                return row if filters.ok(row) else None
         engine = ReplayEngine(header, source=path)
         if source.websocket:  # a WebSocket session: its messages are its reads
             for record in source.session_records():

@@ -391,6 +391,8 @@ class Inspector:
             "converter": engine.converter_name,
             "parser": engine.parser,
             "finish_reason": engine.finish_reason,
+            # an imported recording: where it came from (its reads and timing unknown)
+            "imported": header.extra.get("imported"),
         }
 
     def timing(self) -> dict[str, Any]:

@@ -47,6 +47,9 @@ class OpenAIChatConverter(Converter):
         super().__init__()
         self._last: TrackedCall | None = None
         self.done = False
+        # the answer came whole (``message``, not ``delta``: a response that was not streamed),
+        # which no ``[DONE]`` follows
+        self.whole = False
         self.finish_reason: str | None = None
         self.payloads = 0
         self.failed = False  # an error object arrived in the stream
@@ -270,6 +273,7 @@ class OpenAIChatConverter(Converter):
             delta = choice.get("delta")
             if delta is None:
                 delta = choice.get("message")
+                self.whole = delta is not None
             if isinstance(delta, dict):
                 self._delta(delta, chunk, tool_deltas)
             finish = choice.get("finish_reason")
@@ -564,7 +568,7 @@ class OpenAIChatConverter(Converter):
             self._unwrap(deltas)
         if self.done or self.finish_reason is not None:
             deltas.extend(self.tracker.complete_all())
-        if not self.done:
+        if not self.done and not self.whole:
             if self.finish_reason is not None:
                 self.quirk(QuirkId.EOF_NO_DONE, "the stream ended without data: [DONE]")
             elif self.payloads and not self.failed:  # an error ends a stream, not a cut
