@@ -308,8 +308,10 @@ def test_ls_and_inspect_say_a_recording_was_imported(tmp_path: Path) -> None:
     import yaml
 
     whole = {"id": "c1", "object": "chat.completion", "model": "gpt-4o", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "hello"},
-         "finish_reason": "stop"}]}  # fmt: skip
+        {"index": 0, "message": {"role": "assistant", "content": "hello", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+         "finish_reason": "tool_calls"}]}  # fmt: skip
 
     def ix(method: str, path: str, body: str | None, kind: str, answer: str) -> dict[str, Any]:
         return {"request": {"method": method, "uri": f"https://api.openai.com{path}",
@@ -335,7 +337,9 @@ def test_ls_and_inspect_say_a_recording_was_imported(tmp_path: Path) -> None:
         ("chat.completions", "vcrpy", None), ("chat.completions", "vcrpy", None),
         (None, "vcrpy", None),
     ]  # fmt: skip
-    assert rows[1]["quirks"] == [] and rows[1]["errors"] == []  # whole: no [DONE] to miss
+    # whole: no [DONE] to miss, and a whole answer's calls carry no stream index
+    assert rows[1]["quirks"] == [] and rows[1]["errors"] == []
+    assert rows[1]["tool_calls"] == ["get_weather"]
     table = cli("ls", str(out))
     assert table.returncode == 0 and "imported" in table.stdout.splitlines()[1]
     first = out / read_index(out)[0].file
@@ -343,3 +347,85 @@ def test_ls_and_inspect_say_a_recording_was_imported(tmp_path: Path) -> None:
     assert "imported from vcrpy c.yaml, interaction 1: reads and timing unknown" in shown.stdout
     facts = json.loads(cli("inspect", str(first), "--format", "json").stdout)["facts"]
     assert facts["imported"]["from"] == "vcrpy" and facts["imported"]["timing"] == "unknown"
+
+
+ANTHROPIC = recording("anthropic-text-then-tool-use")
+
+
+def test_a_non_streamed_answer_beside_its_stream_in_the_type_content_dialect(
+    tmp_path: Path,
+) -> None:
+    """Bodies kept as ``{type: json|text, content}`` (a dialect of vcrpy's serializer) import
+    whole; an Anthropic answer that was not streamed replays as the SDK reads it; a tape that
+    holds the same request streamed and not answers each the way it is asked."""
+    import anthropic
+    import yaml
+
+    def ask(base: str, stream: bool) -> Any:
+        client = anthropic.Anthropic(base_url=base, api_key=KEY, max_retries=0)
+        ask = {"model": "claude-sonnet-4-5", "max_tokens": 1024,
+               "messages": [{"role": "user", "content": "weather in Paris?"}]}  # fmt: skip
+        if not stream:
+            return client.messages.create(**ask).model_dump(mode="json")  # type: ignore[call-overload]
+        with client.messages.stream(**ask) as events:  # type: ignore[arg-type]
+            return events.get_final_message().model_dump(mode="json")
+
+    with serving(ANTHROPIC) as origin:
+        whole = ask(origin, stream=True)  # the SDK's own accumulation of the stream
+
+    def ix(stream: bool, body: dict[str, Any]) -> dict[str, Any]:
+        content = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream,
+                   "messages": [{"role": "user", "content": "weather in Paris?"}]}  # fmt: skip
+        kind = "text/event-stream" if stream else "application/json"
+        return {"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+                            "headers": {"x-api-key": [KEY]},
+                            "body": {"type": "json", "content": content}},
+                "response": {"status": 200, "headers": {"content-type": [kind]},
+                             "body": body}}  # fmt: skip
+
+    doc = {"interactions": [
+        ix(False, {"type": "json", "content": whole}),
+        ix(True, {"type": "text", "content": body_of(ANTHROPIC).decode()}),
+    ]}  # fmt: skip
+    path = tmp_path / "prefix.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "tape"
+    done = cli("import", str(path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    plain, streamed = read_index(out)
+    assert json.loads(body_of(out / plain.file)) == whole
+    assert body_of(out / streamed.file) == body_of(ANTHROPIC)
+    assert Source(out / plain.file).header.request["body"]["stream"] is False
+
+    replayed = subprocess.run(
+        [*STREAMTOOL, "replay", str(out / plain.file), "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    summary = json.loads(replayed.stdout)
+    assert summary["errors"] == []
+    assert summary["text"] == "".join(b["text"] for b in whole["content"] if b["type"] == "text")
+    calls = [(b["name"], b["input"]) for b in whole["content"] if b["type"] == "tool_use"]
+    assert [(i["name"], i["arguments"]) for i in summary["invocations"]] == calls
+    assert summary["finish_reason"] == whole["stop_reason"]
+
+    with serving(out) as origin:  # both orders: each request finds its own way of answering
+        assert ask(origin, stream=True) == whole
+        assert ask(origin, stream=False) == whole
+        assert ask(origin, stream=False) == whole
+        assert ask(origin, stream=True) == whole
+    assert_no_key(out)
+
+
+def test_a_body_kept_in_a_shape_no_dialect_has_is_refused(tmp_path: Path) -> None:
+    import yaml
+
+    doc = {"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions"},
+        "response": {"status": 200, "headers": {}, "body": {"payload": "?"}}}]}  # fmt: skip
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    done = cli("import", str(path), "--out", str(tmp_path / "tape"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "interaction 1" in done.stderr and "payload" in done.stderr
+    assert not (tmp_path / "tape").exists()

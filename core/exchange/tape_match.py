@@ -250,6 +250,13 @@ class Exchange:
     body: Any  # the recorded request body, normalized; None when the recording holds none
     key: str | None = None  # canonical(body)
     served: int = 0
+    # the recorded request asked for a stream (``stream`` is not matched on, but of two
+    # exchanges that differ only there, the one that answers the same way is taken)
+    streamed: bool = False
+
+
+def _asks_stream(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 def endpoint_key(suffix: str, model_in_path: str | None = None) -> str:
@@ -283,6 +290,7 @@ class Matcher:
         for ex in self.exchanges:
             if ex.body is None:
                 continue
+            ex.streamed = _asks_stream(ex.body)
             ex.body = self.rules.normalize(ex.body)
             ex.key = canonical(ex.body)
             self._by_key.setdefault((ex.endpoint, ex.key), []).append(ex)
@@ -291,6 +299,7 @@ class Matcher:
         """A newly recorded exchange (record on miss) joins the tape."""
         self.exchanges.append(ex)
         if ex.body is not None:
+            ex.streamed = _asks_stream(ex.body)
             ex.body = self.rules.normalize(ex.body)
             ex.key = canonical(ex.body)
             self._by_key.setdefault((ex.endpoint, ex.key), []).append(ex)
@@ -309,6 +318,8 @@ class Matcher:
         same = self._by_key.get((endpoint, key))
         if not same:
             return None
+        wants = _asks_stream(body)
+        same = [ex for ex in same if ex.streamed == wants] or same
         fewest = min(ex.served for ex in same)
         chosen = next(ex for ex in same if ex.served == fewest)
         chosen.served += 1

@@ -222,6 +222,7 @@ def create_app(
             and rec.status < 400
             and isinstance(body, dict)
             and body.get("stream") is not True
+            and not _whole_answer(rec)
         ):
             return error(request, style, 400, "streamtool serve replays streams: send stream: true")
         rec = await _ready(library, rec, log, f"{request.method} {redact_keys(path)}")
@@ -240,6 +241,13 @@ def create_app(
     ]
     inner = Starlette(routes=routes)
     return loopback_only(edge(inner) if edge is not None else inner, log)
+
+
+def _whole_answer(rec: Recording) -> bool:
+    """The recording answered without a stream (a JSON body, an imported plain exchange): a
+    request that asks for none is answered with it."""
+    kind = next((v for k, v in rec.headers if k.lower() == "content-type"), "")
+    return kind.lower().startswith("application/json")
 
 
 async def _ready(

@@ -92,6 +92,7 @@ class AnthropicConverter(Converter):
         "message_delta": "_message_delta",
         "message_stop": "_message_stop",
         "error": "_error_event",
+        "message": "_whole_message",
     }
     ignored_events = frozenset({"ping"})
 
@@ -186,6 +187,26 @@ class AnthropicConverter(Converter):
         if isinstance(content, list) and content:
             return [chunk, *self._whole_blocks(content)]
         return [chunk]
+
+    def _whole_message(self, obj: dict[str, Any]) -> list[ChunkResponse]:
+        """An answer that was not streamed (``"type": "message"``, a JSON body): its blocks
+        whole, in order, then its stop reason and its end."""
+        self.started = True
+        chunk = ChunkResponse()
+        self._model = take_head(chunk, obj.get("model"), obj.get("usage"), self._model)
+        out = [chunk]
+        content = obj.get("content")
+        for i, block in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(block, dict):
+                self.error(
+                    ErrorKind.BAD_PAYLOAD, "a message's content block is not an object", block
+                )
+                continue
+            out.extend(self._start_block(("message", i), block))
+            out.extend(self._stop_block(("message", i), whole=True))
+        out.extend(self._message_delta({"delta": {"stop_reason": obj.get("stop_reason")}}))
+        out.extend(self._message_stop(obj))
+        return out
 
     def _message_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         chunk = ChunkResponse()

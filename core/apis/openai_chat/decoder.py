@@ -392,7 +392,8 @@ class OpenAIChatConverter(Converter):
             index = fn["index"]  # Ollama puts it inside "function"
         if type(index) is not int:
             index = None
-            self.quirk(QuirkId.OAI_TOOL_INDEX_MISSING, "tool_calls entries without 'index'")
+            if not self.whole:  # a whole answer's calls carry none: it is a stream's field
+                self.quirk(QuirkId.OAI_TOOL_INDEX_MISSING, "tool_calls entries without 'index'")
         if self._wrap(tc, fn, index, out):
             return
         raw_id = tc.get("id")
