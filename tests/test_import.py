@@ -429,3 +429,46 @@ def test_a_body_kept_in_a_shape_no_dialect_has_is_refused(tmp_path: Path) -> Non
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "interaction 1" in done.stderr and "payload" in done.stderr
     assert not (tmp_path / "tape").exists()
+
+
+def test_a_responses_answer_that_was_not_streamed_replays_as_the_sdk_reads_it(
+    tmp_path: Path,
+) -> None:
+    """The Responses API's whole answer (``"object": "response"``, a JSON body): its text and
+    calls as the openai SDK's own accumulation of the same answer streamed, no quirk of a
+    stream it never was."""
+    import openai
+    import yaml
+
+    rec = recording("openai-responses-parallel-function-calls")
+    with serving(rec) as origin:
+        client = openai.OpenAI(base_url=f"{origin}/v1", api_key=KEY, max_retries=0)
+        with client.responses.stream(model="gpt-4.1", input="weather?") as events:
+            whole = events.get_final_response().model_dump(mode="json")
+    doc = {"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/responses",
+                    "body": '{"model": "gpt-4.1", "input": "weather?"}', "headers": {}},
+        "response": {"status": 200, "headers": {"content-type": ["application/json"]},
+                     "body": {"type": "json", "content": whole}}}]}  # fmt: skip
+    path = tmp_path / "whole.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "tape"
+    assert cli("import", str(path), "--out", str(out)).returncode == 0
+    replayed = cli("replay", str(out / read_index(out)[0].file), "--format", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    summary = json.loads(replayed.stdout)
+    assert summary["errors"] == [] and summary["quirks"] == []
+    calls = [
+        (item["name"], json.loads(item["arguments"]))
+        for item in whole["output"]
+        if item["type"] == "function_call"
+    ]
+    assert calls and [(i["name"], i["arguments"]) for i in summary["invocations"]] == calls
+    texts = [
+        part["text"]
+        for item in whole["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    ]
+    assert summary["text"] == "".join(texts)

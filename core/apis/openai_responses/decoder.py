@@ -252,6 +252,7 @@ class OpenAIResponsesConverter(Converter):
         self.done = False  # [DONE] seen
         self.terminal: str | None = None  # completed / failed / incomplete
         self.failed = False
+        self.whole = False  # the answer came whole, as a JSON body (it was not streamed)
         self.finish_reason: str | None = None
         self._model: str | None = None
         self._seq: int | None = None
@@ -459,6 +460,12 @@ class OpenAIResponsesConverter(Converter):
         kind = kind or ""
         if not kind and isinstance(obj.get("error"), dict):
             return self._error_event(obj)  # an HTTP error's body: {"error": {...}}
+        if not kind and obj.get("object") == "response" and isinstance(obj.get("output"), list):
+            # an answer that was not streamed (a JSON body): the response as its end carries it
+            status = obj.get("status")
+            ended = status if status in ("completed", "incomplete", "failed") else "completed"
+            self.whole = True
+            return self._completed({"response": obj}, ended)
         if kind.startswith("response.shell_call_command."):
             return self._shell_command(obj, kind)  # unknown only when its command is streaming
         self.unknown_event(kind)
@@ -934,7 +941,7 @@ class OpenAIResponsesConverter(Converter):
             call = self._find_call(item_id, None)
         if info is None:
             info = self._register(item, index)
-            if info.is_call and call is None:
+            if info.is_call and call is None and not self.whole:
                 quirk = (
                     QuirkId.RESPONSES_COMPLETED_ONLY
                     if where == "response.completed"
@@ -1139,12 +1146,13 @@ class OpenAIResponsesConverter(Converter):
                     {"streamed": streamed, "stated": text},
                 )
             return []
-        self.quirk(
-            QuirkId.RESPONSES_TEXT_DONE_ONLY
-            if not streamed
-            else QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE,
-            f"{kind} given by {where} but not (all) streamed",
-        )
+        if not self.whole:  # an answer that was not streamed has no stream to miss it
+            self.quirk(
+                QuirkId.RESPONSES_TEXT_DONE_ONLY
+                if not streamed
+                else QuirkId.RESPONSES_TEXT_SUFFIX_IN_DONE,
+                f"{kind} given by {where} but not (all) streamed",
+            )
         info.texts[key] = [text]
         self._runs.enter(kind)
         if kind == TEXT:
