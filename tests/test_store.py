@@ -159,6 +159,15 @@ def test_push_then_pull_gives_the_recordings_byte_for_byte(s3: S3, tmp_path: Pat
     got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in entries)
     assert got == sorted(sha256_of(f) for f in files)
     assert [e.file for e in read_index(tmp_path / "pulled")] == [e.file for e in entries]
+    # pulled again after a push of one more: the same folder updated, every file replaced whole
+    more = a_tape(tmp_path / "more", len(files) + 1)[-1]
+    StoreTape(url).publish_file(more, {"recorded_at": "2026-11-21T10:00:00Z"})
+    (tmp_path / "pulled" / entries[0].file).write_bytes(b"edited by hand\n")
+    entries = pull(url, tmp_path / "pulled")
+    assert len(entries) == len(files) + 1
+    got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in entries)
+    assert got == sorted(sha256_of(f) for f in [*files, more])
+    assert not list((tmp_path / "pulled").glob(".*.part"))
     # a folder that holds something else is never pulled into
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")

@@ -223,9 +223,13 @@ def file_hash(path: str | os.PathLike[str]) -> str:
 
 def write_whole(path: Path, data: bytes) -> None:
     """``data`` into ``path`` at once: a temporary file beside it, renamed (a reader, or a
-    writer killed midway, never sees part of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    writer killed midway, never sees part of it). The folder is made when it is missing
+    (looked for only then: a pull writes a thousand files into folders that are there)."""
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -774,9 +778,20 @@ def header_fields(path: Path, recorded_at: str | None = None) -> dict[str, Any]:
 
 def _place(source: Path, target: Path) -> None:
     """``target`` holds the bytes of ``source`` (a hard link where it can, else a copy),
-    whole: a temporary name renamed."""
+    whole: a new name is linked at once (a link is whole from the start), a name that is
+    there already replaced through a temporary name, and a copy written under a temporary
+    name and renamed."""
     import shutil
 
+    try:
+        os.link(source, target)
+        return
+    except FileExistsError:  # an earlier pull's: the same recording's link stays as it is
+        with suppress(OSError):
+            if os.path.samefile(source, target):
+                return
+    except OSError:  # no link across file systems: a copy
+        pass
     temp = target.with_name(f".{target.name}.part")
     temp.unlink(missing_ok=True)
     try:
@@ -784,6 +799,7 @@ def _place(source: Path, target: Path) -> None:
     except OSError:
         shutil.copyfile(source, temp)
     os.replace(temp, target)
+    temp.unlink(missing_ok=True)  # a rename onto a link of the same file leaves both names
 
 
 def write_folder(
