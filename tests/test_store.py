@@ -40,12 +40,21 @@ from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import read_index
 
 from .serve_helpers import STREAMTOOL, recording, start_listening
-from .store_helpers import S3, OwnMoto, aws_env, make_bucket, moto_endpoint, s3, sha256_of
+from .store_helpers import (
+    RECORDINGS,
+    S3,
+    OwnMoto,
+    a_tape,
+    aws_env,
+    make_bucket,
+    moto_endpoint,
+    s3,
+    sha256_of,
+)
 
 __all__ = ["moto_endpoint", "s3"]  # the fixtures, used by name
 
 UPSTREAM = recording("openai-text-usage-chunk-utf8-split")
-RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 
 
 def ask(prompt: str) -> dict:
@@ -54,21 +63,6 @@ def ask(prompt: str) -> dict:
         "stream": True,
         "messages": [{"role": "user", "content": prompt}],
     }
-
-
-def a_tape(folder: Path, n: int = 6) -> list[Path]:
-    """A tape folder of ``n`` bundled recordings (with their index, as a proxy writes)."""
-    from streamtool.core.recording.tape_index import IndexEntry, append_entries
-
-    folder.mkdir(parents=True)
-    chosen = sorted(p for p in RECORDINGS.glob("openai-*.jsonl"))[:n]
-    entries = []
-    for seq, src in enumerate(chosen, start=1):
-        name = f"{seq:04d}-{src.name}"
-        (folder / name).write_bytes(src.read_bytes())
-        entries.append(IndexEntry(seq=seq, file=name, recorded_at="2026-11-20T10:00:00Z"))
-    append_entries(folder, entries)
-    return [folder / e.file for e in entries]
 
 
 def cli(
