@@ -246,8 +246,8 @@ def main() -> int:
     ap.add_argument(
         "--work",
         type=Path,
-        help="where the caches and folders are made (default: beside the user's cache, "
-        "~/.cache; a machine's /tmp may be a RAM disk, or slower: watched)",
+        help="where the caches and pulled folders are made (default: the system's temporary "
+        "folder); a pull creates a file a recording, whose cost is the file system's",
     )
     ap.add_argument("--skip-pull", action="store_true")
     ap.add_argument(
@@ -258,11 +258,6 @@ def main() -> int:
     ap.add_argument("--skip-lookup", action="store_true")
     args = ap.parse_args()
     ok = True
-    if args.work is None:  # beside the user's cache, where a pull writes
-        from streamtool.core.net.store import cache_root
-
-        args.work = cache_root().parent
-    args.work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-store-", dir=args.work) as tmp:
         work = Path(tmp)
         if not args.skip_pull:

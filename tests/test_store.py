@@ -170,6 +170,28 @@ def test_push_then_pull_gives_the_recordings_byte_for_byte(s3: S3, tmp_path: Pat
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize("kind", ["s3", "file", "memory"])
+def test_an_object_there_already_is_never_overwritten(s3: S3, tmp_path: Path, kind: str) -> None:
+    """The conditional create every writer relies on, on each kind of store (az://:
+    test_store_azure.py)."""
+    import obstore
+    from obstore.exceptions import AlreadyExistsError
+
+    url = {
+        "s3": s3.url("kept"),
+        "file": f"file://{tmp_path / 'store'}",
+        "memory": f"memory://kept-{os.getpid()}",
+    }[kind]
+    push(a_tape(tmp_path / "tape", 2)[0].parent, url)
+    tape = StoreTape(url)
+    ref = tape.listing().refs[0]
+    for relative in (ref.path, f"recordings/{ref.recording}.jsonl"):
+        held = tape.get_bytes(relative)
+        with pytest.raises(AlreadyExistsError):
+            obstore.put(tape.store, tape.key(relative), b"another writer's\n", mode="create")
+        assert held is not None and tape.get_bytes(relative) == held
+
+
 def test_tape_ls_and_ls_of_a_url_list_one_row_per_exchange(s3: S3, tmp_path: Path) -> None:
     files = a_tape(tmp_path / "tape", 4)
     url = s3.url("ls")
@@ -444,6 +466,18 @@ def test_wrong_credentials_and_a_missing_bucket_are_one_line_each(s3: S3, tmp_pa
             assert "the store refused the credentials (InvalidAccessKeyId, HTTP 403)" in line
     finally:
         own.stop()
+
+
+def test_a_store_set_up_without_conditional_writes_is_refused_in_one_line(s3: S3) -> None:
+    """obstore's S3 setting that turns if-none-match off: a writer would overwrite another's
+    objects, so nothing is written."""
+    env = {**s3.env, "AWS_CONDITIONAL_PUT": "disabled"}
+    line = one_line_error(cli("tape", "push", str(RECORDINGS), s3.url("plain"), env=env))
+    assert line.endswith(
+        "the store is set up without conditional writes (create an object only if it is absent),"
+        " which a tape's writers need: unset AWS_CONDITIONAL_PUT"
+    ), line
+    assert StoreTape(s3.url("plain")).recordings() == {}
 
 
 # -- serving a store tape: misses, expiry --------------------------------------------------------

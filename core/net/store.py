@@ -115,6 +115,12 @@ def describe_error(exc: BaseException, scheme: str = "s3") -> str:
     if status:
         return f"the store answered HTTP {status.group(1)}{f' ({code.group(1)})' if code else ''}"
     low = text.lower()
+    if "putmode::create" in low and "not yet implemented" in low:
+        return (
+            "the store is set up without conditional writes (create an object only if it is "
+            "absent), which a tape's writers need"
+            + (": unset AWS_CONDITIONAL_PUT" if scheme == "s3" else "")
+        )
     if "connect" in low or "error sending request" in low or "dns" in low:
         return f"cannot reach the store (connection failed); check {endpoint} and the network"
     if "account must be specified" in low:
