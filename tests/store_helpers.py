@@ -1,19 +1,26 @@
-"""A real S3 server for the store tests: moto's threaded server on 127.0.0.1, started once per
-test session (per xdist worker) and shared; each test gets a bucket of its own, the AWS
-variables pointing at the server, and a cache folder of its own.
+"""Real servers for the store tests, on 127.0.0.1, each started once per test session (per
+xdist worker) and shared: moto's S3 (threaded, in this process) and Azurite, the Azure Blob
+emulator (a process of its own; its test is skipped when it is not installed). Each test gets
+a bucket (a container) of its own, the variables pointing at the server, and a cache folder of
+its own.
 
     def test_x(s3: S3) -> None:
         url = s3.url("tape")  # s3://<the test's bucket>/tape
+    def test_y(az: Azure) -> None:
+        url = az.url("tape")  # az://<the test's container>/tape
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,6 +93,79 @@ def s3(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> S
     return S3(moto_endpoint, bucket, env)
 
 
+@dataclass
+class Azure:
+    endpoint: str
+    container: str
+    env: dict[str, str]
+
+    def url(self, prefix: str) -> str:
+        return f"az://{self.container}/{prefix}"
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Azurite's Blob service on 127.0.0.1 (a free port), in memory, with an account and a
+    key of this session's (no key in any file); the variables that point obstore at it."""
+    exe = shutil.which("azurite-blob")
+    if exe is None:
+        pytest.skip("Azurite is not installed (npm install -g azurite): no az:// server")
+    pytest.importorskip("azure.storage.blob", reason="azure-storage-blob makes the containers")
+    account, key = "streamtool", base64.b64encode(os.urandom(32)).decode()
+    folder = tmp_path_factory.mktemp("azurite")
+    log = folder / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [exe, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence"]
+            + ["--disableTelemetry", "--silent", "--skipApiVersionCheck"],
+            cwd=folder,  # anything it writes
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "AZURITE_ACCOUNTS": f"{account}:{key}"},
+        )
+    try:
+        endpoint = _listening(proc, log)
+        yield {
+            "AZURE_STORAGE_USE_EMULATOR": "true",
+            "AZURITE_BLOB_STORAGE_URL": endpoint,
+            "AZURE_STORAGE_ACCOUNT_NAME": account,
+            "AZURE_STORAGE_ACCOUNT_KEY": key,
+        }
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _listening(proc: subprocess.Popen[bytes], log: Path) -> str:
+    """The origin Azurite says it listens on (it prints it once it does)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        for line in text.splitlines():
+            if "successfully listens on " in line:
+                return line.rsplit("listens on ", 1)[1].strip()
+        assert proc.poll() is None, f"Azurite stopped: {text}"
+        time.sleep(0.05)
+    raise AssertionError(f"Azurite did not start: {log.read_text(errors='replace')}")
+
+
+@pytest.fixture
+def az(azurite: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Azure:
+    """A container of the test's own in Azurite, and the variables that reach it."""
+    from azure.storage.blob import BlobServiceClient
+
+    account, key = azurite["AZURE_STORAGE_ACCOUNT_NAME"], azurite["AZURE_STORAGE_ACCOUNT_KEY"]
+    endpoint = f"{azurite['AZURITE_BLOB_STORAGE_URL']}/{account}"
+    container = f"tapes-{os.getpid()}-{next(_BUCKETS)}"
+    BlobServiceClient(
+        endpoint, credential={"account_name": account, "account_key": key}
+    ).create_container(container)
+    env = {**azurite, "STREAMTOOL_CACHE": str(tmp_path / "cache")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return Azure(endpoint, container, env)
+
+
 class OwnMoto:
     """A moto server in a process of its own (a test stops it, or sets its environment)."""
 
@@ -104,6 +184,24 @@ class OwnMoto:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait(10)
+
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
+
+
+def a_tape(folder: Path, n: int = 6) -> list[Path]:
+    """A tape folder of ``n`` bundled recordings (with their index, as a proxy writes)."""
+    from streamtool.core.recording.tape_index import IndexEntry, append_entries
+
+    folder.mkdir(parents=True)
+    chosen = sorted(p for p in RECORDINGS.glob("openai-*.jsonl"))[:n]
+    entries = []
+    for seq, src in enumerate(chosen, start=1):
+        name = f"{seq:04d}-{src.name}"
+        (folder / name).write_bytes(src.read_bytes())
+        entries.append(IndexEntry(seq=seq, file=name, recorded_at="2026-11-20T10:00:00Z"))
+    append_entries(folder, entries)
+    return [folder / e.file for e in entries]
 
 
 def sha256_of(path: Path) -> str:

@@ -40,12 +40,21 @@ from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import read_index
 
 from .serve_helpers import STREAMTOOL, recording, start_listening
-from .store_helpers import S3, OwnMoto, aws_env, make_bucket, moto_endpoint, s3, sha256_of
+from .store_helpers import (
+    RECORDINGS,
+    S3,
+    OwnMoto,
+    a_tape,
+    aws_env,
+    make_bucket,
+    moto_endpoint,
+    s3,
+    sha256_of,
+)
 
 __all__ = ["moto_endpoint", "s3"]  # the fixtures, used by name
 
 UPSTREAM = recording("openai-text-usage-chunk-utf8-split")
-RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 
 
 def ask(prompt: str) -> dict:
@@ -54,21 +63,6 @@ def ask(prompt: str) -> dict:
         "stream": True,
         "messages": [{"role": "user", "content": prompt}],
     }
-
-
-def a_tape(folder: Path, n: int = 6) -> list[Path]:
-    """A tape folder of ``n`` bundled recordings (with their index, as a proxy writes)."""
-    from streamtool.core.recording.tape_index import IndexEntry, append_entries
-
-    folder.mkdir(parents=True)
-    chosen = sorted(p for p in RECORDINGS.glob("openai-*.jsonl"))[:n]
-    entries = []
-    for seq, src in enumerate(chosen, start=1):
-        name = f"{seq:04d}-{src.name}"
-        (folder / name).write_bytes(src.read_bytes())
-        entries.append(IndexEntry(seq=seq, file=name, recorded_at="2026-11-20T10:00:00Z"))
-    append_entries(folder, entries)
-    return [folder / e.file for e in entries]
 
 
 def cli(
@@ -159,12 +153,43 @@ def test_push_then_pull_gives_the_recordings_byte_for_byte(s3: S3, tmp_path: Pat
     got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in entries)
     assert got == sorted(sha256_of(f) for f in files)
     assert [e.file for e in read_index(tmp_path / "pulled")] == [e.file for e in entries]
+    # pulled again after a push of one more: the same folder updated, every file replaced whole
+    more = a_tape(tmp_path / "more", len(files) + 1)[-1]
+    StoreTape(url).publish_file(more, {"recorded_at": "2026-11-21T10:00:00Z"})
+    (tmp_path / "pulled" / entries[0].file).write_bytes(b"edited by hand\n")
+    entries = pull(url, tmp_path / "pulled")
+    assert len(entries) == len(files) + 1
+    got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in entries)
+    assert got == sorted(sha256_of(f) for f in [*files, more])
+    assert not list((tmp_path / "pulled").glob(".*.part"))
     # a folder that holds something else is never pulled into
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     with pytest.raises(Exception, match="exists and is not empty"):
         pull(url, tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("kind", ["s3", "file", "memory"])
+def test_an_object_there_already_is_never_overwritten(s3: S3, tmp_path: Path, kind: str) -> None:
+    """The conditional create every writer relies on, on each kind of store (az://:
+    test_store_azure.py)."""
+    import obstore
+    from obstore.exceptions import AlreadyExistsError
+
+    url = {
+        "s3": s3.url("kept"),
+        "file": f"file://{tmp_path / 'store'}",
+        "memory": f"memory://kept-{os.getpid()}",
+    }[kind]
+    push(a_tape(tmp_path / "tape", 2)[0].parent, url)
+    tape = StoreTape(url)
+    ref = tape.listing().refs[0]
+    for relative in (ref.path, f"recordings/{ref.recording}.jsonl"):
+        held = tape.get_bytes(relative)
+        with pytest.raises(AlreadyExistsError):
+            obstore.put(tape.store, tape.key(relative), b"another writer's\n", mode="create")
+        assert held is not None and tape.get_bytes(relative) == held
 
 
 def test_tape_ls_and_ls_of_a_url_list_one_row_per_exchange(s3: S3, tmp_path: Path) -> None:
@@ -441,6 +466,18 @@ def test_wrong_credentials_and_a_missing_bucket_are_one_line_each(s3: S3, tmp_pa
             assert "the store refused the credentials (InvalidAccessKeyId, HTTP 403)" in line
     finally:
         own.stop()
+
+
+def test_a_store_set_up_without_conditional_writes_is_refused_in_one_line(s3: S3) -> None:
+    """obstore's S3 setting that turns if-none-match off: a writer would overwrite another's
+    objects, so nothing is written."""
+    env = {**s3.env, "AWS_CONDITIONAL_PUT": "disabled"}
+    line = one_line_error(cli("tape", "push", str(RECORDINGS), s3.url("plain"), env=env))
+    assert line.endswith(
+        "the store is set up without conditional writes (create an object only if it is absent),"
+        " which a tape's writers need: unset AWS_CONDITIONAL_PUT"
+    ), line
+    assert StoreTape(s3.url("plain")).recordings() == {}
 
 
 # -- serving a store tape: misses, expiry --------------------------------------------------------

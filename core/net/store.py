@@ -77,29 +77,56 @@ def _missing_library(url: str) -> StoreError:
     return StoreError(url, "tapes on object storage need obstore: pip install 'streamtool[store]'")
 
 
-def describe_error(exc: BaseException) -> str:
-    """One line for an obstore (or OS) error: what went wrong, without its debug dump."""
+# where each kind of store's address and credentials are set (for the hints of the errors)
+_WHERE = {
+    "s3": ("AWS_ENDPOINT_URL", "set AWS_ACCESS_KEY_ID or an AWS profile"),
+    "az": (
+        "AZURE_STORAGE_ENDPOINT (AZURITE_BLOB_STORAGE_URL for Azurite)",
+        "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY",
+    ),
+    "gs": ("the service account's gcs_base_url", "set GOOGLE_SERVICE_ACCOUNT"),
+}
+# the codes of refused credentials: S3's, and Azure's (Azurite's among them)
+_REFUSED = (
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "AccessDenied",
+    "ExpiredToken",
+    "InvalidToken",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+)
+
+
+def describe_error(exc: BaseException, scheme: str = "s3") -> str:
+    """One line for an obstore (or OS) error: what went wrong, without its debug dump (the
+    hints name ``scheme``'s settings)."""
     text = str(exc)
+    endpoint, credentials = _WHERE.get(scheme, _WHERE["s3"])
     status = re.search(r"status code: (\d{3})[^:]*", text)
     code = re.search(r"<Code>([^<]+)</Code>", text)
     if code and code.group(1) == "NoSuchBucket":
         bucket = re.search(r"<BucketName>([^<]+)</BucketName>", text)
         return f"no such bucket{f' {bucket.group(1)!r}' if bucket else ''}"
-    if code and code.group(1) in (
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AccessDenied",
-        "ExpiredToken",
-        "InvalidToken",
-    ):
+    if code and code.group(1) == "ContainerNotFound":
+        return "no such container"
+    if code and code.group(1) in _REFUSED:
         return f"the store refused the credentials ({code.group(1)}, HTTP {_status(status)})"
     if status:
         return f"the store answered HTTP {status.group(1)}{f' ({code.group(1)})' if code else ''}"
     low = text.lower()
+    if "putmode::create" in low and "not yet implemented" in low:
+        return (
+            "the store is set up without conditional writes (create an object only if it is "
+            "absent), which a tape's writers need"
+            + (": unset AWS_CONDITIONAL_PUT" if scheme == "s3" else "")
+        )
     if "connect" in low or "error sending request" in low or "dns" in low:
-        return "cannot reach the store (connection failed); check AWS_ENDPOINT_URL and the network"
+        return f"cannot reach the store (connection failed); check {endpoint} and the network"
+    if "account must be specified" in low:
+        return f"no storage account: {credentials} (AZURE_STORAGE_USE_EMULATOR=true for Azurite)"
     if "credential" in low:
-        return "no credentials for the store (set AWS_ACCESS_KEY_ID or an AWS profile)"
+        return f"no credentials for the store ({credentials})"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return first[:200]
 
@@ -148,6 +175,10 @@ def _open(url: str) -> tuple[Any, str]:
             provider = _aws_files()
             if provider is not None:
                 kwargs["credential_provider"] = provider
+        if scheme == "az":  # an http:// endpoint (Azurite's, when the emulator is on, always is)
+            endpoint = os.environ.get("AZURE_STORAGE_ENDPOINT") or os.environ.get("AZURE_ENDPOINT")
+            if endpoint and endpoint.startswith("http://"):
+                options["allow_http"] = True
         store = from_url(root, client_options=options, retry_config=retry, **kwargs)  # type: ignore[call-overload]
         return store, prefix
     except StoreError:
@@ -155,7 +186,7 @@ def _open(url: str) -> tuple[Any, str]:
     except OSError as exc:
         raise StoreError(url, os_error_text(exc)) from None
     except Exception as exc:  # obstore's configuration errors
-        raise StoreError(url, describe_error(exc)) from None
+        raise StoreError(url, describe_error(exc, scheme)) from None
 
 
 def _aws_files() -> Any:
@@ -223,9 +254,13 @@ def file_hash(path: str | os.PathLike[str]) -> str:
 
 def write_whole(path: Path, data: bytes) -> None:
     """``data`` into ``path`` at once: a temporary file beside it, renamed (a reader, or a
-    writer killed midway, never sees part of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    writer killed midway, never sees part of it). The folder is made when it is missing
+    (looked for only then: a pull writes a thousand files into folders that are there)."""
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -311,7 +346,7 @@ class StoreTape:
         exc.__traceback__ = None
         exc.__context__ = None
         _release()
-        return StoreError(self.url, f"{what}{describe_error(exc)}")
+        return StoreError(self.url, f"{what}{describe_error(exc, self.scheme)}")
 
     # -- listing -----------------------------------------------------------------------------
     async def list_folder(self, prefix: str) -> list[dict[str, Any]]:
@@ -392,7 +427,7 @@ class StoreTape:
             if offline_ok and _unreachable(exc):
                 cached = self._cached_listing()
                 if cached is not None:
-                    why = describe_error(exc)
+                    why = describe_error(exc, self.scheme)
                     _log.warning("%s: %s: using the last listing cached", self.url, why)
                     return cached
             raise self.fail(exc) from None
@@ -774,9 +809,20 @@ def header_fields(path: Path, recorded_at: str | None = None) -> dict[str, Any]:
 
 def _place(source: Path, target: Path) -> None:
     """``target`` holds the bytes of ``source`` (a hard link where it can, else a copy),
-    whole: a temporary name renamed."""
+    whole: a new name is linked at once (a link is whole from the start), a name that is
+    there already replaced through a temporary name, and a copy written under a temporary
+    name and renamed."""
     import shutil
 
+    try:
+        os.link(source, target)
+        return
+    except FileExistsError:  # an earlier pull's: the same recording's link stays as it is
+        with suppress(OSError):
+            if os.path.samefile(source, target):
+                return
+    except OSError:  # no link across file systems: a copy
+        pass
     temp = target.with_name(f".{target.name}.part")
     temp.unlink(missing_ok=True)
     try:
@@ -784,6 +830,7 @@ def _place(source: Path, target: Path) -> None:
     except OSError:
         shutil.copyfile(source, temp)
     os.replace(temp, target)
+    temp.unlink(missing_ok=True)  # a rename onto a link of the same file leaves both names
 
 
 def write_folder(
