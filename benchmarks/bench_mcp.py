@@ -10,7 +10,10 @@ client is httpx (asyncio) in this process, speaking the protocol itself (``initi
 ``tools/call`` of a tool adding two numbers, answered as an SSE stream, read to its end), the same
 for direct and proxied calls. Beside the proxy, in the same rounds, ``bench_proxy``'s two floors
 (``benchmarks/floor_relay.py``: the proxy's libraries as a plain relay, and a TCP relay), the
-figures to read the proxy's against. Figures and targets:
+figures to read the proxy's against, and the same plain relay on other maintained libraries
+where they are installed (aiohttp's server and client; uvicorn with aiohttp's client; uvicorn
+with httpx2 as the client), to tell whether another library would do measurably better.
+Figures and targets:
 
 1. one tool call's time (the request sent to the stream's last byte), on a kept-alive
    connection of an open session, direct and proxied alternating (the order swapped every
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import re
 import statistics
@@ -46,6 +50,14 @@ from streamtool.core.recording.reader import Source  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 LATENCY_TARGET_MS = 2.0
+OTHER_LIBRARIES = ("aiohttp", "uvicorn-aiohttp", "httpx2")
+FLOOR_LABELS = {
+    "http": "floor: uvicorn + httpx relay",
+    "tcp": "floor: TCP relay",
+    "aiohttp": "other library: aiohttp relay",
+    "uvicorn-aiohttp": "other: uvicorn + aiohttp client",
+    "httpx2": "other library: uvicorn + httpx2",
+}
 THROUGHPUT_TARGET = 0.8
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
@@ -254,6 +266,15 @@ def main() -> None:
         raise SystemExit("--calls needs at least 21 and --rounds at least 3")
     with open("/proc/loadavg") as f:
         print(f"load average before: {' '.join(f.read().split()[:3])}")
+    # the floors: the proxy's libraries, a TCP relay, and the same relay on other maintained
+    # libraries where they are installed (aiohttp: ``pip install aiohttp``; httpx2 comes with
+    # the openai SDK)
+    kinds = ["http", "tcp"]
+    for kind in OTHER_LIBRARIES:
+        if importlib.util.find_spec(kind.rpartition("-")[2]) is None:
+            print(f"{kind} is not installed: its floor is skipped")
+        else:
+            kinds.append(kind)
     port = free_port()
     upstream = Process(
         [sys.executable, "-m", "benchmarks.bench_mcp", "--upstream-server", str(port)],
@@ -281,7 +302,7 @@ def main() -> None:
             )
             floors = [
                 Process([sys.executable, "-m", "benchmarks.floor_relay", kind, upstream.url])
-                for kind in ("http", "tcp")
+                for kind in kinds
             ]
             relays = [proxy, *floors]
             try:
@@ -323,7 +344,7 @@ def main() -> None:
         upstream.stop()
 
     direct = times[0]
-    labels = ("proxy", "floor: uvicorn + httpx relay", "floor: TCP relay")
+    labels = ["proxy", *(FLOOR_LABELS[kind] for kind in kinds)]
     print(f"one tool call, kept-alive session, {args.calls} rounds of calls through each path")
     print(f"  direct {statistics.median(direct) * 1000:6.2f} ms")
     extras = []
@@ -347,6 +368,14 @@ def main() -> None:
         print(f"  {label:<30} median {ratio:.2f}x   CPU per call {per_call:.2f} ms")
         if k == 1 and ratio < THROUGHPUT_TARGET:
             failed.append("throughput")
+    for kind in kinds[2:]:  # another library's relay against the proxy's libraries', paired
+        k = 2 + kinds.index(kind)
+        ratio = statistics.median(row[k] / row[2] for row in rounds)
+        extra = statistics.median(o - f for o, f in zip(times[k], times[2], strict=True)) * 1000
+        print(
+            f"  {FLOOR_LABELS[kind]} against the proxy's libraries' relay: {ratio:.2f}x the "
+            f"calls/s, {extra:+.2f} ms a call (paired medians)"
+        )
     upstream_ms = statistics.median(c[-1] for c in cpu) * 1000
     print(f"  the MCP server's CPU per call {upstream_ms:.2f} ms")
     print(f"  target: the proxy >= {THROUGHPUT_TARGET}x")

@@ -21,6 +21,9 @@ Beside the proxy, in the same rounds, a floor (a figure to read, not a target): 
 proxy's own libraries used as their documentation shows, nothing recorded (uvicorn's WebSocket
 protocol on the asyncio loop, an ASGI app relaying to a ``websockets`` asyncio client, a task
 each way). What the proxy costs beyond it is its own work (recording, scrubbing, the guard).
+Where they are installed, the same relay on other maintained libraries (aiohttp's server and
+client; picows's server and client), to tell whether another library would do measurably better
+than the proxy's (each also against the floor, paired).
 
 Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the figures are of three
 processes sharing the cores.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -118,6 +122,128 @@ print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
 config = uvicorn.Config(app, ws="websockets-sansio", loop="asyncio", log_level="warning",
                         lifespan="off")
 uvicorn.Server(config).run(sockets=[sock])
+"""
+
+
+# the same relay on other maintained libraries, as their documentation shows (not dependencies of
+# streamtool: ``pip install aiohttp picows`` to run them; without them these floors are skipped)
+FLOOR_AIOHTTP = r"""
+import asyncio, socket, sys
+from aiohttp import ClientSession, WSMsgType, web
+
+UPSTREAM = sys.argv[1]
+
+async def relay(request):
+    agent = web.WebSocketResponse(compress=False, max_msg_size=0)
+    async with request.app["client"].ws_connect(
+        UPSTREAM + request.rel_url.raw_path_qs, compress=0, max_msg_size=0
+    ) as upstream:
+        await agent.prepare(request)
+
+        async def up():
+            async for message in agent:
+                if message.type == WSMsgType.TEXT:
+                    await upstream.send_str(message.data)
+                elif message.type == WSMsgType.BINARY:
+                    await upstream.send_bytes(message.data)
+            await upstream.close()
+
+        async def down():
+            async for message in upstream:
+                if message.type == WSMsgType.TEXT:
+                    await agent.send_str(message.data)
+                elif message.type == WSMsgType.BINARY:
+                    await agent.send_bytes(message.data)
+            await agent.close()
+
+        tasks = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+    return agent
+
+async def start(app):
+    app["client"] = ClientSession()
+
+async def stop(app):
+    await app["client"].close()
+
+app = web.Application()
+app.on_startup.append(start)
+app.on_cleanup.append(stop)
+app.router.add_get("/{tail:.*}", relay)
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+sock.bind(("127.0.0.1", 0))
+sock.listen(1024)
+print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+web.run_app(app, sock=sock, print=None, access_log=None)
+"""
+
+# picows: a frame is relayed from its listener's callback, no task per message; the agent's
+# upgrade is answered at once and its first messages wait for the upstream's (picows's server
+# calls a listener factory that cannot wait for the upstream's answer)
+FLOOR_PICOWS = r"""
+import asyncio, sys
+from picows import WSListener, WSMsgType, ws_connect, ws_create_server
+
+UPSTREAM = sys.argv[1]
+DATA = (WSMsgType.TEXT, WSMsgType.BINARY)
+
+class Upstream(WSListener):
+    def __init__(self, agent):
+        self.agent = agent
+
+    def on_ws_frame(self, transport, frame):
+        if frame.msg_type in DATA:
+            self.agent.send(frame.msg_type, frame.get_payload_as_bytes())
+        elif frame.msg_type == WSMsgType.CLOSE:
+            self.agent.send_close(frame.get_close_code(), frame.get_close_message())
+            self.agent.disconnect()
+
+    def on_ws_disconnected(self, transport):
+        self.agent.disconnect()
+
+class Agent(WSListener):
+    def __init__(self, url):
+        self.url = url
+        self.upstream = None
+        self.waiting = []
+
+    def on_ws_connected(self, transport):
+        self.transport = transport
+        asyncio.get_running_loop().create_task(self.connect())
+
+    async def connect(self):
+        self.upstream, _ = await ws_connect(lambda: Upstream(self.transport), self.url)
+        for kind, payload in self.waiting:
+            self.upstream.send(kind, payload)
+        self.waiting = None
+
+    def on_ws_frame(self, transport, frame):
+        if frame.msg_type in DATA:
+            if self.upstream is None:
+                self.waiting.append((frame.msg_type, frame.get_payload_as_bytes()))
+            else:
+                self.upstream.send(frame.msg_type, frame.get_payload_as_bytes())
+        elif frame.msg_type == WSMsgType.CLOSE and self.upstream is not None:
+            self.upstream.send_close(frame.get_close_code(), frame.get_close_message())
+            self.upstream.disconnect()
+            transport.disconnect()
+
+    def on_ws_disconnected(self, transport):
+        if self.upstream is not None:
+            self.upstream.disconnect()
+
+async def main():
+    server = await ws_create_server(
+        lambda request: Agent(UPSTREAM + request.path.decode()), "127.0.0.1", 0, backlog=1024,
+        max_frame_size=1 << 30,
+    )
+    port = server.sockets[0].getsockname()[1]
+    print(f"http://127.0.0.1:{port}", flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
 """
 
 
@@ -214,6 +340,18 @@ def main() -> None:
         "stderr",
     )
     floor = Process([sys.executable, "-c", FLOOR, upstream.url], r"http://\S+", "stdout")
+    # the other libraries' relays, where they are installed
+    others: dict[str, Process] = {}
+    for name, module, script in (
+        ("aiohttp", "aiohttp", FLOOR_AIOHTTP),
+        ("picows", "picows", FLOOR_PICOWS),
+    ):
+        if importlib.util.find_spec(module) is None:
+            print(f"{name} is not installed: its floor is skipped")
+            continue
+        others[name] = Process(
+            [sys.executable, "-c", script, upstream.url], r"http://\S+", "stdout"
+        )
     direct = upstream.url
     proxied = proxy.url.replace("http://", "ws://")
     floored = floor.url.replace("http://", "ws://")
@@ -221,9 +359,12 @@ def main() -> None:
     ratios: list[float] = []
     floor_added: list[float] = []
     floor_ratios: list[float] = []
+    other_added: dict[str, list[float]] = {name: [] for name in others}
+    other_ratios: dict[str, list[float]] = {name: [] for name in others}
     try:
         for i in range(args.rounds):
             order = [(direct, "direct"), (proxied, "proxy"), (floored, "floor")]
+            order += [(p.url.replace("http://", "ws://"), name) for name, p in others.items()]
             if i % 2:
                 order.reverse()
             rtt: dict[str, float] = {}
@@ -237,16 +378,28 @@ def main() -> None:
             ratios.append(rate["proxy"] / rate["direct"])
             floor_added.append((rtt["floor"] - rtt["direct"]) / 2 * 1000)
             floor_ratios.append(rate["floor"] / rate["direct"])
+            shown = ""
+            for name in others:
+                other_added[name].append((rtt[name] - rtt["direct"]) / 2 * 1000)
+                other_ratios[name].append(rate[name] / rate["direct"])
+                shown += (
+                    f"; {name} {other_added[name][-1]:+.3f} ms, {rate[name]:,.0f} msg/s "
+                    f"({other_ratios[name][-1]:.2f}x)"
+                )
             print(
                 f"round {i + 1}: round trip direct {rtt['direct'] * 1000:.3f} ms, proxied "
                 f"{rtt['proxy'] * 1000:.3f} ms (+{per_message:.3f} ms a message), floor "
                 f"+{floor_added[-1]:.3f} ms; {args.sessions} sessions: direct "
                 f"{rate['direct']:,.0f} msg/s, proxied {rate['proxy']:,.0f} msg/s "
                 f"({ratios[-1]:.2f}x), floor {rate['floor']:,.0f} msg/s ({floor_ratios[-1]:.2f}x)"
+                + shown,
+                flush=True,
             )
     finally:
         proxy.stop()
         floor.stop()
+        for p in others.values():
+            p.stop()
         upstream.stop()
     whole, total = recorded(tape, args.burst)
     latency = statistics.median(added)
@@ -257,6 +410,14 @@ def main() -> None:
         f"floor (the libraries' relay, nothing recorded): +{statistics.median(floor_added):.3f} "
         f"ms a message, {statistics.median(floor_ratios):.2f}x"
     )
+    for name in others:
+        paired = zip(other_ratios[name], floor_ratios, strict=True)
+        print(
+            f"other library, {name}'s relay (nothing recorded): "
+            f"{statistics.median(other_added[name]):+.3f} ms a message, "
+            f"{statistics.median(other_ratios[name]):.2f}x "
+            f"({statistics.median(o / f for o, f in paired):.2f}x the floor's messages/s, paired)"
+        )
     print(f"recordings holding their whole burst: {whole}/{total}")
     failed = []
     if latency > LATENCY_TARGET_MS:

@@ -12,6 +12,16 @@ Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is
   read. No recording, no checks, no scrubbing, no gathering of reads.
 
 The proxy's own work is what it costs beyond the ``http`` floor.
+
+Two more, the same relay on other maintained libraries used as their documentation shows, to
+tell whether another library would do better than the proxy's (``aiohttp`` is not a dependency
+of streamtool: ``pip install aiohttp`` to run them; ``httpx2`` comes with the openai SDK):
+
+- ``aiohttp``: aiohttp's server (``web.StreamResponse``) and its client (``ClientSession``,
+  the body read with ``content.iter_any()``), on the asyncio loop;
+- ``uvicorn-aiohttp``: the ``http`` floor with aiohttp's client in place of httpx (the proxy's
+  server kept, its upstream client changed);
+- ``httpx2``: the ``http`` floor with httpx's successor ``httpx2`` as the client.
 """
 
 from __future__ import annotations
@@ -50,9 +60,10 @@ async def tcp_relay(upstream: str) -> None:
         await server.serve_forever()
 
 
-def http_app(upstream: str) -> Any:
-    import httpx
+def http_app(upstream: str, client_library: str = "httpx") -> Any:
+    import importlib
 
+    httpx = importlib.import_module(client_library)
     client = httpx.AsyncClient(base_url=upstream, timeout=None)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -93,7 +104,101 @@ def http_app(upstream: str) -> Any:
     return app
 
 
-def http_relay(upstream: str) -> None:
+def uvicorn_aiohttp_app(upstream: str) -> Any:
+    """The ``http`` floor's ASGI app with aiohttp's client in place of httpx."""
+    from aiohttp import ClientSession
+
+    client: list[ClientSession] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                if message["type"] == "lifespan.startup":
+                    client.append(ClientSession(upstream, auto_decompress=False))
+                    await send({"type": "lifespan.startup.complete"})
+            await client[0].close()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k not in _REQUEST_SKIP
+        ]
+        path = scope["raw_path"] + (b"?" + scope["query_string"] if scope["query_string"] else b"")
+        async with client[0].request(
+            scope["method"], path.decode(), headers=headers, data=body
+        ) as answer:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": answer.status,
+                    "headers": [
+                        (k, v) for k, v in answer.raw_headers if k.lower() not in _RESPONSE_SKIP
+                    ],
+                }
+            )
+            async for data in answer.content.iter_any():
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+def aiohttp_relay(upstream: str) -> None:
+    import socket
+
+    from aiohttp import ClientSession, web
+
+    async def start(app: web.Application) -> None:
+        # the raw bytes, as the other floors pass them (no decompression)
+        app["client"] = ClientSession(upstream, auto_decompress=False)
+
+    async def stop(app: web.Application) -> None:
+        await app["client"].close()
+
+    async def relay(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = [
+            (k, v) for k, v in request.headers.items() if k.lower().encode() not in _REQUEST_SKIP
+        ]
+        client: ClientSession = request.app["client"]
+        async with client.request(
+            request.method, request.rel_url, headers=headers, data=body
+        ) as answer:
+            response = web.StreamResponse(
+                status=answer.status,
+                headers=[
+                    (k, v)
+                    for k, v in answer.headers.items()
+                    if k.lower().encode() not in _RESPONSE_SKIP | {b"content-length"}
+                ],
+            )
+            await response.prepare(request)
+            async for data in answer.content.iter_any():
+                await response.write(data)
+            await response.write_eof()
+            return response
+
+    app = web.Application()
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    app.router.add_route("*", "/{tail:.*}", relay)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    web.run_app(app, sock=sock, print=None, access_log=None, handle_signals=True)
+
+
+def http_relay(upstream: str, client_library: str = "httpx") -> None:
+    """uvicorn (h11, asyncio) relaying through ``client_library``'s client."""
     import socket
 
     import uvicorn
@@ -103,8 +208,9 @@ def http_relay(upstream: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
+    app = uvicorn_aiohttp_app(upstream) if client_library == "aiohttp" else None
     config = uvicorn.Config(
-        http_app(upstream),
+        app or http_app(upstream, client_library),
         http="h11",
         loop="asyncio",
         ws="none",
@@ -125,8 +231,17 @@ def main() -> None:
         asyncio.run(tcp_relay(upstream))
     elif kind == "http":
         http_relay(upstream)
+    elif kind == "httpx2":
+        http_relay(upstream, "httpx2")
+    elif kind == "aiohttp":
+        aiohttp_relay(upstream)
+    elif kind == "uvicorn-aiohttp":
+        http_relay(upstream, "aiohttp")
     else:
-        raise SystemExit("usage: python -m benchmarks.floor_relay tcp|http UPSTREAM_ORIGIN")
+        raise SystemExit(
+            "usage: python -m benchmarks.floor_relay "
+            "tcp|http|httpx2|aiohttp|uvicorn-aiohttp UPSTREAM_ORIGIN"
+        )
 
 
 if __name__ == "__main__":

@@ -211,6 +211,15 @@ def recorder_for(
     )
 
 
+# upstream connections kept open between requests. httpcore's pool (httpx 0.28) walks every
+# connection it holds each time a request starts or a response ends: an idle one costs a check
+# that its socket is still open (two system calls) and a count of the whole pool. With 50 MCP
+# clients at once and up to 200 kept, that walk was most of the proxy's CPU (26-31 ms a call,
+# against 10-12 ms with 8 kept; `benchmarks/bench_mcp.py`). Past this many connections in all,
+# busy ones included, httpcore closes a connection when its response ends instead of keeping
+# it: more streams at once than this reconnect (a TCP connect, and a TLS handshake to an
+# https upstream) instead of reusing one; an agent's handful of streams always reuses.
+KEEP_ALIVE = 8
 # RFC 9110 section 9.2.2: the methods a proxy may send again when a connection failed under
 # them; a POST may have been acted on (a generation paid for) and is answered with the error
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
@@ -268,7 +277,7 @@ class Forwarder:
                 timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
                 limits=httpx.Limits(
                     max_connections=self.max_connections,
-                    max_keepalive_connections=min(self.max_connections, 200),
+                    max_keepalive_connections=min(self.max_connections, KEEP_ALIVE),
                     keepalive_expiry=60.0,
                 ),
                 verify=self.verify,

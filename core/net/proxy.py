@@ -14,13 +14,15 @@ import asyncio
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ..exchange.hostcheck import host_refusal, is_loopback, refuse
@@ -30,7 +32,7 @@ from ..plugins import api_for_path, api_table, error_body, find_api, official_or
 from ..plugins.table import api_by_header, api_for_request, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
-from ..recording.tape_index import IndexEntry, Tape
+from ..recording.tape_index import IndexEntry, Tape, read_index
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
@@ -249,6 +251,65 @@ def index_entry(ex: Exchange) -> dict[str, Any]:
     }
 
 
+# -- the tape's file work -------------------------------------------------------------------------
+_T = TypeVar("_T")
+
+
+class Batches(Generic[_T]):
+    """Work done on a thread of its own, in order, all that is waiting at once: ``run`` is
+    called with every item submitted since it was last called (never two calls at once)."""
+
+    def __init__(self, run: Callable[[list[_T]], None], name: str) -> None:
+        self._run = run
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._guard = threading.Lock()
+        self._waiting: list[_T] = []
+        self._scheduled = False  # a run is queued that will take what is waiting
+
+    def submit(self, item: _T) -> None:
+        with self._guard:
+            self._waiting.append(item)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._executor.submit(self._drain)
+
+    def _drain(self) -> None:
+        with self._guard:
+            batch, self._waiting = self._waiting, []
+            self._scheduled = False
+        if batch:
+            self._run(batch)
+
+    def shutdown(self) -> None:
+        """Wait until everything submitted is done."""
+        self._executor.shutdown(wait=True)
+
+
+@dataclass(slots=True, eq=False)
+class Claim:
+    """An exchange's recording waiting for its name (see :meth:`ProxyApp._claim_all`)."""
+
+    ex: Exchange
+    recorder: Any
+    api: str
+    model: str | None
+    error: BaseException | None = None
+    loop: Any = None
+    done: Any = None  # an asyncio future of ``loop``
+
+
+def _settle(claims: list[Claim]) -> None:
+    """On the claims' event loop: each claim's future done (or failed with its error)."""
+    for claim in claims:
+        if claim.done.done():
+            continue
+        if claim.error is not None:
+            claim.done.set_exception(claim.error)
+        else:
+            claim.done.set_result(None)
+
+
 # -- the app ---------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class ProxyConfig:
@@ -297,9 +358,12 @@ class ProxyApp:
         )
         self.active: set[Exchange] = set()
         # the tape's file work, off the event loop: recordings named in one thread (while their
-        # requests go upstream), the fsynced index appended in another, each in order
-        self._namer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-names")
-        self._index_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tape-index")
+        # requests go upstream), the fsynced index appended in another, each in order and each
+        # taking all the work waiting at once (one hold of the tape's lock, one fsync: a lock
+        # and an fsync per exchange kept the threads, and the interpreter's lock, busy enough
+        # to hold up every exchange with 50 at once)
+        self._namer = Batches(self._claim_all, "tape-names")
+        self._index_writer = Batches(self._index_all, "tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -381,8 +445,8 @@ class ProxyApp:
     def finish(self) -> None:
         """Wait for the tape's file work: every exchange ended is in the index, its count in
         :attr:`recorded` (at the server's stop, once its requests are done)."""
-        self._namer.shutdown(wait=True)
-        self._index_writer.shutdown(wait=True)
+        self._namer.shutdown()
+        self._index_writer.shutdown()
         if self.publisher is not None:
             kept = self.publisher.close(self.tape.folder)
             if kept is not None:
@@ -427,7 +491,7 @@ class ProxyApp:
             parsed=parsed,
             secrets=secrets,
         )
-        claim = partial(self._claim, ex, recorder, f"{r.provider}-{r.api}", model)
+        claim = Claim(ex, recorder, f"{r.provider}-{r.api}", model)
         transform = None
         # a transform says which API's responses it rewrites (``api``), else the default API's
         applies = getattr(self.config.transform, "api", None) or _DEFAULT.name
@@ -525,7 +589,7 @@ class ProxyApp:
             model=model,
         )
         ex.api = api
-        claim = partial(self._claim, ex, recorder, f"{provider}-{api or 'websocket'}", model)
+        claim = Claim(ex, recorder, f"{provider}-{api or 'websocket'}", model)
         try:
             await self._naming(claim)
         except RecordingError as exc:
@@ -547,17 +611,47 @@ class ProxyApp:
             self.config.observer.ended(ex)
         self._ended(ex)
 
-    def _naming(self, claim: Callable[[], None]) -> Any:
-        """``claim`` started on the naming thread (the forwarder awaits it before recording,
-        and before an exchange ends: its index entry is written after its file was named)."""
-        return asyncio.get_running_loop().run_in_executor(self._namer, claim)
+    def _naming(self, claim: Claim) -> asyncio.Future[None]:
+        """``claim`` queued for the naming thread: a future that is done once its recording
+        is named, or raises why it is not (the forwarder awaits it before recording, and
+        before an exchange ends: its index entry is written after its file was named)."""
+        loop = asyncio.get_running_loop()
+        claim.done = loop.create_future()
+        claim.loop = loop
+        self._namer.submit(claim)
+        return claim.done
 
-    def _claim(self, ex: Exchange, recorder: Any, api: str, model: str | None) -> None:
-        """Check the request of ``ex`` for key patterns (a request holding one is forwarded,
-        not recorded) and name its recording (a sequence number, held by a reservation)."""
-        recorder.preflight()
-        ex.seq, file = self.tape.allocate(api, model)
-        ex.file = recorder.path = str(file)
+    def _claim_all(self, claims: list[Claim]) -> None:
+        """Check the request of each claim for key patterns (a request holding one is
+        forwarded, not recorded), then name the recordings of the others (sequence numbers,
+        each held by a reservation), all under one hold of the tape's lock."""
+        try:
+            named: list[Claim] = []
+            for claim in claims:
+                try:
+                    claim.recorder.preflight()
+                except Exception as exc:
+                    claim.error = exc
+                else:
+                    named.append(claim)
+            got = self.tape.allocate_many([(c.api, c.model) for c in named])
+            for claim, name in zip(named, got, strict=True):
+                if isinstance(name, Exception):
+                    claim.error = name
+                    continue
+                claim.ex.seq, file = name
+                claim.ex.file = claim.recorder.path = str(file)
+        except Exception as exc:  # the tape's lock could not be had
+            for claim in claims:
+                if claim.error is None and claim.ex.file is None:
+                    claim.error = exc
+        finally:
+            by_loop: dict[Any, list[Claim]] = {}
+            for claim in claims:
+                by_loop.setdefault(claim.loop, []).append(claim)
+            for loop, waiting in by_loop.items():
+                with suppress(RuntimeError):  # a loop closed meanwhile: nobody waits
+                    loop.call_soon_threadsafe(_settle, waiting)
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
@@ -567,24 +661,36 @@ class ProxyApp:
             problems = [p for p in (ex.warning, record_error) if p]
             if problems:
                 self.log(redact_keys(f"{ex.method} {ex.path}: {'; '.join(problems)}"))
-        self._index_writer.submit(self._index, ex)
+        self._index_writer.submit(ex)
 
-    def _index(self, ex: Exchange) -> None:
-        """Index a recorded exchange. One whose recording could not be written (a full disk;
-        what was written is kept) is not an exchange of the tape: not indexed, not counted."""
-        if ex.file is None:
-            return
-        if ex.record_error is not None or not Path(ex.file).exists():
-            self.tape.release(ex.file)  # its number is free again
+    def _index_all(self, ended: list[Exchange]) -> None:
+        """Index recorded exchanges, in the order they ended (one write and one fsync for
+        them all). One whose recording could not be written (a full disk; what was written is
+        kept) is not an exchange of the tape: not indexed, not counted."""
+        kept: list[Exchange] = []
+        for ex in ended:
+            if ex.file is None:
+                continue
+            if ex.record_error is not None or not Path(ex.file).exists():
+                self.tape.release(ex.file)  # its number is free again
+                continue
+            kept.append(ex)
+        if not kept:
             return
         try:
-            self.tape.append(IndexEntry(**index_entry(ex)))
+            self.tape.append_many([IndexEntry(**index_entry(ex)) for ex in kept])
         except RecordingError as exc:  # an index put in as a link meanwhile, a full disk
-            self.tape.release(ex.file)
-            self.log(f"{Path(ex.file).name}: not indexed: {exc}")
-            return
-        self.recorded += 1
-        self.interrupted += ex.end == "interrupted"
+            listed = set()
+            with suppress(RecordingError):  # what a cut write put in whole is indexed
+                listed = {e.file for e in read_index(self.tape.folder)}
+            for ex in kept:
+                name = Path(ex.file or "").name
+                if name not in listed:
+                    self.tape.release(name)
+                    self.log(f"{name}: not indexed: {exc}")
+            kept = [ex for ex in kept if Path(ex.file or "").name in listed]
+        self.recorded += len(kept)
+        self.interrupted += sum(ex.end == "interrupted" for ex in kept)
 
 
 def _query_model(url: str) -> str | None:

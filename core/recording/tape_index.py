@@ -492,6 +492,22 @@ class Tape:
         The number is held by a hidden reservation file until :meth:`append` or
         :meth:`release`: no other writer, in this process or another, gets it.
         """
+        got = self.allocate_many([(api, model)])[0]
+        if isinstance(got, RecordingError):
+            raise got
+        return got
+
+    def allocate_many(
+        self, wanted: list[tuple[str | None, str | None]]
+    ) -> list[tuple[int, Path] | RecordingError]:
+        """:meth:`allocate` for each ``(api, model)`` of ``wanted``, in order, under one hold of
+        the tape's lock (the counter written once for them all): the next numbers, one after
+        the other, as that many calls of :meth:`allocate` would give them. A name that cannot
+        be had (its reservation cannot be made) is a :class:`RecordingError` in its place; a
+        tape whose lock or counter cannot be used raises it."""
+        out: list[tuple[int, Path] | RecordingError] = []
+        if not wanted:
+            return out
         with self.lock():
             counter = read_counter(self.folder)
             in_place = counter is not None
@@ -499,25 +515,37 @@ class Tape:
                 counter = max(counter or 0, highest_seq(self.folder))
                 self._listed = True
             seq = max(self._last, counter)
-            while True:
-                seq += 1
-                path = self.folder / exchange_name(seq, api, model)
-                try:
-                    # the counter first: a writer cut off here leaves a number unused, never
-                    # one that another writer could hand out again
-                    _write_counter(self.folder, seq, in_place=in_place)
-                    in_place = True
-                    fd = open_own(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                except FileExistsError:
-                    continue
-                except OSError as exc:
-                    raise RecordingError(str(path), None, os_error_text(exc)) from None
-                os.close(fd)
-                if os.path.lexists(path):  # a file (or a link) placed by hand under that name
-                    os.unlink(reservation(path))
-                    continue
-                self._last = seq
-                return seq, path
+            # the counter first: a writer cut off after it leaves numbers unused, never one
+            # that another writer could hand out again; written again only when names taken
+            # by hand push the numbers past it
+            written = seq + len(wanted)
+            try:
+                _write_counter(self.folder, written, in_place=in_place)
+            except OSError as exc:
+                first = self.folder / exchange_name(seq + 1, *wanted[0])
+                raise RecordingError(str(first), None, os_error_text(exc)) from None
+            for api, model in wanted:
+                while True:
+                    seq += 1
+                    path = self.folder / exchange_name(seq, api, model)
+                    try:
+                        if seq > written:
+                            _write_counter(self.folder, seq, in_place=True)
+                            written = seq
+                        fd = open_own(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        continue
+                    except OSError as exc:
+                        out.append(RecordingError(str(path), None, os_error_text(exc)))
+                        break
+                    os.close(fd)
+                    if os.path.lexists(path):  # a file (or a link) placed by hand under that name
+                        os.unlink(reservation(path))
+                        continue
+                    self._last = seq
+                    out.append((seq, path))
+                    break
+        return out
 
     def release(self, file: str | os.PathLike[str]) -> None:
         """The exchange recorded in ``file`` (a name or path in the tape) has ended: its
@@ -527,12 +555,21 @@ class Tape:
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
-        append_entries(self.folder, [entry], lock=self.lock)  # the fsync after the lock
+        self.append_many([entry])
+
+    def append_many(self, entries: list[IndexEntry]) -> None:
+        """Add exchanges to the index once their recordings are complete, in order: one hold
+        of the tape's lock, one write of whole lines and one flush to disk for them all (a
+        crash leaves each entry whole or not there, as for one)."""
         try:
+            if entries:
+                append_entries(self.folder, entries, lock=self.lock)  # the fsync after the lock
             if self.storage is not None:
-                self.storage.publish(self.folder, entry)
+                for entry in entries:
+                    self.storage.publish(self.folder, entry)
         finally:
-            self.release(entry.file)
+            for entry in entries:
+                self.release(entry.file)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
