@@ -11,7 +11,7 @@ from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..model.quirk_ids import QuirkId
 from ..model.records import Header
 from ..model.vocabulary import ErrorKind
-from ..pipeline.tracker import ToolCallTracker
+from ..pipeline.tracker import ToolCallTracker, TrackedCall
 from ..wire import fastjson
 from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
@@ -153,6 +153,12 @@ class Converter:
         """A control frame: ``ping``, ``pong`` or ``close`` (``code`` ``None``: the connection
         ended without a close frame)."""
         return self._attach(self.on_control(kind, direction, code, reason))
+
+    def answered(self, call_id: Any) -> None:
+        """The client answered the call ``call_id`` (its function output came): it is not asked
+        to run it any more."""
+        if isinstance(call_id, str) and call_id:
+            self.answered_calls.add(call_id)
 
     def on_client_message(self, obj: Any) -> list[ChunkResponse]:
         """Hook: a client's message (the converters of session APIs read what they need)."""
@@ -352,6 +358,15 @@ class Converter:
             f"the stream ended without {missing}"
             + (f"; tool calls {', '.join(open_calls)} {cut}" if open_calls else ""),
         )
+
+    def restated_name(self, call: TrackedCall, name: Any) -> list[ToolCallDelta]:
+        """The delta of a call's name as an event that ends its arguments restates it (none when
+        it is no name, or not news)."""
+        if isinstance(name, str) and name:
+            delta = self.tracker.update(call, name=name)
+            if delta is not None:
+                return [delta]
+        return []
 
     def not_json(self, event: SSEEvent, exc: ValueError) -> Any:
         """The slow path of parsing an event's data, after ``loads(event.data)`` raised ``exc``.

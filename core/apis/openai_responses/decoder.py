@@ -49,6 +49,7 @@ from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
+from ...model.usage import add_up
 from ...model.vocabulary import ErrorKind
 from ...pipeline.adapter import RENAMED
 from ...pipeline.tracker import TrackedCall
@@ -495,9 +496,7 @@ class OpenAIResponsesConverter(Converter):
         self._model = take_head(chunk, response.get("model"), response.get("usage"), self._model)
         if self.session and chunk.usage:
             # each response of a session counts its own tokens: the session's are their sum
-            for key, value in chunk.usage.items():
-                self._session_usage[key] = self._session_usage.get(key, 0) + value
-            chunk.usage = dict(self._session_usage)
+            chunk.usage = add_up(self._session_usage, chunk.usage)
         reason = status
         if status == "incomplete":
             details = response.get("incomplete_details")
@@ -1217,12 +1216,7 @@ class OpenAIResponsesConverter(Converter):
         info = self._item(item_id, index)
         if call is None or info is None:
             return []
-        out: list[ToolCallDelta] = []
-        name = obj.get("name")
-        if isinstance(name, str) and name:
-            delta = self.tracker.update(call, name=name)
-            if delta is not None:
-                out.append(delta)
+        out = self.restated_name(call, obj.get("name"))
         field = "input" if kind == "response.custom_tool_call_input.done" else "arguments"
         final = obj.get(field)
         if isinstance(final, str) and final:
@@ -1261,9 +1255,7 @@ class OpenAIResponsesConverter(Converter):
             items = obj["response"].get("input")
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and item.get("type") in _OUTPUT_ITEMS:
-                call_id = item.get("call_id")
-                if isinstance(call_id, str) and call_id:
-                    self.answered_calls.add(call_id)
+                self.answered(item.get("call_id"))
         return []
 
 
