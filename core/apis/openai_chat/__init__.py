@@ -4,7 +4,23 @@ This package holds everything about the API: its row (below), and its parts as m
 (``decoder``: the converter that reads its streams).
 """
 
+from typing import Any
+
 from ...plugins.wire_api import WireApi
+
+# what the APIs of OpenAI's host that its SDK speaks (and so do OpenAI-compatible servers) have
+# in common: Chat Completions, Completions, Responses
+OPENAI_SDK: dict[str, Any] = {
+    "error_style": "openai",
+    "provider": "openai",
+    "base_url": "https://api.openai.com/v1",
+    "key_env": ("OPENAI_API_KEY",),
+    "compatible": True,
+    "sdk": "openai",
+    "sdk_agent": "OpenAI/",
+    "base_url_env": "OPENAI_BASE_URL",
+    "sdk_headers": ("openai-beta",),
+}
 
 API = WireApi(
     package=__name__,  # where its parts are
@@ -14,21 +30,13 @@ API = WireApi(
     short="chat",
     route="/chat/completions",
     converters=("openai-chat", "kimi-k2"),
-    error_style="openai",
-    provider="openai",
-    base_url="https://api.openai.com/v1",
     path="/chat/completions",
-    key_env=("OPENAI_API_KEY",),
-    compatible=True,
     compatible_provider="openai-compatible",
     arguments_as_text=True,
     aliases=("chat", "chat-completions", "openai-compatible"),
     default=True,  # an unknown request is an OpenAI-compatible one
-    sdk="openai",
-    sdk_agent="OpenAI/",
-    base_url_env="OPENAI_BASE_URL",
     sdk_label="OpenAI SDK / Codex",
-    sdk_headers=("openai-beta",),
+    **OPENAI_SDK,
 )
 # older names of its encoder (``--emit openai-sse``): not names of the API
 ENCODER_ALIASES = ("openai-sse",)
