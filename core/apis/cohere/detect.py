@@ -1,8 +1,4 @@
-"""How a stream shows it is Cohere's v2 chat: its event names, or the ``type`` its events name.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
-"""
+"""How a stream shows it is Cohere's v2 chat: its event names, or the ``type`` its events name."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """How a stream shows it is Google's Interactions API: its event names, or the ``event_type``
 its events name.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
 """
 
 from __future__ import annotations
