@@ -244,14 +244,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
         raw, arguments, error = self._parsed(state)
         no_args = error is None and arguments == {} and raw is not None and not raw.strip()
-        metadata = self._end_metadata(
-            state,
-            raw,
-            arguments,
-            error,
-            closed=closed,
-            extra={"no_arguments": True} if no_args else None,
-        )
+        extra = {"no_arguments": True} if no_args else None
+        metadata = self._end_metadata(state, raw, arguments, error, closed=closed, extra=extra)
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
     @staticmethod
@@ -384,14 +378,10 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             state.streamed = True
             self._emit(SegmentEvent.content(state.segment_id, tail), out)
         shown = "; the file content shown is what arrived" if state.streamed else ""
+        extra = {PATH_FIELD: path} if path is not None else None
+        note = f"{shown}; the invocation keeps the raw arguments"
         metadata = self._end_metadata(
-            state,
-            raw,
-            arguments,
-            error,
-            closed=closed,
-            extra={PATH_FIELD: path} if path is not None else None,
-            error_note=f"{shown}; the invocation keeps the raw arguments",
+            state, raw, arguments, error, closed=closed, extra=extra, error_note=note
         )
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
