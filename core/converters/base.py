@@ -55,6 +55,12 @@ class Converter:
     # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
     # reads in feed_many; an event that does not decode as one is parsed as JSON
     hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
+    # a converter with a :meth:`hot_event` reads every JSON object with it first, read by read
+    # as in feed_many: its handlers hold only what the hot path does not take. False: only
+    # feed_many asks it (a hot path that holds text back for a run: kimi-k2)
+    reads_hot_first: ClassVar[bool] = True
+    # the two above, resolved: the class has a hot path that the event path reads first
+    _hot_first: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,6 +71,7 @@ class Converter:
         cls._handlers = handlers
         if "hot_event" in cls.__dict__ and "hot_struct" not in cls.__dict__:
             cls.hot_decoder = None  # a hot_event of its own: no inherited Struct reads for it
+        cls._hot_first = cls.reads_hot_first and cls.hot_event is not Converter.hot_event
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
@@ -266,6 +273,17 @@ class Converter:
             self.tracker.take_run(key, texts, text)
         return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
 
+    def hot_read(self, obj: Any) -> list[ChunkResponse] | None:
+        """The chunks of ``obj`` (one JSON object of an event) read by itself when the event
+        path reads it with :meth:`hot_event` and that takes it: a run of one (nothing for
+        ``()``), or the event's own chunks; ``None`` having changed nothing for any other."""
+        if not self._hot_first or type(obj) is not dict:
+            return None
+        found = self.hot_event(obj)
+        if type(found) is tuple:
+            return [self._run_chunk(found[0], [found[1]])] if found else []
+        return found
+
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """:meth:`hot_event` for an event that decoded as the class's :attr:`hot_decode` Struct:
         for every such event, exactly what :meth:`hot_event` does with the event parsed as a
@@ -288,6 +306,7 @@ class Converter:
 
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         """An event: its data parsed as JSON (:meth:`not_json` says what else it is), then
+        :meth:`hot_event` (as :meth:`feed_many` reads it) and, when that does not take it,
         :meth:`on_object`."""
         try:
             obj = loads(event.data)
@@ -295,14 +314,23 @@ class Converter:
             obj = self.not_json(event, exc)
             if obj is None:
                 return []
+        hot = self.hot_read(obj)
+        if hot is not None:
+            return hot
         return self.on_object(obj, event)
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        """An event whose data parsed as ``obj`` (:meth:`feed_many` calls it for the events its
-        :meth:`hot_event` hook does not take): each JSON object in it to :meth:`on_payload`."""
+        """An event whose data parsed as ``obj``, which :meth:`hot_event` did not take (a JSON
+        object; the objects of several payloads are each asked first): each JSON object in it
+        to :meth:`on_payload`."""
         if type(obj) is dict:
             return self.on_payload(obj, event)
-        return self.each_payload(obj, lambda payload: self.on_payload(payload, event))
+        return self.each_payload(obj, lambda payload: self._hot_or_payload(payload, event))
+
+    def _hot_or_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        """One JSON object of several in an event: :meth:`hot_event`, else :meth:`on_payload`."""
+        hot = self.hot_read(obj)
+        return hot if hot is not None else self.on_payload(obj, event)
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         """One JSON object of an event, dispatched by its ``type`` (else the SSE event name)

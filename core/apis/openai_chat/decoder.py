@@ -76,7 +76,9 @@ class OpenAIChatConverter(Converter):
             return []
         if self.done:
             self.quirk(QuirkId.DATA_AFTER_DONE, "events after data: [DONE]")
-        return self._loaded(self.load_json(event))
+        obj = self.load_json(event)
+        hot = self.hot_read(obj)
+        return hot if hot is not None else self._loaded(obj)
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if self.done:

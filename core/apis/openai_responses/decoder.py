@@ -410,28 +410,8 @@ class OpenAIResponsesConverter(Converter):
         self._hot_item_id = item_id
         return call
 
-    def _in_sequence(self, obj: dict[str, Any]) -> bool:
-        """The event's ``sequence_number`` follows the last one (or there is none); it becomes
-        the last one."""
-        seq = obj.get("sequence_number")
-        if seq is None:
-            return True
-        if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
-            return False
-        self._seq = seq
-        return True
-
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         self._hot_call = None  # the event may change the calls
-        if (
-            type(obj) is dict
-            and obj.get("type") == "response.function_call_arguments.delta"
-            and self._in_sequence(obj)
-        ):
-            # the hot path: on_payload's bookkeeping (in sequence: nothing to note), without
-            # the dispatch
-            self.payloads += 1
-            return self._argument_delta(obj)
         return super().on_object(obj, event)
 
     def on_unparsed(self, event: SSEEvent) -> bool:
