@@ -55,11 +55,13 @@ class Converter:
     # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
     # reads in feed_many; an event that does not decode as one is parsed as JSON
     hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
-    # a converter with a :meth:`hot_event` reads every JSON object with it first, read by read
-    # as in feed_many: its handlers hold only what the hot path does not take. False: only
-    # feed_many asks it (a hot path that holds text back for a run: kimi-k2)
+    # a converter with a :meth:`hot_event` reads every event as feed_many does, read by read
+    # too (:meth:`feed`: a batch of one): its handlers hold only what the hot path does not
+    # take. False: only feed_many reads the hot path (one that holds text back for a run:
+    # kimi-k2), feed reads every event with :meth:`on_event`
     reads_hot_first: ClassVar[bool] = True
-    # the two above, resolved: the class has a hot path that the event path reads first
+    # resolved by __init_subclass__: the class has a hot path; the event path reads it first
+    _has_hot: ClassVar[bool] = False
     _hot_first: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -71,7 +73,8 @@ class Converter:
         cls._handlers = handlers
         if "hot_event" in cls.__dict__ and "hot_struct" not in cls.__dict__:
             cls.hot_decoder = None  # a hot_event of its own: no inherited Struct reads for it
-        cls._hot_first = cls.reads_hot_first and cls.hot_event is not Converter.hot_event
+        cls._has_hot = cls.hot_event is not Converter.hot_event
+        cls._hot_first = cls._has_hot and cls.reads_hot_first
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
@@ -136,6 +139,14 @@ class Converter:
 
     # -- the contract ----------------------------------------------------------------------
     def feed(self, item: SSEItem) -> list[ChunkResponse]:
+        """One item's chunks. A converter with a hot path reads it as :meth:`feed_many` reads
+        an item (a run of one): one piece of code for an event, read by read or batched."""
+        if self._hot_first:
+            return self._feed_items([item])
+        return self._feed_one(item)
+
+    def _feed_one(self, item: SSEItem) -> list[ChunkResponse]:
+        """One item through :meth:`on_event` (or :meth:`on_comment`), its notes attached."""
         if type(item) is SSEEvent:
             out = self.on_event(item)
         else:
@@ -188,10 +199,14 @@ class Converter:
         Everything else, and every event that notes a quirk or an error, is fed as by
         :meth:`feed`.
         """
+        return self._feed_items(items)
+
+    def _feed_items(self, items: list[SSEItem]) -> list[ChunkResponse]:
+        """:meth:`feed_many`, and :meth:`feed` of one item for a converter whose event path
+        reads the hot path first."""
         out: list[ChunkResponse] = []
-        hot = self.hot_event
-        if type(self).hot_event is Converter.hot_event:
-            feed = self.feed
+        if not self._has_hot:
+            feed = self._feed_one
             for item in items:
                 crs = feed(item)
                 if crs:
@@ -199,8 +214,10 @@ class Converter:
             return out
         run: list[str] = []  # the texts of the run being collected
         key: Any = None  # what it continues: a TrackedCall, TEXT or REASONING
-        hot_decode = None if self.hot_decoder is None else self.hot_decoder.decode
+        decoder = self.hot_decoder
+        hot_decode = None if decoder is None else decoder.decode
         hot_struct = self.hot_struct
+        hot = self.hot_event
         for item in items:
             if type(item) is SSEEvent:
                 found: Any = None
@@ -254,7 +271,7 @@ class Converter:
             if run:
                 out.append(self._run_chunk(key, run))
                 run = []
-            crs = self.feed(item)
+            crs = self._feed_one(item)
             if crs:
                 out += crs
         if run:
@@ -272,17 +289,6 @@ class Converter:
         if self.defers_takes:
             self.tracker.take_run(key, texts, text)
         return ChunkResponse(tool_calls=[ToolCallDelta(key.index, None, None, text)])
-
-    def hot_read(self, obj: Any) -> list[ChunkResponse] | None:
-        """The chunks of ``obj`` (one JSON object of an event) read by itself when the event
-        path reads it with :meth:`hot_event` and that takes it: a run of one (nothing for
-        ``()``), or the event's own chunks; ``None`` having changed nothing for any other."""
-        if not self._hot_first or type(obj) is not dict:
-            return None
-        found = self.hot_event(obj)
-        if type(found) is tuple:
-            return [self._run_chunk(found[0], [found[1]])] if found else []
-        return found
 
     def hot_struct(self, shaped: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """:meth:`hot_event` for an event that decoded as the class's :attr:`hot_decode` Struct:
@@ -306,7 +312,6 @@ class Converter:
 
     def on_event(self, event: SSEEvent) -> list[ChunkResponse]:
         """An event: its data parsed as JSON (:meth:`not_json` says what else it is), then
-        :meth:`hot_event` (as :meth:`feed_many` reads it) and, when that does not take it,
         :meth:`on_object`."""
         try:
             obj = loads(event.data)
@@ -314,9 +319,6 @@ class Converter:
             obj = self.not_json(event, exc)
             if obj is None:
                 return []
-        hot = self.hot_read(obj)
-        if hot is not None:
-            return hot
         return self.on_object(obj, event)
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
@@ -328,9 +330,14 @@ class Converter:
         return self.each_payload(obj, lambda payload: self._hot_or_payload(payload, event))
 
     def _hot_or_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        """One JSON object of several in an event: :meth:`hot_event`, else :meth:`on_payload`."""
-        hot = self.hot_read(obj)
-        return hot if hot is not None else self.on_payload(obj, event)
+        """One JSON object of several in an event, read as an event's object is read: the hot
+        path first (a run of one), else :meth:`on_payload`."""
+        found = self.hot_event(obj) if self._hot_first else None
+        if found is None:
+            return self.on_payload(obj, event)
+        if type(found) is tuple:
+            return [self._run_chunk(found[0], [found[1]])] if found else []
+        return found
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         """One JSON object of an event, dispatched by its ``type`` (else the SSE event name)

@@ -76,9 +76,7 @@ class OpenAIChatConverter(Converter):
             return []
         if self.done:
             self.quirk(QuirkId.DATA_AFTER_DONE, "events after data: [DONE]")
-        obj = self.load_json(event)
-        hot = self.hot_read(obj)
-        return hot if hot is not None else self._loaded(obj)
+        return self._loaded(self.load_json(event))
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
         if self.done:

@@ -401,7 +401,7 @@ class OpenAIResponsesConverter(Converter):
     def _hot_call_of(self, item_id: str) -> TrackedCall | None:
         """The call whose argument deltas :meth:`hot_struct` takes for item ``item_id``: the call
         opened last, announced and open (else ``None``). It stays that call until an event is
-        read otherwise (:meth:`on_object`): hot events change no call's state."""
+        read otherwise (:meth:`on_payload`): hot events change no call's state."""
         tracker = self.tracker
         call = tracker.find(item_id)
         if call is None or call is not tracker.calls[-1] or not call.announced or call.complete:
@@ -410,10 +410,6 @@ class OpenAIResponsesConverter(Converter):
         self._hot_item_id = item_id
         return call
 
-    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        self._hot_call = None  # the event may change the calls
-        return super().on_object(obj, event)
-
     def on_unparsed(self, event: SSEEvent) -> bool:
         if event.data.strip() == "[DONE]":
             self.done = True
@@ -421,6 +417,7 @@ class OpenAIResponsesConverter(Converter):
         return False
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        self._hot_call = None  # the event may change the calls
         self.payloads += 1
         if self.session and obj.get("type") == "response.created" and self.terminal is not None:
             # the session's next response: numbered from its own start
