@@ -39,7 +39,7 @@ Errors: an ``error`` event and ``response.failed``. The finish reason is the res
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -334,6 +334,12 @@ class OpenAIResponsesConverter(Converter):
         "error": "_error_event",
     }
     ignored_events = _IGNORED
+    # the text deltas of the table (type -> its run and its part), which hot_struct reads too
+    _text_deltas: ClassVar[dict[str, tuple[str, str]]] = {
+        kind: (entry[1], entry[2])
+        for kind, entry in events.items()
+        if type(entry) is tuple and entry[0] == "_text_delta"
+    }
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """:meth:`hot_struct` of an event read as a dict whose fields have the types of
@@ -379,13 +385,8 @@ class OpenAIResponsesConverter(Converter):
                 self._seq = seq
             self.payloads += 1
             return call, delta
-        if kind == "response.output_text.delta":
-            run, part, index = TEXT, "text", shaped.content_index
-        elif kind == "response.reasoning_summary_text.delta":
-            run, part, index = REASONING, "summary", shaped.summary_index
-        elif kind == "response.reasoning_text.delta":
-            run, part, index = REASONING, "content", shaped.content_index
-        else:
+        streamed = self._text_deltas.get(kind)  # the event table's _text_delta entries
+        if streamed is None:
             return None
         item = self._items.get(shaped.item_id)
         if item is None:
@@ -393,7 +394,10 @@ class OpenAIResponsesConverter(Converter):
         if seq is not None:
             self._seq = seq
         self.payloads += 1
-        item.add_text((part, index), delta)
+        run, part = streamed
+        item.add_text(
+            (part, shaped.summary_index if part == "summary" else shaped.content_index), delta
+        )
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
@@ -1056,13 +1060,9 @@ class OpenAIResponsesConverter(Converter):
             item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is not None:
             item.add_text((part, _part_index(obj, part)), delta)
-        if kind == TEXT:
-            if self._runs.kind != TEXT:
-                self._runs.enter(TEXT)
-            return [ChunkResponse(content=delta)]
-        if self._runs.kind != REASONING:
-            self._runs.enter(REASONING)
-        return [ChunkResponse(reasoning=delta)]
+        if self._runs.kind != kind:
+            self._runs.enter(kind)
+        return [self._run_chunk(kind, [delta])]  # the chunk of a hot text's run of one
 
     def _refusal_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         delta = obj.get("delta")
