@@ -1,7 +1,6 @@
 """OpenAI's legacy Completions: the ``openai-completions`` wire API."""
 
 from ...plugins.wire_api import WireApi
-from ..openai_chat import OPENAI_SDK
 
 API = WireApi(
     package=__name__,  # where its parts are
@@ -10,7 +9,15 @@ API = WireApi(
     label="completions",
     route="/completions",
     converters=("openai-completions",),
+    error_style="openai",
+    provider="openai",
+    base_url="https://api.openai.com/v1",
     path="/completions",
+    key_env=("OPENAI_API_KEY",),
+    compatible=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
     aliases=("legacy-completions", "text_completion"),
-    **OPENAI_SDK,
 )

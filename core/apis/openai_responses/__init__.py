@@ -1,7 +1,6 @@
 """OpenAI Responses: the ``openai-responses`` wire API."""
 
 from ...plugins.wire_api import WireApi
-from ..openai_chat import OPENAI_SDK
 
 API = WireApi(
     package=__name__,  # where its parts are
@@ -10,10 +9,18 @@ API = WireApi(
     label="responses",
     route="/responses",
     converters=("openai-responses",),
+    error_style="openai",
+    provider="openai",
+    base_url="https://api.openai.com/v1",
     path="/responses",
+    key_env=("OPENAI_API_KEY",),
+    compatible=True,
     arguments_as_text=True,
+    sdk="openai",
+    sdk_agent="OpenAI/",
+    base_url_env="OPENAI_BASE_URL",
+    sdk_headers=("openai-beta",),
     # client.responses.connect(): the same events over one WebSocket, several responses a
     # session (the decoder reads a session's recording: see its use_header)
     transports=("http", "websocket"),
-    **OPENAI_SDK,
 )
