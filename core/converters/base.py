@@ -172,7 +172,7 @@ class Converter:
         ended without a close frame)."""
         return self._attach(self.on_control(kind, direction, code, reason))
 
-    def answered(self, call_id: Any) -> None:
+    def call_answered(self, call_id: Any) -> None:
         """The client answered the call ``call_id`` (its function output came): it is not asked
         to run it any more."""
         if isinstance(call_id, str) and call_id:
@@ -335,7 +335,7 @@ class Converter:
         found = self.hot_event(obj) if self._hot_first else None
         if found is None:
             return self.on_payload(obj, event)
-        if type(found) is tuple:
+        if isinstance(found, tuple):
             return [self._run_chunk(found[0], [found[1]])] if found else []
         return found
 

@@ -15,7 +15,7 @@ from ..recording.reader import Source
 
 class _Timed(Protocol):
     @property
-    def t(self) -> float: ...
+    def t(self) -> float | None: ...
 
 
 _R = TypeVar("_R", bound=_Timed)

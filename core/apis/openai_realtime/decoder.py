@@ -406,7 +406,7 @@ class RealtimeConverter(Converter):
             return []
         item = obj.get("item")
         if isinstance(item, dict) and item.get("type") == "function_call_output":
-            self.answered(item.get("call_id"))
+            self.call_answered(item.get("call_id"))
         return []
 
     def on_control(

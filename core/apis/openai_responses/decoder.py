@@ -1232,7 +1232,7 @@ class OpenAIResponsesConverter(Converter):
             items = obj["response"].get("input")
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and item.get("type") in _OUTPUT_ITEMS:
-                self.answered(item.get("call_id"))
+                self.call_answered(item.get("call_id"))
         return []
 
 
