@@ -15,6 +15,7 @@ import typer
 if TYPE_CHECKING:
     from streamtool.core.drive.check import CheckReport, FileResult
 
+from .choices import checked_by
 from .errors import fail, user_errors
 from .main import app
 from .params import converter_option, parser_option
@@ -47,13 +48,7 @@ def parse_shard(value: str) -> tuple[int, int]:
     return i, n
 
 
-def _shard(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            parse_shard(value)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-    return value
+_shard = checked_by(parse_shard)
 
 
 def _jobs(value: int | None) -> int | None:

@@ -78,6 +78,21 @@ def _complete_list(names: Callable[[], Iterable[str]]) -> Callable[[str], list[s
     return complete
 
 
+def checked_by(parse: Callable[[str], object]) -> Callable[[str | None], str | None]:
+    """An option's check: a value that ``parse`` refuses (its ``ValueError``'s sentence) is
+    refused at parse time; the option keeps its text."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse(value)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc)) from None
+        return value
+
+    return check
+
+
 def fail_on_names() -> list[str]:
     return [*severities(), *quirk_ids(), *error_kinds()]
 

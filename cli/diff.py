@@ -2,7 +2,6 @@
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +13,14 @@ from streamtool.core.handlers import default_parser
 from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
-from .params import CONVERTERS, PARSERS, converter_option, no_color_option, parser_option
+from .params import (
+    CONVERTERS,
+    PARSERS,
+    TextOrJson,
+    converter_option,
+    no_color_option,
+    parser_option,
+)
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -24,11 +30,6 @@ if TYPE_CHECKING:
     from streamtool.core.outputs.diff import Row, StreamDiff
 
 CELL_LIMIT = 400  # characters of a text value shown in a cell
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
 
 
 @app.command()
@@ -77,8 +78,8 @@ def diff(
         ),
     ] = None,
     fmt: Annotated[
-        Format, typer.Option("--format", help="text (side by side) or json (for scripts).")
-    ] = Format.text,
+        TextOrJson, typer.Option("--format", help="text (side by side) or json (for scripts).")
+    ] = TextOrJson.text,
     only_differences: Annotated[
         bool,
         typer.Option("--only-differences", help="Show only the rows that differ."),
@@ -115,7 +116,7 @@ def diff(
     from streamtool.core.outputs.diff import diff_streams  # imported when used: fast start
 
     result = diff_streams(engine_a, engine_b)
-    if fmt is Format.json:
+    if fmt is TextOrJson.json:
         out = result.to_dict()
         if only_differences:
             out["rows"] = [row for row in out["rows"] if not row["same"]]

@@ -13,7 +13,7 @@ from .choices import (
 )
 from .errors import USAGE_ERRORS, fail, pipe_console, warn
 from .main import app
-from .params import converter_option, no_color_option, parser_option
+from .params import ConverterOption, HandlerOption, no_color_option
 from .store_paths import checked_out
 
 if TYPE_CHECKING:
@@ -77,14 +77,8 @@ def inspect(
             "(GitHub Actions annotations).",
         ),
     ] = Format.text,
-    converter: Annotated[
-        str,
-        converter_option("Wire API converter: auto, or a converter name."),
-    ] = "auto",
-    parser: Annotated[
-        str | None,
-        parser_option("Handler (default: $STREAMTOOL_PARSER, else api_tool_call)."),
-    ] = None,
+    converter: ConverterOption = "auto",
+    parser: HandlerOption = None,
     no_color: Annotated[bool, no_color_option()] = False,
 ) -> None:
     """Show how a stream arrived: facts, timing, a timeline of the reads, and the quirk lint."""

@@ -4,13 +4,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from .choices import check_quirk_id, check_sort, complete_quirk_id, complete_sort
 from .main import app
+from .params import TextOrJson
 from .store_paths import checked_out
 
 if TYPE_CHECKING:
@@ -20,11 +20,6 @@ SORTS = "file, provider, api, model, end, duration_s, ttft_s, reads, tool_calls,
 # below this many recordings a listing is over before a bar would be worth drawing
 PROGRESS_AT_LEAST = 50
 SORT_CHOICES = "[" + SORTS.replace(", ", "|") + "]"
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
 
 
 @app.command(name="ls")
@@ -67,8 +62,8 @@ def ls(
         str | None, typer.Option("--provider", help="Only recordings of this provider.")
     ] = None,
     fmt: Annotated[
-        Format, typer.Option("--format", help="text (a table) or json (an array of rows).")
-    ] = Format.text,
+        TextOrJson, typer.Option("--format", help="text (a table) or json (an array of rows).")
+    ] = TextOrJson.text,
 ) -> None:
     """List recordings: provider, API, model, end, duration, TTFT, reads, tool calls, quirks."""
     from streamtool.core.drive.listing import Filters, sort_key
@@ -89,7 +84,7 @@ def _list(
     filters: "Filters",
     key: "Callable[[Row], Any]",
     reverse: bool,
-    fmt: Format,
+    fmt: TextOrJson,
 ) -> None:
     """The listing of ``targets`` (local paths), each file shown as ``shown`` names it."""
     from streamtool.core.drive.find import find_recordings
@@ -123,7 +118,7 @@ def _list(
     if problems and not good:  # nothing to list: the errors said why, no empty table
         raise typer.Exit(2)
     try:
-        if fmt is Format.json:
+        if fmt is TextOrJson.json:
             sys.stdout.write(
                 json.dumps([r.to_dict() for r in good], ensure_ascii=False, indent=1) + "\n"
             )

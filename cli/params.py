@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -28,6 +28,13 @@ from .choices import complete_converter, complete_parser
 
 # annotation -> the word help shows for it
 _LABELS: dict[Any, str] = {str: "TEXT", int: "INTEGER", float: "NUMBER", Path: "PATH"}
+
+
+class TextOrJson(StrEnum):
+    """A ``--format`` of text for people or JSON for scripts."""
+
+    text = "text"
+    json = "json"
 
 
 def choices(names: Iterable[str]) -> str:
@@ -59,6 +66,13 @@ def converter_option(help: str) -> Any:
 def parser_option(help: str) -> Any:
     """A command's ``--parser`` (a handler's name): as :func:`converter_option`, for handlers."""
     return typer.Option("--parser", metavar=PARSERS, autocompletion=complete_parser, help=help)
+
+
+# the --converter and --parser of a command that shows one stream as it was recorded
+ConverterOption = Annotated[str, converter_option("Wire API converter: auto, or a converter name.")]
+HandlerOption = Annotated[
+    str | None, parser_option("Handler (default: $STREAMTOOL_PARSER, else api_tool_call).")
+]
 
 
 def no_color_option() -> Any:

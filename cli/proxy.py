@@ -7,17 +7,9 @@ import typer
 
 from streamtool.core.plugins.registry import TRANSFORMS
 
+from . import listening
 from .choices import complete_proxy_view, complete_transform
 from .errors import fail, user_errors
-from .listening import (
-    BODY_TIMEOUT,
-    HEADER_TIMEOUT,
-    BodyTimeout,
-    HeaderTimeout,
-    MaxBody,
-    listen,
-    max_connections_option,
-)
 from .main import app
 from .params import choices
 
@@ -79,14 +71,14 @@ def proxy(
     ] = None,
     max_connections: Annotated[
         int | None,
-        max_connections_option(
+        listening.max_connections_option(
             "Agent connections held open at most (default: what the open-file limit "
             "allows, three descriptors each)."
         ),
     ] = None,
-    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
-    body_timeout: BodyTimeout = BODY_TIMEOUT,
-    max_body: MaxBody = "10MB",
+    header_timeout: listening.HeaderTimeout = listening.HEADER_TIMEOUT,
+    body_timeout: listening.BodyTimeout = listening.BODY_TIMEOUT,
+    max_body: listening.MaxBody = "10MB",
     max_recording_bytes: Annotated[
         str,
         typer.Option(
@@ -157,7 +149,7 @@ def proxy(
     )
     with user_errors():
         proxy_app = ProxyApp(config)
-    sock, origin = listen(host, port)
+    sock, origin = listening.listen(host, port)
     err = sys.stderr
     shown = out if "://" in out else f"{out}/"
     err.write(f"streamtool: proxy on {origin}, recording into {shown}\n")

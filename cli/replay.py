@@ -13,12 +13,12 @@ from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 
-from .choices import complete_sample
+from .choices import checked_by, complete_sample
 from .emit import EMIT_CHOICES, check_emit, complete_emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
-from .params import choices, converter_option, no_color_option, parser_option
+from .params import ConverterOption, choices, no_color_option, parser_option
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
@@ -61,13 +61,7 @@ def make_sink(
     )
 
 
-def _speed(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            parse_speed(value)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-    return value
+_speed = checked_by(parse_speed)
 
 
 def _max_gap(value: float) -> float:
@@ -89,10 +83,7 @@ def replay(
             "written in the text (default: $STREAMTOOL_PARSER, else api_tool_call)."
         ),
     ] = None,
-    converter: Annotated[
-        str,
-        converter_option("Wire API converter: auto, or a converter name."),
-    ] = "auto",
+    converter: ConverterOption = "auto",
     fmt: Annotated[
         Format | None,
         typer.Option(

@@ -10,7 +10,7 @@ import typer
 
 from .errors import USAGE_ERRORS, fail
 from .main import app
-from .params import converter_option, parser_option
+from .params import ConverterOption, HandlerOption
 
 MARK = 'name="generator" content="streamtool report"'
 
@@ -36,14 +36,8 @@ def report(
     stall: Annotated[
         float, typer.Option("--stall", help="A gap over this many seconds is a stall.")
     ] = 1.0,
-    converter: Annotated[
-        str,
-        converter_option("Wire API converter: auto, or a converter name."),
-    ] = "auto",
-    parser: Annotated[
-        str | None,
-        parser_option("Handler (default: $STREAMTOOL_PARSER, else api_tool_call)."),
-    ] = None,
+    converter: ConverterOption = "auto",
+    parser: HandlerOption = None,
 ) -> None:
     """Write a self-contained HTML report: facts, final tree, timeline, raw reads, a player."""
     from streamtool.core.converters import check_converter_name

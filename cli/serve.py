@@ -17,17 +17,9 @@ import typer
 
 from streamtool.core.plugins import api_for_converter
 
+from . import listening
 from .choices import complete_mutate
 from .errors import fail, user_errors
-from .listening import (
-    BODY_TIMEOUT,
-    HEADER_TIMEOUT,
-    BodyTimeout,
-    HeaderTimeout,
-    MaxBody,
-    listen,
-    max_connections_option,
-)
 from .main import app
 
 # serve keeps the recorded pacing, but no pause lasts longer than this unless asked for: a damaged
@@ -142,15 +134,15 @@ def serve(
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No request log.")] = False,
-    max_body: MaxBody = "10MB",
+    max_body: listening.MaxBody = "10MB",
     max_connections: Annotated[
         int | None,
-        max_connections_option(
+        listening.max_connections_option(
             "Connections held open at most (default: what the open-file limit allows)."
         ),
     ] = None,
-    header_timeout: HeaderTimeout = HEADER_TIMEOUT,
-    body_timeout: BodyTimeout = BODY_TIMEOUT,
+    header_timeout: listening.HeaderTimeout = listening.HEADER_TIMEOUT,
+    body_timeout: listening.BodyTimeout = listening.BODY_TIMEOUT,
     mutate: Annotated[
         str | None,
         typer.Option(
@@ -269,7 +261,7 @@ def _serve(o: _Options) -> None:
         service = build_service(chosen.library, config)
     except ValueError as exc:
         fail(str(exc))
-    sock, origin = listen(o.host, o.port)
+    sock, origin = listening.listen(o.host, o.port)
     if chosen.made:
         _describe_made(chosen.library, o.paths, origin)
         if o.mutate is not None:

@@ -51,19 +51,20 @@ def _text(value: Any) -> str:
 def _parser(value: Any) -> str:
     from streamtool.core.handlers import UnknownParser, check_parser_name
 
-    try:
-        check_parser_name(_text(value))
-    except UnknownParser as exc:
-        raise ValueError(str(exc)) from None
-    return value
+    return _known(value, check_parser_name, UnknownParser)
 
 
 def _converter(value: Any) -> str:
     from streamtool.core.converters import UnknownConverter, check_converter_name
 
+    return _known(value, check_converter_name, UnknownConverter)
+
+
+def _known(value: Any, check: Callable[[str], Any], unknown: type[Exception]) -> str:
+    """``value``, a name that ``check`` knows (else ``ValueError`` saying so)."""
     try:
-        check_converter_name(_text(value))
-    except UnknownConverter as exc:
+        check(_text(value))
+    except unknown as exc:
         raise ValueError(str(exc)) from None
     return value
 

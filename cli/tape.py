@@ -16,6 +16,7 @@ from streamtool.core.outputs.emit import builtin_names
 
 from .errors import fail, user_errors
 from .main import app
+from .params import TextOrJson
 
 tape_app = typer.Typer(
     name="tape",
@@ -29,11 +30,6 @@ app.add_typer(tape_app, name="tape")
 
 # the built-in APIs that have an encoder (the registry's: mypy cannot list the members)
 Api = StrEnum("Api", [(v.replace("-", "_"), v) for v in builtin_names()[0]])  # type: ignore[misc]
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
 
 
 Url = Annotated[str, typer.Argument(help="The tape on object storage: s3://BUCKET/PREFIX ...")]
@@ -121,15 +117,15 @@ def pull(
 def ls(
     url: Url,
     fmt: Annotated[
-        Format, typer.Option("--format", help="text (a table) or json (an array of rows).")
-    ] = Format.text,
+        TextOrJson, typer.Option("--format", help="text (a table) or json (an array of rows).")
+    ] = TextOrJson.text,
 ) -> None:
     """List a store tape's exchanges, one row each, in the tape's order."""
     from streamtool.core.net import store_ops
 
     with user_errors():
         found = store_ops.rows(url)
-    if fmt is Format.json:
+    if fmt is TextOrJson.json:
         sys.stdout.write(json.dumps(found, ensure_ascii=False, indent=1) + "\n")
         return
     _table(found)

@@ -4,7 +4,8 @@
 The batched replay feeds many reads at once and lets the converters take the commonest events
 on their hot path (``Converter.hot_event``), a run of them becoming one chunk. The reference
 here is the plainest replay there is: every event in a read of its own, and every event fed to
-the converter by ``Converter.feed`` (no hot path, no run). Summaries (statistics included) and
+the converter by ``Converter.feed`` (one event at a time: a converter with a hot path reads it
+there too, each run one event long). Summaries (statistics included) and
 transcripts must be equal, for the bundled recordings, the corpus captures, and random streams
 of each wire API that mix the hot shapes with everything that must leave the hot path.
 """

@@ -139,13 +139,14 @@ def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
 def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell.
 
-    Each API's ``detect`` part says whether an event is its API's: ``sniff_event`` by the
-    event's name (the APIs asked in the table's order: no two name an event alike), then
-    ``sniff_json`` by the event's JSON object (the first of a JSON array), the parts asked in
-    the order of their ``RANK``, lower first: an object that names its type outright is read
-    before one known by its keys. The built-in APIs are asked first, the plugins' after;
-    ``plugins=False`` asks the built-ins only, ``plugins=True`` the plugins only (a caller with
-    several events asks the built-ins about all of them before it reads the plugins).
+    Each API's ``detect`` part (light on purpose: this imports every one of them) says whether
+    an event is its API's: ``sniff_event`` by the event's name (the APIs asked in the table's
+    order: no two name an event alike), then ``sniff_json`` by the event's JSON object (the
+    first of a JSON array), the parts asked in the order of their ``RANK``, lower first: an
+    object that names its type outright is read before one known by its keys. The built-in
+    APIs are asked first, the plugins' after; ``plugins=False`` asks the built-ins only,
+    ``plugins=True`` the plugins only (a caller with several events asks the built-ins about
+    all of them before it reads the plugins).
     """
     name = event.event
     obj: Any = _UNREAD

@@ -11,7 +11,7 @@ from ..model import ChunkResponse, Quirk, StreamError, ToolCallDelta
 from ..model.quirk_ids import QuirkId
 from ..model.records import Header
 from ..model.vocabulary import ErrorKind
-from ..pipeline.tracker import ToolCallTracker
+from ..pipeline.tracker import ToolCallTracker, TrackedCall
 from ..wire import fastjson
 from ..wire.fastjson import MAX_DEPTH, loads, too_deep_text
 from ..wire.sse import SSEComment, SSEEvent, SSEItem
@@ -55,6 +55,14 @@ class Converter:
     # a msgspec decoder of the commonest events' shape (a Struct), whose values :meth:`hot_struct`
     # reads in feed_many; an event that does not decode as one is parsed as JSON
     hot_decoder: ClassVar[msgspec.json.Decoder[Any] | None] = None
+    # a converter with a :meth:`hot_event` reads every event as feed_many does, read by read
+    # too (:meth:`feed`: a batch of one): its handlers hold only what the hot path does not
+    # take. False: only feed_many reads the hot path (one that holds text back for a run:
+    # kimi-k2), feed reads every event with :meth:`on_event`
+    reads_hot_first: ClassVar[bool] = True
+    # resolved by __init_subclass__: the class has a hot path; the event path reads it first
+    _has_hot: ClassVar[bool] = False
+    _hot_first: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -65,6 +73,8 @@ class Converter:
         cls._handlers = handlers
         if "hot_event" in cls.__dict__ and "hot_struct" not in cls.__dict__:
             cls.hot_decoder = None  # a hot_event of its own: no inherited Struct reads for it
+        cls._has_hot = cls.hot_event is not Converter.hot_event
+        cls._hot_first = cls._has_hot and cls.reads_hot_first
 
     def __init__(self) -> None:
         self.tracker = ToolCallTracker(self.quirk, keep_completed=self.keeps_completed_arguments)
@@ -129,6 +139,14 @@ class Converter:
 
     # -- the contract ----------------------------------------------------------------------
     def feed(self, item: SSEItem) -> list[ChunkResponse]:
+        """One item's chunks. A converter with a hot path reads it as :meth:`feed_many` reads
+        an item (a run of one): one piece of code for an event, read by read or batched."""
+        if self._hot_first:
+            return self._feed_items([item])
+        return self._feed_one(item)
+
+    def _feed_one(self, item: SSEItem) -> list[ChunkResponse]:
+        """One item through :meth:`on_event` (or :meth:`on_comment`), its notes attached."""
         if type(item) is SSEEvent:
             out = self.on_event(item)
         else:
@@ -154,6 +172,12 @@ class Converter:
         ended without a close frame)."""
         return self._attach(self.on_control(kind, direction, code, reason))
 
+    def call_answered(self, call_id: Any) -> None:
+        """The client answered the call ``call_id`` (its function output came): it is not asked
+        to run it any more."""
+        if isinstance(call_id, str) and call_id:
+            self.answered_calls.add(call_id)
+
     def on_client_message(self, obj: Any) -> list[ChunkResponse]:
         """Hook: a client's message (the converters of session APIs read what they need)."""
         return []
@@ -175,10 +199,14 @@ class Converter:
         Everything else, and every event that notes a quirk or an error, is fed as by
         :meth:`feed`.
         """
+        return self._feed_items(items)
+
+    def _feed_items(self, items: list[SSEItem]) -> list[ChunkResponse]:
+        """:meth:`feed_many`, and :meth:`feed` of one item for a converter whose event path
+        reads the hot path first."""
         out: list[ChunkResponse] = []
-        hot = self.hot_event
-        if type(self).hot_event is Converter.hot_event:
-            feed = self.feed
+        if not self._has_hot:
+            feed = self._feed_one
             for item in items:
                 crs = feed(item)
                 if crs:
@@ -186,8 +214,10 @@ class Converter:
             return out
         run: list[str] = []  # the texts of the run being collected
         key: Any = None  # what it continues: a TrackedCall, TEXT or REASONING
-        hot_decode = None if self.hot_decoder is None else self.hot_decoder.decode
+        decoder = self.hot_decoder
+        hot_decode = None if decoder is None else decoder.decode
         hot_struct = self.hot_struct
+        hot = self.hot_event
         for item in items:
             if type(item) is SSEEvent:
                 found: Any = None
@@ -241,7 +271,7 @@ class Converter:
             if run:
                 out.append(self._run_chunk(key, run))
                 run = []
-            crs = self.feed(item)
+            crs = self._feed_one(item)
             if crs:
                 out += crs
         if run:
@@ -292,11 +322,22 @@ class Converter:
         return self.on_object(obj, event)
 
     def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        """An event whose data parsed as ``obj`` (:meth:`feed_many` calls it for the events its
-        :meth:`hot_event` hook does not take): each JSON object in it to :meth:`on_payload`."""
+        """An event whose data parsed as ``obj``, which :meth:`hot_event` did not take (a JSON
+        object; the objects of several payloads are each asked first): each JSON object in it
+        to :meth:`on_payload`."""
         if type(obj) is dict:
             return self.on_payload(obj, event)
-        return self.each_payload(obj, lambda payload: self.on_payload(payload, event))
+        return self.each_payload(obj, lambda payload: self._hot_or_payload(payload, event))
+
+    def _hot_or_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        """One JSON object of several in an event, read as an event's object is read: the hot
+        path first (a run of one), else :meth:`on_payload`."""
+        found = self.hot_event(obj) if self._hot_first else None
+        if found is None:
+            return self.on_payload(obj, event)
+        if isinstance(found, tuple):
+            return [self._run_chunk(found[0], [found[1]])] if found else []
+        return found
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
         """One JSON object of an event, dispatched by its ``type`` (else the SSE event name)
@@ -352,6 +393,15 @@ class Converter:
             f"the stream ended without {missing}"
             + (f"; tool calls {', '.join(open_calls)} {cut}" if open_calls else ""),
         )
+
+    def restated_name(self, call: TrackedCall, name: Any) -> list[ToolCallDelta]:
+        """The delta of a call's name as an event that ends its arguments restates it (none when
+        it is no name, or not news)."""
+        if isinstance(name, str) and name:
+            delta = self.tracker.update(call, name=name)
+            if delta is not None:
+                return [delta]
+        return []
 
     def not_json(self, event: SSEEvent, exc: ValueError) -> Any:
         """The slow path of parsing an event's data, after ``loads(event.data)`` raised ``exc``.

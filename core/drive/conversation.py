@@ -243,6 +243,26 @@ def call_names(conversation: Conversation) -> list[str]:
     return [c.name for m in conversation for c in m.calls]
 
 
+def numbered(
+    conversation: Conversation, prefix: str
+) -> Iterator[tuple[Message, list[tuple[Call, str]], list[tuple[Result, str, str]]]]:
+    """Each message with its calls and its results numbered as a request body writes them:
+    ``(message, [(call, its id)], [(result, the id and the name of the call it answers)])``,
+    the ids made up by position (:func:`call_ids`; ``<prefix>none`` and no name for a result
+    that answers no call)."""
+    ids = call_ids(conversation, prefix)
+    names = call_names(conversation)
+    n = 0
+    for m in conversation:
+        calls = list(zip(m.calls, ids[n : n + len(m.calls)], strict=True))
+        n += len(m.calls)
+        results = [
+            (r, ids[r.call], names[r.call]) if r.call is not None else (r, f"{prefix}none", "")
+            for r in m.results
+        ]
+        yield m, calls, results
+
+
 def request_body(conversation: Conversation, api: str, model: str = "model") -> dict[str, Any]:
     """The conversation as a streaming request body of ``api``: what a client of that API
     would send (ids made up: ``call_0000``, ``toolu_0000``...). ``KeyError`` for an API not

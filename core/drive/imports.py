@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -202,41 +202,26 @@ def vcr_interactions(doc: Any, path: Path) -> list[Interaction]:
     interactions = doc.get("interactions") if isinstance(doc, Mapping) else None
     if not isinstance(interactions, list):
         raise _fail(path, None, "not a vcrpy cassette (no list of interactions)")
-    out = []
-    for n, item in enumerate(interactions, 1):
-        where = f"interaction {n}"
-        try:
-            req, resp = item["request"], item["response"]
-            status = resp.get("status")
-            code = status.get("code") if isinstance(status, Mapping) else status
-            headers = _header_map(resp.get("headers"))
-            # a dialect keeps a JSON body parsed, under parsed_body beside (or in) the body
-            resp_body = resp.get("body")
-            if resp_body is None and "parsed_body" in resp:
-                resp_body = {"parsed_body": resp["parsed_body"]}
-            raw = _vcr_body(resp_body) or b""
-            body = decode_body(raw, headers.pop("content-encoding", ""), path, where)
-            req_body = req.get("body")
-            parsed = req.get("parsed_body")
-            if parsed is None and isinstance(req_body, Mapping):
-                parsed = req_body.get("parsed_body")
-            out.append(
-                Interaction(
-                    method=str(req.get("method") or "GET").upper(),
-                    url=str(req["uri"]),
-                    request_headers=_header_map(req.get("headers")),
-                    request_body=parsed if parsed is not None else _body_json(_vcr_body(req_body)),
-                    status=int(code),  # type: ignore[arg-type]  # a bad one: ValueError, TypeError
-                    response_headers=headers,
-                    body=body,
-                    where=where,
-                )
-            )
-        except RecordingError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
-            raise _fail(path, where, f"not an interaction vcrpy writes ({exc!s})") from None
-    return out
+
+    def read(item: Any, where: str) -> Interaction:
+        req, resp = item["request"], item["response"]
+        status = resp.get("status")
+        code = status.get("code") if isinstance(status, Mapping) else status
+        headers = _header_map(resp.get("headers"))
+        # a dialect keeps a JSON body parsed, under parsed_body beside (or in) the body
+        resp_body = resp.get("body")
+        if resp_body is None and "parsed_body" in resp:
+            resp_body = {"parsed_body": resp["parsed_body"]}
+        raw = _vcr_body(resp_body) or b""
+        body = decode_body(raw, headers.pop("content-encoding", ""), path, where)
+        req_body = req.get("body")
+        parsed = req.get("parsed_body")
+        if parsed is None and isinstance(req_body, Mapping):
+            parsed = req_body.get("parsed_body")
+        asked = parsed if parsed is not None else _body_json(_vcr_body(req_body))
+        return _interaction(req, req["uri"], asked, code, headers, body, where)
+
+    return _each(path, interactions, "interaction", "not an interaction vcrpy writes", read)
 
 
 def har_interactions(doc: Any, path: Path) -> list[Interaction]:
@@ -246,42 +231,68 @@ def har_interactions(doc: Any, path: Path) -> list[Interaction]:
         raise _fail(path, None, "not a HAR file (no log.entries)")
     if not entries:
         raise _fail(path, None, "a HAR file without entries: nothing to import")
+
+    def read(entry: Any, where: str) -> Interaction:
+        req, resp = entry["request"], entry["response"]
+        content = resp.get("content") or {}
+        text = content.get("text")
+        if text is None:
+            raw = b""
+        elif content.get("encoding") == "base64":
+            raw = base64.b64decode(text, validate=True)
+        else:
+            raw = str(text).encode("utf-8")
+        headers = _header_map(resp.get("headers"))
+        encoding = headers.pop("content-encoding", "")
+        if content.get("encoding") == "base64" and encoding:
+            raw = decode_body(raw, encoding, path, where)  # the archive kept the wire bytes
+        asked = _body_json((req.get("postData") or {}).get("text"))
+        frames = entry.get("_webSocketMessages")
+        ix = _interaction(req, req["url"], asked, resp.get("status") or 0, headers, raw, where)
+        if frames is not None:
+            ix.messages = _ws_messages(entry, frames)
+        return ix
+
+    return _each(path, entries, "entry", "not a HAR entry", read)
+
+
+def _interaction(
+    req: Mapping[str, Any],
+    url: Any,
+    request_body: Any,
+    status: Any,
+    headers: dict[str, str],
+    body: bytes,
+    where: str,
+) -> Interaction:
+    """An exchange of a cassette or an archive: ``req`` its request as kept there (a method,
+    headers), the rest read from it already (a bad status: ``ValueError``, ``TypeError``)."""
+    return Interaction(
+        method=str(req.get("method") or "GET").upper(),
+        url=str(url),
+        request_headers=_header_map(req.get("headers")),
+        request_body=request_body,
+        status=int(status),
+        response_headers=headers,
+        body=body,
+        where=where,
+    )
+
+
+def _each(
+    path: Path, items: list[Any], label: str, refusal: str, read: Callable[[Any, str], Interaction]
+) -> list[Interaction]:
+    """``read(item, where)`` of each of ``items`` (``where``: ``label`` and its number); an item
+    that is not what the format keeps is one line naming the file and the item (``refusal``)."""
     out = []
-    for n, entry in enumerate(entries, 1):
-        where = f"entry {n}"
+    for n, item in enumerate(items, 1):
+        where = f"{label} {n}"
         try:
-            req, resp = entry["request"], entry["response"]
-            content = resp.get("content") or {}
-            text = content.get("text")
-            if text is None:
-                raw = b""
-            elif content.get("encoding") == "base64":
-                raw = base64.b64decode(text, validate=True)
-            else:
-                raw = str(text).encode("utf-8")
-            headers = _header_map(resp.get("headers"))
-            encoding = headers.pop("content-encoding", "")
-            if content.get("encoding") == "base64" and encoding:
-                raw = decode_body(raw, encoding, path, where)  # the archive kept the wire bytes
-            post = req.get("postData") or {}
-            frames = entry.get("_webSocketMessages")
-            out.append(
-                Interaction(
-                    method=str(req.get("method") or "GET").upper(),
-                    url=str(req["url"]),
-                    request_headers=_header_map(req.get("headers")),
-                    request_body=_body_json(post.get("text")),
-                    status=int(resp.get("status") or 0),
-                    response_headers=headers,
-                    body=raw,
-                    where=where,
-                    messages=None if frames is None else _ws_messages(entry, frames),
-                )
-            )
+            out.append(read(item, where))
         except RecordingError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
-            raise _fail(path, where, f"not a HAR entry ({exc!s})") from None
+            raise _fail(path, where, f"{refusal} ({exc!s})") from None
     return out
 
 

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..engine.replay import Item, ReplayEngine
 from ..model.records import Chunk
 from ..pipeline.segment_log import SegmentLog
 from ..recording.reader import Source
+
+
+class _Timed(Protocol):
+    @property
+    def t(self) -> float | None: ...
+
+
+_R = TypeVar("_R", bound=_Timed)
+_OnItems = Callable[[ReplayEngine, float | None, list[Item]], None]
 
 
 def replay_file(
@@ -78,43 +87,52 @@ def replay_file(
             if batch is None:
                 break
             on_items(engine, *batch)
-        with held:
-            items = engine.finish(source.end)
-        on_items(engine, None, items)
-        return engine
-    feed = engine.feed_chunk
-    for chunk in source.chunks():
-        if before_chunk is not None:
-            before_chunk(engine, chunk)
-        with held:
-            items = feed(chunk)
-        if on_items is not None and items:
-            on_items(engine, chunk.t, items)
-    with held:
-        items = engine.finish(source.end)
-    if on_items is not None:
-        on_items(engine, None, items)
-    return engine
+        return _finish(engine, source, on_items, held)
+    return _feed_each(
+        engine, source, source.chunks(), engine.feed_chunk, before_chunk, on_items, held
+    )
 
 
 def _replay_session(
     engine: ReplayEngine,
     source: Source,
-    on_items: Callable[[ReplayEngine, float | None, list[Item]], None] | None,
+    on_items: _OnItems | None,
     held: AbstractContextManager[Any],
     before_message: Callable[[ReplayEngine, Any], None] | None = None,
 ) -> ReplayEngine:
     """A WebSocket session, message by message (a message is one event: nothing to batch).
-    ``before_message(engine, record)`` is called before each record (a pacer reads its ``t``);
-    ``held`` is held while the engine is fed."""
-    feed = engine.feed_message
-    for record in source.session_records():
-        if before_message is not None:
-            before_message(engine, record)
+    ``before_message(engine, record)`` is called before each record (a pacer reads its ``t``)."""
+    records = source.session_records()
+    return _feed_each(engine, source, records, engine.feed_message, before_message, on_items, held)
+
+
+def _feed_each(
+    engine: ReplayEngine,
+    source: Source,
+    records: Iterable[_R],
+    feed: Callable[[_R], list[Item]],
+    before: Callable[[ReplayEngine, _R], None] | None,
+    on_items: _OnItems | None,
+    held: AbstractContextManager[Any],
+) -> ReplayEngine:
+    """Feed ``records`` (reads, or a session's messages) one by one, then finish. ``held`` is
+    held while the engine is fed, never through ``before`` (where a pacer sleeps)."""
+    for record in records:
+        if before is not None:
+            before(engine, record)
         with held:
             items = feed(record)
         if on_items is not None and items:
             on_items(engine, record.t, items)
+    return _finish(engine, source, on_items, held)
+
+
+def _finish(
+    engine: ReplayEngine,
+    source: Source,
+    on_items: _OnItems | None,
+    held: AbstractContextManager[Any],
+) -> ReplayEngine:
     with held:
         items = engine.finish(source.end)
     if on_items is not None:

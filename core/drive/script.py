@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -380,6 +381,27 @@ def _want(name: str, node: _Node, where: str, kind: type | tuple[type, ...], wha
     return node.value
 
 
+def _mapping(
+    name: str,
+    node: _Node,
+    where: str,
+    what: str,
+    known: Sequence[str],
+    required: str | None = None,
+) -> dict[str, _Node]:
+    """``node``'s mapping, whose fields are among ``known`` (``required`` one of them); else the
+    error naming the field (``where.field``), or ``where`` when it is no mapping (``what``)."""
+    fields = _want(name, node, where, dict, what)
+    for key in fields:
+        if key not in known:
+            raise ScriptError(
+                name, fields[key].line, f"{where}.{key}", f"unknown field ({', '.join(known)})"
+            )
+    if required is not None and required not in fields:
+        raise ScriptError(name, node.line, f"{where}.{required}", "missing")
+    return fields
+
+
 def _script(name: str, root: _Node) -> Script:
     top = _want(name, root, "script", dict, "a mapping with turns:")
     for key in top:
@@ -407,14 +429,8 @@ def _script(name: str, root: _Node) -> Script:
 
 
 def _turn(name: str, node: _Node, where: str, base: Path, script: Script, n: int) -> Turn:
-    turn = _want(name, node, where, dict, "a mapping with reply:")
-    for key in turn:
-        if key not in ("match", "reply", "stream"):
-            raise ScriptError(
-                name, turn[key].line, f"{where}.{key}", "unknown field (match, reply, stream)"
-            )
-    if "reply" not in turn:
-        raise ScriptError(name, node.line, f"{where}.reply", "missing")
+    known = ("match", "reply", "stream")
+    turn = _mapping(name, node, where, "a mapping with reply:", known, "reply")
     match = None
     if "match" in turn:
         m = _want(name, turn["match"], f"{where}.match", dict, "contains:, equals: or matches:")
@@ -441,12 +457,7 @@ def _turn(name: str, node: _Node, where: str, base: Path, script: Script, n: int
 
 
 def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
-    spec = _want(name, node, where, dict, "a mapping (text, tool_calls, ...)")
-    for key in spec:
-        if key not in REPLY_KEYS:
-            raise ScriptError(
-                name, spec[key].line, f"{where}.{key}", f"unknown field ({', '.join(REPLY_KEYS)})"
-            )
+    spec = _mapping(name, node, where, "a mapping (text, tool_calls, ...)", REPLY_KEYS)
     reply = Reply(model=script.model, seed=f"{name}:{n}")
     if "reasoning" in spec:
         reply.parts.append(
@@ -462,14 +473,8 @@ def _reply(name: str, node: _Node, where: str, script: Script, n: int) -> Reply:
         calls = _want(name, spec["tool_calls"], f"{where}.tool_calls", list, "a list of calls")
         for i, call_node in enumerate(calls):
             at = f"{where}.tool_calls[{i}]"
-            call = _want(name, call_node, at, dict, "a mapping with name: and arguments:")
-            for key in call:
-                if key not in ("name", "arguments", "id"):
-                    raise ScriptError(
-                        name, call[key].line, f"{at}.{key}", "unknown field (name, arguments, id)"
-                    )
-            if "name" not in call:
-                raise ScriptError(name, call_node.line, f"{at}.name", "missing")
+            what = "a mapping with name: and arguments:"
+            call = _mapping(name, call_node, at, what, ("name", "arguments", "id"), "name")
             call_name = _want(name, call["name"], f"{at}.name", str, "a string")
             args = _plain(call["arguments"]) if "arguments" in call else {}
             if not isinstance(args, dict):
@@ -540,17 +545,8 @@ def _pace(name: str, node: _Node | None, where: str, base: Path) -> Pace:
         if node.value == "whole":
             whole = True
         else:
-            spec = _want(
-                name, node, where, dict, "whole, {like: FILE} or {tokens_per_s: N, ttft: S}"
-            )
-            for key in spec:
-                if key not in ("like", "tokens_per_s", "ttft"):
-                    raise ScriptError(
-                        name,
-                        spec[key].line,
-                        f"{where}.{key}",
-                        "unknown field (like, tokens_per_s, ttft)",
-                    )
+            what = "whole, {like: FILE} or {tokens_per_s: N, ttft: S}"
+            spec = _mapping(name, node, where, what, ("like", "tokens_per_s", "ttft"))
             if "like" in spec:
                 like = _want(name, spec["like"], f"{where}.like", str, "a recording's path")
                 path = Path(like) if Path(like).is_absolute() else base / like

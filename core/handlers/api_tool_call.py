@@ -24,8 +24,8 @@ golden transcripts do not depend on where the fragments were cut.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..model import (
     ArgumentsSource,
@@ -44,6 +44,7 @@ from .base import SegmentCallback, StreamingResponseHandler
 from .long_arguments import NOT_HERE, parse_blocks
 
 _CONTENT = SegmentEventType.CONTENT
+_T = TypeVar("_T")
 # with ``string_pieces``: argument text from this long on is parsed from its blocks
 PIECES_FROM = 1 << 18
 DEFAULT_FILE_TOOLS: dict[str, str] = {"write_file": "content", "patch_file": "patch"}
@@ -169,14 +170,7 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def feed(self, chunk: ChunkResponse) -> list[SegmentEvent]:
         self._check_open()
         out: list[SegmentEvent] = []
-        if chunk.reasoning or chunk.reasoning_metadata:
-            self._reasoning(chunk, out)
-        if chunk.content or chunk.content_metadata:
-            self._text(chunk.content, out, chunk.content_metadata)
-        if chunk.images:
-            self._images(chunk, out)
-        if chunk.messages:
-            self._messages(chunk, out)
+        self._prose(chunk, out)
         if chunk.tool_calls:
             for delta in chunk.tool_calls:
                 self._tool_delta(delta, out)
@@ -223,31 +217,13 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     @staticmethod
     def _raw(state: _ToolState) -> str:
         """The call's whole argument text, at its end (nothing is kept for it afterwards)."""
-        state.done = True
-        if state.source is not None:
-            raw = state.source.arguments
-            state.source.release_arguments()
-            state.source = None
-        else:
-            assert state.parts is not None
-            raw = state.parts.text()
-            state.parts = None
-        return raw
+        return _taken(state, lambda source: source.arguments, TextBuffer.text)
 
     @staticmethod
     def _blocks(state: _ToolState) -> list[str]:
         """The call's whole argument text as the blocks it is kept in, at its end (the list
         returned is then their only holder, unless the tracker keeps finished calls' text)."""
-        state.done = True
-        if state.source is not None:
-            blocks = state.source.argument_blocks()
-            state.source.release_arguments()
-            state.source = None
-        else:
-            assert state.parts is not None
-            blocks = state.parts.blocks()
-            state.parts = None
-        return blocks
+        return _taken(state, lambda source: source.argument_blocks(), TextBuffer.blocks)
 
     def _parsed(self, state: _ToolState) -> tuple[str | None, Any, str | None]:
         """``(raw, arguments, error)`` of a finished call; with :attr:`string_pieces`, a long
@@ -268,14 +244,8 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
     def _end_tool(self, state: _ToolState, out: list[SegmentEvent], *, closed: bool) -> None:
         raw, arguments, error = self._parsed(state)
         no_args = error is None and arguments == {} and raw is not None and not raw.strip()
-        metadata = self._end_metadata(
-            state,
-            raw,
-            arguments,
-            error,
-            closed=closed,
-            extra={"no_arguments": True} if no_args else None,
-        )
+        extra = {"no_arguments": True} if no_args else None
+        metadata = self._end_metadata(state, raw, arguments, error, closed=closed, extra=extra)
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
     @staticmethod
@@ -408,14 +378,10 @@ class ApiToolCallStreamingResponseHandler(StreamingResponseHandler):
             state.streamed = True
             self._emit(SegmentEvent.content(state.segment_id, tail), out)
         shown = "; the file content shown is what arrived" if state.streamed else ""
+        extra = {PATH_FIELD: path} if path is not None else None
+        note = f"{shown}; the invocation keeps the raw arguments"
         metadata = self._end_metadata(
-            state,
-            raw,
-            arguments,
-            error,
-            closed=closed,
-            extra={PATH_FIELD: path} if path is not None else None,
-            error_note=f"{shown}; the invocation keeps the raw arguments",
+            state, raw, arguments, error, closed=closed, extra=extra, error_note=note
         )
         self._emit(SegmentEvent.end(state.segment_id, metadata), out)
 
@@ -436,6 +402,24 @@ def _strip_pieces(arguments: dict[str, Any], field: str, start: str, end: str) -
     if tail:
         out.append(tail)
     arguments[field] = TextPieces(out)
+
+
+def _taken(
+    state: _ToolState,
+    from_source: Callable[[ArgumentsSource], _T],
+    from_parts: Callable[[TextBuffer], _T],
+) -> _T:
+    """The call's argument text at its end, read from the tracker's call that keeps it (the
+    source), else from the fragments kept here; neither keeps it for the call afterwards."""
+    state.done = True
+    source, parts = state.source, state.parts
+    state.source = state.parts = None
+    if source is not None:
+        taken = from_source(source)
+        source.release_arguments()
+        return taken
+    assert parts is not None
+    return from_parts(parts)
 
 
 def parse_arguments(raw: str) -> tuple[Any, str | None]:

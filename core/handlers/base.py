@@ -125,21 +125,27 @@ class StreamingResponseHandler(ABC):
         if self._finalized:
             raise RuntimeError("handler has been finalized; call reset() to reuse it")
 
+    def _prose(self, chunk: ChunkResponse, out: list[SegmentEvent]) -> None:
+        """Route all of a chunk but its tool calls: reasoning, text, images and messages."""
+        if chunk.reasoning or chunk.reasoning_metadata:
+            self._reasoning(chunk, out)
+        if chunk.content or chunk.content_metadata:
+            self._text(chunk.content, out, chunk.content_metadata)
+        if chunk.images:
+            self._images(chunk, out)
+        if chunk.messages:
+            self._messages(chunk, out)
+
     def _reasoning(self, chunk: ChunkResponse, out: list[SegmentEvent]) -> None:
         """Route ``chunk.reasoning`` (and its metadata) into the reasoning segment."""
+        if self._reasoning_id is None:
+            self._close_text(out)
+            self._reasoning_id = self._new_id()
+            self._reasoning_metadata = {}
+            self._emit(SegmentEvent.start(self._reasoning_id, SegmentType.REASONING), out)
         if chunk.reasoning:
-            if self._reasoning_id is None:
-                self._close_text(out)
-                self._reasoning_id = self._new_id()
-                self._reasoning_metadata = {}
-                self._emit(SegmentEvent.start(self._reasoning_id, SegmentType.REASONING), out)
             self._emit(SegmentEvent.content(self._reasoning_id, chunk.reasoning), out)
         if chunk.reasoning_metadata:
-            if self._reasoning_id is None:
-                self._close_text(out)
-                self._reasoning_id = self._new_id()
-                self._reasoning_metadata = {}
-                self._emit(SegmentEvent.start(self._reasoning_id, SegmentType.REASONING), out)
             assert self._reasoning_metadata is not None
             _merge_metadata(self._reasoning_metadata, chunk.reasoning_metadata)
 

@@ -13,14 +13,7 @@ class PassThroughStreamingResponseHandler(StreamingResponseHandler):
     def feed(self, chunk: ChunkResponse) -> list[SegmentEvent]:
         self._check_open()
         out: list[SegmentEvent] = []
-        if chunk.reasoning or chunk.reasoning_metadata:
-            self._reasoning(chunk, out)
-        if chunk.content or chunk.content_metadata:
-            self._text(chunk.content, out, chunk.content_metadata)
-        if chunk.images:
-            self._images(chunk, out)
-        if chunk.messages:
-            self._messages(chunk, out)
+        self._prose(chunk, out)
         if chunk.tool_calls:
             self.note_quirk(
                 QuirkId.TOOL_CALLS_IGNORED_BY_PARSER,

@@ -100,3 +100,11 @@ def merge_latest(
     merged = dict(current)
     merged.update(update)
     return merged
+
+
+def add_up(total: dict[str, int], usage: dict[str, int]) -> dict[str, int]:
+    """Usage counted per response (a session's responses, each with its own): ``usage`` added
+    into the running ``total``, in place; a copy of the total is returned."""
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + value
+    return dict(total)

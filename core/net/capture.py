@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -221,6 +222,25 @@ class Capture:
                 self.paths.remove(path)
         warnings.warn(f"streamtool capture: not recorded: {exc}", RuntimeWarning, stacklevel=3)
 
+    @contextlib.contextmanager
+    def sending(self, rec: ResponseRecorder) -> Iterator[None]:
+        """The request of ``rec`` is sent (its times count from now): a failure before the
+        response leaves a recording that says why no response came."""
+        rec.t0 = time.monotonic()
+        try:
+            yield
+        except BaseException as exc:
+            with contextlib.suppress(RecordingError):
+                rec.fail(exc)
+            raise
+
+    def teed(self, rec: ResponseRecorder, response: Any, tee: Callable[[Any, Any], Any]) -> Any:
+        """``response``, its stream read through ``tee`` into ``rec`` once its header is
+        written (as it came when the recording cannot be written)."""
+        if self.started(rec, response):
+            response.stream = tee(response.stream, rec)
+        return response
+
     def started(self, rec: ResponseRecorder, response: Any) -> bool:
         """Write the header for ``response``; ``False`` when the recording cannot be written."""
         try:
@@ -300,16 +320,9 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             rec = self.capture.recorder_for(request)
             if rec is None:
                 return self.inner.handle_request(request)
-            rec.t0 = time.monotonic()
-            try:
+            with self.capture.sending(rec):
                 response = self.inner.handle_request(request)
-            except BaseException as exc:
-                with contextlib.suppress(RecordingError):
-                    rec.fail(exc)  # a recording that says why no response came
-                raise
-            if self.capture.started(rec, response):
-                response.stream = TeeStream(response.stream, rec)
-            return response
+            return self.capture.teed(rec, response, TeeStream)
 
         def close(self) -> None:
             self.inner.close()
@@ -323,16 +336,9 @@ def _classes(mod: ModuleType) -> tuple[type, type]:
             rec = self.capture.recorder_for(request)
             if rec is None:
                 return await self.inner.handle_async_request(request)
-            rec.t0 = time.monotonic()
-            try:
+            with self.capture.sending(rec):
                 response = await self.inner.handle_async_request(request)
-            except BaseException as exc:
-                with contextlib.suppress(RecordingError):
-                    rec.fail(exc)  # a recording that says why no response came
-                raise
-            if self.capture.started(rec, response):
-                response.stream = AsyncTeeStream(response.stream, rec)
-            return response
+            return self.capture.teed(rec, response, AsyncTeeStream)
 
         async def aclose(self) -> None:
             await self.inner.aclose()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
 
@@ -19,6 +19,31 @@ from .guard import ACCEPT_BURST, ConnectionLimits, connection_limit, guarded, st
 # -- connections dropped on purpose ----------------------------------------------------------------
 class CutConnection(Exception):
     """Raised by the app to make the server drop a connection (``--cut-after``)."""
+
+
+async def send_watched(
+    receive: Callable[[], Awaitable[Any]], respond: Callable[[], Awaitable[bool]], name: str
+) -> None:
+    """Run ``respond`` (an ASGI response's sends; ``True``: the connection is to be dropped
+    after them) while watching ``receive``: a client that leaves stops it. A response to be
+    dropped raises :class:`CutConnection` (``name`` says which). anyio is imported here."""
+    import anyio
+
+    cut = False
+    async with anyio.create_task_group() as tg:
+
+        async def watch_disconnect() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch_disconnect)
+        cut = await respond()
+        tg.cancel_scope.cancel()
+    if cut:
+        raise CutConnection(name)
 
 
 class _QuietCuts(logging.Filter):

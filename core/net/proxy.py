@@ -180,6 +180,25 @@ class NoUpstream(ValueError):
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+def _raw_target(scope: Any) -> str:
+    """The request's target as it came (its raw path)."""
+    return (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
+
+
+def _target(scope: Any, raw: str) -> tuple[str, int, str | None]:
+    """``(path, 0, None)``: the target ``raw`` as a plain path; or ``(raw, status, why)`` for a
+    request refused: 421 for a ``Host`` that is not loopback (:mod:`..exchange.hostcheck`), 400
+    for a target that is not a path (:func:`target_path`)."""
+    why = host_refusal(scope)
+    if why is not None:
+        return raw, 421, why
+    host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
+    try:
+        return target_path(raw, scope.get("server"), host), 0, None
+    except BadTarget as exc:
+        return raw, 400, str(exc)
+
+
 def _shown(target: str) -> str:
     """A request target as a message shows it: key-shaped parts masked, then cut to 80
     characters (never a key cut short, which would no longer look like one)."""
@@ -403,15 +422,8 @@ class ProxyApp:
         """``scope`` with its target as a plain path, or ``None`` once the request is refused:
         421 for a ``Host`` that is not loopback (:mod:`..exchange.hostcheck`), 400 for a target
         that is not a path (:func:`target_path`)."""
-        why = host_refusal(scope)
-        status = 421
-        raw = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
-        if why is None:
-            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
-            try:
-                path = target_path(raw, scope.get("server"), host)
-            except BadTarget as exc:
-                why, status = str(exc), 400
+        raw = _raw_target(scope)
+        path, status, why = _target(scope, raw)
         if why is not None:
             self.log(f"{scope.get('method', '?')} {_shown(raw)!r} -> {status}: {why}")
             await refuse(send, status, why)
@@ -516,15 +528,8 @@ class ProxyApp:
         """A WebSocket upgrade: the session relayed upstream and recorded (:mod:`.ws_relay`)."""
         from .ws_relay import deny, relay, websocket_url
 
-        raw = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
-        why = host_refusal(scope)
-        status = 421
-        if why is None:
-            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
-            try:
-                raw = target_path(raw, scope.get("server"), host)
-            except BadTarget as exc:
-                why, status = str(exc), 400
+        raw = _raw_target(scope)
+        raw, status, why = _target(scope, raw)
         if why is not None:
             self.log(f"WebSocket {raw[:80]!r} -> {status}: {why}")
             await receive()  # websocket.connect

@@ -29,7 +29,7 @@ from ..recording.secrets import (
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .library import Incoming, Library, NoMatch, Recording, SelectionError
-from .listen import CutConnection, ServerThread, allow_status
+from .listen import ServerThread, allow_status, send_watched
 
 RECORDING_HEADER = "x-streamtool-recording"
 # every method a request may come with: serve answers each (a 404 for all but POST)
@@ -118,21 +118,7 @@ def create_app(
             self.raw_headers.append((RECORDING_HEADER.encode(), rec.name.encode("utf-8")))
 
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            cut = False
-            async with anyio.create_task_group() as tg:
-
-                async def watch_disconnect() -> None:
-                    while True:
-                        message = await receive()
-                        if message["type"] == "http.disconnect":
-                            tg.cancel_scope.cancel()
-                            return
-
-                tg.start_soon(watch_disconnect)
-                cut = await self._play(send)
-                tg.cancel_scope.cancel()
-            if cut:
-                raise CutConnection(self.rec.name)
+            await send_watched(receive, lambda: self._play(send), self.rec.name)
 
         async def _play(self, send: Send) -> bool:
             await send(

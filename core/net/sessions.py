@@ -27,7 +27,7 @@ from ..recording.reader import Source
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body
 from .library import Incoming, Library, Recording
-from .listen import CutConnection
+from .listen import send_watched
 
 WAIT_TIMEOUT = 10.0  # seconds a stream waits for the client's answer to a server request
 RECORDING_HEADER = b"x-streamtool-recording"
@@ -197,31 +197,20 @@ class SessionEdge:
             self.log(f"{scope['method']} {scope['path']} -> {reply.note or reply.status}")
 
     async def _send(self, reply: Any, receive: Any, send: Any) -> None:
-        import anyio
-
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
         if reply.name is not None:
             headers.append((RECORDING_HEADER, reply.name.encode("utf-8")))
-        cut = False
-        async with anyio.create_task_group() as tg:
 
-            async def watch_disconnect() -> None:
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch_disconnect)
+        async def respond() -> bool:
             await send({"type": "http.response.start", "status": reply.status, "headers": headers})
             cut = await self._body(reply, send)
             if not cut and reply.hold is not None:
                 await self.ends.event(reply.hold).wait()  # a GET stream: until its session ends
             if not cut:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-            tg.cancel_scope.cancel()
-        if cut:
-            raise CutConnection(reply.name or "a session's stream")
+            return cut
+
+        await send_watched(receive, respond, reply.name or "a session's stream")
 
     async def _body(self, reply: Any, send: Any) -> bool:
         """Send the body's parts; True when the connection is to be dropped after it."""

@@ -60,22 +60,30 @@ def _value(value: Any, indent: str | None, level: int) -> Iterator[str]:
         yield from _string(value)
     elif type(value) is TextPieces:
         yield from _pieces(value)
-    elif value is None:
-        yield "null"
-    elif value is True:
-        yield "true"
-    elif value is False:
-        yield "false"
-    elif isinstance(value, int):
-        yield int.__repr__(value)
-    elif isinstance(value, float):
-        yield _float(value)
     elif isinstance(value, (list, tuple)):
         yield from _array(value, indent, level)
     elif isinstance(value, dict):
         yield from _object(value, indent, level)
     else:
-        raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+        text = _scalar(value)
+        if text is None:
+            raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+        yield text
+
+
+def _scalar(value: Any) -> str | None:
+    """The JSON text of null, a boolean or a number (``None`` for any other value)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    return None
 
 
 def _members(
@@ -111,16 +119,9 @@ def _array(items: list[Any] | tuple[Any, ...], indent: str | None, level: int) -
 def _key(key: Any) -> str:
     if isinstance(key, str):
         return key
-    if isinstance(key, float):
-        return _float(key)
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return int.__repr__(key)
+    text = _scalar(key)
+    if text is not None:
+        return text
     raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
 
 

@@ -334,23 +334,19 @@ def encode_message(headers: dict[str, HeaderValue], payload: bytes) -> bytes:
 
 def encode_event(event_type: str, payload: bytes) -> bytes:
     """An ``event`` message as AWS services send one (JSON payload)."""
-    return encode_message(
-        {
-            ":event-type": event_type,
-            ":content-type": "application/json",
-            ":message-type": "event",
-        },
-        payload,
-    )
+    return _json_message("event", event_type, payload)
 
 
 def encode_exception(exception_type: str, payload: bytes) -> bytes:
     """An ``exception`` message (a modelled error, in the stream)."""
-    return encode_message(
-        {
-            ":exception-type": exception_type,
-            ":content-type": "application/json",
-            ":message-type": "exception",
-        },
-        payload,
-    )
+    return _json_message("exception", exception_type, payload)
+
+
+def _json_message(kind: str, name: str, payload: bytes) -> bytes:
+    """A message of ``kind`` (``event``, ``exception``) named ``name``, its payload JSON."""
+    headers: dict[str, HeaderValue] = {
+        f":{kind}-type": name,
+        ":content-type": "application/json",
+        ":message-type": kind,
+    }
+    return encode_message(headers, payload)

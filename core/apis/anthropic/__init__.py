@@ -1,8 +1,4 @@
-"""Anthropic Messages: the ``anthropic`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""Anthropic Messages: the ``anthropic`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

@@ -261,29 +261,8 @@ class AnthropicConverter(Converter):
                 QuirkId.ANTHROPIC_BLOCK_INDEX_REUSED, f"content block index {index} started twice"
             )
         self._blocks[index] = info
-        if block_type == "text":
-            chunk = ChunkResponse()
-            text = block.get("text")
-            if isinstance(text, str) and text:
-                self._runs.enter(TEXT)
-                chunk.content = text
-            citations = block.get("citations")
-            if isinstance(citations, list) and citations:
-                meta: dict[str, Any] = {}
-                for citation in citations:
-                    meta = self._citation(citation)
-                chunk.content_metadata = meta
-            return [chunk] if chunk.content or chunk.content_metadata else []
-        if block_type == "thinking":
-            chunk = ChunkResponse()
-            thinking = block.get("thinking")
-            if isinstance(thinking, str) and thinking:
-                self._runs.enter(REASONING)
-                chunk.reasoning = thinking
-            signature = block.get("signature")
-            if isinstance(signature, str) and signature:
-                chunk.reasoning_metadata = self._runs.one_or_many(REASONING, "signature", signature)
-            return [chunk] if chunk.reasoning or chunk.reasoning_metadata else []
+        if block_type == "text" or block_type == "thinking":
+            return self._prose_start(block_type, block)
         if block_type == "redacted_thinking":
             values = self._runs.collect(REASONING, "redacted_thinking", block.get("data"))
             return [ChunkResponse(reasoning_metadata={"redacted_thinking": values})]
@@ -294,6 +273,32 @@ class AnthropicConverter(Converter):
         self.quirk(QuirkId.ANTHROPIC_UNKNOWN_BLOCK, f"a content block of type {block_type!r}")
         values = self._runs.collect(TEXT, "blocks", block)
         return [ChunkResponse(content_metadata={"blocks": values})]
+
+    def _prose_start(self, block_type: str, block: dict[str, Any]) -> list[ChunkResponse]:
+        """A ``text`` or ``thinking`` block's start: the text (or thinking) it opens with, and
+        its metadata (the text's citations, the thinking's signature)."""
+        text = block.get(block_type)
+        text = text if isinstance(text, str) else ""
+        if block_type == "text":
+            run = TEXT
+            citations = block.get("citations")
+            meta: dict[str, Any] | None = None
+            if isinstance(citations, list) and citations:
+                for citation in citations:
+                    meta = self._citation(citation)
+        else:
+            run = REASONING
+            signature = block.get("signature")
+            meta = None
+            if isinstance(signature, str) and signature:
+                meta = self._runs.one_or_many(REASONING, "signature", signature)
+        if text:
+            self._runs.enter(run)
+        elif not meta:
+            return []
+        if run is TEXT:
+            return [ChunkResponse(content=text, content_metadata=meta)]
+        return [ChunkResponse(reasoning=text or None, reasoning_metadata=meta)]
 
     def _tool_start(
         self, index: Hashable, info: _Block, block: dict[str, Any]
@@ -340,6 +345,8 @@ class AnthropicConverter(Converter):
             return []
         kind = delta.get("type")
         index = obj.get("index")
+        # the hot path (hot_event, read first) took every input fragment for an announced,
+        # open call and every text and thinking that is a string: what is left of them here
         if kind == "input_json_delta":
             call = self.tracker.find(index) if type(index) is int else None
             if call is None:
@@ -351,20 +358,10 @@ class AnthropicConverter(Converter):
             fragment = delta.get("partial_json")
             if type(fragment) is not str or not fragment:
                 return []
-            out = self.tracker.append_exact(call, fragment)
+            out = self.tracker.append_exact(call, fragment)  # a call not announced, or closed
             return [ChunkResponse(tool_calls=[out])] if out is not None else []
-        if kind == "text_delta":
-            text = delta.get("text")
-            if type(text) is str and text:
-                self._runs.enter(TEXT)
-                return [ChunkResponse(content=text)]
-            return []
-        if kind == "thinking_delta":
-            thinking = delta.get("thinking")
-            if type(thinking) is str and thinking:
-                self._runs.enter(REASONING)
-                return [ChunkResponse(reasoning=thinking)]
-            return []
+        if kind == "text_delta" or kind == "thinking_delta":
+            return []  # no text, or no string
         if kind == "signature_delta":
             signature = delta.get("signature")
             if not isinstance(signature, str):

@@ -1,12 +1,10 @@
-"""How a stream shows it is Anthropic Messages: its event names, or the ``type`` its events name.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
-"""
+"""How a stream shows it is Anthropic Messages: its event names, or the ``type`` its events name."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ...converters.sniffing import by_event_names
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``)
 RANK = 30
@@ -24,19 +22,13 @@ EVENTS = frozenset(
 )
 
 
-def sniff_event(name: str) -> str | None:
-    """The converter an SSE event name points to, when it is one of this API's."""
-    return "anthropic" if name in EVENTS else None
+# the converter an SSE event name, or an event's JSON ``type``, points to, when it is this API's
+sniff_event, _sniff_type = by_event_names("anthropic", EVENTS)
 
 
 def sniff_json(obj: dict[str, Any]) -> str | None:
     """The converter an event's JSON object points to, when it is one of this API's: an event
     type of the API, or an error event (``{"type": "error", "error": {"type": ...}}``)."""
-    kind = obj.get("type")
-    if not isinstance(kind, str):
-        return None
-    if kind in EVENTS:
+    if obj.get("type") == "error" and isinstance(obj.get("error"), dict) and "type" in obj["error"]:
         return "anthropic"
-    if kind == "error" and isinstance(obj.get("error"), dict) and "type" in obj["error"]:
-        return "anthropic"
-    return None
+    return _sniff_type(obj)

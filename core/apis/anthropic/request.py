@@ -6,20 +6,13 @@ Messages request body.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...drive.conversation import (
-    ASSISTANT,
-    SYSTEM,
-    TOOL,
-    USER,
-    Builder,
-    Conversation,
-    call_arguments,
-    call_ids,
-    text_of,
-)
+from ...drive.conversation import ASSISTANT, SYSTEM, TOOL, USER, call_arguments, numbered, text_of
 from ...exchange.requests import RequestOptions, ToolDef, add_tools
+
+if TYPE_CHECKING:
+    from ...drive.conversation import Builder, Conversation
 
 KEY_HEADER = "x-api-key"
 KEY_PREFIX = ""
@@ -91,35 +84,24 @@ def read_conversation(body: dict[str, Any], out: Builder) -> None:
 
 
 def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
-    ids = call_ids(conversation, "toolu_")
     body: dict[str, Any] = {"model": model, "max_tokens": DEFAULT_MAX_TOKENS, "stream": True}
     msgs: list[dict[str, Any]] = []
-    n = 0
-    for m in conversation:
+    for m, calls, results in numbered(conversation, "toolu_"):
         if m.role == SYSTEM:
             body["system"] = m.text
         elif m.role == ASSISTANT:
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
-            for c in m.calls:
-                blocks.append(
-                    {"type": "tool_use", "id": ids[n], "name": c.name, "input": call_arguments(c)}
-                )
-                n += 1
+            blocks += (
+                {"type": "tool_use", "id": cid, "name": c.name, "input": call_arguments(c)}
+                for c, cid in calls
+            )
             msgs.append({"role": "assistant", "content": blocks})
         elif m.role == TOOL:
-            msgs.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": ids[r.call] if r.call is not None else "toolu_none",
-                            "content": r.text,
-                        }
-                        for r in m.results
-                    ],
-                }
-            )
+            answers = [
+                {"type": "tool_result", "tool_use_id": cid, "content": r.text}
+                for r, cid, _ in results
+            ]
+            msgs.append({"role": "user", "content": answers})
         else:
             msgs.append({"role": "user", "content": m.text})
     body["messages"] = msgs

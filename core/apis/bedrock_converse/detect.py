@@ -1,8 +1,4 @@
-"""How a stream shows it is Bedrock's ConverseStream: the names of its event-stream frames.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
-"""
+"""How a stream shows it is Bedrock's ConverseStream: the names of its event-stream frames."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Amazon Bedrock InvokeModelWithResponseStream: the ``bedrock-invoke`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""Amazon Bedrock InvokeModelWithResponseStream: the ``bedrock-invoke`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

@@ -1,8 +1,4 @@
-"""Cohere v2 chat: the ``cohere`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""Cohere v2 chat: the ``cohere`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

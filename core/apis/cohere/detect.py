@@ -1,12 +1,8 @@
-"""How a stream shows it is Cohere's v2 chat: its event names, or the ``type`` its events name.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
-"""
+"""How a stream shows it is Cohere's v2 chat: its event names, or the ``type`` its events name."""
 
 from __future__ import annotations
 
-from typing import Any
+from ...converters.sniffing import by_event_names
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``)
 RANK = 40
@@ -28,12 +24,5 @@ EVENTS = frozenset(
 )
 
 
-def sniff_event(name: str) -> str | None:
-    """The converter an SSE event name points to, when it is one of this API's."""
-    return "cohere" if name in EVENTS else None
-
-
-def sniff_json(obj: dict[str, Any]) -> str | None:
-    """The converter an event's JSON object points to, when its ``type`` is one of this API's."""
-    kind = obj.get("type")
-    return "cohere" if isinstance(kind, str) and kind in EVENTS else None
+# the converter an SSE event name, or an event's JSON ``type``, points to, when it is this API's
+sniff_event, sniff_json = by_event_names("cohere", EVENTS)

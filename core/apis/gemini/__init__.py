@@ -1,8 +1,4 @@
-"""Gemini's native streamGenerateContent: the ``gemini`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""Gemini's native streamGenerateContent: the ``gemini`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

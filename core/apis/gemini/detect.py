@@ -1,8 +1,4 @@
-"""How a stream shows it is Gemini's ``streamGenerateContent``: the keys of its objects.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
-"""
+"""How a stream shows it is Gemini's ``streamGenerateContent``: the keys of its objects."""
 
 from __future__ import annotations
 

@@ -6,22 +6,22 @@ conversation read from, and written as, a Gemini request body.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...drive.conversation import (
     ASSISTANT,
     SYSTEM,
     TOOL,
     USER,
-    Builder,
-    Conversation,
     call_arguments,
-    call_ids,
-    call_names,
     canonical_arguments,
+    numbered,
     turns,
 )
 from ...exchange.requests import RequestOptions, ToolDef, add_tools, text_parts
+
+if TYPE_CHECKING:
+    from ...drive.conversation import Builder, Conversation
 
 KEY_HEADER = "x-goog-api-key"
 KEY_PREFIX = ""
@@ -114,37 +114,24 @@ def read_conversation(body: dict[str, Any], out: Builder) -> None:
 
 def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
     """The body (the model is named in the path, not here)."""
-    ids = call_ids(conversation, "fc_")
-    names = call_names(conversation)
     out: dict[str, Any] = {}
     contents: list[dict[str, Any]] = []
-    n = 0
-    for m in conversation:
+    for m, calls, results in numbered(conversation, "fc_"):
         if m.role == SYSTEM:
             out["systemInstruction"] = {"parts": [{"text": m.text}]}
         elif m.role == ASSISTANT:
             parts: list[dict[str, Any]] = [{"text": m.text}] if m.text else []
-            for c in m.calls:
-                call = {"id": ids[n], "name": c.name, "args": call_arguments(c)}
-                parts.append({"functionCall": call})
-                n += 1
+            parts += (
+                {"functionCall": {"id": cid, "name": c.name, "args": call_arguments(c)}}
+                for c, cid in calls
+            )
             contents.append({"role": "model", "parts": parts})
         elif m.role == TOOL:
-            contents.append(
-                {
-                    "role": "user",
-                    "parts": [
-                        {
-                            "functionResponse": {
-                                "id": ids[r.call] if r.call is not None else "fc_none",
-                                "name": names[r.call] if r.call is not None else "",
-                                "response": {"output": r.text},
-                            }
-                        }
-                        for r in m.results
-                    ],
-                }
-            )
+            answers = [
+                {"functionResponse": {"id": cid, "name": name, "response": {"output": r.text}}}
+                for r, cid, name in results
+            ]
+            contents.append({"role": "user", "parts": answers})
         else:
             contents.append({"role": "user", "parts": [{"text": m.text}]})
     out["contents"] = contents

@@ -1,8 +1,4 @@
-"""Google's Interactions API: the ``gemini-interactions`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""Google's Interactions API: the ``gemini-interactions`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

@@ -1,13 +1,10 @@
 """How a stream shows it is Google's Interactions API: its event names, or the ``event_type``
 its events name.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from ...converters.sniffing import by_event_names
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``):
 # first, an ``event_type`` names the event whatever its ``type`` says
@@ -30,13 +27,6 @@ CONTENT_EVENTS = frozenset(
 EVENTS = STEP_EVENTS | CONTENT_EVENTS
 
 
-def sniff_event(name: str) -> str | None:
-    """The converter an SSE event name points to, when it is one of this API's."""
-    return "gemini-interactions" if name in EVENTS else None
-
-
-def sniff_json(obj: dict[str, Any]) -> str | None:
-    """The converter an event's JSON object points to, when its ``event_type`` is one of this
-    API's."""
-    kind = obj.get("event_type")
-    return "gemini-interactions" if isinstance(kind, str) and kind in EVENTS else None
+# the converter an SSE event name, or an event's JSON ``event_type``, points to, when it is this
+# API's
+sniff_event, sniff_json = by_event_names("gemini-interactions", EVENTS, "event_type")

@@ -1,8 +1,4 @@
-"""OpenAI Chat Completions (and every OpenAI-compatible server): the ``openai-chat`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""OpenAI Chat Completions (and every OpenAI-compatible server): the ``openai-chat`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

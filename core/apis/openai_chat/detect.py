@@ -2,9 +2,6 @@
 ``chat.completion.chunk``). A Kimi K2 model's stream is read by ``kimi-k2``, which reads
 everything ``openai-chat`` reads, plus the special-token tool calls such models leak into the
 text.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
 """
 
 from __future__ import annotations

@@ -48,6 +48,9 @@ class KimiK2Converter(OpenAIChatConverter):
     # a text's tokens may complete the calls (a section begins): their fragments are taken
     # one by one, not when a run ends
     defers_takes = False
+    # its hot path keeps plain argument text back until a run ends: read by read, every chunk
+    # goes through _payload, so the arguments stream as they come
+    reads_hot_first = False
 
     def __init__(self) -> None:
         super().__init__()

@@ -7,19 +7,13 @@ The key goes in ``authorization: Bearer`` (the default of a request part).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...drive.conversation import (
-    ASSISTANT,
-    SYSTEM,
-    TOOL,
-    USER,
-    Builder,
-    Conversation,
-    call_ids,
-    text_of,
-)
+from ...drive.conversation import ASSISTANT, SYSTEM, TOOL, USER, numbered, text_of
 from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef, add_tools
+
+if TYPE_CHECKING:
+    from ...drive.conversation import Builder, Conversation
 
 
 def format_tools(tools: Sequence[ToolDef]) -> list[dict[str, Any]]:
@@ -92,26 +86,22 @@ def read_conversation(body: dict[str, Any], out: Builder) -> None:
 
 
 def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
-    ids = call_ids(conversation, "call_")
     messages: list[dict[str, Any]] = []
-    n = 0
-    for m in conversation:
+    for m, calls, results in numbered(conversation, "call_"):
         if m.role == TOOL:
-            for r in m.results:
-                cid = ids[r.call] if r.call is not None else "call_none"
+            for r, cid, _ in results:
                 messages.append({"role": "tool", "tool_call_id": cid, "content": r.text})
         elif m.role == ASSISTANT:
             msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
-            if m.calls:
+            if calls:
                 msg["tool_calls"] = [
                     {
-                        "id": ids[n + i],
+                        "id": cid,
                         "type": "function",
                         "function": {"name": c.name, "arguments": c.arguments},
                     }
-                    for i, c in enumerate(m.calls)
+                    for c, cid in calls
                 ]
-                n += len(m.calls)
             messages.append(msg)
         else:
             messages.append({"role": m.role, "content": m.text})

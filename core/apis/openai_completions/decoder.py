@@ -56,8 +56,8 @@ class OpenAICompletionsConverter(Converter):
 
     def _hot_text(self, obj: Any) -> str | None:
         """The text of a chunk of one choice 0 holding only text (no finish, logprobs, usage,
-        error), for a known model; ``None`` having changed nothing for any other chunk.
-        :meth:`on_payload` reads every chunk with it first."""
+        error), for a known model; ``None`` having changed nothing for any other chunk (the
+        event path reads every chunk with it first: :meth:`on_payload` reads the others)."""
         if type(obj) is not dict or self.done:
             return None
         choices = obj.get("choices")
@@ -88,9 +88,6 @@ class OpenAICompletionsConverter(Converter):
         return text
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
-        text = self._hot_text(obj)
-        if text is not None:
-            return [ChunkResponse(content=text)]
         self.payloads += 1
         chunk = ChunkResponse()
         out = [chunk]

@@ -1,8 +1,5 @@
 """How a stream shows it is OpenAI's legacy Completions: ``text_completion`` objects, or choices
 that hold a ``text`` and no ``delta``.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any
 from ...converters.base import Converter
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
-from ...model.usage import normalize_usage
+from ...model.usage import add_up, normalize_usage
 from ...model.vocabulary import ErrorKind
 from ...pipeline.tracker import TrackedCall
 
@@ -216,9 +216,7 @@ class RealtimeConverter(Converter):
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         if type(cached) is int:
             usage["cached_input_tokens"] = cached
-        for key, value in usage.items():
-            self._usage[key] = self._usage.get(key, 0) + value
-        return dict(self._usage)
+        return add_up(self._usage, usage)
 
     # -- output items ----------------------------------------------------------------------
     def _item_added(self, obj: dict[str, Any]) -> list[ChunkResponse]:
@@ -355,12 +353,7 @@ class RealtimeConverter(Converter):
         call = self.tracker.find(item_id) if isinstance(item_id, str) else None
         if call is None:
             return []
-        out: list[ToolCallDelta] = []
-        name = obj.get("name")
-        if isinstance(name, str) and name:
-            delta = self.tracker.update(call, name=name)
-            if delta is not None:
-                out.append(delta)
+        out = self.restated_name(call, obj.get("name"))
         out += self._reconcile(call, obj.get("arguments"))
         return [ChunkResponse(tool_calls=out)] if out else []
 
@@ -413,9 +406,7 @@ class RealtimeConverter(Converter):
             return []
         item = obj.get("item")
         if isinstance(item, dict) and item.get("type") == "function_call_output":
-            call_id = item.get("call_id")
-            if isinstance(call_id, str) and call_id:
-                self.answered_calls.add(call_id)
+            self.call_answered(item.get("call_id"))
         return []
 
     def on_control(

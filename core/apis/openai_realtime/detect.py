@@ -2,9 +2,6 @@
 ``conversation.*``, ``input_audio_buffer.*``, ``output_audio_buffer.*``, ``rate_limits.updated``,
 ``response.done`` and the audio events; the beta names too). Asked before the Responses API,
 whose events also start with ``response.``.
-
-Light on purpose: auto-detection imports every API's ``detect`` part
-(:func:`streamtool.core.converters.detect_from_event`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""OpenAI Responses: the ``openai-responses`` wire API.
-
-This package holds everything about the API: its row (below), and its parts as modules
-(``decoder``: the converter that reads its streams).
-"""
+"""OpenAI Responses: the ``openai-responses`` wire API."""
 
 from ...plugins.wire_api import WireApi
 

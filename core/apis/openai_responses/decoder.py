@@ -39,7 +39,7 @@ Errors: an ``error`` event and ``response.failed``. The finish reason is the res
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -49,6 +49,7 @@ from ...converters.stream_head import take_head
 from ...model import ChunkResponse, ToolCallDelta
 from ...model.quirk_ids import QuirkId
 from ...model.records import Header
+from ...model.usage import add_up
 from ...model.vocabulary import ErrorKind
 from ...pipeline.adapter import RENAMED
 from ...pipeline.tracker import TrackedCall
@@ -333,6 +334,12 @@ class OpenAIResponsesConverter(Converter):
         "error": "_error_event",
     }
     ignored_events = _IGNORED
+    # the text deltas of the table (type -> its run and its part), which hot_struct reads too
+    _text_deltas: ClassVar[dict[str, tuple[str, str]]] = {
+        kind: (entry[1], entry[2])
+        for kind, entry in events.items()
+        if type(entry) is tuple and entry[0] == "_text_delta"
+    }
 
     def hot_event(self, obj: Any) -> tuple[Any, ...] | list[ChunkResponse] | None:
         """:meth:`hot_struct` of an event read as a dict whose fields have the types of
@@ -378,13 +385,8 @@ class OpenAIResponsesConverter(Converter):
                 self._seq = seq
             self.payloads += 1
             return call, delta
-        if kind == "response.output_text.delta":
-            run, part, index = TEXT, "text", shaped.content_index
-        elif kind == "response.reasoning_summary_text.delta":
-            run, part, index = REASONING, "summary", shaped.summary_index
-        elif kind == "response.reasoning_text.delta":
-            run, part, index = REASONING, "content", shaped.content_index
-        else:
+        streamed = self._text_deltas.get(kind)  # the event table's _text_delta entries
+        if streamed is None:
             return None
         item = self._items.get(shaped.item_id)
         if item is None:
@@ -392,7 +394,10 @@ class OpenAIResponsesConverter(Converter):
         if seq is not None:
             self._seq = seq
         self.payloads += 1
-        item.add_text((part, index), delta)
+        run, part = streamed
+        item.add_text(
+            (part, shaped.summary_index if part == "summary" else shaped.content_index), delta
+        )
         if self._runs.kind != run:
             self._runs.enter(run)
         return run, delta
@@ -400,7 +405,7 @@ class OpenAIResponsesConverter(Converter):
     def _hot_call_of(self, item_id: str) -> TrackedCall | None:
         """The call whose argument deltas :meth:`hot_struct` takes for item ``item_id``: the call
         opened last, announced and open (else ``None``). It stays that call until an event is
-        read otherwise (:meth:`on_object`): hot events change no call's state."""
+        read otherwise (:meth:`on_payload`): hot events change no call's state."""
         tracker = self.tracker
         call = tracker.find(item_id)
         if call is None or call is not tracker.calls[-1] or not call.announced or call.complete:
@@ -409,30 +414,6 @@ class OpenAIResponsesConverter(Converter):
         self._hot_item_id = item_id
         return call
 
-    def _in_sequence(self, obj: dict[str, Any]) -> bool:
-        """The event's ``sequence_number`` follows the last one (or there is none); it becomes
-        the last one."""
-        seq = obj.get("sequence_number")
-        if seq is None:
-            return True
-        if type(seq) is not int or (self._seq is not None and seq != self._seq + 1):
-            return False
-        self._seq = seq
-        return True
-
-    def on_object(self, obj: Any, event: SSEEvent) -> list[ChunkResponse]:
-        self._hot_call = None  # the event may change the calls
-        if (
-            type(obj) is dict
-            and obj.get("type") == "response.function_call_arguments.delta"
-            and self._in_sequence(obj)
-        ):
-            # the hot path: on_payload's bookkeeping (in sequence: nothing to note), without
-            # the dispatch
-            self.payloads += 1
-            return self._argument_delta(obj)
-        return super().on_object(obj, event)
-
     def on_unparsed(self, event: SSEEvent) -> bool:
         if event.data.strip() == "[DONE]":
             self.done = True
@@ -440,6 +421,7 @@ class OpenAIResponsesConverter(Converter):
         return False
 
     def on_payload(self, obj: dict[str, Any], event: SSEEvent) -> list[ChunkResponse]:
+        self._hot_call = None  # the event may change the calls
         self.payloads += 1
         if self.session and obj.get("type") == "response.created" and self.terminal is not None:
             # the session's next response: numbered from its own start
@@ -495,9 +477,7 @@ class OpenAIResponsesConverter(Converter):
         self._model = take_head(chunk, response.get("model"), response.get("usage"), self._model)
         if self.session and chunk.usage:
             # each response of a session counts its own tokens: the session's are their sum
-            for key, value in chunk.usage.items():
-                self._session_usage[key] = self._session_usage.get(key, 0) + value
-            chunk.usage = dict(self._session_usage)
+            chunk.usage = add_up(self._session_usage, chunk.usage)
         reason = status
         if status == "incomplete":
             details = response.get("incomplete_details")
@@ -1080,13 +1060,9 @@ class OpenAIResponsesConverter(Converter):
             item = self._item(obj.get("item_id"), obj.get("output_index"))
         if item is not None:
             item.add_text((part, _part_index(obj, part)), delta)
-        if kind == TEXT:
-            if self._runs.kind != TEXT:
-                self._runs.enter(TEXT)
-            return [ChunkResponse(content=delta)]
-        if self._runs.kind != REASONING:
-            self._runs.enter(REASONING)
-        return [ChunkResponse(reasoning=delta)]
+        if self._runs.kind != kind:
+            self._runs.enter(kind)
+        return [self._run_chunk(kind, [delta])]  # the chunk of a hot text's run of one
 
     def _refusal_delta(self, obj: dict[str, Any]) -> list[ChunkResponse]:
         delta = obj.get("delta")
@@ -1217,12 +1193,7 @@ class OpenAIResponsesConverter(Converter):
         info = self._item(item_id, index)
         if call is None or info is None:
             return []
-        out: list[ToolCallDelta] = []
-        name = obj.get("name")
-        if isinstance(name, str) and name:
-            delta = self.tracker.update(call, name=name)
-            if delta is not None:
-                out.append(delta)
+        out = self.restated_name(call, obj.get("name"))
         field = "input" if kind == "response.custom_tool_call_input.done" else "arguments"
         final = obj.get(field)
         if isinstance(final, str) and final:
@@ -1261,9 +1232,7 @@ class OpenAIResponsesConverter(Converter):
             items = obj["response"].get("input")
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and item.get("type") in _OUTPUT_ITEMS:
-                call_id = item.get("call_id")
-                if isinstance(call_id, str) and call_id:
-                    self.answered_calls.add(call_id)
+                self.call_answered(item.get("call_id"))
         return []
 
 

@@ -7,20 +7,13 @@ The key goes in ``authorization: Bearer`` (the default of a request part).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...drive.conversation import (
-    ASSISTANT,
-    SYSTEM,
-    TOOL,
-    USER,
-    Builder,
-    Conversation,
-    call_ids,
-    text_of,
-    turns,
-)
+from ...drive.conversation import ASSISTANT, SYSTEM, TOOL, USER, numbered, text_of, turns
 from ...exchange.requests import TOOL_CHOICES, RequestOptions, ToolDef, add_tools
+
+if TYPE_CHECKING:
+    from ...drive.conversation import Builder, Conversation
 
 # the content part types that hold text
 _TEXT = ("input_text", "output_text", "text")
@@ -82,16 +75,13 @@ def read_conversation(body: dict[str, Any], out: Builder) -> None:
 
 
 def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
-    ids = call_ids(conversation, "call_")
     items: list[dict[str, Any]] = []
-    n = 0
-    for m in conversation:
+    for m, calls, results in numbered(conversation, "call_"):
         if m.role == TOOL:
-            for r in m.results:
-                cid = ids[r.call] if r.call is not None else "call_none"
+            for r, cid, _ in results:
                 items.append({"type": "function_call_output", "call_id": cid, "output": r.text})
             continue
-        if m.text or not m.calls:
+        if m.text or not calls:
             kind = "output_text" if m.role == ASSISTANT else "input_text"
             items.append(
                 {
@@ -100,14 +90,8 @@ def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
                     "content": [{"type": kind, "text": m.text}],
                 }
             )
-        for c in m.calls:
+        for c, cid in calls:
             items.append(
-                {
-                    "type": "function_call",
-                    "call_id": ids[n],
-                    "name": c.name,
-                    "arguments": c.arguments,
-                }
+                {"type": "function_call", "call_id": cid, "name": c.name, "arguments": c.arguments}
             )
-            n += 1
     return {"model": model, "input": items, "stream": True}
