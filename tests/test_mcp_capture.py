@@ -70,7 +70,12 @@ def test_a_2025_session_is_recorded_whole_with_no_flag(tmp_path: Path) -> None:
     for name, source in got:
         times = [c.t for c in source.chunks()]  # (the end record is read after the reads)
         assert source.header.api == "mcp" and source.end is not None, name
-        assert source.end.reason == "complete", name
+        if name == "delete" and source.end.reason == "interrupted":
+            # the SDK sends its DELETE from its exit, where a cancellation may end the wait
+            # for the answer: the client left, and the recording says so, and why
+            assert "the client closed the connection" in str(source.end.error), source.end
+        else:
+            assert source.end.reason == "complete", name
         assert all(t is not None and t > 0 for t in times), name
         assert times == sorted(times), name
     # one session id throughout, as the server issued it
