@@ -40,6 +40,27 @@ def serving(path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@contextmanager
+def recording_page(origin: str, har: Path) -> Iterator[Any]:
+    """A page of Debian's chromium (through Playwright) at ``origin``, its traffic recorded as
+    the HAR ``har`` (written when the block ends); skips without them."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Debian's chromium is not installed")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(chromium),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        context = browser.new_context(record_har_path=str(har), record_har_content="embed")
+        page = context.new_page()
+        page.goto(origin + "/")
+        yield page
+        context.close()
+        browser.close()
+
+
 def body_of(path: Path) -> bytes:
     return b"".join(
         c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
@@ -169,19 +190,8 @@ def test_gzip_bodies_and_parsed_json_dialects(tmp_path: Path) -> None:
 
 
 def test_a_har_recorded_by_a_real_browser_imports(tmp_path: Path) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        pytest.skip("Debian's chromium is not installed")
     har = tmp_path / "page.har"
-    with serving(REC) as origin, playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(chromium),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        context = browser.new_context(record_har_path=str(har), record_har_content="embed")
-        page = context.new_page()
-        page.goto(origin + "/")
+    with serving(REC) as origin, recording_page(origin, har) as page:
         text = page.evaluate(
             """async (key) => {
                 const r = await fetch('/v1/chat/completions', {method: 'POST',
@@ -191,8 +201,6 @@ def test_a_har_recorded_by_a_real_browser_imports(tmp_path: Path) -> None:
             }""",
             KEY,
         )
-        context.close()
-        browser.close()
     assert text.encode() == body_of(REC)
     out = tmp_path / "tape"
     done = cli("import", str(har), "--out", str(out))

@@ -24,7 +24,7 @@ from streamtool.core.recording.tape_index import read_index
 
 from .conftest import RECORDINGS
 from .serve_helpers import STREAMTOOL, start_listening
-from .test_import import KEY, REC, assert_no_key, body_of, cli, sdk_stream, serving
+from .test_import import KEY, REC, assert_no_key, body_of, cli, recording_page, sdk_stream, serving
 
 SESSION = RECORDINGS / "realtime" / "0001-openai-realtime-gpt-realtime.jsonl"
 
@@ -58,20 +58,9 @@ def session_of(tape: Path) -> Path:
 def test_a_websocket_session_in_a_browsers_har_imports_whole_and_serves_again(
     tmp_path: Path,
 ) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        pytest.skip("Debian's chromium is not installed")
     steps = steps_of(SESSION)
     har = tmp_path / "page.har"
-    with serving(SESSION) as origin, playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(chromium),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        context = browser.new_context(record_har_path=str(har), record_har_content="embed")
-        page = context.new_page()
-        page.goto(origin + "/")
+    with serving(SESSION) as origin, recording_page(origin, har) as page:
         url = origin.replace("http://", "ws://") + f"/v1/realtime?model=gpt-realtime&api_key={KEY}"
         seen = page.evaluate(
             """async ([url, steps]) => {
@@ -91,8 +80,6 @@ def test_a_websocket_session_in_a_browsers_har_imports_whole_and_serves_again(
             }""",
             [url, steps],
         )
-        context.close()
-        browser.close()
     assert seen == [data for who, data in steps if who == "server"]  # the browser's session
     assert KEY in har.read_text()  # the archive kept the key: the import must not
 
