@@ -116,6 +116,8 @@ _KEY_STARTS = tuple(
     if not any(other != lit and lit.startswith(other) for other, _, _ in _BYTE_SHAPES)
 )
 
+_KEY_STARTS_TEXT = tuple(lit.decode("ascii") for lit in _KEY_STARTS)
+
 
 def key_spans(text: bytes, pos: int = 0) -> list[tuple[int, int]]:
     """Where the key-shaped runs of ``text[pos:]`` are: the spans of
@@ -292,6 +294,11 @@ def find_secret(text: str) -> str | None:
 
 def redact_keys(text: str) -> str:
     """``text`` with every key-shaped string replaced by the marker."""
+    # every key starts with one of a few literals: a text holding none (most header values,
+    # paths and model names) is returned as it is, without trying the expression at each
+    # character (a recording's header has some twenty such strings)
+    if not any(lit in text for lit in _KEY_STARTS_TEXT):
+        return text
     return _KEY_RE.sub(REDACTED, text)
 
 
