@@ -226,6 +226,51 @@ def test_the_counter_written_over_its_old_text_never_reads_as_a_wrong_number(
     assert (tmp_path / COUNTER_NAME).read_text() == "501\n"
 
 
+def test_names_taken_in_one_batch_follow_each_other_past_names_held(tmp_path: Path) -> None:
+    writer, other = Tape(tmp_path), Tape(tmp_path)  # two writers, as two processes would be
+    assert writer.allocate("openai-chat", "a")[0] == 1
+    assert other.allocate("openai-chat", "a")[0] == 2
+    # the name the batch's second exchange would get at 4 is held (a reservation left there
+    # after both writers looked at the folder)
+    held = exchange_name(4, "mcp", "tools/call b")
+    (tmp_path / f".{held}.reserved").write_text("")
+    wanted = [("mcp", "tools/call a"), ("mcp", "tools/call b"), ("x", "c")]
+    got = writer.allocate_many(wanted)
+    assert got == [
+        (n, tmp_path / exchange_name(n, *w)) for n, w in zip((3, 5, 6), wanted, strict=True)
+    ]
+    assert read_counter(tmp_path) == 6
+    assert writer.in_flight() == sorted(
+        [exchange_name(1, "openai-chat", "a"), exchange_name(2, "openai-chat", "a"), held]
+        + [exchange_name(n, *w) for n, w in zip((3, 5, 6), wanted, strict=True)]
+    )
+    assert other.allocate("openai-chat", "a")[0] == 7  # after the batch, by the counter
+    for _, path in got:  # type: ignore[misc]
+        path.write_text("{}\n")
+    writer.append_many([entry(n, p.name) for n, p in got])  # type: ignore[misc]
+    assert [e.seq for e in read_index(tmp_path)] == [3, 5, 6]
+    assert not any(n in writer.in_flight() for n in (p.name for _, p in got))  # type: ignore[misc]
+    assert writer.allocate_many([]) == []
+
+
+def test_batches_of_names_from_many_threads_never_collide(tmp_path: Path) -> None:
+    tapes = [Tape(tmp_path), Tape(tmp_path)]
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def names(i: int) -> None:
+        taken = tapes[i % 2].allocate_many([("openai-chat", f"m{i}-{k}") for k in range(i % 4 + 1)])
+        with lock:
+            got.extend(seq for seq, _ in taken)  # type: ignore[misc]
+
+    threads = [threading.Thread(target=names, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == list(range(1, sum(i % 4 + 1 for i in range(24)) + 1))
+
+
 def test_concurrent_allocations_and_appends_never_collide(tmp_path: Path) -> None:
     tape = Tape(tmp_path)
     got: list[tuple[int, Path]] = []
