@@ -121,27 +121,9 @@ def create_app(
             await send_watched(receive, lambda: self._play(send), self.rec.name)
 
         async def _play(self, send: Send) -> bool:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
+            return await play_recording(
+                send, self.rec, play, self.start, self.status_code, self.raw_headers
             )
-            rec = self.rec
-            plan = play
-            if rec.broken and plan.cut_after is None:
-                plan = replace(plan, cut_after=rec.size)  # broken off as it was recorded
-            for step in schedule(rec.chunks, plan, rec.size):
-                if isinstance(step, Cut):
-                    return True
-                delay = self.start + step.at - anyio.current_time()
-                # sleep, or at least let the loop run: a client that left is noticed (and the
-                # writes stop) instead of each write failing on its own
-                await anyio.sleep(max(delay, 0))
-                await send({"type": "http.response.body", "body": step.data, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return False
 
     def error(request: Request, style: str, status: int, message: str) -> Response:
         # the request's own credentials and anything key-shaped never reach the log or the
@@ -227,6 +209,35 @@ def create_app(
     ]
     inner = Starlette(routes=routes)
     return loopback_only(edge(inner) if edge is not None else inner, log)
+
+
+async def play_recording(
+    send: Any,
+    rec: Recording,
+    play: Playback,
+    start: float,
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+) -> bool:
+    """Send ``rec``'s status, ``headers`` and body writes, paced by ``play`` from ``start``
+    (anyio's clock); ``True`` when the connection is to be dropped after them (a cut planned
+    or recorded)."""
+    import anyio
+
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    plan = play
+    if rec.broken and plan.cut_after is None:
+        plan = replace(plan, cut_after=rec.size)  # broken off as it was recorded
+    for step in schedule(rec.chunks, plan, rec.size):
+        if isinstance(step, Cut):
+            return True
+        delay = start + step.at - anyio.current_time()
+        # sleep, or at least let the loop run: a client that left is noticed (and the
+        # writes stop) instead of each write failing on its own
+        await anyio.sleep(max(delay, 0))
+        await send({"type": "http.response.body", "body": step.data, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return False
 
 
 def _whole_answer(rec: Recording) -> bool:
