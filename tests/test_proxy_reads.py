@@ -164,7 +164,7 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
         assert client.get(px.url + "/v1/models").status_code == 200
         assert up.connections == 2 and [m for m, _, _ in up.requests] == ["GET"] * 3
         r = client.post(px.url + "/v1/chat/completions", json=BODY)
-        assert r.status_code == 502 and "without sending a response" in r.text
+        assert r.status_code == 502 and "ServerDisconnectedError: Server disconnected" in r.text
         assert up.connections == 2 and len(up.requests) == 4
 
 
@@ -176,7 +176,7 @@ def test_an_upstream_that_never_answers_is_a_504(tmp_path: Path) -> None:
         sock.listen(8)  # connections complete in the backlog; nothing is ever accepted
         port = sock.getsockname()[1]
         # TLS: the handshake never ends (the connect timeout); plain: no head (the read one)
-        for scheme, error in (("https", "ConnectTimeout"), ("http", "ReadTimeout")):
+        for scheme, error in (("https", "ConnectionTimeoutError"), ("http", "SocketTimeoutError")):
             out = tmp_path / scheme
             config = ProxyConfig(
                 out=out,
@@ -217,7 +217,7 @@ def test_tls_upstream_verified(tmp_path: Path, ca: trustme.CA) -> None:
             wait_for_index(out, 1)
         assert r.status_code == 502
         message = r.json()["error"]["message"]
-        assert "could not be reached: ConnectError" in message
+        assert "could not be reached: ClientConnectorCertificateError" in message
         assert "CERTIFICATE_VERIFY_FAILED" in message
         _, chunks, end = read_all(captured(out)[0])
         assert chunks == [] and end.reason == "error" and "could not connect" in end.error
@@ -281,6 +281,24 @@ def test_end_records_word_the_clients_errors_by_their_types(
 ) -> None:
     got_reason, message = classify(getattr(client, name)("boom"), 30)
     assert got_reason == reason and message.startswith(words)
+
+
+def test_end_records_word_aiohttps_errors_by_their_types() -> None:
+    # the proxy's upstream client: its errors told apart by type, as httpx's are
+    import aiohttp
+    from aiohttp.client_reqrep import ConnectionKey
+
+    key = ConnectionKey("127.0.0.1", 9, False, True, None, None, None, None)
+    refused = aiohttp.ClientConnectorError(key, ConnectionRefusedError(111, "refused"))
+    for exc, reason, words in [
+        (aiohttp.SocketTimeoutError("read"), "timeout", "SocketTimeoutError after 30 "),
+        (aiohttp.ConnectionTimeoutError("connect"), "timeout", "ConnectionTimeoutError after 30 "),
+        (refused, "error", "could not connect: Cannot connect to host 127.0.0.1:9"),
+        (aiohttp.ServerDisconnectedError(), "error", "connection dropped after 30 bytes"),
+        (aiohttp.ClientPayloadError("cut"), "error", "connection dropped after 30 bytes"),
+    ]:
+        got_reason, message = classify(exc, 30)
+        assert got_reason == reason and message.startswith(words), (exc, message)
 
 
 def test_a_look_alike_class_name_is_not_a_client_error() -> None:
@@ -563,3 +581,83 @@ def test_a_large_request_body_does_not_hold_other_streams(tmp_path: Path) -> Non
             break
     print(f"the paced stream's latest read: {', '.join(f'{x * 1000:.0f} ms' for x in late)}")
     assert min(late) < 0.5, f"a read of the paced stream came {min(late) * 1000:.0f} ms late"
+
+
+class DroppingUpstream:
+    """Answers one request with ``events`` as HTTP chunks, in writes of ``per_write`` events,
+    then closes the connection without the last chunk: a stream cut by its upstream."""
+
+    def __init__(self, events: list[bytes], per_write: int) -> None:
+        self.events = events
+        self.per_write = per_write
+
+    def __enter__(self) -> str:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(4)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        conn, _ = self._sock.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            body = head.partition(b"\r\n\r\n")[2]
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(HEAD)
+            for i in range(0, len(self.events), self.per_write):
+                conn.sendall(chunked(*self.events[i : i + self.per_write]))
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join(10)
+        self._sock.close()
+
+
+def slow_read(url: str, pause: float) -> tuple[int, bytes, str]:
+    """A streamed POST read as it comes, ``pause`` seconds after each read: (status,
+    the body bytes that came, how the body ended). httpx's ``iter_raw()`` hands over each read
+    as it came (with a chunk size it would keep a partial one back when the stream breaks)."""
+    got = b""
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", url, json=BODY) as resp,
+    ):
+        try:
+            for piece in resp.iter_raw():
+                got += piece
+                time.sleep(pause)
+        except httpx.HTTPError as exc:
+            return resp.status_code, got, type(exc).__name__
+        return resp.status_code, got, "complete"
+
+
+@pytest.mark.parametrize(
+    ("size", "per_write", "pause"),
+    [(40, 1, 0.0), (30_000, 50, 0.0), (30_000, 50, 0.002)],
+    ids=["paced-few", "burst", "burst-slow-client"],
+)
+def test_every_read_before_an_upstream_drop_reaches_the_client_and_the_recording(
+    tmp_path: Path, size: int, per_write: int, pause: float
+) -> None:
+    # the upstream client's stream raises a dropped connection before it hands over what it
+    # buffered: the proxy reads at once (and, its box full for a slow client, stops the
+    # socket's reads too), so that every read before the drop goes on, text included
+    events = [event(i) for i in range(size)]  # 30,000 events: about 1.7 MB, past READ_AHEAD
+    out = tmp_path / "caps"
+    with (
+        DroppingUpstream(events, per_write) as url,
+        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([url]))) as px,
+    ):
+        status, got, ended = slow_read(px.url + "/v1/chat/completions", pause)
+        wait_for_index(out, 1)
+    assert status == 200 and ended == "RemoteProtocolError"  # cut, as the upstream's was
+    assert got == b"".join(events)
+    [f] = captured(out)
+    _, chunks, end = read_all(f)
+    assert b"".join(chunks) == b"".join(events)
+    assert end.reason == "error" and "connection dropped" in end.error

@@ -24,16 +24,18 @@ cancels the upstream request (once its response streams, after at most :data:`LI
 which an upstream body already at its end may still end: see :meth:`_ForwardedResponse.__call__`).
 The recording's end record says which.
 
-The upstream client is httpx (its pool, TLS, timeouts and proxy settings); httpx and anyio are
-imported inside the functions that use them.
+The upstream client is aiohttp (its pool, TLS and timeouts; the proxy settings of the environment
+read with the standard library's ``urllib.request``); aiohttp and anyio are imported inside the
+functions that use them.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from ..model.records import Chunk
@@ -47,7 +49,7 @@ from .listen import CutConnection, allow_status
 if TYPE_CHECKING:
     import ssl
 
-    import httpx
+    import aiohttp
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -211,15 +213,8 @@ def recorder_for(
     )
 
 
-# upstream connections kept open between requests. httpcore's pool (httpx 0.28) walks every
-# connection it holds each time a request starts or a response ends: an idle one costs a check
-# that its socket is still open (two system calls) and a count of the whole pool. With 50 MCP
-# clients at once and up to 200 kept, that walk was most of the proxy's CPU (26-31 ms a call,
-# against 10-12 ms with 8 kept; `benchmarks/bench_mcp.py`). Past this many connections in all,
-# busy ones included, httpcore closes a connection when its response ends instead of keeping
-# it: more streams at once than this reconnect (a TCP connect, and a TLS handshake to an
-# https upstream) instead of reusing one; an agent's handful of streams always reuses.
-KEEP_ALIVE = 8
+# seconds an idle upstream connection is kept open for the next request
+KEEP_ALIVE_SECONDS = 60.0
 # RFC 9110 section 9.2.2: the methods a proxy may send again when a connection failed under
 # them; a POST may have been acted on (a generation paid for) and is answered with the error
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
@@ -233,17 +228,32 @@ GATHER = 0.001
 LINGER = 1.0
 
 
-class _RefuseCookies(DefaultCookiePolicy):
-    """A proxy keeps no cookies: each client's go through in its own headers."""
+class _EnvironmentProxies:
+    """The proxy a request goes through, from ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY``
+    (either spelling, the lowercase one first) as the standard library reads them; read once."""
 
-    def set_ok(self, cookie: Any, request: Any) -> bool:
-        return False
+    def __init__(self) -> None:
+        from urllib.request import getproxies
+
+        self.proxies = getproxies()
+        self._bypass: dict[str, bool] = {}
+
+    def __call__(self, scheme: str, host: str) -> str | None:
+        proxy = self.proxies.get(scheme)
+        if not proxy:
+            return None
+        bypass = self._bypass.get(host)
+        if bypass is None:
+            from urllib.request import proxy_bypass
+
+            bypass = self._bypass[host] = bool(proxy_bypass(host))
+        return None if bypass else proxy
 
 
 class Forwarder:
-    """Sends requests upstream with one shared ``httpx.AsyncClient`` (its connection pool, TLS
-    and timeouts; ``HTTPS_PROXY``, ``NO_PROXY`` and ``SSL_CERT_FILE`` are honoured as httpx
-    documents them).
+    """Sends requests upstream with one shared ``aiohttp.ClientSession`` (its connection pool,
+    TLS and timeouts; ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` are honoured as the
+    standard library reads them, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` as OpenSSL does).
 
     ``timeout``: seconds an upstream read may take (the stall limit); ``connect_timeout`` for
     opening a connection; ``verify``: check the upstream's TLS certificate (``True``), not
@@ -266,49 +276,78 @@ class Forwarder:
         self.max_connections = max_connections
         self.verify = verify
         self.max_recording_bytes = max_recording_bytes
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
+        self._proxy_for: _EnvironmentProxies | None = None
+        self.loop: Any = None  # the event loop its session belongs to
 
     @property
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> aiohttp.ClientSession:
+        """The session (made on first use, on the server's event loop)."""
         if self._client is None:
-            import httpx
+            import asyncio
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
-                limits=httpx.Limits(
-                    max_connections=self.max_connections,
-                    max_keepalive_connections=min(self.max_connections, KEEP_ALIVE),
-                    keepalive_expiry=60.0,
+            import aiohttp
+
+            self.loop = asyncio.get_running_loop()
+            _OPEN.add(self)
+            self._proxy_for = _EnvironmentProxies()
+            self._client = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=self.max_connections,
+                    limit_per_host=0,
+                    keepalive_timeout=KEEP_ALIVE_SECONDS,
+                    ssl=self.verify,
                 ),
-                verify=self.verify,
-                trust_env=True,
-                follow_redirects=False,
-                cookies=CookieJar(_RefuseCookies()),
+                # the stall limit is per read; none for the whole exchange (a stream may last)
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self.connect_timeout, sock_read=self.timeout
+                ),
+                # a proxy keeps no cookies (each client's go in its own headers), adds none
+                # of the client library's headers and hands the body on as it came
+                cookie_jar=aiohttp.DummyCookieJar(),
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+                auto_decompress=False,
+                # proxies are read from the environment here, never credentials from ~/.netrc
+                trust_env=False,
             )
         return self._client
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+            client, self._client = self._client, None
+            _OPEN.discard(self)
+            await client.close()
 
     async def send(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> httpx.Response:
+    ) -> aiohttp.ClientResponse:
         """Send a request upstream; return once the response head arrived (its body unread).
 
-        Only the given headers go, with ``Host`` and ``Content-Length`` (httpx adds no headers
-        of its own to a request built this way). An idempotent request whose connection broke
-        before any response is sent once more, on a new connection.
+        Only the given headers go, with ``Host`` and ``Content-Length`` (the session adds none
+        of its own). An idempotent request whose connection broke before any response is sent
+        once more, on a new connection.
         """
-        import httpx
+        import aiohttp
+        from yarl import URL
 
         client = self.client
+        target = URL(url, encoded=True)  # the path and query as the client sent them
+        assert self._proxy_for is not None
+        proxy = self._proxy_for(target.scheme, target.host or "")
+        sent = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
         for attempt in (1, 2):
-            request = httpx.Request(method, url, headers=headers, content=body)
             try:
-                return await client.send(request, stream=True)
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                return await client.request(
+                    method,
+                    target,
+                    headers=sent,
+                    data=body or None,  # an empty body: no Content-Length, as it came
+                    allow_redirects=False,
+                    proxy=proxy,
+                )
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                if isinstance(exc, aiohttp.ClientConnectorError):
+                    raise  # never connected: nothing was sent
                 if attempt == 2 or method.upper() not in IDEMPOTENT:
                     raise
         raise AssertionError("unreachable")
@@ -362,17 +401,38 @@ class Forwarder:
         )
 
 
+# the forwarders with an open session, closed by the server whose loop they run on when it stops
+# (:func:`close_forwarders`): a session left to the garbage collector is reported as unclosed
+_OPEN: weakref.WeakSet[Forwarder] = weakref.WeakSet()
+
+
+async def close_forwarders() -> None:
+    """Close the sessions of every forwarder that runs on this event loop (a server's stop)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for forwarder in [f for f in _OPEN if f.loop is loop]:
+        await forwarder.aclose()
+
+
 class _Reads:
     """The upstream's body as it arrives, gathered between two wake-ups of the writer.
 
-    httpx yields one piece per HTTP chunk (thousands of small server-sent events in one socket
-    read); a reader task :meth:`pump`s them here and the writer :meth:`take`s all that arrived
-    since its last turn as one ``bytes``: one record and one client write per wake-up, which
-    against a paced upstream is one per event as it came. While reads keep coming (a burst),
-    the writer takes at most once per :data:`GATHER` seconds, and the reader waits with it, so
-    that what arrives meanwhile is gathered in the socket and read at once: a read after a
-    quiet :data:`GATHER` (the first one, each event of a paced stream) is taken at once. At most
-    :data:`READ_AHEAD` bytes wait.
+    A reader task :meth:`pump`s the upstream's reads here, each with the time it came, from the
+    moment the response's head arrived; the writer :meth:`take`s the reads that came within
+    :data:`GATHER` seconds of the oldest one waiting, as one ``bytes``: one record and one
+    client write for a burst, one per event of a paced stream, as they came, also when the
+    writer started late (the first exchange's recording being set up) and several waited.
+    While reads keep coming, the writer takes at most once per :data:`GATHER` seconds: a read
+    after a quiet :data:`GATHER` (the first one, each event of a paced stream) is taken at once.
+
+    The reader is always waiting on the response while the upstream may send: aiohttp's stream
+    raises a dropped connection before it hands over what it had buffered, so a read left in
+    its buffer when the connection drops would be lost. Read at once, each read is handed over
+    before the drop is seen (the event loop runs the woken reader before it reads the socket
+    again). When :data:`READ_AHEAD` bytes wait for a slow client, the reader stops and so
+    does the connection's transport (nothing more read from the socket, the drop included)
+    until there is room.
     """
 
     def __init__(self) -> None:
@@ -381,6 +441,7 @@ class _Reads:
         self._loop = asyncio.get_running_loop()
         self._sleep = asyncio.sleep
         self._pieces: list[bytes] = []
+        self._times: list[float] = []  # loop time each piece came
         self._size = 0
         self._ended = False
         self._error: BaseException | None = None
@@ -389,23 +450,36 @@ class _Reads:
         self._room.set()
         self._taken = -GATHER  # loop time of the last take
 
-    async def pump(self, response: httpx.Response) -> None:
+    async def pump(self, response: aiohttp.ClientResponse) -> None:
         """The reader task: the whole body into the box (or the error that stopped it)."""
         room = self._room
         try:
-            async for piece in response.aiter_raw():
+            async for piece in response.content.iter_any():
                 self._pieces.append(piece)
+                self._times.append(self._loop.time())
                 self._size += len(piece)
                 self._ready.set()
                 if self._size >= READ_AHEAD:
                     room.clear()
-                if not room.is_set():  # a full box, or the writer gathering
-                    await room.wait()
+                    await self._wait_for_room(response)
         except Exception as exc:
             self._error = exc
         finally:
             self._ended = True
             self._ready.set()
+
+    async def _wait_for_room(self, response: aiohttp.ClientResponse) -> None:
+        """The box is full: the connection's transport paused (no read of the socket, so no
+        drop seen with reads still unread) until the writer took what waits."""
+        connection = response.connection
+        transport = connection.transport if connection is not None else None
+        if transport is not None:
+            transport.pause_reading()
+        try:
+            await self._room.wait()
+        finally:
+            if transport is not None and not transport.is_closing():
+                transport.resume_reading()
 
     async def take(self) -> bytes:
         """Everything that arrived since the last call; ``b""`` at the end; the upstream's
@@ -417,18 +491,17 @@ class _Reads:
                 return b""
             self._ready.clear()
             await self._ready.wait()
-        wait = self._taken + GATHER - self._loop.time()
-        if wait > 0 and not self._ended:
-            self._room.clear()  # the reader waits too: the socket gathers what comes
-            try:
-                await self._sleep(wait)
-            finally:
-                self._room.set()
-        pieces = self._pieces
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self._pieces = []
-        self._size = 0
-        self._room.set()
+        now = self._loop.time()
+        wait = self._taken + GATHER - now
+        if wait > 0:  # also past the end: the records of a backlog stay GATHER apart
+            await self._sleep(wait)  # the reader goes on: what comes meanwhile is gathered
+        pieces, times = self._pieces, self._times
+        n = bisect_left(times, times[0] + GATHER)  # the reads within GATHER of the oldest
+        data = pieces[0] if n == 1 else b"".join(pieces[:n])
+        del pieces[:n], times[:n]
+        self._size -= len(data)
+        if self._size < READ_AHEAD:
+            self._room.set()
         self._taken = self._loop.time()
         return data
 
@@ -581,8 +654,7 @@ class _ForwardedResponse:
         self._prepared = None
 
     async def _run(self, send: Any) -> BaseException | None:
-        import anyio
-        import httpx
+        import aiohttp
 
         ex = self.ex
         ex.t0 = time.monotonic()
@@ -593,9 +665,9 @@ class _ForwardedResponse:
             self._prepared = self.prepare()
         try:
             response = await self.forwarder.send(self.method, self.url, self.headers, self.body)
-        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
             await self._ready()
-            timeout = isinstance(exc, httpx.TimeoutException | TimeoutError)
+            timeout = isinstance(exc, TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
             message = (
@@ -617,50 +689,57 @@ class _ForwardedResponse:
             )
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return None
-        try:
-            await self._ready()
-            return await self._stream(response, send)
-        finally:
-            with anyio.CancelScope(shield=True):  # also when the client went away
-                await response.aclose()
-
-    async def _stream(self, response: httpx.Response, send: Any) -> BaseException | None:
         import asyncio
 
         import anyio
-        import httpx
+
+        # the body is read from now on, while the recording is set up
+        reads = _Reads()
+        reader = asyncio.create_task(reads.pump(response))
+        try:
+            await self._ready()
+            return await self._stream(response, send, reads)
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([reader])
+            response.release()  # back to the pool when read to its end; else closed
+
+    async def _stream(
+        self, response: aiohttp.ClientResponse, send: Any, reads: _Reads
+    ) -> BaseException | None:
+        import asyncio
+
+        import aiohttp
 
         ex = self.ex
-        ex.status = response.status_code
+        ex.status = response.status
         if not 100 <= ex.status <= 599:
             # RFC 9110 15: a status outside 100-599 is not HTTP's; the client gets it as it came
             allow_status(ex.status)
             ex.warning = f"the upstream answered status {ex.status}, which HTTP does not define"
-        raw_headers = response.headers.raw
+        raw_headers = response.raw_headers
         text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
         rec = self.recorder
         if rec is not None and len(self.body) >= OFF_LOOP:
             # the header record holds the request: scrub it aside
-            await asyncio.to_thread(self._safely, rec.start, response.status_code, text_headers)
+            await asyncio.to_thread(self._safely, rec.start, ex.status, text_headers)
         elif rec is not None:
-            self._safely(rec.start, response.status_code, text_headers)
+            self._safely(rec.start, ex.status, text_headers)
         self._notify("head")
         transform = self.transform
         content_type = response.headers.get("content-type", "")
-        if transform is not None and not (
-            response.status_code < 300 and "text/event-stream" in content_type
-        ):
+        if transform is not None and not (ex.status < 300 and "text/event-stream" in content_type):
             transform = None  # errors and non-streamed bodies reach the client untouched
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
+                "status": ex.status,
                 "headers": response_headers(raw_headers, keep_length=transform is None),
             }
         )
         self._started = True
-        reads = _Reads()
-        reader = asyncio.create_task(reads.pump(response))
         take = reads.take
         try:
             # one item per wake-up: all the body bytes that arrived since the last one
@@ -678,7 +757,7 @@ class _ForwardedResponse:
                     await send({"type": "http.response.body", "body": out, "more_body": True})
                 if chunk is not None:
                     self._notify("read", chunk)
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             # a transformed stream is not closed properly either: the client sees the break
             self._finish(None, None, exc)
             return exc  # the client's connection is dropped as the upstream's was
@@ -686,11 +765,6 @@ class _ForwardedResponse:
             # the recording has its end record (reason "limit"); the client's stream is cut
             self._finish(None)
             return exc
-        finally:
-            if not reader.done():
-                reader.cancel()
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait([reader])
         tail = transform.finish() if transform is not None else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         self._finish(None)

@@ -148,8 +148,11 @@ def server_for(config: Any) -> Any:
         cut = 0  # requests in progress when it stopped
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            from .forward import close_forwarders
+
             self.cut = stop_requests(self.config.http)
             await super().shutdown(sockets)
+            await close_forwarders()  # the upstream sessions of a proxy, of record on miss
 
     return StoppingServer(config)
 

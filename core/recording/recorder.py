@@ -65,9 +65,10 @@ class RecordResult:
 
 def _client_error_kind(exc: BaseException) -> str | None:
     """``timeout``, ``connect`` or ``dropped`` for an HTTP client's own exception types, told
-    apart with ``isinstance``: httpx's (``streamtool record``, the proxy and tapes) and httpx2's
-    (the SDK capture transports). The recording layer imports neither: an exception of one can
-    only exist once its module is imported, so the modules already imported are asked."""
+    apart with ``isinstance``: httpx's (``streamtool record``), aiohttp's (the proxy and tapes)
+    and httpx2's (the SDK capture transports). The recording layer imports none of them: an
+    exception of one can only exist once its module is imported, so the modules already
+    imported are asked."""
     for name in ("httpx", "httpx2"):
         client = sys.modules.get(name)
         if client is None:
@@ -77,6 +78,14 @@ def _client_error_kind(exc: BaseException) -> str | None:
         if isinstance(exc, client.ConnectError):
             return "connect"
         if isinstance(exc, client.NetworkError | client.ProtocolError):
+            return "dropped"
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None and isinstance(exc, aiohttp.ClientError):
+        if isinstance(exc, TimeoutError):
+            return "timeout"
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return "connect"
+        if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ClientConnectionError):
             return "dropped"
     return None
 
