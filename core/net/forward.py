@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
@@ -496,7 +496,7 @@ class _Reads:
         if wait > 0:  # also past the end: the records of a backlog stay GATHER apart
             await self._sleep(wait)  # the reader goes on: what comes meanwhile is gathered
         pieces, times = self._pieces, self._times
-        n = bisect_left(times, times[0] + GATHER)  # the reads within GATHER of the oldest
+        n = bisect_right(times, times[0] + GATHER)  # the reads within GATHER of the oldest
         data = pieces[0] if n == 1 else b"".join(pieces[:n])
         del pieces[:n], times[:n]
         self._size -= len(data)
