@@ -355,3 +355,61 @@ def test_capture_never_writes_a_credential_cut_across_reads(echo, tmp_path):
     (path,) = capture.paths
     body = _no_secret(path, [key, TOKEN])
     assert body.count(REDACTED) >= 2
+
+
+# -- a WebSocket session's messages, scrubbed one by one or held and scrubbed at once ----------
+_SESSION_KEY = "sk-proj-Sess10nK3y4xQ2wLp9Vn4Rt8Yb6Zc"
+_SHAPED_KEY = "AIzaSyD4Shaped0Key1Of2Gemini3Shape4xyz"
+_message_parts = st.sampled_from(
+    ["delta", '{"type":"x"}', _SESSION_KEY, _SHAPED_KEY, "sk-", "é", "\n", " ", "AKIA", "_"]
+)
+_messages = st.lists(
+    st.tuples(
+        st.sampled_from(["client", "server"]),
+        st.lists(_message_parts, max_size=5).map("".join),
+        st.booleans(),  # a binary message
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_messages)
+def test_held_session_messages_are_scrubbed_as_one_by_one(
+    tmp_path_factory: pytest.TempPathFactory, messages: list[tuple[str, str, bool]]
+) -> None:
+    # the proxy holds a turn's messages and scrubs them at once: what it writes is what
+    # scrubbing each as it came writes, every message and its text kept, no key left
+    from streamtool.core.model.records import Message
+    from streamtool.core.recording.reader import Source
+    from streamtool.core.recording.session import SessionRecorder
+
+    folder = tmp_path_factory.mktemp("session")
+    written = []
+    for gather in (False, True):
+        path = folder / f"{gather}.jsonl"
+        rec = SessionRecorder(
+            path,
+            url="wss://api.example.test/v1/realtime",
+            headers=[("authorization", f"Bearer {_SESSION_KEY}")],
+            provider="openai",
+            api="openai-realtime",
+        )
+        rec.start(101, [])
+        rec.gather = gather
+        for direction, text, binary in messages:
+            rec.message(direction, text.encode("utf-8") if binary else text)
+        rec.finish()
+        records = Source(path).session_records()
+        written.append([(m.direction, m.data) for m in records if isinstance(m, Message)])
+        raw = path.read_text(encoding="utf-8")
+        assert _SESSION_KEY not in raw  # the session's own credential: wherever it stands
+    one_by_one, held = written
+    assert held == one_by_one
+    assert len(held) == len(messages)
+    # a key shape standing on its own is redacted (after a word character it is not a key's
+    # start: "deltaAIza..." is left, as one by one)
+    for (_, text, _), (_, data) in zip(messages, held, strict=True):
+        shown = data.decode("utf-8") if isinstance(data, bytes) else data
+        if f" {_SHAPED_KEY}" in text or text.startswith(_SHAPED_KEY):
+            assert f" {_SHAPED_KEY}" not in shown and not shown.startswith(_SHAPED_KEY)

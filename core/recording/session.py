@@ -178,8 +178,9 @@ class SessionRecorder:
         return self.reason == "limit"
 
     def message(self, direction: str, data: str | bytes) -> Message | None:
-        """One message, as sent; returns the record written (``None``: not written). A message
-        that would take the recording past ``max_bytes`` ends it there (reason ``limit``)."""
+        """One message, as sent; returns the record written (``None``: not written, or held
+        until :meth:`flush`, which scrubs what it holds at once). A message that would take the
+        recording past ``max_bytes`` ends it there (reason ``limit``)."""
         if self.max_bytes is not None and self.bytes + len(data) > self.max_bytes:
             if self.reason is None and self.writer is not None:
                 self.finish(
@@ -193,6 +194,9 @@ class SessionRecorder:
             self.first_server = t
         self.messages += 1
         self.bytes += len(data)
+        if self.gather:  # scrubbed with the others held, at flush()
+            self._put(Message(t, direction, data))
+            return None
         record = Message(t, direction, self.scrub(data))
         return record if self._put(record) else None
 
@@ -215,18 +219,43 @@ class SessionRecorder:
             return False
         return True
 
+    def _scrubbed(self, held: list[Message | Control]) -> list[Message | Control]:
+        """``held`` with every message scrubbed. Looked for in all of them at once first (the
+        messages joined by a line break, which no credential or key shape holds, so that
+        nothing is found across two): a burst that holds none, nearly every one, costs one
+        search instead of one a message."""
+        texts = [r.data for r in held if isinstance(r, Message) and isinstance(r.data, str)]
+        blobs = [r.data for r in held if isinstance(r, Message) and isinstance(r.data, bytes)]
+        text = "\n".join(texts)
+        data = b"\n".join(blobs)
+        clean = (
+            text.isascii()
+            and not key_spans(text.encode("ascii"))
+            and not key_spans(data)
+            and (
+                not self.scrubber
+                or (self.scrubber.text(text) == text and self.scrubber.data(data) == data)
+            )
+        )
+        if clean:
+            return held
+        return [
+            Message(r.t, r.direction, self.scrub(r.data)) if isinstance(r, Message) else r
+            for r in held
+        ]
+
     @property
     def holding(self) -> bool:
         """Records wait for :meth:`flush`."""
         return bool(self._held)
 
     def flush(self) -> None:
-        """Write the records held, in one write."""
+        """Write the records held, in one write, their messages scrubbed."""
         held, self._held = self._held, []
         if not held or self.writer is None or self.write_error is not None:
             return
         try:
-            self.writer.write_session_records(held)
+            self.writer.write_session_records(self._scrubbed(held))
         except OSError as exc:
             self._broken(exc)
 
