@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 
-class WireApi(NamedTuple):
-    """One wire API (a named tuple: made at import without the cost of a dataclass)."""
+class _Fields(NamedTuple):
+    """A wire API's fields, as a row gives them (:class:`WireApi` fills the defaults that
+    follow from other fields)."""
 
     id: str  # the table's key, and record's --provider value: "openai-chat"
     name: str  # a recording header's "api", the proxy's and the tapes' name: "chat.completions"
-    label: str  # as serve lists it to clients (GET /) and in its log
-    # the streaming endpoint: a request path ending with it is this API (serve answers it)
-    route: str
     converters: tuple[str, ...]  # the converters that read its streams, the default first
     error_style: str  # the shape of its error bodies (see error_body)
     provider: str  # whose API it is: its official host's provider
@@ -28,6 +26,11 @@ class WireApi(NamedTuple):
     # server is its own), whose requests the proxy sends to --upstream only
     base_url: str
     path: str  # what a request appends to a base URL ("{model}": the model, quoted)
+    # as serve lists it to clients (GET /) and in its log; by default its name
+    label: str = ""
+    # the streaming endpoint: a request path ending with it is this API (serve answers it); by
+    # default the path after the model it names (":streamGenerateContent"), else the whole path
+    route: str = ""
     key_env: tuple[str, ...] = ()  # where its official SDK finds the API key
     # further path suffixes of the same API, not streamed (recognised, never served)
     more_routes: tuple[str, ...] = ()
@@ -77,6 +80,22 @@ class WireApi(NamedTuple):
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
+
+
+class WireApi(_Fields):
+    """One wire API (a named tuple: made at import without the cost of a dataclass). A label or
+    a route the row leaves empty is derived: the name, and the path's end (see the fields)."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:  # the type checker sees the fields' own constructor
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> WireApi:
+            row = super().__new__(cls, *args, **kwargs)
+            if row.label and row.route:
+                return row
+            route = row.route or row.path.rpartition("{model}")[2]
+            return row._replace(label=row.label or row.name, route=route)
 
     @property
     def converter(self) -> str:

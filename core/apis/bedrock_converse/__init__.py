@@ -7,7 +7,6 @@ API = WireApi(
     id="bedrock-converse",
     name="converse-stream",
     label="ConverseStream",
-    route="/converse-stream",
     converters=("bedrock-converse",),
     error_style="bedrock",
     provider="bedrock",

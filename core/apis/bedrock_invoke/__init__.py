@@ -7,7 +7,6 @@ API = WireApi(
     id="bedrock-invoke",
     name="invoke-with-response-stream",
     label="InvokeModelWithResponseStream",
-    route="/invoke-with-response-stream",
     converters=("bedrock-invoke",),
     error_style="bedrock",
     provider="bedrock",

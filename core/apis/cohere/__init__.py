@@ -7,7 +7,6 @@ API = WireApi(
     id="cohere",
     name="v2.chat",
     label="v2/chat",
-    route="/v2/chat",
     converters=("cohere",),
     error_style="cohere",
     provider="cohere",

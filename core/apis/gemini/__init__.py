@@ -7,7 +7,6 @@ API = WireApi(
     id="gemini",
     name="gemini",
     label="streamGenerateContent",
-    route=":streamGenerateContent",
     converters=("gemini",),
     error_style="gemini",
     provider="gemini",
