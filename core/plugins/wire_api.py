@@ -19,8 +19,6 @@ class _Fields(NamedTuple):
 
     id: str  # the table's key, and record's --provider value: "openai-chat"
     name: str  # a recording header's "api", the proxy's and the tapes' name: "chat.completions"
-    converters: tuple[str, ...]  # the converters that read its streams, the default first
-    error_style: str  # the shape of its error bodies (see error_body)
     provider: str  # whose API it is: its official host's provider
     # the official SDK's default base URL; empty for an API without an official host (MCP: every
     # server is its own), whose requests the proxy sends to --upstream only
@@ -31,6 +29,10 @@ class _Fields(NamedTuple):
     # the streaming endpoint: a request path ending with it is this API (serve answers it); by
     # default the path after the model it names (":streamGenerateContent"), else the whole path
     route: str = ""
+    # the converters that read its streams, the default first; by default the one named as the API
+    converters: tuple[str, ...] = ()
+    # the shape of its error bodies (see error_body); by default its provider's
+    error_style: str = ""
     key_env: tuple[str, ...] = ()  # where its official SDK finds the API key
     # further path suffixes of the same API, not streamed (recognised, never served)
     more_routes: tuple[str, ...] = ()
@@ -83,8 +85,9 @@ class _Fields(NamedTuple):
 
 
 class WireApi(_Fields):
-    """One wire API (a named tuple: made at import without the cost of a dataclass). A label or
-    a route the row leaves empty is derived: the name, and the path's end (see the fields)."""
+    """One wire API (a named tuple: made at import without the cost of a dataclass). What the
+    row leaves empty of its label, route, converters and error style follows from its other
+    fields (see each)."""
 
     __slots__ = ()
 
@@ -92,10 +95,12 @@ class WireApi(_Fields):
 
         def __new__(cls, *args: Any, **kwargs: Any) -> WireApi:
             row = super().__new__(cls, *args, **kwargs)
-            if row.label and row.route:
-                return row
-            route = row.route or row.path.rpartition("{model}")[2]
-            return row._replace(label=row.label or row.name, route=route)
+            return row._replace(
+                label=row.label or row.name,
+                route=row.route or row.path.rpartition("{model}")[2],
+                converters=row.converters or (row.id,),
+                error_style=row.error_style or row.provider,
+            )
 
     @property
     def converter(self) -> str:

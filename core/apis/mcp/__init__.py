@@ -24,7 +24,6 @@ API = WireApi(
     id="mcp",
     name="mcp",
     label="MCP (Streamable HTTP)",
-    converters=("mcp",),
     error_style="jsonrpc",
     provider="mcp",
     # an MCP server has no official host: the proxy sends its requests to --upstream only

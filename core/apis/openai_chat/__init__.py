@@ -8,7 +8,6 @@ API = WireApi(
     name="chat.completions",
     short="chat",
     converters=("openai-chat", "kimi-k2"),
-    error_style="openai",
     provider="openai",
     base_url="https://api.openai.com/v1",
     path="/chat/completions",
