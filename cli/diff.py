@@ -10,12 +10,9 @@ import typer
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import default_parser
 
-from .choices import complete_converter, complete_parser
 from .errors import fail, user_errors
 from .main import app
 from .params import (
-    CONVERTERS,
-    PARSERS,
     TextOrJson,
     converter_option,
     no_color_option,
@@ -43,39 +40,17 @@ def diff(
         str | None,
         parser_option("Parser for both sides (default: $STREAMTOOL_PARSER or api_tool_call)."),
     ] = None,
-    parser_a: Annotated[
-        str | None,
-        typer.Option(
-            "--parser-a", autocompletion=complete_parser, metavar=PARSERS, help="Parser for A."
-        ),
-    ] = None,
-    parser_b: Annotated[
-        str | None,
-        typer.Option(
-            "--parser-b", autocompletion=complete_parser, metavar=PARSERS, help="Parser for B."
-        ),
-    ] = None,
+    parser_a: Annotated[str | None, parser_option("Parser for A.", "--parser-a")] = None,
+    parser_b: Annotated[str | None, parser_option("Parser for B.", "--parser-b")] = None,
     converter: Annotated[
         str,
         converter_option("Converter for both sides: auto or a name."),
     ] = "auto",
     converter_a: Annotated[
-        str | None,
-        typer.Option(
-            "--converter-a",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="Converter for A.",
-        ),
+        str | None, converter_option("Converter for A.", "--converter-a")
     ] = None,
     converter_b: Annotated[
-        str | None,
-        typer.Option(
-            "--converter-b",
-            autocompletion=complete_converter,
-            metavar=CONVERTERS,
-            help="Converter for B.",
-        ),
+        str | None, converter_option("Converter for B.", "--converter-b")
     ] = None,
     fmt: Annotated[
         TextOrJson, typer.Option("--format", help="text (side by side) or json (for scripts).")

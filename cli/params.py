@@ -55,17 +55,16 @@ def _registry_choices() -> tuple[str, str]:
 PARSERS, CONVERTERS = _registry_choices()
 
 
-def converter_option(help: str) -> Any:
+def converter_option(help: str, flag: str = "--converter") -> Any:
     """A command's ``--converter`` (a converter's name, or ``auto``): the built-ins as its metavar,
-    every registered name completed. Each command says what it converts."""
-    return typer.Option(
-        "--converter", metavar=CONVERTERS, autocompletion=complete_converter, help=help
-    )
+    every registered name completed. Each command says what it converts; ``flag`` names an
+    option of the same kind for one side (diff's ``--converter-a``)."""
+    return typer.Option(flag, metavar=CONVERTERS, autocompletion=complete_converter, help=help)
 
 
-def parser_option(help: str) -> Any:
+def parser_option(help: str, flag: str = "--parser") -> Any:
     """A command's ``--parser`` (a handler's name): as :func:`converter_option`, for handlers."""
-    return typer.Option("--parser", metavar=PARSERS, autocompletion=complete_parser, help=help)
+    return typer.Option(flag, metavar=PARSERS, autocompletion=complete_parser, help=help)
 
 
 # the --converter and --parser of a command that shows one stream as it was recorded

@@ -353,31 +353,7 @@ def record(
     Exit 0 when the stream completed, 1 on an HTTP error, a dropped connection or a timeout
     (the recording keeps what arrived and says why it ended), 130 on Ctrl-C, 2 on bad input.
     """
-    _record(
-        _Options(
-            output=output,
-            provider=provider,
-            model=model,
-            prompt=prompt,
-            messages=messages,
-            system=system,
-            tools=tools,
-            tool_choice=tool_choice,
-            body=body,
-            header=tuple(header or ()),
-            base_url=base_url,
-            api_key_env=api_key_env,
-            max_tokens=max_tokens,
-            set_=tuple(set_ or ()),
-            no_stream_usage=no_stream_usage,
-            key_in_query=key_in_query,
-            force=force,
-            timeout=timeout,
-            view=view,
-            parser=parser,
-            converter=converter,
-        )
-    )
+    _record(_Options(**locals()))  # the parameters, as given
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,11 +369,11 @@ class _Options:
     tools: Path | None
     tool_choice: str | None
     body: Path | None
-    header: tuple[str, ...]
+    header: list[str] | None
     base_url: str | None
     api_key_env: str | None
     max_tokens: int | None
-    set_: tuple[str, ...]
+    set_: list[str] | None
     no_stream_usage: bool
     key_in_query: bool
     force: bool
@@ -439,11 +415,11 @@ def _record(o: _Options) -> None:
             tools=parse_tools(_read(o.tools, "tools"), str(o.tools)) if o.tools else None,
             tool_choice=o.tool_choice,
             body=_read(o.body, "body", binary=True) if o.body else None,
-            headers=[parse_header_option(h) for h in o.header],
+            headers=[parse_header_option(h) for h in o.header or ()],
             base_url=o.base_url,
             api_key_env=o.api_key_env,
             max_tokens=o.max_tokens,
-            extra=dict(parse_set_option(s) for s in o.set_),
+            extra=dict(parse_set_option(s) for s in o.set_ or ()),
             stream_usage=not o.no_stream_usage,
             key_in_query=o.key_in_query,
         )

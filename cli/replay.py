@@ -151,22 +151,7 @@ def replay(
     ] = None,
 ) -> None:
     """Replay a recording through a provider converter and a tool-call handler."""
-    _replay(
-        _Options(
-            file=file,
-            parser=parser,
-            converter=converter,
-            fmt=fmt,
-            speed=speed,
-            max_gap=max_gap,
-            no_color=no_color,
-            full=full,
-            emit=emit,
-            file_tools=file_tools,
-            strict=strict,
-            sample=sample,
-        )
-    )
+    _replay(_Options(**locals()))  # the parameters, as given
 
 
 @dataclass(frozen=True, slots=True)

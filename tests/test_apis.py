@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -222,3 +223,29 @@ def test_the_row_a_package_holds_is_the_table_s(api: WireApi) -> None:
 
     own = importlib.import_module(api.package).API
     assert own == api and own.package == api.package
+
+
+def test_what_a_row_leaves_out_follows_from_its_other_fields() -> None:
+    base = {"provider": "p", "base_url": ""}
+    plain = WireApi(id="a", name="a.chat", path="/v1/chat", **base)
+    assert (plain.label, plain.route) == ("a.chat", "/v1/chat")
+    # its converter is the one named as the API, its errors its provider's
+    assert (plain.converters, plain.error_style) == (("a",), "p")
+    # a path that names the model: the route is what follows the model
+    named = WireApi(id="b", name="b", path="/v1/models/{model}:stream", **base)
+    assert named.route == ":stream"
+    given = WireApi(
+        id="c",
+        name="c",
+        label="C chat",
+        route="/chat",
+        path="/v1/chat",
+        converters=("x", "c"),
+        error_style="jsonrpc",
+        **base,
+    )
+    assert (given.label, given.route) == ("C chat", "/chat")
+    assert (given.converters, given.error_style) == (("x", "c"), "jsonrpc")
+    # a row made again from its fields (a copy, a pickle) is the same row
+    assert given._replace(package="m").route == "/chat"
+    assert pickle.loads(pickle.dumps(named)) == named

@@ -21,7 +21,7 @@ is held once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from ..converters import (
     converter_names,
@@ -65,6 +65,16 @@ BATCH_CHARS = 64 * 1024  # text of the reads that feed_chunks feeds at once
 
 class DetectionError(ValueError):
     """The stream does not say which wire API it speaks."""
+
+
+class EngineOptions(TypedDict, total=False):
+    """What a stage built on an engine (the inspector) passes on to it: the engine's keyword
+    arguments of the same names, their defaults the engine's."""
+
+    converter: str
+    parser: str
+    source: str
+    handler_options: dict[str, Any] | None
 
 
 class ReplayEngine:

@@ -30,9 +30,9 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
-from ..engine.replay import Item, ReplayEngine
+from ..engine.replay import EngineOptions, Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ..model.quirks import lookup, severity_rank
 from ..model.records import Chunk, End, Header
@@ -174,30 +174,25 @@ class Inspector:
         self,
         header: Header | None = None,
         *,
-        converter: str = "auto",
-        parser: str = "api_tool_call",
-        source: str = "",
         stall: float = DEFAULT_STALL,
-        handler_options: dict[str, Any] | None = None,
         keep_items: bool = False,
         keep_reads: int | None = None,
         items_limit: int | None = None,
         store: ReadStore | None = None,
+        **engine: Unpack[EngineOptions],
     ) -> None:
         """``keep_reads``: the reads whose facts are kept in :attr:`reads` (the first ones;
         ``None``: all). ``keep_items``: keep the engine's items, with the read that brought
         each (the report's player and tree), those of the first ``items_limit`` reads only when
         given (and the end's only when the stream has no more reads). ``store``: every read's
-        facts, for :meth:`read_rows`."""
+        facts, for :meth:`read_rows`. The others (``converter``, ``parser``, ``source``,
+        ``handler_options``) are the engine's (:class:`EngineOptions`)."""
         self.header = header or Header(raw_body=True)
         self.engine = ReplayEngine(
             self.header,
-            converter=converter,
-            parser=parser,
-            source=source,
-            handler_options=handler_options,
             # the segments' types and names (their content too for the report's tree)
             segments=SegmentLog(keep_content=keep_items),
+            **engine,
         )
         self.stall = stall
         self.reads: list[ReadFact] = []

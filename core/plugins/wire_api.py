@@ -9,25 +9,30 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 
-class WireApi(NamedTuple):
-    """One wire API (a named tuple: made at import without the cost of a dataclass)."""
+class _Fields(NamedTuple):
+    """A wire API's fields, as a row gives them (:class:`WireApi` fills the defaults that
+    follow from other fields)."""
 
     id: str  # the table's key, and record's --provider value: "openai-chat"
     name: str  # a recording header's "api", the proxy's and the tapes' name: "chat.completions"
-    label: str  # as serve lists it to clients (GET /) and in its log
-    # the streaming endpoint: a request path ending with it is this API (serve answers it)
-    route: str
-    converters: tuple[str, ...]  # the converters that read its streams, the default first
-    error_style: str  # the shape of its error bodies (see error_body)
     provider: str  # whose API it is: its official host's provider
     # the official SDK's default base URL; empty for an API without an official host (MCP: every
     # server is its own), whose requests the proxy sends to --upstream only
     base_url: str
     path: str  # what a request appends to a base URL ("{model}": the model, quoted)
+    # as serve lists it to clients (GET /) and in its log; by default its name
+    label: str = ""
+    # the streaming endpoint: a request path ending with it is this API (serve answers it); by
+    # default the path after the model it names (":streamGenerateContent"), else the whole path
+    route: str = ""
+    # the converters that read its streams, the default first; by default the one named as the API
+    converters: tuple[str, ...] = ()
+    # the shape of its error bodies (see error_body); by default its provider's
+    error_style: str = ""
     key_env: tuple[str, ...] = ()  # where its official SDK finds the API key
     # further path suffixes of the same API, not streamed (recognised, never served)
     more_routes: tuple[str, ...] = ()
@@ -77,6 +82,25 @@ class WireApi(NamedTuple):
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
+
+
+class WireApi(_Fields):
+    """One wire API (a named tuple: made at import without the cost of a dataclass). What the
+    row leaves empty of its label, route, converters and error style follows from its other
+    fields (see each)."""
+
+    __slots__ = ()
+
+    if not TYPE_CHECKING:  # the type checker sees the fields' own constructor
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> WireApi:
+            row = super().__new__(cls, *args, **kwargs)
+            return row._replace(
+                label=row.label or row.name,
+                route=row.route or row.path.rpartition("{model}")[2],
+                converters=row.converters or (row.id,),
+                error_style=row.error_style or row.provider,
+            )
 
     @property
     def converter(self) -> str:

@@ -24,14 +24,12 @@ API = WireApi(
     id="mcp",
     name="mcp",
     label="MCP (Streamable HTTP)",
-    # the endpoint's conventional path; any path whose request is JSON-RPC is MCP too (the
-    # detect part claims it by its body or its MCP headers)
-    route="/mcp",
-    converters=("mcp",),
     error_style="jsonrpc",
     provider="mcp",
     # an MCP server has no official host: the proxy sends its requests to --upstream only
     base_url="",
+    # the endpoint's conventional path (its route); any path whose request is JSON-RPC is MCP
+    # too (the detect part claims it by its body or its MCP headers)
     path="/mcp",
     model_field="method",  # what names a request in a tape: its JSON-RPC method
     aliases=("model-context-protocol", "streamable-http"),

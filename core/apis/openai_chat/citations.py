@@ -7,6 +7,19 @@ from typing import Any
 
 from ...model.citations import clean
 
+# a citation annotation's fields by its type: our key, then theirs (a ``file_path`` annotation
+# is not a citation)
+_FIELDS: dict[str, dict[str, str]] = {
+    "url_citation": {"url": "url", "title": "title", "start": "start_index", "end": "end_index"},
+    "file_citation": {"file_id": "file_id", "title": "filename", "start": "index"},
+    "container_file_citation": {
+        "file_id": "file_id",
+        "title": "filename",
+        "start": "start_index",
+        "end": "end_index",
+    },
+}
+
 
 def from_openai_annotation(annotation: Any) -> dict[str, Any] | None:
     """One Responses annotation, or one Chat Completions ``annotations`` entry (whose fields are
@@ -15,35 +28,12 @@ def from_openai_annotation(annotation: Any) -> dict[str, Any] | None:
     if not isinstance(annotation, dict):
         return None
     kind = annotation.get("type")
-    nested = annotation.get(kind) if isinstance(kind, str) else None
+    names = _FIELDS.get(kind) if isinstance(kind, str) else None
+    if names is None:
+        return None
+    nested = annotation.get(kind)
     fields: dict[str, Any] = nested if isinstance(nested, dict) else annotation
-    if kind == "url_citation":
-        return clean(
-            {
-                "url": fields.get("url"),
-                "title": fields.get("title"),
-                "start": fields.get("start_index"),
-                "end": fields.get("end_index"),
-            }
-        )
-    if kind == "file_citation":
-        return clean(
-            {
-                "file_id": fields.get("file_id"),
-                "title": fields.get("filename"),
-                "start": fields.get("index"),
-            }
-        )
-    if kind == "container_file_citation":
-        return clean(
-            {
-                "file_id": fields.get("file_id"),
-                "title": fields.get("filename"),
-                "start": fields.get("start_index"),
-                "end": fields.get("end_index"),
-            }
-        )
-    return None
+    return clean({ours: fields.get(theirs) for ours, theirs in names.items()})
 
 
 def from_search_results(results: Any, urls: Any) -> list[dict[str, Any]]:
