@@ -32,7 +32,6 @@ functions that use them.
 from __future__ import annotations
 
 import time
-import weakref
 from bisect import bisect_right
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from ..recording.recorder import RecordingLimit, ResponseRecorder, classify, ori
 from ..recording.secrets import credential_values, secret_query_values
 from ..wire import fastjson
 from .bodies import OFF_LOOP
-from .listen import CutConnection, allow_status
+from .listen import CutConnection, allow_status, at_stop
 
 if TYPE_CHECKING:
     import ssl
@@ -278,18 +277,14 @@ class Forwarder:
         self.max_recording_bytes = max_recording_bytes
         self._client: aiohttp.ClientSession | None = None
         self._proxy_for: _EnvironmentProxies | None = None
-        self.loop: Any = None  # the event loop its session belongs to
 
     @property
     def client(self) -> aiohttp.ClientSession:
         """The session (made on first use, on the server's event loop)."""
         if self._client is None:
-            import asyncio
-
             import aiohttp
 
-            self.loop = asyncio.get_running_loop()
-            _OPEN.add(self)
+            at_stop(self.aclose)  # closed when the server on this loop stops
             self._proxy_for = _EnvironmentProxies()
             self._client = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
@@ -315,7 +310,6 @@ class Forwarder:
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            _OPEN.discard(self)
             await client.close()
 
     async def send(
@@ -399,20 +393,6 @@ class Forwarder:
             on_end=on_end,
             prepare=prepare,
         )
-
-
-# the forwarders with an open session, closed by the server whose loop they run on when it stops
-# (:func:`close_forwarders`): a session left to the garbage collector is reported as unclosed
-_OPEN: weakref.WeakSet[Forwarder] = weakref.WeakSet()
-
-
-async def close_forwarders() -> None:
-    """Close the sessions of every forwarder that runs on this event loop (a server's stop)."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    for forwarder in [f for f in _OPEN if f.loop is loop]:
-        await forwarder.aclose()
 
 
 class _Reads:

@@ -6,9 +6,11 @@ uvicorn is imported only inside the functions that run it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -115,6 +117,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+# -- closed when a server stops -------------------------------------------------------------------
+_AT_STOP: weakref.WeakKeyDictionary[Any, list[Callable[[], Awaitable[None]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def at_stop(close: Callable[[], Awaitable[None]]) -> None:
+    """Have the server running on this event loop await ``close`` when it stops (an upstream
+    client's session: one left to the garbage collector is reported as unclosed)."""
+    _AT_STOP.setdefault(asyncio.get_running_loop(), []).append(close)
+
+
 # -- running an app on it --------------------------------------------------------------------------
 def _config(
     app: Any,
@@ -148,11 +162,12 @@ def server_for(config: Any) -> Any:
         cut = 0  # requests in progress when it stopped
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            from .forward import close_forwarders
-
             self.cut = stop_requests(self.config.http)
             await super().shutdown(sockets)
-            await close_forwarders()  # the upstream sessions of a proxy, of record on miss
+            # what holds connections of its own on this loop: a proxy's or a record on
+            # miss's upstream session
+            for close in _AT_STOP.pop(asyncio.get_running_loop(), []):
+                await close()
 
     return StoppingServer(config)
 
