@@ -267,7 +267,7 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         print(f"load average before: {' '.join(f.read().split()[:3])}")
     # the floors: the proxy's libraries, a TCP relay, and the same relay on other maintained
-    # libraries where they are installed (aiohttp: ``pip install aiohttp``; httpx2 comes with
+    # libraries where they are installed (aiohttp, the proxy's upstream client; httpx2 comes with
     # the openai SDK)
     kinds = ["http", "tcp"]
     for kind in OTHER_LIBRARIES:

@@ -14,8 +14,8 @@ Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is
 The proxy's own work is what it costs beyond the ``http`` floor.
 
 Two more, the same relay on other maintained libraries used as their documentation shows, to
-tell whether another library would do better than the proxy's (``aiohttp`` is not a dependency
-of streamtool: ``pip install aiohttp`` to run them; ``httpx2`` comes with the openai SDK):
+tell whether another library would do better than the proxy's (``aiohttp`` is the proxy's
+upstream client, a dependency of streamtool; ``httpx2`` comes with the openai SDK):
 
 - ``aiohttp``: aiohttp's server (``web.StreamResponse``) and its client (``ClientSession``,
   the body read with ``content.iter_any()``), on the asyncio loop;
