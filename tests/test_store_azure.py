@@ -2,8 +2,8 @@
 127.0.0.1, reached through obstore as its documentation shows (``AZURE_STORAGE_USE_EMULATOR``):
 a tape pushed by two writers at once, served, pulled byte for byte, verified and collected, and
 an object there already never overwritten. Skipped when Azurite is not installed (``.ci/run``
-installs it). Google Cloud Storage has no such test: no emulator installable from PyPI or npm
-takes obstore's uploads (docs/store.md says why)."""
+installs it). Google Cloud Storage is read against its emulator in ``test_store_gcs.py``; no
+emulator installable from PyPI or npm takes obstore's uploads (docs/store.md says why)."""
 
 from __future__ import annotations
 

@@ -139,6 +139,21 @@ def _unreachable(exc: BaseException) -> bool:
     return describe_error(exc).startswith("cannot reach")
 
 
+def _gcs_base_url() -> str:
+    """The ``gcs_base_url`` of the service account file ``GOOGLE_SERVICE_ACCOUNT`` names (an
+    emulator's address, as obstore documents it), else ``""``: obstore reads the file itself,
+    this only tells whether its address is plain http."""
+    path = os.environ.get("GOOGLE_SERVICE_ACCOUNT") or os.environ.get("GOOGLE_SERVICE_ACCOUNT_PATH")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = json.load(f).get("gcs_base_url")
+    except (OSError, ValueError, AttributeError):
+        return ""  # obstore says what is wrong with the file
+    return found if isinstance(found, str) else ""
+
+
 def _open(url: str) -> tuple[Any, str]:
     """obstore's store for ``url``'s root and the tape's prefix in it."""
     try:
@@ -175,6 +190,8 @@ def _open(url: str) -> tuple[Any, str]:
             provider = _aws_files()
             if provider is not None:
                 kwargs["credential_provider"] = provider
+        if scheme == "gs" and _gcs_base_url().startswith("http://"):
+            options["allow_http"] = True  # an emulator named by the service account file
         if scheme == "az":  # an http:// endpoint (Azurite's, when the emulator is on, always is)
             endpoint = os.environ.get("AZURE_STORAGE_ENDPOINT") or os.environ.get("AZURE_ENDPOINT")
             if endpoint and endpoint.startswith("http://"):
