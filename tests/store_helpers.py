@@ -212,3 +212,32 @@ def run_quietly(target: object) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)  # type: ignore[arg-type]
     thread.start()
     return thread
+
+
+def served_pulled_and_verified(url: str, files: list[Path], pulled: Path) -> None:
+    """The store tape at ``url`` (holding ``files``): a request of its first recording is served
+    with that recording's stream; ``tape pull`` brings every recording byte for byte into
+    ``pulled``; ``tape verify`` finds each exchange's object matching its hash."""
+    import json
+    from urllib.parse import urlsplit
+
+    import httpx
+    from typer.testing import CliRunner
+
+    from streamtool.cli.main import app
+    from streamtool.core.net.tape import serving_tape
+    from streamtool.core.recording.tape_index import read_index
+
+    lines = [json.loads(line) for line in files[0].read_text().splitlines()]
+    request = lines[0]["request"]
+    with serving_tape(url) as server:
+        r = httpx.post(server.url + urlsplit(request["url"]).path, json=request["body"], timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.text == "".join(x["text"] for x in lines if x["type"] == "chunk")
+    done = CliRunner().invoke(app, ["tape", "pull", url, str(pulled)])
+    assert done.exit_code == 0, done.output
+    got = sorted(sha256_of(pulled / e.file) for e in read_index(pulled))
+    assert got == sorted(sha256_of(f) for f in files)
+    verified = CliRunner().invoke(app, ["tape", "verify", url])
+    checked = f"{len(files)} exchanges checked, 0 not matching"
+    assert verified.exit_code == 0 and checked in verified.stdout, verified.output

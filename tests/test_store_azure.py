@@ -7,22 +7,17 @@ emulator installable from PyPI or npm takes obstore's uploads (docs/store.md say
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
 from streamtool.cli.main import app
 from streamtool.core.net.store import StoreTape
 from streamtool.core.net.store_ops import push
-from streamtool.core.net.tape import serving_tape
-from streamtool.core.recording.tape_index import read_index
 
-from .store_helpers import Azure, a_tape, az, azurite, sha256_of
+from .store_helpers import Azure, a_tape, az, azurite, served_pulled_and_verified, sha256_of
 
 __all__ = ["az", "azurite"]  # the fixtures, used by name
 
@@ -50,21 +45,9 @@ def test_a_tape_on_azure_is_pushed_served_pulled_and_never_overwritten(
         obstore.put(tape.store, key, b"another writer's\n", mode="create", use_multipart=False)
     assert bytes(obstore.get(tape.store, key).bytes()) == held
 
-    # served: a request of the tape is answered with its recording's stream
-    lines = [json.loads(line) for line in files[0].read_text().splitlines()]
-    request = lines[0]["request"]
-    with serving_tape(url) as server:
-        r = httpx.post(server.url + urlsplit(request["url"]).path, json=request["body"], timeout=30)
-    assert r.status_code == 200, r.text
-    assert r.text == "".join(x["text"] for x in lines if x["type"] == "chunk")
-
-    # pulled (through the command) byte for byte, verified, then collected
-    pulled = CliRunner().invoke(app, ["tape", "pull", url, str(tmp_path / "pulled")])
-    assert pulled.exit_code == 0, pulled.output
-    got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in read_index(tmp_path / "pulled"))
-    assert got == sorted(sha256_of(f) for f in files)
-    verified = CliRunner().invoke(app, ["tape", "verify", url])
-    assert verified.exit_code == 0 and "4 exchanges checked, 0 not matching" in verified.stdout
+    # served (a request of the tape answered with its recording's stream), pulled through the
+    # command byte for byte, verified
+    served_pulled_and_verified(url, files, tmp_path / "pulled")
     gone = CliRunner().invoke(app, ["tape", "gc", url, "--older-than", "1", "--delete"])
     assert gone.exit_code == 0, gone.output
     assert StoreTape(url).listing().refs == []

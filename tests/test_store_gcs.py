@@ -20,7 +20,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -29,10 +28,8 @@ from typer.testing import CliRunner
 from streamtool.cli.main import app
 from streamtool.core.net.store import StoreTape
 from streamtool.core.net.store_ops import push
-from streamtool.core.net.tape import serving_tape
-from streamtool.core.recording.tape_index import read_index
 
-from .store_helpers import a_tape, sha256_of
+from .store_helpers import a_tape, served_pulled_and_verified, sha256_of
 
 BUCKET = "team-tapes"
 
@@ -134,21 +131,9 @@ def test_a_tape_on_gcs_is_listed_served_pulled_and_verified(
     assert listed.exit_code == 0, listed.output
     assert len(json.loads(listed.stdout)) == len(files)
 
-    # served: a request of the tape is answered with its recording's stream
-    lines = [json.loads(line) for line in files[0].read_text().splitlines()]
-    request = lines[0]["request"]
-    with serving_tape(url) as server:
-        r = httpx.post(server.url + urlsplit(request["url"]).path, json=request["body"], timeout=30)
-    assert r.status_code == 200, r.text
-    assert r.text == "".join(x["text"] for x in lines if x["type"] == "chunk")
-
-    # pulled through the command, byte for byte
-    pulled = CliRunner().invoke(app, ["tape", "pull", url, str(tmp_path / "pulled")])
-    assert pulled.exit_code == 0, pulled.output
-    got = sorted(sha256_of(tmp_path / "pulled" / e.file) for e in read_index(tmp_path / "pulled"))
-    assert got == sorted(sha256_of(f) for f in files)
-    verified = CliRunner().invoke(app, ["tape", "verify", url])
-    assert verified.exit_code == 0 and "4 exchanges checked, 0 not matching" in verified.stdout
+    # served (a request of the tape answered with its recording's stream), pulled through the
+    # command byte for byte, verified
+    served_pulled_and_verified(url, files, tmp_path / "pulled")
 
     # an object changed behind the tape's back is named by verify (exit 1)
     changed = next(p for p in objects if "/recordings/" in p.as_posix())
