@@ -386,7 +386,7 @@ class Forwarder:
             headers=headers,
             body=body,
             recorder=recorder,
-            exchange=ex,
+            ex=ex,
             observer=observer,
             transform=transform,
             error_style=error_style,
@@ -486,42 +486,26 @@ class _Reads:
         return data
 
 
+@dataclass(eq=False)
 class _ForwardedResponse:
     """An ASGI response (starlette calls it like one) doing one forwarded exchange."""
 
-    background = None
-
-    def __init__(
-        self,
-        forwarder: Forwarder,
-        *,
-        method: str,
-        url: str,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        recorder: ResponseRecorder | None,
-        exchange: Exchange,
-        observer: Observer | None,
-        transform: StreamTransform | None,
-        error_style: str,
-        on_end: Callable[[Exchange], None] | None,
-        prepare: Callable[[], Awaitable[Any]] | None = None,
-    ) -> None:
-        self.forwarder = forwarder
-        self.prepare = prepare
-        self._prepared: Awaitable[Any] | None = None
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.recorder = recorder
-        self.ex = exchange
-        self.observer = observer
-        self.transform = transform
-        self.error_style = error_style
-        self.on_end = on_end
-        self._ended = False
-        self._started = False
+    forwarder: Forwarder
+    method: str
+    url: str
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    recorder: ResponseRecorder | None
+    ex: Exchange
+    observer: Observer | None
+    transform: StreamTransform | None
+    error_style: str
+    on_end: Callable[[Exchange], None] | None
+    prepare: Callable[[], Awaitable[Any]] | None = None
+    _prepared: Awaitable[Any] | None = field(default=None, init=False)
+    _ended: bool = field(default=False, init=False)
+    _started: bool = field(default=False, init=False)
+    background = None  # what starlette asks of a response (none)
 
     # -- recording, never allowed to stop the forwarding ----------------------------------------
     def _safely(self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T | None:
