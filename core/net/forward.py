@@ -40,7 +40,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from ..model.records import Chunk
 from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify, origin
-from ..recording.secrets import credential_values, secret_query_values
+from ..recording.secrets import (
+    SecretScrubber,
+    credential_values,
+    redact_keys,
+    secret_query_values,
+)
 from ..wire import fastjson
 from .bodies import OFF_LOOP
 from .listen import CutConnection, allow_status, at_stop
@@ -520,6 +525,12 @@ class _ForwardedResponse:
             self.recorder = None
             return None
 
+    def _without_secrets(self, text: str) -> str:
+        """``text`` with the request's credentials (its headers', its URL's) and anything
+        key-shaped redacted."""
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.headers]
+        return redact_keys(SecretScrubber(request_secrets(headers, self.url)).text(text))
+
     def _notify(self, what: str, *args: Any) -> None:
         if self.observer is None:
             return
@@ -552,7 +563,7 @@ class _ForwardedResponse:
             reason = "error"
             error = error or f"HTTP {ex.status}"
         ex.end = reason or "complete"
-        ex.error = error
+        ex.error = self._without_secrets(error) if error else error
         ex.duration = time.monotonic() - ex.t0
         self._notify("ended")
         if self.on_end is not None:
@@ -634,9 +645,10 @@ class _ForwardedResponse:
             timeout = isinstance(exc, TimeoutError)
             status = 504 if timeout else 502
             what = "did not answer in time" if timeout else "could not be reached"
+            # the client library's words may hold the request's URL, its query's key included
             message = (
                 f"streamtool proxy: the upstream {origin(self.url)} {what}: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {self._without_secrets(str(exc))}"
             )
             ex.status = status
             self._finish(None, None, exc)
