@@ -221,6 +221,10 @@ def _aws_files() -> Any:
         return None
 
 
+class _NotStarted(Exception):
+    """A fetch not begun because another one failed."""
+
+
 def run_sync(coro: Awaitable[_T]) -> _T:
     """Run ``coro`` to its end from synchronous code (in a thread of its own when an event
     loop runs here already). A :class:`StoreError` comes out new, holding nothing of the run:
@@ -556,9 +560,12 @@ class StoreTape:
         self, digests: list[str], progress: Callable[[int], None] | None
     ) -> dict[str, Path]:
         gate = asyncio.Semaphore(self.parallel)
+        failed = asyncio.Event()
 
         async def one(digest: str) -> tuple[str, Path]:
             async with gate:
+                if failed.is_set():  # another fetch failed: none more begins
+                    raise _NotStarted
                 try:
                     data = await self.get_async(recording_key(digest))
                 except FileNotFoundError:
@@ -580,13 +587,22 @@ class StoreTape:
                 progress(1)
             return digest, path
 
-        tasks = [asyncio.ensure_future(one(d)) for d in digests]
-        try:
-            return dict(await asyncio.gather(*tasks))
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async def guarded(digest: str) -> tuple[str, Path]:
+            try:
+                return await one(digest)
+            except BaseException:
+                failed.set()
+                raise
+
+        # a failure stops what has not begun and lets the fetches under way end (each soon,
+        # the store gone or not): a fetch cancelled in the middle leaves obstore's runtime
+        # working for a loop that is gone, which aborts the process at its exit
+        results = await asyncio.gather(*(guarded(d) for d in digests), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        first = next((e for e in errors if not isinstance(e, _NotStarted)), None)
+        if first is not None:
+            raise first
+        return dict(r for r in results if not isinstance(r, BaseException))
 
     def entry_records(
         self, refs: Sequence[EntryRef], progress: Callable[[int], None] | None = None
