@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recording.secrets import SecretScrubber, redact_keys
+from ..recording.secrets import SecretScrubber, redact_keys, without_secrets
 from ..wire.fastjson import canonical
 
 # top-level request fields that change nothing about the conversation a recording answers
@@ -337,7 +337,7 @@ class Matcher:
     ) -> Miss:
         """Why nothing matched: the closest exchange and the first difference. ``secrets``:
         the request's credentials, masked wherever the message would show them."""
-        where = redact_keys(SecretScrubber(secrets).text(shown_endpoint or endpoint.split("@")[0]))
+        where = without_secrets(shown_endpoint or endpoint.split("@")[0], secrets)
         candidates = list(self.with_bodies(endpoint))
         if body is None:
             return Miss(f"no recorded exchange matches a request without a JSON body on {where}")

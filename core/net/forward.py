@@ -41,10 +41,9 @@ from ..model.records import Chunk
 from ..plugins import error_body
 from ..recording.recorder import RecordingLimit, ResponseRecorder, classify, origin
 from ..recording.secrets import (
-    SecretScrubber,
     credential_values,
-    redact_keys,
     secret_query_values,
+    without_secrets,
 )
 from ..wire import fastjson
 from .bodies import OFF_LOOP
@@ -529,7 +528,7 @@ class _ForwardedResponse:
         """``text`` with the request's credentials (its headers', its URL's) and anything
         key-shaped redacted."""
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.headers]
-        return redact_keys(SecretScrubber(request_secrets(headers, self.url)).text(text))
+        return without_secrets(text, request_secrets(headers, self.url))
 
     def _notify(self, what: str, *args: Any) -> None:
         if self.observer is None:

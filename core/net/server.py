@@ -21,10 +21,10 @@ from ..exchange.playback import Cut, Playback, schedule
 from ..plugins import api_table, error_body, served_api
 from ..plugins.table import default_api
 from ..recording.secrets import (
-    SecretScrubber,
     credential_values,
     redact_keys,
     secret_query_values,
+    without_secrets,
 )
 from ..wire import fastjson
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
@@ -49,7 +49,7 @@ def masked(request: Any, text: str) -> str:
     """``text`` without the credentials ``request`` carries (headers, query parameters) and
     without anything key-shaped: what a log line or an error answer may show."""
     secrets = credential_values(request.headers.items()) + secret_query_values(str(request.url))
-    return redact_keys(SecretScrubber(secrets).text(text))
+    return without_secrets(text, secrets)
 
 
 def _parse(raw: bytes) -> Any:

@@ -40,7 +40,7 @@ from ..exchange.tape_match import Matcher, MatchRules, canonical, endpoint_key
 from ..model.records import INDEX_NAME, RecordingError, os_error_text
 from ..plugins import error_body, served_api
 from ..recording.own_files import open_own
-from ..recording.secrets import SecretScrubber, redact_keys
+from ..recording.secrets import SecretScrubber, redact_keys, without_secrets
 from ..recording.tape_gitignore import is_fresh, write_gitignore
 from ..recording.tape_index import (
     EXCHANGE_SUFFIXES,
@@ -241,7 +241,7 @@ class TapeLibrary(ServingLibrary):
             message = f"{why}; not served" if why else message
         if self.record_hint:
             message += f"; record it with {self.record_hint}"
-        return redact_keys(SecretScrubber(secrets).text(message))
+        return without_secrets(message, secrets)
 
 
 def load_exchanges(

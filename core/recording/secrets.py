@@ -302,6 +302,12 @@ def redact_keys(text: str) -> str:
     return _KEY_RE.sub(REDACTED, text)
 
 
+def without_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with the credential values ``secrets`` and anything key-shaped redacted: what a
+    log line or an error answer may show of a request's words."""
+    return redact_keys(SecretScrubber(secrets).text(text))
+
+
 class SecretScrubber:
     """Replaces every occurrence of known credential values by the redaction marker."""
 

@@ -220,24 +220,17 @@ class SessionRecorder:
         return True
 
     def _scrubbed(self, held: list[Message | Control]) -> list[Message | Control]:
-        """``held`` with every message scrubbed. Looked for in all of them at once first (the
-        messages joined by a line break, which no credential or key shape holds, so that
+        """``held`` with every message scrubbed. :meth:`scrub` looks in all of them at once
+        first (the texts joined by a line break, which no credential or key shape holds, so
         nothing is found across two): a burst that holds none, nearly every one, costs one
         search instead of one a message."""
-        texts = [r.data for r in held if isinstance(r, Message) and isinstance(r.data, str)]
-        blobs = [r.data for r in held if isinstance(r, Message) and isinstance(r.data, bytes)]
-        text = "\n".join(texts)
-        data = b"\n".join(blobs)
-        clean = (
-            text.isascii()
-            and not key_spans(text.encode("ascii"))
-            and not key_spans(data)
-            and (
-                not self.scrubber
-                or (self.scrubber.text(text) == text and self.scrubber.data(data) == data)
-            )
+        texts = "\n".join(
+            r.data for r in held if isinstance(r, Message) and isinstance(r.data, str)
         )
-        if clean:
+        blobs = b"\n".join(
+            r.data for r in held if isinstance(r, Message) and isinstance(r.data, bytes)
+        )
+        if self.scrub(texts) == texts and self.scrub(blobs) == blobs:
             return held
         return [
             Message(r.t, r.direction, self.scrub(r.data)) if isinstance(r, Message) else r
