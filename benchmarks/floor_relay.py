@@ -60,6 +60,17 @@ async def tcp_relay(upstream: str) -> None:
         await server.serve_forever()
 
 
+async def _request_body(receive: Any) -> bytes:
+    """An ASGI request's whole body."""
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
 def http_app(upstream: str, client_library: str = "httpx") -> Any:
     import importlib
 
@@ -73,12 +84,7 @@ def http_app(upstream: str, client_library: str = "httpx") -> Any:
             await client.aclose()
             await send({"type": "lifespan.shutdown.complete"})
             return
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await _request_body(receive)
         headers = [(k, v) for k, v in scope["headers"] if k not in _REQUEST_SKIP]
         path = scope["raw_path"] + (b"?" + scope["query_string"] if scope["query_string"] else b"")
         request = client.build_request(
@@ -119,12 +125,7 @@ def uvicorn_aiohttp_app(upstream: str) -> Any:
             await client[0].close()
             await send({"type": "lifespan.shutdown.complete"})
             return
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await _request_body(receive)
         headers = [
             (k.decode("latin-1"), v.decode("latin-1"))
             for k, v in scope["headers"]
