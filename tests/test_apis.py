@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import pickle
 import subprocess
@@ -18,10 +20,12 @@ from streamtool.core.net.capture import is_stream_request, provider_and_api
 from streamtool.core.net.library import load_recording
 from streamtool.core.net.proxy import PROVIDER_NAMES, parse_upstreams, route
 from streamtool.core.plugins import (
+    ManifestError,
     WireApi,
     api_for_converter,
     api_for_path,
     api_table,
+    builtin_apis,
     converter_named,
     error_body,
     find_api,
@@ -249,3 +253,118 @@ def test_what_a_row_leaves_out_follows_from_its_other_fields() -> None:
     # a row made again from its fields (a copy, a pickle) is the same row
     assert given._replace(package="m").route == "/chat"
     assert pickle.loads(pickle.dumps(named)) == named
+
+
+# some of the built-in rows' values as they were written in Python before their manifests:
+# lists read back as tuples, what a row leaves out filled in as the constructor fills it
+PINNED: dict[str, dict[str, object]] = {
+    "anthropic": {
+        "route": "/messages",
+        "label": "messages",
+        "hosted_routes": ("/anthropic/*:streamRawPredict",),
+        "provider_path": r"^/v1/messages",
+        "sdk_headers": ("anthropic-version",),
+    },
+    "gemini": {
+        "route": ":streamGenerateContent",
+        "model_in_path": r"/models/([^/:]+):",
+        "stream_in_path": True,
+        "json_array_quirk": True,
+        "provider_aliases": ("google", "vertex", "vertex-ai", "google-vertex", "google-ai"),
+        "error_path": r":[^/]*$|/models/",
+    },
+    "openai-chat": {
+        "converters": ("openai-chat", "kimi-k2"),
+        "default": True,
+        "compatible_provider": "openai-compatible",
+        "short": "chat",
+        "provider_path": None,
+    },
+    "openai-responses": {"transports": ("http", "websocket"), "arguments_as_text": True},
+    "mcp": {"base_url": "", "error_style": "jsonrpc", "model_field": "method", "key_env": ()},
+    "bedrock-converse": {
+        "more_routes": ("/converse",),
+        "sigv4": "bedrock",
+        "error_style": "bedrock",
+    },
+}
+
+
+@pytest.mark.parametrize("api_id", PINNED)
+def test_a_manifest_gives_the_row_it_replaced(api_id: str) -> None:
+    api = find_api(api_id)
+    assert api is not None and api.package == "streamtool.core.apis." + api_id.replace("-", "_")
+    for field, value in PINNED[api_id].items():
+        assert getattr(api, field) == value, field
+        assert type(getattr(api, field)) is type(value), field
+
+
+@pytest.mark.parametrize("api", builtin_apis(), ids=[a.id for a in builtin_apis()])
+def test_a_built_in_row_is_its_manifest_as_python_would_write_it(api: WireApi) -> None:
+    """The row read from ``api.json`` equals ``WireApi(...)`` written in Python with the same
+    values (a plugin's way): tuples where the row has tuples, so rows hash and compare."""
+    spec = importlib.util.find_spec(api.package)
+    assert spec is not None and spec.origin is not None
+    fields = json.loads((Path(spec.origin).parent / "api.json").read_text())
+    written = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+    assert api == WireApi(package=api.package, **written)
+    for field, default in WireApi._field_defaults.items():
+        assert type(getattr(api, field)) is type(default) or (
+            default is None and isinstance(getattr(api, field), str)
+        ), field
+    assert hash(api) == hash(WireApi(package=api.package, **written))
+
+
+BAD_MANIFESTS = {
+    "not_json": ('{"id": "x",', "not JSON"),
+    "not_an_object": ('["id", "x"]', "one JSON object"),
+    "unknown_field": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", "path": "/x", "routes": ["/y"]}',
+        "no row field 'routes'",
+    ),
+    "missing_field": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": ""}',
+        "'path' is missing",
+    ),
+    "string_for_a_list": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", '
+        '"path": "/x", "key_env": "X_KEY"}',
+        "'key_env' must be a list",
+    ),
+    "a_list_of_numbers": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", "path": "/x", "aliases": [1]}',
+        "'aliases' must be a list of strings",
+    ),
+    "text_for_a_flag": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", '
+        '"path": "/x", "compatible": "yes"}',
+        "'compatible' must be true or false",
+    ),
+    "its_package": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", '
+        '"path": "/x", "package": "elsewhere"}',
+        "'package'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", [*BAD_MANIFESTS, "no_manifest"])
+def test_a_bad_manifest_is_one_error_naming_the_file(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = f"bad_manifest_{case}"
+    folder = tmp_path / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text(
+        "from streamtool.core.plugins import WireApi\nAPI = WireApi.from_package(__name__)\n"
+    )
+    if case in BAD_MANIFESTS:
+        (folder / "api.json").write_text(BAD_MANIFESTS[case][0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ManifestError) as caught:
+        importlib.import_module(package)
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'api.json'}: ")
+    assert "\n" not in message
+    assert (BAD_MANIFESTS[case][1] if case in BAD_MANIFESTS else "cannot be read") in message
+    sys.modules.pop(package, None)

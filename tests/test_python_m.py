@@ -58,3 +58,7 @@ def test_the_wheel_ships_streamtool_main(tmp_path: Path) -> None:
     assert "streamtool/__main__.py" in names
     top = {n.split("/")[1] for n in names if n.startswith("streamtool/")}
     assert top == {"__main__.py", "cli", "core"}
+    # every API package's row, its manifest (package data)
+    manifests = [p.relative_to(ROOT).as_posix() for p in ROOT.glob("core/apis/*/api.json")]
+    assert len(manifests) > 10
+    assert {f"streamtool/{m}" for m in manifests} <= set(names)

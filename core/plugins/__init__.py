@@ -27,12 +27,13 @@ if TYPE_CHECKING:
         part,
         served_api,
     )
-    from .wire_api import WireApi
+    from .wire_api import ManifestError, WireApi
 
 # loaded when first asked for: the converters' and handlers' registries (every command's start)
 # import this package without the table of APIs
 __all__ = [
     "ApiError",
+    "ManifestError",
     "WireApi",
     "api_for_converter",
     "api_for_path",
@@ -48,7 +49,9 @@ __all__ = [
     "part",
     "served_api",
 ]
-_LAZY = {name: ".wire_api" if name == "WireApi" else ".table" for name in __all__}
+_LAZY = {
+    name: ".wire_api" if name in ("ManifestError", "WireApi") else ".table" for name in __all__
+}
 
 
 def __getattr__(name: str) -> Any:

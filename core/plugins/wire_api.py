@@ -1,13 +1,19 @@
 """One wire API's row: where the API lives, what it is called, where its model is named.
 
 Every wire API is a package (``streamtool.core.apis.<api>``, or a plugin's) whose ``API`` is one
-:class:`WireApi`; the package's other modules are its parts (:mod:`.table` finds them). Pure
+:class:`WireApi`; the package's other modules are its parts (:mod:`.table` finds them). A row is
+data: a built-in package keeps it in its manifest, ``api.json`` beside its ``__init__.py``
+(:meth:`WireApi.from_package`); a plugin may write ``WireApi(...)`` in Python as well. Pure
 data: nothing here imports more than the standard library.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
+import os.path
+import pkgutil
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
@@ -84,6 +90,22 @@ class _Fields(NamedTuple):
     package: str = ""
 
 
+# an API package's manifest, beside its ``__init__.py``: the row's fields as one JSON object
+MANIFEST = "api.json"
+# the JSON values a manifest may give a field, by the type of the field's default (a field
+# without one is a string; a None default is a pattern's), and how an error names them
+_JSON_TYPES: dict[type, tuple[tuple[type, ...], str]] = {
+    str: ((str,), "a string"),
+    type(None): ((str, type(None)), "a string or null"),
+    bool: ((bool,), "true or false"),
+    tuple: ((list,), "a list of strings"),
+}
+
+
+class ManifestError(ValueError):
+    """An API package's manifest that does not give a row (the message names the file)."""
+
+
 class WireApi(_Fields):
     """One wire API (a named tuple: made at import without the cost of a dataclass). What the
     row leaves empty of its label, route, converters and error style follows from its other
@@ -101,6 +123,27 @@ class WireApi(_Fields):
                 converters=row.converters or (row.id,),
                 error_style=row.error_style or row.provider,
             )
+
+    @classmethod
+    def from_package(cls, package: str) -> WireApi:
+        """The row of the API package ``package`` (its ``__name__``) as its manifest gives it:
+        a JSON object of the row's fields, a list for a tuple; ``package`` is where its parts
+        are. A manifest that is not one gives a :class:`ManifestError` naming it."""
+        spec = importlib.util.find_spec(package)
+        folder = os.path.dirname(spec.origin) if spec and spec.origin else package.replace(".", "/")
+        where = os.path.join(folder, MANIFEST)
+        try:
+            data = pkgutil.get_data(package, MANIFEST)
+            if data is None:  # a loader that cannot read files beside its modules
+                raise OSError("its package's loader reads no data files")
+            fields = json.loads(data)
+        except OSError as exc:
+            raise ManifestError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise ManifestError(f"{where}: not JSON: {exc}") from None
+        if not isinstance(fields, dict):
+            raise ManifestError(f"{where}: a manifest is one JSON object of the row's fields")
+        return cls(package=package, **_row_fields(fields, where))
 
     @property
     def converter(self) -> str:
@@ -150,6 +193,27 @@ class WireApi(_Fields):
         if model is None and isinstance(body, dict):
             model = body.get(self.model_field)
         return model if isinstance(model, str) and model else None
+
+
+def _row_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
+    """A manifest's fields checked against the row's, its lists made tuples."""
+    defaults = _Fields._field_defaults
+    missing = [f for f in _Fields._fields if f not in defaults and f not in fields]
+    if missing:
+        raise ManifestError(f"{where}: the row's {missing[0]!r} is missing")
+    row: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name == "package":
+            raise ManifestError(f"{where}: 'package' is the manifest's own package, not a field")
+        if name not in _Fields._fields:
+            raise ManifestError(f"{where}: no row field {name!r}")
+        allowed, words = _JSON_TYPES[type(defaults.get(name, ""))]
+        if not isinstance(value, allowed) or (
+            isinstance(value, list) and not all(isinstance(v, str) for v in value)
+        ):
+            raise ManifestError(f"{where}: {name!r} must be {words}, not {json.dumps(value)}")
+        row[name] = tuple(value) if isinstance(value, list) else value
+    return row
 
 
 @functools.cache

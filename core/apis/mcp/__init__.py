@@ -9,7 +9,13 @@ generations share the transport: 2025-03-26 ... 2025-11-25 (an ``initialize`` ha
 (stateless: no handshake and no sessions; ``Mcp-Method``/``Mcp-Name`` headers; results with a
 ``resultType``). Each HTTP exchange is one recording; a session is the exchanges of a tape.
 
-This package holds everything about it: its row (below) and its parts as modules: ``detect``
+Its row (``api.json``): an MCP server has no official host (an empty ``base_url``), so the proxy
+sends its requests to ``--upstream`` only; its ``path`` is the endpoint's conventional one (its
+route), and any path whose request is JSON-RPC is MCP too (the ``detect`` part claims it by its
+body or its MCP headers); what names a request in a tape (its ``model_field``) is its JSON-RPC
+method.
+
+This package holds everything about it: its row and its parts as modules: ``detect``
 (which requests and streams are MCP), ``decoder`` (the ``mcp`` converter), ``errors`` (a
 JSON-RPC error body), ``jsonrpc`` and ``wire`` (the messages, and a body's events with where
 they lie), ``session`` (a recorded session served again: ``serve``, tapes, the pytest plugin,
@@ -19,18 +25,4 @@ conform's expected answer), ``session_faults`` (the faults of a session that ``c
 
 from ...plugins.wire_api import WireApi
 
-API = WireApi(
-    package=__name__,  # where its parts are
-    id="mcp",
-    name="mcp",
-    label="MCP (Streamable HTTP)",
-    error_style="jsonrpc",
-    provider="mcp",
-    # an MCP server has no official host: the proxy sends its requests to --upstream only
-    base_url="",
-    # the endpoint's conventional path (its route); any path whose request is JSON-RPC is MCP
-    # too (the detect part claims it by its body or its MCP headers)
-    path="/mcp",
-    model_field="method",  # what names a request in a tape: its JSON-RPC method
-    aliases=("model-context-protocol", "streamable-http"),
-)
+API = WireApi.from_package(__name__)

@@ -11,14 +11,4 @@ outline of a session that ``replay`` draws, and how ``serve`` matches a client's
 
 from ...plugins.wire_api import WireApi
 
-API = WireApi(
-    package=__name__,  # where its parts are
-    id="openai-realtime",
-    name="realtime",
-    provider="openai",
-    base_url="https://api.openai.com/v1",
-    path="/realtime",
-    key_env=("OPENAI_API_KEY",),
-    aliases=("openai-realtime-ws",),
-    transports=("websocket",),
-)
+API = WireApi.from_package(__name__)
