@@ -20,40 +20,33 @@ from typing import Any
 
 __all__ = ["TAB_SIZE", "lexer", "lexer_for_path", "prepare"]
 
-# the languages of common extensions (pygments' own guess, from its filename patterns, is used for
-# any other: it is slower the first time, and for some of these it picks a dialect, e.g. tsql)
-_LEXERS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "jsx",
-    ".ts": "typescript",
-    ".tsx": "tsx",
-    ".json": "json",
-    ".toml": "toml",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".md": "markdown",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".rs": "rust",
-    ".go": "go",
-    ".c": "c",
-    ".h": "c",
-    ".cpp": "cpp",
-    ".cc": "cpp",
-    ".hpp": "cpp",
-    ".java": "java",
-    ".rb": "ruby",
-    ".html": "html",
-    ".css": "css",
-    ".sql": "sql",
-    ".txt": "text",
-    ".diff": "diff",
-    ".patch": "diff",
+# each language's common extensions (pygments' own guess, from its filename patterns, is used for
+# any other extension: it is slower the first time, and for some of these it picks a dialect,
+# e.g. tsql)
+_EXTENSIONS = {
+    "python": (".py", ".pyi"),
+    "javascript": (".js", ".mjs", ".cjs"),
+    "jsx": (".jsx",),
+    "typescript": (".ts",),
+    "tsx": (".tsx",),
+    "json": (".json",),
+    "toml": (".toml",),
+    "yaml": (".yaml", ".yml"),
+    "markdown": (".md",),
+    "bash": (".sh", ".bash"),
+    "rust": (".rs",),
+    "go": (".go",),
+    "c": (".c", ".h"),
+    "cpp": (".cpp", ".cc", ".hpp"),
+    "java": (".java",),
+    "ruby": (".rb",),
+    "html": (".html",),
+    "css": (".css",),
+    "sql": (".sql",),
+    "text": (".txt",),
+    "diff": (".diff", ".patch"),
 }
+_LEXERS = {ext: language for language, exts in _EXTENSIONS.items() for ext in exts}
 
 TAB_SIZE = 4
 
