@@ -42,6 +42,20 @@ def choices(names: Iterable[str]) -> str:
     return "[" + "|".join(names) + "]"
 
 
+def choice_option(
+    *flags: str,
+    names: Iterable[str],
+    complete: Callable[[str], list[str]],
+    help: str,
+    callback: Callable[[Any], Any] | None = None,
+) -> Any:
+    """An option that takes one of ``names``: they are its metavar (``[a|b|c]``), and
+    ``complete`` completes its value."""
+    return typer.Option(
+        *flags, metavar=choices(names), autocompletion=complete, callback=callback, help=help
+    )
+
+
 def _registry_choices() -> tuple[str, str]:
     # the built-ins only: listing the plugins means reading every installed package's entry
     # points, which ``--help`` need not pay for (``streamtool converters`` lists them all)

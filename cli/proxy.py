@@ -11,7 +11,7 @@ from . import listening
 from .choices import complete_proxy_view, complete_transform
 from .errors import fail, user_errors
 from .main import app
-from .params import choices
+from .params import choice_option
 
 VIEWS = ("journal", "tree", "none")
 
@@ -50,10 +50,10 @@ def proxy(
     ] = 600.0,
     view: Annotated[
         str | None,
-        typer.Option(
+        choice_option(
             "--view",
-            metavar=choices(VIEWS),
-            autocompletion=complete_proxy_view,
+            names=VIEWS,
+            complete=complete_proxy_view,
             help="Live view: journal (one row per exchange), tree (the newest stream above "
             "the journal) or none. Default: journal (off a terminal: a line per exchange as "
             "it ends).",
@@ -61,10 +61,10 @@ def proxy(
     ] = None,
     transform: Annotated[
         str | None,
-        typer.Option(
+        choice_option(
             "--transform",
-            metavar=choices(tuple(TRANSFORMS.builtins)),
-            autocompletion=complete_transform,
+            names=TRANSFORMS.builtins,
+            complete=complete_transform,
             help="kimi-k2: rewrite Kimi's special-token tool calls in Chat Completions "
             "streams into standard tool_calls (the recording keeps the upstream's bytes).",
         ),

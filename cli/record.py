@@ -32,7 +32,7 @@ from .choices import (
 )
 from .errors import fail, user_errors, warn
 from .main import app
-from .params import choices, converter_option, parser_option
+from .params import choice_option, converter_option, parser_option
 from .replay import check_names
 
 if TYPE_CHECKING:
@@ -267,11 +267,11 @@ def record(
     output: Annotated[Path, typer.Option("--output", "-o", help="The recording to write.")],
     provider: Annotated[
         str | None,
-        typer.Option(
+        choice_option(
             "--provider",
             "-p",
-            autocompletion=complete_provider,
-            metavar=choices(APIS),
+            names=APIS,
+            complete=complete_provider,
             help="The wire API to speak, one of the choices (openai-compatible: any server "
             "that speaks OpenAI's, at --base-url); optional when --base-url names a preset.",
         ),
@@ -331,10 +331,10 @@ def record(
     ] = 120.0,
     view: Annotated[
         str,
-        typer.Option(
+        choice_option(
             "--view",
-            autocompletion=complete_record_view,
-            metavar=choices(VIEWS),
+            names=VIEWS,
+            complete=complete_record_view,
             help="What to show while recording: tree (the live tree), progress (one line), "
             "none, or auto (tree on a terminal, else progress).",
         ),

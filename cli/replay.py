@@ -18,7 +18,7 @@ from .emit import EMIT_CHOICES, check_emit, complete_emit, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
-from .params import ConverterOption, choices, no_color_option, parser_option
+from .params import ConverterOption, choice_option, no_color_option, parser_option
 from .sinks import JsonlSink, JsonSink, Sink
 
 if TYPE_CHECKING:
@@ -115,11 +115,11 @@ def replay(
     ] = False,
     emit: Annotated[
         str | None,
-        typer.Option(
+        choice_option(
             "--emit",
-            metavar=choices(EMIT_CHOICES),
+            names=EMIT_CHOICES,
+            complete=complete_emit,
             callback=check_emit,
-            autocompletion=complete_emit,
             help="Write the replayed stream's meaning as a stream of this API instead of "
             "--format (text, reasoning, tool calls, usage, finish); openai-sse is Chat's "
             "older name.",
