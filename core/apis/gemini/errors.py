@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-# Google's canonical status names by HTTP status
+# Google's canonical status names, and the HTTP statuses each answers
 STATUSES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "NOT_FOUND",
-    409: "ABORTED",
-    413: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    503: "UNAVAILABLE",
+    "INVALID_ARGUMENT": (400, 413),
+    "UNAUTHENTICATED": (401,),
+    "PERMISSION_DENIED": (403,),
+    "NOT_FOUND": (404, 405),
+    "ABORTED": (409,),
+    "RESOURCE_EXHAUSTED": (429,),
+    "UNAVAILABLE": (503,),
 }
+_BY_STATUS = {status: name for name, statuses in STATUSES.items() for status in statuses}
 
 
 def error_shape(status: int, message: str) -> dict[str, Any]:
     """``{"error": {"code", "message", "status"}}``: Google's error body."""
-    name = STATUSES.get(status, "INTERNAL")
+    name = _BY_STATUS.get(status, "INTERNAL")
     return {"error": {"code": status, "message": message, "status": name}}
