@@ -89,8 +89,9 @@ def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for m, calls, results in numbered(conversation, "call_"):
         if m.role == TOOL:
-            for r, cid, _ in results:
-                messages.append({"role": "tool", "tool_call_id": cid, "content": r.text})
+            messages.extend(
+                {"role": "tool", "tool_call_id": cid, "content": r.text} for r, cid, _ in results
+            )
         elif m.role == ASSISTANT:
             msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
             if calls:

@@ -78,8 +78,10 @@ def request_body(conversation: Conversation, model: str) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for m, calls, results in numbered(conversation, "call_"):
         if m.role == TOOL:
-            for r, cid, _ in results:
-                items.append({"type": "function_call_output", "call_id": cid, "output": r.text})
+            items.extend(
+                {"type": "function_call_output", "call_id": cid, "output": r.text}
+                for r, cid, _ in results
+            )
             continue
         if m.text or not calls:
             kind = "output_text" if m.role == ASSISTANT else "input_text"
