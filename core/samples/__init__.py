@@ -31,39 +31,39 @@ SAMPLES: dict[str, Sample] = {
     s.name: s
     for s in (
         Sample(
-            "write-file",
-            "openai-write-file.jsonl",
-            "a write_file call streaming a 13-line Python file, path first",
+            name="write-file",
+            file="openai-write-file.jsonl",
+            about="a write_file call streaming a 13-line Python file, path first",
         ),
         Sample(
-            "anthropic-write-file",
-            "anthropic-write-file.jsonl",
-            "text, then a write_file tool_use streaming a pytest file",
+            name="anthropic-write-file",
+            file="anthropic-write-file.jsonl",
+            about="text, then a write_file tool_use streaming a pytest file",
         ),
         Sample(
-            "patch-file",
-            "openai-patch-file-markers.jsonl",
-            "a patch_file call whose patch is wrapped in __START_PATCH__ markers",
+            name="patch-file",
+            file="openai-patch-file-markers.jsonl",
+            about="a patch_file call whose patch is wrapped in __START_PATCH__ markers",
         ),
         Sample(
-            "parallel-tool-calls",
-            "openai-parallel-tool-calls.jsonl",
-            "two tool calls streamed in parallel",
+            name="parallel-tool-calls",
+            file="openai-parallel-tool-calls.jsonl",
+            about="two tool calls streamed in parallel",
         ),
         Sample(
-            "reasoning",
-            "deepseek-reasoning-then-tool-call.jsonl",
-            "DeepSeek reasoning_content, then a tool call",
+            name="reasoning",
+            file="deepseek-reasoning-then-tool-call.jsonl",
+            about="DeepSeek reasoning_content, then a tool call",
         ),
         Sample(
-            "keepalive-comments",
-            "openrouter-keepalive-comments-tool-call.jsonl",
-            "OpenRouter keep-alive SSE comments around a tool call",
+            name="keepalive-comments",
+            file="openrouter-keepalive-comments-tool-call.jsonl",
+            about="OpenRouter keep-alive SSE comments around a tool call",
         ),
         Sample(
-            "rate-limit",
-            "openai-http-429-rate-limit.jsonl",
-            "an HTTP 429 rate-limit error instead of a stream",
+            name="rate-limit",
+            file="openai-http-429-rate-limit.jsonl",
+            about="an HTTP 429 rate-limit error instead of a stream",
         ),
     )
 }
