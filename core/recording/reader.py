@@ -19,11 +19,10 @@ import msgspec
 
 from ..model.records import (
     Chunk,
-    Control,
     End,
     Header,
-    Message,
     RecordingError,
+    SessionRecord,
     is_utf8_text,
     os_error_text,
     parse_header,
@@ -210,7 +209,7 @@ class Source:
         """A WebSocket session: its records are messages (:meth:`session_records`)."""
         return self.header.websocket
 
-    def session_records(self) -> Iterator[Message | Control]:
+    def session_records(self) -> Iterator[SessionRecord]:
         """The messages and control frames of a WebSocket session, in order (iterate once)."""
         if not self.websocket:
             raise RecordingError(self.path, None, "is not a WebSocket session (no messages)")

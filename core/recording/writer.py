@@ -11,11 +11,10 @@ import orjson
 
 from ..model.records import (
     Chunk,
-    Control,
     End,
     Header,
-    Message,
     RecordingError,
+    SessionRecord,
     chunk_from_read,
     os_error_text,
 )
@@ -115,12 +114,12 @@ class RecordingWriter:
         self._put(chunk.to_record())
         return chunk
 
-    def write_session_record(self, record: Message | Control) -> None:
+    def write_session_record(self, record: SessionRecord) -> None:
         """One message or control frame of a WebSocket session (its payload already scrubbed
         by the caller, which knows the session's credentials)."""
         self._put(record.to_record())
 
-    def write_session_records(self, records: list[Message | Control]) -> None:
+    def write_session_records(self, records: list[SessionRecord]) -> None:
         """Several records of a session in one write (and one flush): the messages that came
         in one turn of the caller's event loop."""
         data = b"".join([_dumps(r.to_record()) + b"\n" for r in records])
