@@ -1,6 +1,6 @@
 """Replay speed against two floors, measured in the same run, paired and interleaved.
 
-    python benchmarks/bench_replay.py [--mb 20] [--runs 5] [--only NAME,...]
+    python benchmarks/bench_replay.py [--mb 20] [--runs 5] [--only NAME,...] [--against REV]
 
 For every stream generator in ``benchmarks/generators.py`` (one per wire API: chat, kimi,
 anthropic, responses) it writes a recording of about ``--mb`` MB with a long streamed tool call
@@ -17,6 +17,13 @@ them alike), it times whole processes:
 
 Every ratio is the median of the per-round ratios (``--runs`` rounds, at least 5). Target:
 replay within 1.5x of the orjson floor (``TARGET``).
+
+With ``--against REV`` (a git revision of this repository: ``--against 5bcc13d^``), that tree is
+exported (``git archive``) and installed the same way into a venv of its own, and its
+``streamtool replay FILE --format json`` runs in the same rounds on every file: ``/REV`` is the
+median of the per-round ratios of this tree's replay to that tree's. Target: within 1.05x
+(``AGAINST_TARGET``). Both must replay the generators' recordings (a failed command stops the
+benchmark); whether their summaries are the same is printed for each file.
 
 Beside it, for what the target's ratio is made of: the same commands on a recording of the same
 stream of a few KB (``start-up``: the process, its imports, a first replay; timed in the same
@@ -36,6 +43,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -47,9 +55,11 @@ from benchmarks.bench_startup import make_env  # noqa: E402
 from benchmarks.generators import GENERATORS  # noqa: E402
 
 TARGET = 1.5  # replay / orjson floor
+AGAINST_TARGET = 1.05  # replay / the replay of the tree --against names
 SMALL_BYTES = 4_000  # the start-up recordings
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 CLI = [sys.executable, "-m", "streamtool.cli"]  # replaced by an installed copy (see main)
+OLD_CLI: list[str] = []  # the streamtool of the tree --against names (see main)
 PYTHON = [sys.executable]
 
 # The floors, each run as its own process (start-up included, as the replay's is).
@@ -86,6 +96,27 @@ def wall(cmd: list[str]) -> float:
     return elapsed
 
 
+def summary(cmd: list[str]) -> dict[str, object]:
+    """The JSON summary a ``replay --format json`` command prints."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed: {' '.join(cmd)}\n{proc.stderr}")
+    return dict(json.loads(proc.stdout))
+
+
+def export_tree(rev: str, where: Path) -> Path:
+    """The files of this repository at ``rev``, written below ``where``."""
+    archive = where / "tree.tar"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), rev], check=True
+    )
+    source = where / "tree"
+    with tarfile.open(archive) as tar:
+        tar.extractall(source, filter="data")
+    archive.unlink()
+    return source
+
+
 def imports_sdks(args: list[str]) -> list[str]:
     code = (
         "import sys, runpy; sys.argv = ['streamtool', *sys.argv[1:]];\n"
@@ -114,8 +145,9 @@ def write_sse(jsonl: Path, sse: Path) -> None:
 
 
 def measure(path: Path, small: Path, runs: int) -> dict[str, list[float]]:
-    """Whole-process times of the floors and the replay on ``path``, and of the orjson floor and
-    the replay on ``small`` (their start-up), every command once per round."""
+    """Whole-process times of the floors and the replay on ``path`` (and the older tree's
+    replay, with --against), and of the orjson floor and the replay on ``small`` (their
+    start-up), every command once per round."""
     commands = {
         "stdlib": [*PYTHON, "-c", STDLIB_FLOOR, str(path)],
         "orjson": [*PYTHON, "-c", ORJSON_FLOOR, str(path)],
@@ -123,6 +155,8 @@ def measure(path: Path, small: Path, runs: int) -> dict[str, list[float]]:
         "orjson0": [*PYTHON, "-c", ORJSON_FLOOR, str(small)],
         "replay0": CLI + ["replay", str(small), "--format", "json"],
     }
+    if OLD_CLI:
+        commands["old"] = OLD_CLI + ["replay", str(path), "--format", "json"]
     for cmd in commands.values():  # warm the page cache and the bytecode
         wall(cmd)
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -130,6 +164,13 @@ def measure(path: Path, small: Path, runs: int) -> dict[str, list[float]]:
         for name, cmd in commands.items():
             times[name].append(wall(cmd))
     return times
+
+
+def same_summary(path: Path) -> str:
+    """Whether this tree's replay and the older tree's summarise ``path`` alike."""
+    new, old = (summary(cli + ["replay", str(path), "--format", "json"]) for cli in (CLI, OLD_CLI))
+    differ = sorted(k for k in new.keys() | old.keys() if new.get(k) != old.get(k))
+    return "same summary" if not differ else "summaries differ in: " + ", ".join(differ)
 
 
 def paired(times: dict[str, list[float]], over: str) -> float:
@@ -153,6 +194,13 @@ def main() -> int:
         help="run the streamtool of this interpreter (an editable install's finder costs "
         "start-up time a user's install does not) instead of a regular install",
     )
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        default="",
+        help="also time the replay of this repository's tree at git revision REV, installed "
+        f"as a user would, in the same rounds; target: within {AGAINST_TARGET:g}x of it",
+    )
     args = ap.parse_args()
     runs = max(5, args.runs)
     names = [n for n in GENERATORS if not args.only or n in args.only.split(",")]
@@ -161,15 +209,23 @@ def main() -> int:
         f"{'recording':<24}{'MB':>6}{'stdlib s':>10}{'orjson s':>10}{'replay s':>10}"
         f"{'/stdlib':>9}{'/orjson':>9}"
     )
+    if args.against:
+        head += f"{'old s':>10}{'/' + args.against:>12}"
     parts: list[str] = []  # the start-up lines, printed after the table
+    summaries: list[str] = []  # with --against: whether both trees summarise a file alike
     with tempfile.TemporaryDirectory() as tmp:
         if not args.editable:  # as users run it: a regular install (bench_startup.py's)
             python, streamtool = make_env(Path(tmp) / "venv")
             CLI[:] = [str(streamtool)]
             PYTHON[:] = [str(python)]
+        if args.against:
+            source = export_tree(args.against, Path(tmp))
+            OLD_CLI[:] = [str(make_env(Path(tmp) / "venv-old", source)[1])]
+            print(f"against {args.against}: {' '.join(OLD_CLI)}")
         print(f"streamtool: {' '.join(CLI)}")
         print(f"medians of {runs} paired rounds; load: {os.getloadavg()[0]:.2f} (1 min)")
-        print(f"{head}  target <= {TARGET:g}x the orjson floor")
+        against = f", <= {AGAINST_TARGET:g}x {args.against}" if args.against else ""
+        print(f"{head}  target <= {TARGET:g}x the orjson floor{against}")
         for name in names:
             jsonl = Path(tmp) / f"{name}.jsonl"
             GENERATORS[name](jsonl, int(args.mb * 1_000_000))
@@ -188,11 +244,17 @@ def main() -> int:
                 med = {k: statistics.median(v) for k, v in times.items()}
                 vs_orjson = paired(times, "orjson")
                 good = vs_orjson <= TARGET
+                old = ""
+                if args.against:
+                    vs_old = paired(times, "old")
+                    good &= vs_old <= AGAINST_TARGET
+                    old = f"{med['old']:>10.3f}{vs_old:>11.3f}x"
+                    summaries.append(f"{path.name:<24}{same_summary(path)}")
                 ok &= good
                 print(
                     f"{path.name:<24}{path.stat().st_size / 1e6:>6.1f}{med['stdlib']:>10.3f}"
                     f"{med['orjson']:>10.3f}{med['replay']:>10.3f}"
-                    f"{paired(times, 'stdlib'):>8.2f}x{vs_orjson:>8.2f}x"
+                    f"{paired(times, 'stdlib'):>8.2f}x{vs_orjson:>8.2f}x{old}"
                     f"  {'ok' if good else 'MISSED'}",
                     flush=True,
                 )
@@ -204,6 +266,10 @@ def main() -> int:
         print(f"{'recording':<24}{'orjson s':>10}{'replay s':>10}  /orjson beyond start-up")
         for line in parts:
             print(line)
+        if summaries:
+            print(f"\nthe replay's JSON summary, this tree's and {args.against}'s")
+            for line in summaries:
+                print(line)
 
     for label, cmd in (
         ("streamtool --help", ["--help"]),

@@ -49,8 +49,9 @@ HEAVY = ("openai", "anthropic", "pydantic")
 TARGETS = {"--help": (0.150, 6.0), "replay": (0.200, 8.0)}
 
 
-def make_env(where: Path) -> tuple[Path, Path]:
-    """A venv with this project installed regularly; returns its python and streamtool."""
+def make_env(where: Path, source: Path = ROOT) -> tuple[Path, Path]:
+    """A venv with this project (or the tree at ``source``) installed regularly; returns its
+    python and streamtool."""
     venv.EnvBuilder(with_pip=True).create(where)
     bindir = where / ("Scripts" if os.name == "nt" else "bin")
     python = bindir / "python"
@@ -67,7 +68,7 @@ def make_env(where: Path) -> tuple[Path, Path]:
     quiet = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     pip = ["-m", "pip", "-q"]
     subprocess.run(
-        [sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, ROOT],
+        [sys.executable, *pip, "wheel", "--no-deps", "-w", wheels, source],
         check=True,
         env=quiet,
         cwd=where,
