@@ -129,21 +129,21 @@ class WireApi(_Fields):
         """The row of the API package ``package`` (its ``__name__``) as its manifest gives it:
         a JSON object of the row's fields, a list for a tuple; ``package`` is where its parts
         are. A manifest that is not one gives a :class:`ManifestError` naming it."""
-        spec = importlib.util.find_spec(package)
-        folder = os.path.dirname(spec.origin) if spec and spec.origin else package.replace(".", "/")
-        where = os.path.join(folder, MANIFEST)
         try:
             data = pkgutil.get_data(package, MANIFEST)
             if data is None:  # a loader that cannot read files beside its modules
                 raise OSError("its package's loader reads no data files")
             fields = json.loads(data)
+            if not isinstance(fields, dict):
+                raise ManifestError("a manifest is one JSON object of the row's fields")
+            return cls(package=package, **_row_fields(fields))
         except OSError as exc:
-            raise ManifestError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+            problem = f"cannot be read: {exc.strerror or exc}"
+        except ManifestError as exc:
+            problem = str(exc)
         except ValueError as exc:  # not JSON, or not UTF-8
-            raise ManifestError(f"{where}: not JSON: {exc}") from None
-        if not isinstance(fields, dict):
-            raise ManifestError(f"{where}: a manifest is one JSON object of the row's fields")
-        return cls(package=package, **_row_fields(fields, where))
+            problem = f"not JSON: {exc}"
+        raise ManifestError(f"{_manifest_path(package)}: {problem}")
 
     @property
     def converter(self) -> str:
@@ -195,25 +195,32 @@ class WireApi(_Fields):
         return model if isinstance(model, str) and model else None
 
 
-def _row_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
+def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """A manifest's fields checked against the row's, its lists made tuples."""
     defaults = _Fields._field_defaults
     missing = [f for f in _Fields._fields if f not in defaults and f not in fields]
     if missing:
-        raise ManifestError(f"{where}: the row's {missing[0]!r} is missing")
+        raise ManifestError(f"the row's {missing[0]!r} is missing")
     row: dict[str, Any] = {}
     for name, value in fields.items():
         if name == "package":
-            raise ManifestError(f"{where}: 'package' is the manifest's own package, not a field")
+            raise ManifestError("'package' is the manifest's own package, not a field")
         if name not in _Fields._fields:
-            raise ManifestError(f"{where}: no row field {name!r}")
+            raise ManifestError(f"no row field {name!r}")
         allowed, words = _JSON_TYPES[type(defaults.get(name, ""))]
         if not isinstance(value, allowed) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)
         ):
-            raise ManifestError(f"{where}: {name!r} must be {words}, not {json.dumps(value)}")
+            raise ManifestError(f"{name!r} must be {words}, not {json.dumps(value)}")
         row[name] = tuple(value) if isinstance(value, list) else value
     return row
+
+
+def _manifest_path(package: str) -> str:
+    """Where the manifest of ``package`` is (or would be), for an error to name."""
+    spec = importlib.util.find_spec(package)
+    folder = os.path.dirname(spec.origin) if spec and spec.origin else package.replace(".", "/")
+    return os.path.join(folder, MANIFEST)
 
 
 @functools.cache
