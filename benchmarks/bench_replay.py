@@ -23,7 +23,8 @@ exported (``git archive``) and installed the same way into a venv of its own, an
 ``streamtool replay FILE --format json`` runs in the same rounds on every file: ``/REV`` is the
 median of the per-round ratios of this tree's replay to that tree's. Target: within 1.05x
 (``AGAINST_TARGET``). Both must replay the generators' recordings (a failed command stops the
-benchmark); whether their summaries are the same is printed for each file.
+benchmark); whether their summaries are the same is printed for each file, and the older tree's
+start-up (its replay of the small recording, in the same rounds) beside this tree's.
 
 Beside it, for what the target's ratio is made of: the same commands on a recording of the same
 stream of a few KB (``start-up``: the process, its imports, a first replay; timed in the same
@@ -157,6 +158,7 @@ def measure(path: Path, small: Path, runs: int) -> dict[str, list[float]]:
     }
     if OLD_CLI:
         commands["old"] = OLD_CLI + ["replay", str(path), "--format", "json"]
+        commands["old0"] = OLD_CLI + ["replay", str(small), "--format", "json"]
     for cmd in commands.values():  # warm the page cache and the bytecode
         wall(cmd)
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -237,9 +239,11 @@ def main() -> int:
             write_sse(small_jsonl, small_sse)
             for path, small in ((jsonl, small_jsonl), (sse, small_sse)):
                 times = measure(path, small, runs)
+                old0 = f"{statistics.median(times['old0']):>10.3f}" if args.against else ""
                 parts.append(
                     f"{path.name:<24}{statistics.median(times['orjson0']):>10.3f}"
                     f"{statistics.median(times['replay0']):>10.3f}{beyond_start_up(times):>11.2f}x"
+                    f"{' ' * 14}{old0}"
                 )
                 med = {k: statistics.median(v) for k, v in times.items()}
                 vs_orjson = paired(times, "orjson")
@@ -263,7 +267,10 @@ def main() -> int:
             f"\nstart-up (the same commands on a {SMALL_BYTES // 1000} KB recording of the same "
             "stream), and what the whole process adds to it"
         )
-        print(f"{'recording':<24}{'orjson s':>10}{'replay s':>10}  /orjson beyond start-up")
+        print(
+            f"{'recording':<24}{'orjson s':>10}{'replay s':>10}  /orjson beyond start-up"
+            + (f"{'old s':>10}" if args.against else "")
+        )
         for line in parts:
             print(line)
         if summaries:
