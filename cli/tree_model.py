@@ -14,15 +14,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from streamtool.core.model import (
-    Quirk,
-    SegmentEvent,
-    SegmentEventType,
-    SegmentType,
-    StreamError,
-    ToolInvocation,
-)
-from streamtool.core.model.vocabulary import ErrorKind
+from streamtool.core.model import Quirk, SegmentEvent, StreamError, ToolInvocation
+from streamtool.core.model.vocabulary import ErrorKind, SegmentEventType, SegmentType
 from streamtool.core.pipeline.segment_log import Segment as LogSegment
 from streamtool.core.pipeline.segment_log import SegmentLog
 

@@ -32,20 +32,12 @@ from ..converters import (
 )
 from ..converters.base import Converter
 from ..handlers import make_handler
-from ..model import (
-    ChunkResponse,
-    Quirk,
-    SegmentEvent,
-    SegmentEventType,
-    SegmentType,
-    StreamError,
-    ToolInvocation,
-)
+from ..model import ChunkResponse, Quirk, SegmentEvent, StreamError, ToolInvocation
 from ..model.finish import finish_class
 from ..model.records import Chunk, Control, End, Header, Message
 from ..model.textbuf import TextBuffer, TextPieces
 from ..model.usage import merge_latest
-from ..model.vocabulary import ErrorKind
+from ..model.vocabulary import ErrorKind, SegmentEventType, SegmentType
 from ..pipeline.coalesce import join_argument_runs
 from ..pipeline.segment_log import SegmentLog
 from ..wire import fastjson

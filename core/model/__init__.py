@@ -10,39 +10,13 @@ compared with ``==``; a copy with a field changed is ``msgspec.structs.replace(o
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
 
 from .quirk_ids import QuirkId
-from .vocabulary import ErrorKind
-
-
-class SegmentType(enum.StrEnum):
-    TEXT = "text"
-    REASONING = "reasoning"
-    TOOL_CALL = "tool_call"
-    WRITE_FILE = "write_file"
-    PATCH_FILE = "patch_file"
-    RUN_BASH = "run_bash"
-    IMAGE = "image"  # an image the model generated (its format, size and index; never the data)
-    # a protocol message the stream carried whole (an MCP JSON-RPC request, notification,
-    # result or error): its metadata names it, its content is the message as JSON
-    MESSAGE = "message"
-
-    def __str__(self) -> str:  # pragma: no cover - cosmetic
-        return self.value
-
-
-class SegmentEventType(enum.StrEnum):
-    START = "SEGMENT_START"
-    CONTENT = "SEGMENT_CONTENT"
-    END = "SEGMENT_END"
-
-    def __str__(self) -> str:  # pragma: no cover - cosmetic
-        return self.value
+from .vocabulary import ErrorKind, SegmentEventType, SegmentType
 
 
 class Quirk(msgspec.Struct):

@@ -1,5 +1,6 @@
-"""The closed sets of names the model reports, as enums: a quirk's severity and kind, and the
-kind of a :class:`~streamtool.core.model.StreamError`.
+"""The closed sets of names the model reports, as enums: a segment's type and its events' kinds
+(re-exported by :mod:`streamtool.core.model`), a quirk's severity and kind, and the kind of a
+:class:`~streamtool.core.model.StreamError`.
 
 A member is its name: it compares, hashes and serializes as the string, so every JSON and text
 output is the same as with the bare string, and a typo is an error (mypy's, or an
@@ -8,6 +9,31 @@ AttributeError), never a name nobody checks for. The quirk ids have their own en
 """
 
 from enum import StrEnum
+
+
+class SegmentType(StrEnum):
+    TEXT = "text"
+    REASONING = "reasoning"
+    TOOL_CALL = "tool_call"
+    WRITE_FILE = "write_file"
+    PATCH_FILE = "patch_file"
+    RUN_BASH = "run_bash"
+    IMAGE = "image"  # an image the model generated (its format, size and index; never the data)
+    # a protocol message the stream carried whole (an MCP JSON-RPC request, notification,
+    # result or error): its metadata names it, its content is the message as JSON
+    MESSAGE = "message"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+class SegmentEventType(StrEnum):
+    START = "SEGMENT_START"
+    CONTENT = "SEGMENT_CONTENT"
+    END = "SEGMENT_END"
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
 
 
 class Severity(StrEnum):
