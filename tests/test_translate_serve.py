@@ -346,3 +346,12 @@ def test_sdk_shaped_requests_of_one_conversation_read_the_same() -> None:
     changed = json.loads(json.dumps(chat))
     changed["messages"][3]["content"] = "rainy"
     assert read_conversation("openai-chat", changed) != read[0]
+
+
+def test_a_misspelt_serving_option_is_refused_as_a_parameter_would_be(tmp_path: Path) -> None:
+    from streamtool.core.net.emitting import serving_script
+
+    with pytest.raises(TypeError, match="'sped'"):
+        serving_translated(str(tmp_path), sped=1.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'ports'"):
+        serving_script(str(tmp_path / "loop.yaml"), ports=0)  # type: ignore[call-arg]

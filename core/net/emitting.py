@@ -27,8 +27,9 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..drive.conversation import (
     Conversation,
@@ -278,60 +279,64 @@ class EmittingServer(LibraryServer[EmittingLibrary]):
     ``.library`` and ``.served`` (the streams served, in order)."""
 
 
-def _serving(
-    library: EmittingLibrary,
-    speed: float | None,
-    max_gap: float | None,
-    mutate: Sequence[str] | None,
-    log: Callable[[str], None] | None,
-    port: int,
-) -> EmittingServer:
+class ServingOptions(TypedDict, total=False):
+    """How :func:`serving_script` and :func:`serving_translated` serve.
+
+    ``speed``: ``None`` (the default) sends at once, ``1.0`` as recorded (or as the script
+    says); ``max_gap``: the longest pause, in seconds, at any speed; ``mutate``: catalogue quirk
+    ids given to every stream they apply to; ``log``: called with a line per request; ``port``:
+    the port on 127.0.0.1 (``0``, the default: a free one)."""
+
+    speed: float | None
+    max_gap: float | None
+    mutate: Sequence[str] | None
+    log: Callable[[str], None] | None
+    port: int
+
+
+def _serving(make: Callable[[], EmittingLibrary], options: ServingOptions) -> EmittingServer:
+    """The server of the library ``make`` builds (once ``options`` are known to be options)."""
     from .mutated_library import mutator
 
-    config = ServiceConfig(
-        playback=Playback(speed=speed, max_gap=max_gap), log=log, mutate=mutator(mutate or None)
-    )
-    return EmittingServer(library, build_service(library, config).app, port=port)
+    unknown = sorted(options.keys() - ServingOptions.__optional_keys__)
+    if unknown:  # as a keyword-only parameter of that name would be refused
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+    library = make()
+    playback = Playback(speed=options.get("speed"), max_gap=options.get("max_gap"))
+    mutate = mutator(options.get("mutate") or None)
+    config = ServiceConfig(playback=playback, log=options.get("log"), mutate=mutate)
+    return EmittingServer(library, build_service(library, config).app, port=options.get("port", 0))
 
 
 def serving_script(
-    path: str | os.PathLike[str],
-    *,
-    speed: float | None = None,
-    max_gap: float | None = None,
-    mutate: Sequence[str] | None = None,
-    log: Callable[[str], None] | None = None,
-    port: int = 0,
+    path: str | os.PathLike[str], **options: Unpack[ServingOptions]
 ) -> EmittingServer:
     """Serve a script of turns on 127.0.0.1 from a background thread.
 
     ``with serving_script("loop.yaml") as server:`` then point an SDK at ``server.url + "/v1"``
-    (OpenAI) or ``server.url`` (Anthropic, Gemini). ``speed=None`` sends at once; ``1.0``
-    streams as the script says. ``mutate``: catalogue quirk ids given to every stream they
-    apply to. Raises :class:`~..drive.script.ScriptError` for a script that is not valid.
+    (OpenAI) or ``server.url`` (Anthropic, Gemini). ``options``: :class:`ServingOptions`
+    (``speed=None`` sends at once, ``1.0`` streams as the script says). Raises
+    :class:`~..drive.script.ScriptError` for a script that is not valid.
     """
-    return _serving(ScriptLibrary.from_file(path), speed, max_gap, mutate, log, port)
+    return _serving(partial(ScriptLibrary.from_file, path), options)
 
 
 def serving_translated(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    *,
-    speed: float | None = None,
-    max_gap: float | None = None,
-    mutate: Sequence[str] | None = None,
-    log: Callable[[str], None] | None = None,
-    port: int = 0,
+    **options: Unpack[ServingOptions],
 ) -> EmittingServer:
     """Serve recordings (a tape, a folder, files) to clients of any API, from a background
-    thread: each request gets the exchange whose conversation it holds, in the request's API."""
+    thread: each request gets the exchange whose conversation it holds, in the request's API.
+    ``options``: :class:`ServingOptions`."""
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return _serving(TranslateLibrary.from_paths(given), speed, max_gap, mutate, log, port)
+    return _serving(partial(TranslateLibrary.from_paths, given), options)
 
 
 __all__ = [
     "EmittingLibrary",
     "EmittingServer",
     "ScriptLibrary",
+    "ServingOptions",
     "TranslateLibrary",
     "emitted_recording",
     "serving_script",
