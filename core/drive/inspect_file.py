@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..outputs.inspect import DEFAULT_STALL, Inspector, ReadFact, row_json
 from ..outputs.report import MAX_PLAYER_READS, REPORT_READS
@@ -42,38 +42,35 @@ class ReadSpool:
         self._fh.close()
 
 
+class InspectOptions(TypedDict, total=False):
+    """What :func:`inspect_file` passes on to its :class:`Inspector`, the inspector's keyword
+    arguments of the same names (their defaults the inspector's)."""
+
+    converter: str
+    parser: str
+    stall: float
+    handler_options: dict[str, Any] | None
+    keep_items: bool
+    keep_reads: int | None
+    items_limit: int | None
+
+
 def inspect_file(
     path: str | os.PathLike[str],
     *,
-    converter: str = "auto",
-    parser: str = "api_tool_call",
-    stall: float = DEFAULT_STALL,
-    handler_options: dict[str, Any] | None = None,
-    keep_items: bool = False,
-    keep_reads: int | None = None,
-    items_limit: int | None = None,
     spool: bool = False,
     on_chunk: Callable[[], None] | None = None,
+    **options: Unpack[InspectOptions],
 ) -> Inspector:
     """Read a whole recording (or raw body; ``-`` is standard input) into a finished Inspector.
 
-    ``keep_reads``, ``keep_items`` and ``items_limit`` as for :class:`Inspector`; ``spool``: every
+    ``options`` as for :class:`Inspector` (:class:`InspectOptions`); ``spool``: every
     read's facts go to a :class:`ReadSpool` (the inspector's ``store``) instead of memory. With
     ``keep_reads=0`` and a spool, memory does not grow with the reads (but for 24 bytes a read,
     their times and sizes). ``on_chunk`` is called after each read is fed (a progress display)."""
     source = Source(path)
-    inspector = Inspector(
-        source.header,
-        converter=converter,
-        parser=parser,
-        source=source.path,
-        stall=stall,
-        handler_options=handler_options,
-        keep_items=keep_items,
-        keep_reads=keep_reads,
-        items_limit=items_limit,
-        store=ReadSpool() if spool else None,
-    )
+    store = ReadSpool() if spool else None
+    inspector = Inspector(source.header, source=source.path, store=store, **options)
     feed = inspector.feed
     if on_chunk is None:
         for chunk in source.chunks():
