@@ -29,9 +29,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.streamtool"
@@ -96,8 +95,7 @@ def _match_ignore(value: Any) -> list[str]:
     return list(paths)
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
     """A key of the table: the commands whose option it sets, the option's parameter name, and
     its check (the value as the option takes it, or ``ValueError`` saying why not)."""
 
@@ -129,14 +127,14 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 def read_table(path: Path) -> dict[str, Any]:
     """The ``[tool.streamtool]`` table of ``path`` (empty when it has none)."""
-    import tomllib
-
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not _may_hold_table(data):
         return {}  # no table: the file is not parsed (a command starts faster)
+    import tomllib
+
     try:
         document = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -147,18 +145,20 @@ def read_table(path: Path) -> dict[str, Any]:
     return table
 
 
-_TABLE_HEAD = re.compile(rb'(?m)^[ \t]*(\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?streamtool\b')
-_TOOL_HEAD = re.compile(rb'(?m)^[ \t]*\[[ \t]*"?tool"?[ \t]*\]')
-_KEY = re.compile(rb'(?m)^[ \t]*"?streamtool"?[ \t]*[.=]')
+# (compiled when first used, by ``re``'s own cache: a command run where no pyproject.toml is
+# found never compiles them)
+_TABLE_HEAD = rb'(?m)^[ \t]*(\[[ \t]*)?"?tool"?[ \t]*\.[ \t]*"?streamtool\b'
+_TOOL_HEAD = rb'(?m)^[ \t]*\[[ \t]*"?tool"?[ \t]*\]'
+_KEY = rb'(?m)^[ \t]*"?streamtool"?[ \t]*[.=]'
 
 
 def _may_hold_table(data: bytes) -> bool:
     """Whether a TOML text may define ``tool.streamtool``: as a table (``[tool.streamtool]``,
     ``[tool.streamtool.serve]``), a dotted key (``tool.streamtool.speed = 2``), or a key of a
     ``[tool]`` table. False only when it cannot."""
-    if _TABLE_HEAD.search(data):
+    if re.search(_TABLE_HEAD, data):
         return True
-    return bool(_TOOL_HEAD.search(data) and _KEY.search(data))
+    return bool(re.search(_TOOL_HEAD, data) and re.search(_KEY, data))
 
 
 def command_defaults(

@@ -227,6 +227,8 @@ def test_the_row_a_package_holds_is_the_table_s(api: WireApi) -> None:
 
     own = importlib.import_module(api.package).API
     assert own == api and own.package == api.package
+    # a built-in's row is read from its manifest once: the package's API is the table's row
+    assert own is api
 
 
 def test_what_a_row_leaves_out_follows_from_its_other_fields() -> None:

@@ -21,7 +21,7 @@ is held once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..converters import (
     converter_names,
@@ -43,8 +43,10 @@ from ..pipeline.segment_log import SegmentLog
 from ..wire import fastjson
 from ..wire.framing import open_decoder
 from ..wire.sse import SSEEvent, SSEItem
-from .session import SessionLog, session_outline
 from .wire_watch import WireWatch, offered_tools, tool_call_faults
+
+if TYPE_CHECKING:
+    from .session import SessionLog
 
 Item = SegmentEvent | ToolInvocation | Quirk | StreamError
 _CONTENT = SegmentEventType.CONTENT
@@ -199,6 +201,8 @@ class ReplayEngine:
         told to it beside the events (see :mod:`.session`). Returns what it produced."""
         session = self.session
         if session is None:
+            from .session import SessionLog, session_outline  # a session's replay only
+
             session = self.session = SessionLog(outline=session_outline(self.header))
         t = record.t
         self.now = t

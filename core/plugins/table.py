@@ -18,7 +18,9 @@ import functools
 import importlib
 import importlib.util
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping
+from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -35,6 +37,11 @@ class ApiError(ValueError):
 
 def _load(name: str) -> WireApi:
     target = APIS.target(name)
+    module, _, attribute = target.partition(":")
+    if name in APIS.builtins and attribute == "API":
+        # a built-in API's row is its package's manifest (``API = WireApi.from_package``),
+        # read without importing the package: a replay imports only the packages it uses
+        return WireApi.from_package(module)
     row = APIS.load(name)
     if not isinstance(row, WireApi):
         raise ApiError(f"API {name!r} ({target}) is not a WireApi row")
@@ -88,6 +95,18 @@ def _first(found: Callable[[tuple[WireApi, ...]], T | None]) -> T | None:
 
 
 @functools.cache
+def has_part(api: WireApi, role: str) -> bool:
+    """Whether an API's package has the part ``role``, found without importing the package
+    (the command line's choices, read at start-up)."""
+    if api.package in sys.modules:
+        return importlib.util.find_spec(f"{api.package}.{role}") is not None
+    spec = importlib.util.find_spec(api.package)  # its parent is imported, not the package
+    if spec is None or spec.submodule_search_locations is None:
+        return False
+    where = list(spec.submodule_search_locations)
+    return PathFinder.find_spec(f"{api.package}.{role}", where) is not None
+
+
 def part(api: WireApi, role: str) -> ModuleType | None:
     """The module ``role`` (``decoder``, ``encoder``, ``request``...) of an API's package, or
     ``None`` when the package has no such part."""

@@ -85,6 +85,9 @@ class _Fields(NamedTuple):
     # and/or "websocket" (a session of messages over one connection: the proxy relays it, serve
     # answers the upgrade at its route)
     transports: tuple[str, ...] = ("http",)
+    # older names of its encoder (``--emit openai-sse``, Chat's): names of the encoder only,
+    # not of the API
+    encoder_aliases: tuple[str, ...] = ()
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
@@ -128,22 +131,11 @@ class WireApi(_Fields):
     def from_package(cls, package: str) -> WireApi:
         """The row of the API package ``package`` (its ``__name__``) as its manifest gives it:
         a JSON object of the row's fields, a list for a tuple; ``package`` is where its parts
-        are. A manifest that is not one gives a :class:`ManifestError` naming it."""
-        try:
-            data = pkgutil.get_data(package, MANIFEST)
-            if data is None:  # a loader that cannot read files beside its modules
-                raise OSError("its package's loader reads no data files")
-            fields = json.loads(data)
-            if not isinstance(fields, dict):
-                raise ManifestError("a manifest is one JSON object of the row's fields")
-            return cls(package=package, **_row_fields(fields))
-        except OSError as exc:
-            problem = f"cannot be read: {exc.strerror or exc}"
-        except ManifestError as exc:
-            problem = str(exc)
-        except ValueError as exc:  # not JSON, or not UTF-8
-            problem = f"not JSON: {exc}"
-        raise ManifestError(f"{_manifest_path(package)}: {problem}")
+        are. A manifest that is not one gives a :class:`ManifestError` naming it. The manifest
+        is read through the package's parent, without importing the package (the table reads
+        every built-in API's row at start-up), and once: the package's ``API`` and the table's
+        row are one object."""
+        return _manifest_row(cls, package)
 
     @property
     def converter(self) -> str:
@@ -214,6 +206,29 @@ def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
             raise ManifestError(f"{name!r} must be {words}, not {json.dumps(value)}")
         row[name] = tuple(value) if isinstance(value, list) else value
     return row
+
+
+@functools.cache
+def _manifest_row(cls: type[WireApi], package: str) -> WireApi:
+    parent, _, leaf = package.rpartition(".")
+    try:
+        if parent:
+            data = pkgutil.get_data(parent, f"{leaf}/{MANIFEST}")
+        else:  # a top-level package (a plugin's)
+            data = pkgutil.get_data(package, MANIFEST)
+        if data is None:  # a loader that cannot read files beside its modules
+            raise OSError("its package's loader reads no data files")
+        fields = json.loads(data)
+        if not isinstance(fields, dict):
+            raise ManifestError("a manifest is one JSON object of the row's fields")
+        return cls(package=package, **_row_fields(fields))
+    except OSError as exc:
+        problem = f"cannot be read: {exc.strerror or exc}"
+    except ManifestError as exc:
+        problem = str(exc)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        problem = f"not JSON: {exc}"
+    raise ManifestError(f"{_manifest_path(package)}: {problem}")
 
 
 def _manifest_path(package: str) -> str:

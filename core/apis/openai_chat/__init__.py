@@ -7,5 +7,3 @@ one.
 from ...plugins.wire_api import WireApi
 
 API = WireApi.from_package(__name__)
-# older names of its encoder (``--emit openai-sse``): not names of the API
-ENCODER_ALIASES = ("openai-sse",)

@@ -3,8 +3,8 @@
 An API can be emitted when its package has an ``encoder`` part (found through the registry, as
 for a plugin's API): a module with ``emit(reply) -> Emitted`` and ``INHERENT_QUIRKS`` (the
 catalogued quirks that API's own clean streams show: Gemini ends a turn with tool calls on
-``STOP``; OpenAI Chat has no reasoning field of its own). The package may name older names of
-its encoder in ``ENCODER_ALIASES`` (``openai-sse``, Chat's). :func:`emitter` finds an encoder by
+``STOP``; OpenAI Chat has no reasoning field of its own). Its row may name older names of
+its encoder in ``encoder_aliases`` (``openai-sse``, Chat's). :func:`emitter` finds an encoder by
 any name of its API or one of those.
 
 Importing this package loads no encoder, nor the reply and the shared pieces (loaded when first
@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ...plugins import WireApi, api_table, builtin_apis, find_api, part
-from ...plugins.table import plugin_apis
+from ...plugins.table import has_part, plugin_apis
 
 if TYPE_CHECKING:
     from .base import Emitted
@@ -56,9 +56,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _aliases_of(api: WireApi) -> tuple[str, ...]:
-    """The older names of an API's encoder (its package's ``ENCODER_ALIASES``)."""
-    names = getattr(importlib.import_module(api.package), "ENCODER_ALIASES", ())
-    return tuple(n.lower() for n in names)
+    """The older names of an API's encoder (its row's ``encoder_aliases``)."""
+    return tuple(n.lower() for n in api.encoder_aliases)
 
 
 def encoders() -> dict[str, ModuleType]:
@@ -84,7 +83,7 @@ def aliases() -> dict[str, str]:
 def builtin_names() -> tuple[list[str], list[str]]:
     """The built-in APIs that have an encoder (their ids, in the table's order) and their
     encoders' older names: the command line's choices. Found without loading an encoder."""
-    apis = [a for a in builtin_apis() if importlib.util.find_spec(f"{a.package}.encoder")]
+    apis = [a for a in builtin_apis() if has_part(a, "encoder")]
     return [a.id for a in apis], [alias for a in apis for alias in _aliases_of(a)]
 
 
