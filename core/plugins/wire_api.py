@@ -135,7 +135,7 @@ class WireApi(_Fields):
         is read through the package's parent, without importing the package (the table reads
         every built-in API's row at start-up), and once: the package's ``API`` and the table's
         row are one object."""
-        return _manifest_row(cls, package)
+        return _manifest_row(package)
 
     @property
     def converter(self) -> str:
@@ -209,7 +209,7 @@ def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _manifest_row(cls: type[WireApi], package: str) -> WireApi:
+def _manifest_row(package: str) -> WireApi:
     parent, _, leaf = package.rpartition(".")
     try:
         if parent:
@@ -221,7 +221,7 @@ def _manifest_row(cls: type[WireApi], package: str) -> WireApi:
         fields = json.loads(data)
         if not isinstance(fields, dict):
             raise ManifestError("a manifest is one JSON object of the row's fields")
-        return cls(package=package, **_row_fields(fields))
+        return WireApi(package=package, **_row_fields(fields))
     except OSError as exc:
         problem = f"cannot be read: {exc.strerror or exc}"
     except ManifestError as exc:
