@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -222,26 +221,19 @@ def _run(venv: Path, command: str, sandbox: Path, collected: set[Path]) -> str:
 
 
 @pytest.mark.slow
-def test_every_command_shown_after_an_install_works_after_it(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    sandbox = tmp_path_factory.mktemp("installed")
+@pytest.mark.parametrize("install", list(PAIRS))
+def test_every_command_shown_after_an_install_works_after_it(install: str, tmp_path: Path) -> None:
+    """One install line: its venv, then the commands shown after it, in the order shown (a
+    reinstall comes between). Each line is a test of its own, so the suite's workers build the
+    venvs side by side."""
+    sandbox = tmp_path / "installed"
     shutil.copytree(RECORDINGS, sandbox / "recordings")
-    with ThreadPoolExecutor(len(PAIRS)) as pool:
-        venvs = dict(zip(PAIRS, pool.map(_venv, PAIRS), strict=True))
-    failed = [problem for _, problem in venvs.values() if problem]
-    assert not failed, "\n".join(failed)
-
-    def commands_of(install: str) -> list[str]:
-        venv = venvs[install][0]
-        out: list[str] = []
-        collected: set[Path] = set()
-        for page, command in PAIRS[install]:  # in the order shown: a reinstall comes between
-            problem = _run(venv, command, sandbox, collected)
-            if problem:
-                out.append(f"{page}: {install} && {command}\n    {problem}")
-        return out
-
-    with ThreadPoolExecutor(len(PAIRS)) as pool:
-        failed = [p for problems in pool.map(commands_of, PAIRS) for p in problems]
+    venv, problem = _venv(install)
+    assert not problem, problem
+    failed: list[str] = []
+    collected: set[Path] = set()
+    for page, command in PAIRS[install]:
+        problem = _run(venv, command, sandbox, collected)
+        if problem:
+            failed.append(f"{page}: {install} && {command}\n    {problem}")
     assert not failed, "\n".join(failed)
