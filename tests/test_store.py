@@ -51,6 +51,7 @@ from .store_helpers import (
     s3,
     sha256_of,
 )
+from .tape_helpers import CHILD_PYTEST
 
 __all__ = ["moto_endpoint", "s3"]  # the fixtures, used by name
 
@@ -549,17 +550,7 @@ def test_the_plugin_records_into_a_store_then_replays_in_ci_and_lists_unused(
 
     def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "-p",
-                "no:xdist",
-                *args,
-            ],
+            [*CHILD_PYTEST, "-q", "-p", "no:xdist", *args],
             cwd=tmp_path,
             capture_output=True,
             text=True,
