@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,15 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 # the tests start) take SIGINT as Python does by default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# A shell that keeps bytecode out of the tree (PYTHONDONTWRITEBYTECODE, python -B) would have
+# every worker compile the test modules and rewrite their asserts at every run (half of a
+# worker's collection, some 10 s of CPU each): the suite's own processes keep that bytecode in
+# the temporary folder instead (the standard library's sys.pycache_prefix, which pytest's
+# rewriting honours), so the tree stays as clean. What runs is the same source.
+if sys.dont_write_bytecode and sys.pycache_prefix is None:
+    sys.pycache_prefix = str(Path(tempfile.gettempdir()) / "streamtool-tests-pycache")
+    sys.dont_write_bytecode = False
 
 
 def pytest_configure(config: pytest.Config) -> None:
