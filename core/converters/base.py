@@ -119,11 +119,6 @@ class Converter:
     def error(self, kind: ErrorKind, message: str, detail: Any = None) -> None:
         self._errors.append(StreamError(kind, message, detail))
 
-    @property
-    def has_notes(self) -> bool:
-        """Whether quirks or errors wait to be attached to the next chunks returned."""
-        return bool(self._quirks or self._errors)
-
     def _attach(self, chunks: list[ChunkResponse]) -> list[ChunkResponse]:
         if self._quirks or self._errors:
             if not chunks:

@@ -152,7 +152,7 @@ class KimiK2Converter(OpenAIChatConverter):
             # inside a call's arguments: the scanner's plain read, kept for it
             self._room = room - len(content)
             self._held.append(content)
-            if not self.has_notes:
+            if not self._quirks and not self._errors:  # (nothing noted: once an event)
                 return ()
             return self._plain_read(content, "")
         if self._held:
