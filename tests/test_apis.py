@@ -370,3 +370,27 @@ def test_a_bad_manifest_is_one_error_naming_the_file(
     assert "\n" not in message
     assert (BAD_MANIFESTS[case][1] if case in BAD_MANIFESTS else "cannot be read") in message
     sys.modules.pop(package, None)
+
+
+def test_a_manifest_in_a_package_of_a_namespace_package_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a plugin's API package may sit in a namespace package (no __init__.py above it), whose
+    # loader reads no files: the manifest is read through the API package itself
+    folder = tmp_path / "acme_ns_tools" / "lines_api"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from streamtool.core.plugins import WireApi\nAPI = WireApi.from_package(__name__)\n"
+    )
+    (folder / "api.json").write_text(
+        '{"id": "acme-lines", "name": "acme.lines", "provider": "acme", "base_url": "", '
+        '"path": "/lines", "aliases": ["acme"]}'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        row = importlib.import_module("acme_ns_tools.lines_api").API
+        assert row.id == "acme-lines" and row.aliases == ("acme",)
+        assert row.package == "acme_ns_tools.lines_api"
+    finally:
+        for name in ("acme_ns_tools.lines_api", "acme_ns_tools"):
+            sys.modules.pop(name, None)

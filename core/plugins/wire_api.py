@@ -212,9 +212,10 @@ def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _manifest_row(package: str) -> WireApi:
     parent, _, leaf = package.rpartition(".")
     try:
-        if parent:
-            data = pkgutil.get_data(parent, f"{leaf}/{MANIFEST}")
-        else:  # a top-level package (a plugin's)
+        # through the parent's loader; a top-level package (a plugin's), or one whose parent
+        # reads no files (a namespace package), through its own
+        data = pkgutil.get_data(parent, f"{leaf}/{MANIFEST}") if parent else None
+        if data is None:
             data = pkgutil.get_data(package, MANIFEST)
         if data is None:  # a loader that cannot read files beside its modules
             raise OSError("its package's loader reads no data files")
