@@ -107,13 +107,11 @@ def has_part(api: WireApi, role: str) -> bool:
     return PathFinder.find_spec(f"{api.package}.{role}", where) is not None
 
 
+@functools.cache
 def part(api: WireApi, role: str) -> ModuleType | None:
     """The module ``role`` (``decoder``, ``encoder``, ``request``...) of an API's package, or
     ``None`` when the package has no such part."""
-    name = f"{api.package}.{role}"
-    if importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
+    return importlib.import_module(f"{api.package}.{role}") if has_part(api, role) else None
 
 
 def _route_matches(route: str, path: str) -> bool:
