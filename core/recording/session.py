@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..model.records import WEBSOCKET, Control, Header, Message, RecordingError
+from ..model.records import WEBSOCKET, Control, Header, Message, RecordingError, SessionRecord
 from .secrets import (
     REDACTED,
     SECRET_HEADER_WORDS,
@@ -120,7 +120,7 @@ class SessionRecorder:
         # records held until flush() (a caller that gathers a turn of its event loop sets
         # ``gather``; otherwise every record is written and flushed as it comes)
         self.gather = False
-        self._held: list[Message | Control] = []
+        self._held: list[SessionRecord] = []
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 6)
@@ -206,7 +206,7 @@ class SessionRecorder:
         text = self.scrub(reason) if reason else ""
         self._put(Control(self.now(), direction, kind, code=code, reason=str(text)))
 
-    def _put(self, record: Message | Control) -> bool:
+    def _put(self, record: SessionRecord) -> bool:
         if self.writer is None or self.write_error is not None or self.reason is not None:
             return False
         if self.gather:
@@ -219,7 +219,7 @@ class SessionRecorder:
             return False
         return True
 
-    def _scrubbed(self, held: list[Message | Control]) -> list[Message | Control]:
+    def _scrubbed(self, held: list[SessionRecord]) -> list[SessionRecord]:
         """``held`` with every message scrubbed. :meth:`scrub` looks in all of them at once
         first (the texts joined by a line break, which no credential or key shape holds, so
         nothing is found across two): a burst that holds none, nearly every one, costs one
