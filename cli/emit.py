@@ -1,6 +1,7 @@
 """``replay --emit API``: the replayed stream's meaning written as another wire API's stream,
 to stdout (``openai-sse`` is the older name of ``openai-chat``)."""
 
+import functools
 import sys
 from typing import IO
 
@@ -12,27 +13,34 @@ from streamtool.core.outputs.emit import api_id, builtin_names, emitter
 
 from .errors import warn
 
-# the built-in APIs that have an encoder, then their encoders' older names (the registry's, found
-# without loading an encoder: a replay without --emit loads none): the choices --help lists
-_IDS, _OLDER = builtin_names()
-EMIT_CHOICES = (*_IDS, *_OLDER)
+
+@functools.cache
+def emit_choices() -> tuple[str, ...]:
+    """The built-in APIs that have an encoder, then their encoders' older names: the choices
+    ``--help`` lists. Found without loading an encoder, and only when asked for (help, a value
+    given, completion): a replay without ``--emit`` reads no API's manifest for them."""
+    ids, older = builtin_names()
+    return (*ids, *older)
 
 
 def complete_emit(incomplete: str) -> list[str]:
     """``--emit``'s shell completion: the choices."""
-    return [name for name in EMIT_CHOICES if name.startswith(incomplete)]
+    return [name for name in emit_choices() if name.startswith(incomplete)]
 
 
 def check_emit(value: str | None) -> str | None:
     """``--emit``'s value: a choice, or a name of a plugin's API that has an encoder (looked up
     only when the value is no choice: the installed plugins are read then, as for
     ``--converter``)."""
-    if value is None or value in EMIT_CHOICES:
+    if value is None:
+        return value
+    names = emit_choices()
+    if value in names:
         return value
     found = api_id(value)
-    if found is not None and found not in _IDS:
+    if found is not None and found not in builtin_names()[0]:
         return value
-    listed = ", ".join(EMIT_CHOICES[:-1]) + f" or {EMIT_CHOICES[-1]}"
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}"
     raise typer.BadParameter(f"{value!r} is not one of {listed}.")
 
 

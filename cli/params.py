@@ -23,6 +23,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.models import OptionInfo
 
 from .choices import complete_converter, complete_parser
 
@@ -42,18 +43,35 @@ def choices(names: Iterable[str]) -> str:
     return "[" + "|".join(names) + "]"
 
 
+class LazyChoiceInfo(OptionInfo):
+    """An option whose choices are found when they are first shown (``--help``), not when the
+    command is defined: finding them costs more than a small replay can spare."""
+
+    choices_of: Callable[[], Iterable[str]]
+
+
 def choice_option(
     *flags: str,
-    names: Iterable[str],
+    names: Iterable[str] | Callable[[], Iterable[str]],
     complete: Callable[[str], list[str]],
     help: str,
     callback: Callable[[Any], Any] | None = None,
 ) -> Any:
     """An option that takes one of ``names``: they are its metavar (``[a|b|c]``), and
-    ``complete`` completes its value."""
-    return typer.Option(
-        *flags, metavar=choices(names), autocompletion=complete, callback=callback, help=help
+    ``complete`` completes its value. ``names`` may be a function that gives them: it is called
+    when help shows them."""
+    lazy = callable(names)
+    info = typer.Option(
+        *flags,
+        metavar=None if lazy else choices(names),
+        autocompletion=complete,
+        callback=callback,
+        help=help,
     )
+    if lazy:
+        info.__class__ = LazyChoiceInfo
+        info.choices_of = names
+    return info
 
 
 def _registry_choices() -> tuple[str, str]:
@@ -242,7 +260,10 @@ def _runtime_of(param: Any) -> _PlainRuntime | None:
 
 def _label(param: Any) -> str | None:
     """``[a|b]`` for choices, else ``TEXT``/``INTEGER``/``NUMBER``/``PATH``; None: typer's."""
-    annotation = param.type_descriptor.annotation
+    descriptor = param.type_descriptor
+    if isinstance(descriptor.parameter_info, LazyChoiceInfo):
+        return choices(descriptor.parameter_info.choices_of())
+    annotation = descriptor.annotation
     if get_origin(annotation) is list:
         (annotation,) = get_args(annotation) or (None,)
     if isinstance(annotation, type) and issubclass(annotation, Enum):

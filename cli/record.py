@@ -12,9 +12,8 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, Protocol
+from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple, Protocol
 
 import typer
 
@@ -356,8 +355,7 @@ def record(
     _record(_Options(**locals()))  # the parameters, as given
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
+class _Options(NamedTuple):
     """record's options, as given."""
 
     output: Path

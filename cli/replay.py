@@ -1,10 +1,9 @@
 """``streamtool replay FILE``: run a recording through a converter and a handler."""
 
 import sys
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -14,7 +13,7 @@ from streamtool.core.handlers import check_parser_name, default_parser
 from streamtool.core.handlers.api_tool_call import FileToolsError, parse_file_tools
 
 from .choices import checked_by, complete_sample
-from .emit import EMIT_CHOICES, check_emit, complete_emit, make_emit_sink
+from .emit import check_emit, complete_emit, emit_choices, make_emit_sink
 from .errors import fail, user_errors, warn
 from .main import app
 from .pacing import DEFAULT_MAX_GAP, Pacer, parse_speed
@@ -117,7 +116,7 @@ def replay(
         str | None,
         choice_option(
             "--emit",
-            names=EMIT_CHOICES,
+            names=emit_choices,
             complete=complete_emit,
             callback=check_emit,
             help="Write the replayed stream's meaning as a stream of this API instead of "
@@ -154,8 +153,7 @@ def replay(
     _replay(_Options(**locals()))  # the parameters, as given
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
+class _Options(NamedTuple):
     """replay's options, as given."""
 
     file: Path | None

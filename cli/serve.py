@@ -9,9 +9,8 @@ recordings of any API (:mod:`streamtool.core.net.emitting`).
 """
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -183,8 +182,7 @@ def serve(
     _serve(_Options(**locals()))  # the parameters, as given
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
+class _Options(NamedTuple):
     """serve's options, as given."""
 
     paths: list[Path]
@@ -213,13 +211,10 @@ class _Options:
 
 def _serve(o: _Options) -> None:
     """Serve what the options say until interrupted."""
-    from dataclasses import replace
-
     from streamtool.core.exchange.store_layout import is_store_url
 
     # a store URL stays as it is (a path would fold its //)
-    o = replace(
-        o,
+    o = o._replace(
         paths=[p if is_store_url(str(p)) else Path(p) for p in o.paths],
         match_ignore=tuple(o.match_ignore or ()),
     )

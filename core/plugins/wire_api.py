@@ -5,9 +5,10 @@ Every wire API is a package (``streamtool.core.apis.<api>``, or a plugin's) whos
 data: a built-in package keeps it in its manifest, ``api.json`` beside its ``__init__.py``
 (:meth:`WireApi.from_package`); a plugin may write ``WireApi(...)`` in Python as well. Pure
 data: nothing here imports more than the standard library.
-"""
 
-from __future__ import annotations
+Its annotations are evaluated (no ``from __future__ import annotations``): ``NamedTuple`` would
+compile each of the row's field annotations written as text, at every start.
+"""
 
 import functools
 import importlib.util
@@ -118,7 +119,7 @@ class WireApi(_Fields):
 
     if not TYPE_CHECKING:  # the type checker sees the fields' own constructor
 
-        def __new__(cls, *args: Any, **kwargs: Any) -> WireApi:
+        def __new__(cls, *args: Any, **kwargs: Any) -> "WireApi":
             row = super().__new__(cls, *args, **kwargs)
             return row._replace(
                 label=row.label or row.name,
@@ -128,7 +129,7 @@ class WireApi(_Fields):
             )
 
     @classmethod
-    def from_package(cls, package: str) -> WireApi:
+    def from_package(cls, package: str) -> "WireApi":
         """The row of the API package ``package`` (its ``__name__``) as its manifest gives it:
         a JSON object of the row's fields, a list for a tuple; ``package`` is where its parts
         are. A manifest that is not one gives a :class:`ManifestError` naming it. The manifest

@@ -8,7 +8,8 @@ its encoder in ``encoder_aliases`` (``openai-sse``, Chat's). :func:`emitter` fin
 any name of its API or one of those.
 
 Importing this package loads no encoder, nor the reply and the shared pieces (loaded when first
-asked for): the command line reads :func:`builtin_names` at start-up.
+asked for): the command line reads :func:`builtin_names` when ``--emit``'s choices are shown,
+checked or completed.
 """
 
 from __future__ import annotations
