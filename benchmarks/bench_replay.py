@@ -1,6 +1,7 @@
 """Replay speed against two floors, measured in the same run, paired and interleaved.
 
     python benchmarks/bench_replay.py [--mb 20] [--runs 5] [--only NAME,...] [--against REV]
+                                      [--instructions]
 
 For every stream generator in ``benchmarks/generators.py`` (one per wire API: chat, kimi,
 anthropic, responses) it writes a recording of about ``--mb`` MB with a long streamed tool call
@@ -31,6 +32,13 @@ stream of a few KB (``start-up``: the process, its imports, a first replay; time
 rounds), and the ratio of what each whole-process time adds to its own start-up
 (``/orjson beyond start-up``). These are figures to read, not targets.
 
+With ``--instructions`` as well (and valgrind installed), each replay of ``--against``'s comparison
+is also counted in CPU instructions (valgrind's cachegrind, no cache simulation, the same
+``PYTHONHASHSEED`` for both trees): once per file, since the count does not move with the load
+on the machine as times do. Printed for each file: this tree's count over the older tree's, for
+the whole process and beyond start-up (the count on the file minus the count on the small
+recording of the same stream). Figures to read beside the timed target.
+
 It also checks that neither ``--help`` nor a small replay imports the openai or anthropic SDKs
 (bench_startup.py holds the start-up targets).
 Exits 1 when a target is missed.
@@ -41,6 +49,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -175,6 +185,37 @@ def same_summary(path: Path) -> str:
     return "same summary" if not differ else "summaries differ in: " + ", ".join(differ)
 
 
+def instructions(cmd: list[str]) -> int:
+    """The CPU instructions ``cmd`` runs, counted by valgrind (cachegrind, no cache simulation)."""
+    proc = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        + cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # both trees hash strings alike
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind failed on: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def counted(path: Path, small: Path) -> str:
+    """This tree's instructions over the older tree's on ``path``: whole, and beyond start-up."""
+    count = {
+        (name, file): instructions(cli + ["replay", str(file), "--format", "json"])
+        for name, cli in (("new", CLI), ("old", OLD_CLI))
+        for file in (path, small)
+    }
+    whole = count["new", path] / count["old", path]
+    beyond = (count["new", path] - count["new", small]) / (count["old", path] - count["old", small])
+    return (
+        f"{path.name:<24}{count['new', path] / 1e6:>10.1f}M{count['old', path] / 1e6:>10.1f}M"
+        f"{whole:>9.3f}x{beyond:>9.3f}x"
+    )
+
+
 def paired(times: dict[str, list[float]], over: str) -> float:
     return statistics.median(r / f for r, f in zip(times["replay"], times[over], strict=True))
 
@@ -203,7 +244,17 @@ def main() -> int:
         help="also time the replay of this repository's tree at git revision REV, installed "
         f"as a user would, in the same rounds; target: within {AGAINST_TARGET:g}x of it",
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --against: also count each replay's CPU instructions in both trees "
+        "(needs valgrind)",
+    )
     args = ap.parse_args()
+    if args.instructions and not args.against:
+        ap.error("--instructions compares with --against's tree")
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind on PATH")
     runs = max(5, args.runs)
     names = [n for n in GENERATORS if not args.only or n in args.only.split(",")]
     ok = True
@@ -215,6 +266,7 @@ def main() -> int:
         head += f"{'old s':>10}{'/' + args.against:>12}"
     parts: list[str] = []  # the start-up lines, printed after the table
     summaries: list[str] = []  # with --against: whether both trees summarise a file alike
+    counts: list[str] = []  # with --instructions: the two trees' instructions
     with tempfile.TemporaryDirectory() as tmp:
         if not args.editable:  # as users run it: a regular install (bench_startup.py's)
             python, streamtool = make_env(Path(tmp) / "venv")
@@ -254,6 +306,8 @@ def main() -> int:
                     good &= vs_old <= AGAINST_TARGET
                     old = f"{med['old']:>10.3f}{vs_old:>11.3f}x"
                     summaries.append(f"{path.name:<24}{same_summary(path)}")
+                if args.instructions:
+                    counts.append(counted(path, small))
                 ok &= good
                 print(
                     f"{path.name:<24}{path.stat().st_size / 1e6:>6.1f}{med['stdlib']:>10.3f}"
@@ -276,6 +330,14 @@ def main() -> int:
         if summaries:
             print(f"\nthe replay's JSON summary, this tree's and {args.against}'s")
             for line in summaries:
+                print(line)
+        if counts:
+            print(
+                f"\nCPU instructions (valgrind), this tree's and {args.against}'s: whole process, "
+                "and beyond start-up (less the small recording's)"
+            )
+            print(f"{'recording':<24}{'this':>11}{'old':>11}{'whole':>10}{'beyond':>10}")
+            for line in counts:
                 print(line)
 
     for label, cmd in (
