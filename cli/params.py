@@ -60,15 +60,14 @@ def choice_option(
     """An option that takes one of ``names``: they are its metavar (``[a|b|c]``), and
     ``complete`` completes its value. ``names`` may be a function that gives them: it is called
     when help shows them."""
-    lazy = callable(names)
     info = typer.Option(
         *flags,
-        metavar=None if lazy else choices(names),
+        metavar=None if callable(names) else choices(names),
         autocompletion=complete,
         callback=callback,
         help=help,
     )
-    if lazy:
+    if callable(names):
         info.__class__ = LazyChoiceInfo
         info.choices_of = names
     return info
