@@ -62,16 +62,19 @@ def build(env: dict[str, str] | None = None, **kw) -> object:
     return build_request(RequestOptions(**kw), KEYS if env is None else env)
 
 
+def build_hi(env: dict[str, str], provider: str, model: str, **kw) -> object:
+    """A request saying "hi" to ``provider``'s ``model``, its key from ``env``."""
+    return build(env, provider=provider, model=model, prompt="hi", **kw)
+
+
+def build_weather(provider: str, model: str, tool_choice: str, **kw) -> object:
+    """A request to ``provider`` offering the WEATHER tool, ``tool_choice`` choosing."""
+    return build(provider=provider, model=model, tools=[WEATHER], tool_choice=tool_choice, **kw)
+
+
 # -- request building ----------------------------------------------------------------------------
 def test_openai_chat_request():
-    req = build(
-        provider="openai-chat",
-        model="gpt-4o",
-        prompt="hi",
-        system="be brief",
-        tools=[WEATHER],
-        tool_choice="get_weather",
-    )
+    req = build_weather("openai-chat", "gpt-4o", "get_weather", prompt="hi", system="be brief")
     assert req.url == "https://api.openai.com/v1/chat/completions"
     assert req.headers["authorization"] == f"Bearer {KEYS['OPENAI_API_KEY']}"
     assert req.headers["accept-encoding"] == "identity"
@@ -97,14 +100,8 @@ def test_openai_chat_request():
 
 
 def test_openai_responses_request():
-    req = build(
-        provider="openai-responses",
-        model="gpt-4.1",
-        prompt="hi",
-        system="be brief",
-        tools=[WEATHER],
-        tool_choice="required",
-        max_tokens=50,
+    req = build_weather(
+        "openai-responses", "gpt-4.1", "required", prompt="hi", system="be brief", max_tokens=50
     )
     assert req.url == "https://api.openai.com/v1/responses"
     body = json.loads(req.content)
@@ -121,13 +118,7 @@ def test_openai_responses_request():
         }
     ]
     assert body["tool_choice"] == "required"
-    named = build(
-        provider="openai-responses",
-        model="m",
-        prompt="x",
-        tools=[WEATHER],
-        tool_choice="get_weather",
-    )
+    named = build_weather("openai-responses", "m", "get_weather", prompt="x")
     assert json.loads(named.content)["tool_choice"] == {"type": "function", "name": "get_weather"}
 
 
@@ -147,13 +138,7 @@ def test_anthropic_request(choice, expected):
         {"role": "assistant", "content": "hello"},
         {"role": "user", "content": "weather?"},
     ]
-    req = build(
-        provider="anthropic",
-        model="claude-sonnet-4-6",
-        messages=messages,
-        tools=[WEATHER],
-        tool_choice=choice,
-    )
+    req = build_weather("anthropic", "claude-sonnet-4-6", choice, messages=messages)
     assert req.url == "https://api.anthropic.com/v1/messages"
     assert req.headers["x-api-key"] == KEYS["ANTHROPIC_API_KEY"]
     assert req.headers["anthropic-version"] == "2023-06-01"
@@ -185,18 +170,12 @@ def test_anthropic_request(choice, expected):
     ],
 )
 def test_gemini_request(choice, expected):
-    req = build(
-        provider="gemini",
-        model="gemini-2.5-flash",
-        messages=[
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "hello"},
-            {"role": "user", "content": "weather?"},
-        ],
-        system="be brief",
-        tools=[WEATHER],
-        tool_choice=choice,
-    )
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "weather?"},
+    ]
+    req = build_weather("gemini", "gemini-2.5-flash", choice, messages=messages, system="be brief")
     assert req.url == (
         "https://generativelanguage.googleapis.com/v1beta/models/"
         "gemini-2.5-flash:streamGenerateContent?alt=sse"
@@ -222,11 +201,10 @@ def test_gemini_request(choice, expected):
 
 
 def test_gemini_key_in_query_and_google_api_key():
-    req = build(
+    req = build_hi(
         {"GOOGLE_API_KEY": "AIzaSyFAKEgoogle0123456789abcdefghij"},
-        provider="gemini",
-        model="gemini-2.5-flash",
-        prompt="hi",
+        "gemini",
+        "gemini-2.5-flash",
         key_in_query=True,
     )
     assert req.url.endswith("?alt=sse&key=AIzaSyFAKEgoogle0123456789abcdefghij")
@@ -246,40 +224,36 @@ def test_presets_by_name(name):
 
 def test_preset_found_from_base_url_host():
     env = {"GROQ_API_KEY": "gsk_fake0123456789", "OPENAI_API_KEY": "sk-wrong"}
-    req = build(
+    req = build_hi(
         env,
-        provider="openai-compatible",
+        "openai-compatible",
+        "llama-3.3-70b-versatile",
         base_url="https://api.groq.com/openai/v1",
-        model="llama-3.3-70b-versatile",
-        prompt="hi",
     )
     assert req.headers["authorization"] == "Bearer gsk_fake0123456789"
     assert req.provider == "groq"
-    mistral = build(
+    mistral = build_hi(
         {"MISTRAL_API_KEY": "mistral-fake-0123"},
-        provider="openai-compatible",
+        "openai-compatible",
+        "mistral-small-latest",
         base_url="https://api.mistral.ai/v1",
-        model="mistral-small-latest",
-        prompt="hi",
     )
     assert "stream_options" not in json.loads(mistral.content)  # Mistral rejects it (422)
 
 
 def test_openai_compatible_never_sends_the_openai_key_elsewhere():
-    req = build(
+    req = build_hi(
         {"OPENAI_API_KEY": "sk-test-do-not-send-0123456789"},
-        provider="openai-compatible",
+        "openai-compatible",
+        "m",
         base_url="http://127.0.0.1:9/v1",
-        model="m",
-        prompt="hi",
     )
     assert "authorization" not in req.headers
-    with_env = build(
+    with_env = build_hi(
         {"MY_KEY": "local-key-0123456789"},
-        provider="openai-compatible",
+        "openai-compatible",
+        "m",
         base_url="http://127.0.0.1:9/v1",
-        model="m",
-        prompt="hi",
         api_key_env="MY_KEY",
     )
     assert with_env.headers["authorization"] == "Bearer local-key-0123456789"
@@ -428,6 +402,22 @@ def run_record(args: list[str], env: dict[str, str] | None = None):
     return CliRunner().invoke(app, ["record", *args], env={**KEYS, **(env or {})})
 
 
+def record_to(
+    out: Path,
+    base_url: str,
+    *extra: str,
+    name: str | None = None,
+    provider: str = "openai-chat",
+    model: str = "m",
+    env: dict[str, str] | None = None,
+):
+    """``streamtool record`` of one "hi" to ``base_url`` into ``out``; ``name`` asks serve for
+    that recording; ``extra``: more options."""
+    asks = ["--header", f"X-Streamtool-Recording: {name}"] if name else []
+    args = [*record_args(base_url, model, provider), *asks, *extra, "-o", str(out)]
+    return run_record(args, env)
+
+
 # (recording, provider, base URL path)
 AGAINST_SERVE = [
     ("openai-parallel-tool-calls", "openai-chat", "/v1"),
@@ -449,22 +439,8 @@ def served():
 @pytest.mark.parametrize("name, provider, prefix", AGAINST_SERVE)
 def test_record_reproduces_served_bytes(served, tmp_path, name, provider, prefix):
     out = tmp_path / "rec.jsonl"
-    result = run_record(
-        [
-            "--provider",
-            provider,
-            "--model",
-            "gemini-2.5-flash" if provider == "gemini" else "any-model",
-            "--prompt",
-            "hi",
-            "--base-url",
-            served.url + prefix,
-            "--header",
-            f"X-Streamtool-Recording: {name}",
-            "-o",
-            str(out),
-        ]
-    )
+    model = "gemini-2.5-flash" if provider == "gemini" else "any-model"
+    result = record_to(out, served.url + prefix, name=name, provider=provider, model=model)
     assert result.exit_code == 0, result.stderr
     assert f"recorded {out}: HTTP 200" in result.stderr
     header, chunks, end = read_all(out)
@@ -481,22 +457,7 @@ def test_record_reproduces_served_bytes(served, tmp_path, name, provider, prefix
 def test_recorded_file_replays_like_the_original(served, tmp_path):
     name = "openai-parallel-tool-calls"
     out = tmp_path / "rec.jsonl"
-    result = run_record(
-        [
-            "-p",
-            "openai-chat",
-            "-m",
-            "gpt-4o-2024-08-06",
-            "--prompt",
-            "hi",
-            "--header",
-            "X-Streamtool-Recording: openai-parallel-tool-calls",
-            "--base-url",
-            served.url + "/v1",
-            "-o",
-            str(out),
-        ]
-    )
+    result = record_to(out, served.url + "/v1", name=name, model="gpt-4o-2024-08-06")
     assert result.exit_code == 0, result.stderr
     ours = replay_file(out).summary()
     original = replay_file(recording(name)).summary()
@@ -506,15 +467,7 @@ def test_recorded_file_replays_like_the_original(served, tmp_path):
 
 def test_http_error_is_recorded_and_reported(served, tmp_path):
     out = tmp_path / "err.jsonl"
-    result = run_record(
-        [
-            *record_args(served.url + "/v1", "gpt-4o"),
-            "-H",
-            "X-Streamtool-Recording: openai-http-429-rate-limit",
-            "-o",
-            str(out),
-        ]
-    )
+    result = record_to(out, served.url + "/v1", name="openai-http-429-rate-limit", model="gpt-4o")
     assert result.exit_code == 1
     assert "HTTP 429: Rate limit reached for gpt-4o" in result.stderr
     assert "Traceback" not in result.output
@@ -530,13 +483,7 @@ def test_dropped_connection_keeps_every_byte(tmp_path):
     rec = recording("openai-parallel-tool-calls")
     out = tmp_path / "cut.jsonl"
     with serving([rec], Playback(speed=None, cut_after=1000)) as server:
-        result = run_record(
-            [
-                *record_args(server.url + "/v1"),
-                "-o",
-                str(out),
-            ]
-        )
+        result = record_to(out, server.url + "/v1")
     assert result.exit_code == 1
     assert "connection dropped after 1000 bytes" in result.stderr
     header, chunks, end = read_all(out)
@@ -552,15 +499,7 @@ def test_read_timeout_ends_the_recording(tmp_path):
     out = tmp_path / "slow.jsonl"
     with serving([rec], Playback(speed=None, stall=5.0, stall_after=600)) as server:
         started = time.monotonic()
-        result = run_record(
-            [
-                *record_args(server.url + "/v1"),
-                "--timeout",
-                "0.3",
-                "-o",
-                str(out),
-            ]
-        )
+        result = record_to(out, server.url + "/v1", "--timeout", "0.3")
         elapsed = time.monotonic() - started
     assert result.exit_code == 1
     assert elapsed < 4
@@ -620,13 +559,7 @@ def test_connection_refused(tmp_path):
     port = sock.getsockname()[1]
     sock.close()
     out = tmp_path / "refused.jsonl"
-    result = run_record(
-        [
-            *record_args(f"http://127.0.0.1:{port}/v1"),
-            "-o",
-            str(out),
-        ]
-    )
+    result = record_to(out, f"http://127.0.0.1:{port}/v1")
     assert result.exit_code == 1
     assert "could not connect" in result.stderr
     header, chunks, end = read_all(out)
@@ -660,26 +593,23 @@ def test_secrets_never_reach_the_file(tmp_path):
     gem = recording("gemini-text-then-function-call")
     with serving([bad_key, gem], MAX) as server:
         out1 = tmp_path / "openai.jsonl"
-        r1 = run_record(
-            [
-                *record_args(server.url + "/v1", "gpt-4o-mini"),
-                "-H",
-                f"x-api-key: {FAKE['header']}",
-                "-H",
-                f"X-Custom-Token: {FAKE['custom']}",
-                "-o",
-                str(out1),
-            ],
+        r1 = record_to(
+            out1,
+            server.url + "/v1",
+            "-H",
+            f"x-api-key: {FAKE['header']}",
+            "-H",
+            f"X-Custom-Token: {FAKE['custom']}",
+            model="gpt-4o-mini",
             env={"OPENAI_API_KEY": FAKE["openai"]},
         )
         out2 = tmp_path / "gemini.jsonl"
-        r2 = run_record(
-            [
-                *record_args(server.url, "gemini-2.5-flash", provider="gemini"),
-                "--key-in-query",
-                "-o",
-                str(out2),
-            ],
+        r2 = record_to(
+            out2,
+            server.url,
+            "--key-in-query",
+            provider="gemini",
+            model="gemini-2.5-flash",
             env={"GEMINI_API_KEY": FAKE["gemini"]},
         )
     assert r1.exit_code == 1 and "Incorrect API key provided" in r1.stderr
@@ -703,25 +633,12 @@ def test_secrets_never_reach_the_file(tmp_path):
 def test_existing_output_is_never_overwritten(served, tmp_path):
     out = tmp_path / "keep.jsonl"
     out.write_text("precious\n")
-    args = [
-        "-p",
-        "openai-chat",
-        "-m",
-        "gpt-4o-2024-08-06",
-        "--prompt",
-        "hi",
-        "--header",
-        "X-Streamtool-Recording: openai-parallel-tool-calls",
-        "--base-url",
-        served.url + "/v1",
-        "-o",
-        str(out),
-    ]
-    result = run_record(args)
+    name = "openai-parallel-tool-calls"
+    result = record_to(out, served.url + "/v1", name=name, model="gpt-4o-2024-08-06")
     assert result.exit_code == 2
     assert result.stderr.strip() == f"streamtool: error: {out}: exists (use --force to overwrite)"
     assert out.read_text() == "precious\n"
-    forced = run_record([*args, "--force"])
+    forced = record_to(out, served.url + "/v1", "--force", name=name, model="gpt-4o-2024-08-06")
     assert forced.exit_code == 0
     assert read_all(out)[2].reason == "complete"
 
@@ -823,13 +740,7 @@ def test_gzip_body_is_recorded_decoded(tmp_path):
     thread.start()
     try:
         out = tmp_path / "gz.jsonl"
-        result = run_record(
-            [
-                *record_args(f"http://127.0.0.1:{server.server_address[1]}/v1"),
-                "-o",
-                str(out),
-            ]
-        )
+        result = record_to(out, f"http://127.0.0.1:{server.server_address[1]}/v1")
     finally:
         server.shutdown()
         server.server_close()
@@ -858,23 +769,13 @@ def test_a_view_sink_sees_the_stream_as_it_is_recorded(served, tmp_path, monkeyp
 
     monkeypatch.setitem(record_cli.VIEWS, "collect", Collect)
     out = tmp_path / "live.jsonl"
-    result = run_record(
-        [
-            "-p",
-            "openai-chat",
-            "-m",
-            "gpt-4o-2024-08-06",
-            "--prompt",
-            "hi",
-            "--header",
-            "X-Streamtool-Recording: openai-parallel-tool-calls",
-            "--base-url",
-            served.url + "/v1",
-            "--view",
-            "collect",
-            "-o",
-            str(out),
-        ]
+    result = record_to(
+        out,
+        served.url + "/v1",
+        "--view",
+        "collect",
+        name="openai-parallel-tool-calls",
+        model="gpt-4o-2024-08-06",
     )
     assert result.exit_code == 0, result.stderr
     assert len(calls) >= len(chunks_of(out))  # once per chunk, then once at the end
@@ -929,13 +830,7 @@ def test_record_keeps_the_reads_as_the_server_cut_them(tmp_path):
     rec = recording("openai-text-usage-chunk-utf8-split")
     out = tmp_path / "rechunked.jsonl"
     with serving([rec], Playback(speed=None, rechunk=7)) as server:
-        result = run_record(
-            [
-                *record_args(server.url + "/v1"),
-                "-o",
-                str(out),
-            ]
-        )
+        result = record_to(out, server.url + "/v1")
     assert result.exit_code == 0, result.stderr
     _, chunks, end = read_all(out)
     body = body_of(rec)
@@ -954,23 +849,14 @@ def test_record_keeps_the_reads_as_the_server_cut_them(tmp_path):
 def test_the_live_tree_view_shows_the_capture(served, tmp_path):
     """``--view tree`` draws replay's tree while recording (printed once when not a terminal)."""
     out = tmp_path / "tree.jsonl"
-    result = run_record(
-        [
-            "-p",
-            "anthropic",
-            "-m",
-            "claude-sonnet-4-6",
-            "--prompt",
-            "hi",
-            "--header",
-            "X-Streamtool-Recording: anthropic-text-then-tool-use",
-            "--base-url",
-            served.url,
-            "--view",
-            "tree",
-            "-o",
-            str(out),
-        ]
+    result = record_to(
+        out,
+        served.url,
+        "--view",
+        "tree",
+        name="anthropic-text-then-tool-use",
+        provider="anthropic",
+        model="claude-sonnet-4-6",
     )
     assert result.exit_code == 0, result.stderr
     assert "converter anthropic" in result.stderr
