@@ -96,28 +96,64 @@ def converse_event(kind: str, body: dict[str, Any], n: int) -> bytes:
     return encode_event(kind, _dumps({**body, "p": _pad(n)}))
 
 
-def converse_header(body: dict[str, Any]) -> Header:
+def bedrock_header(
+    api: str, body: dict[str, Any], response: dict[str, Any], **headers: str
+) -> Header:
+    """The header of a Bedrock ``api`` stream's recording (``headers``: more request headers)."""
     return Header(
         provider="bedrock",
-        api="converse-stream",
+        api=api,
         recorded_at=RECORDED_AT,
         request={
             "method": "POST",
-            "url": f"{BEDROCK_HOST}/model/{CLAUDE_PATH}/converse-stream",
+            "url": f"{BEDROCK_HOST}/model/{CLAUDE_PATH}/{api}",
             "headers": {
                 "authorization": "[redacted]",
                 "content-type": "application/json",
+                **headers,
                 "x-amz-date": "20261121T093000Z",
             },
             "body": body,
         },
-        response=BEDROCK_RESPONSE,
+        response=response,
     )
+
+
+def converse_header(body: dict[str, Any]) -> Header:
+    return bedrock_header("converse-stream", body, BEDROCK_RESPONSE)
 
 
 def converse_tools() -> dict[str, Any]:
     spec = {k: WEATHER_TOOL[k] for k in ("name", "description")}
     return {"tools": [{"toolSpec": {**spec, "inputSchema": {"json": WEATHER_TOOL["parameters"]}}}]}
+
+
+def converse_text(index: int, pieces: list[str]) -> list[tuple[str, Any]]:
+    return [
+        ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": t}}) for t in pieces
+    ]
+
+
+def converse_stop(reason: str, inp: int, out: int, latency: int) -> list[tuple[str, Any]]:
+    """The ``messageStop`` and ``metadata`` events that end a Converse stream."""
+    usage = {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}
+    return [
+        ("messageStop", {"stopReason": reason}),
+        ("metadata", {"usage": usage, "metrics": {"latencyMs": latency}}),
+    ]
+
+
+def converse_tool_use(index: int, call_id: str, pieces: list[str]) -> list[tuple[str, Any]]:
+    """A ``get_weather`` tool use's block: its start, its input in ``pieces``, its stop."""
+    start = {"toolUse": {"toolUseId": call_id, "name": "get_weather"}}
+    return [
+        ("contentBlockStart", {"contentBlockIndex": index, "start": start}),
+        *[
+            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": t}}})
+            for t in pieces
+        ],
+        ("contentBlockStop", {"contentBlockIndex": index}),
+    ]
 
 
 def bedrock_converse() -> None:
@@ -139,26 +175,19 @@ def bedrock_converse() -> None:
             },
         ),
         ("contentBlockStop", {"contentBlockIndex": 0}),
-        *[
-            ("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": t}})
-            for t in [
+        *converse_text(
+            1,
+            [
                 "Cold rain on",
                 " the eaves —\nmaple",
                 " leaves let go",
                 " one by one,\nthe",
                 " gutters hum",
                 " all night.",
-            ]
-        ],
-        ("contentBlockStop", {"contentBlockIndex": 1}),
-        ("messageStop", {"stopReason": "end_turn"}),
-        (
-            "metadata",
-            {
-                "usage": {"inputTokens": 41, "outputTokens": 88, "totalTokens": 129},
-                "metrics": {"latencyMs": 1874},
-            },
+            ],
         ),
+        ("contentBlockStop", {"contentBlockIndex": 1}),
+        *converse_stop("end_turn", 41, 88, 1874),
     ]
     frames = [converse_event(k, b, i) for i, (k, b) in enumerate(events)]
     body = {
@@ -176,57 +205,15 @@ def bedrock_converse() -> None:
     # 2. parallel tool calls, input streamed (the answer of anthropic-parallel-tool-calls)
     events = [
         ("messageStart", {"role": "assistant"}),
-        (
-            "contentBlockDelta",
-            {"contentBlockIndex": 0, "delta": {"text": "I'll check the current weather in both"}},
-        ),
-        (
-            "contentBlockDelta",
-            {"contentBlockIndex": 0, "delta": {"text": " cities at the same time."}},
-        ),
+        *converse_text(0, ["I'll check the current weather in both", " cities at the same time."]),
         ("contentBlockStop", {"contentBlockIndex": 0}),
-        (
-            "contentBlockStart",
-            {
-                "contentBlockIndex": 1,
-                "start": {
-                    "toolUse": {
-                        "toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q",
-                        "name": "get_weather",
-                    }
-                },
-            },
+        *converse_tool_use(
+            1, "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", ['{"city": "Pa', 'ris", "unit": "c', 'elsius"}']
         ),
-        *[
-            ("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolUse": {"input": t}}})
-            for t in ['{"city": "Pa', 'ris", "unit": "c', 'elsius"}']
-        ],
-        ("contentBlockStop", {"contentBlockIndex": 1}),
-        (
-            "contentBlockStart",
-            {
-                "contentBlockIndex": 2,
-                "start": {
-                    "toolUse": {
-                        "toolUseId": "tooluse_3Wl2cG6bRzKq0yMfOa8nIg",
-                        "name": "get_weather",
-                    }
-                },
-            },
+        *converse_tool_use(
+            2, "tooluse_3Wl2cG6bRzKq0yMfOa8nIg", ['{"ci', 'ty": "Tokyo"', ', "unit": "celsius"}']
         ),
-        *[
-            ("contentBlockDelta", {"contentBlockIndex": 2, "delta": {"toolUse": {"input": t}}})
-            for t in ['{"ci', 'ty": "Tokyo"', ', "unit": "celsius"}']
-        ],
-        ("contentBlockStop", {"contentBlockIndex": 2}),
-        ("messageStop", {"stopReason": "tool_use"}),
-        (
-            "metadata",
-            {
-                "usage": {"inputTokens": 612, "outputTokens": 131, "totalTokens": 743},
-                "metrics": {"latencyMs": 2031},
-            },
-        ),
+        *converse_stop("tool_use", 612, 131, 2031),
     ]
     frames = [converse_event(k, b, i) for i, (k, b) in enumerate(events)]
     body = {
@@ -249,10 +236,7 @@ def bedrock_converse() -> None:
     # 3. an exception frame mid-stream
     events = [
         ("messageStart", {"role": "assistant"}),
-        *[
-            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}})
-            for t in ["Here is a summary of", " the report:\n\n1. Revenue", " grew 12% year"]
-        ],
+        *converse_text(0, ["Here is a summary of", " the report:\n\n1. Revenue", " grew 12% year"]),
     ]
     frames = [converse_event(k, b, i) for i, (k, b) in enumerate(events)]
     frames.append(
@@ -280,28 +264,15 @@ def chunk_frame(event: dict[str, Any], n: int) -> bytes:
 
 
 def invoke_header(body: dict[str, Any]) -> Header:
-    return Header(
-        provider="bedrock",
-        api="invoke-with-response-stream",
-        recorded_at=RECORDED_AT,
-        request={
-            "method": "POST",
-            "url": f"{BEDROCK_HOST}/model/{CLAUDE_PATH}/invoke-with-response-stream",
-            "headers": {
-                "authorization": "[redacted]",
-                "content-type": "application/json",
-                "accept": "application/vnd.amazon.eventstream",
-                "x-amz-date": "20261121T093000Z",
-            },
-            "body": body,
-        },
-        response={
-            **BEDROCK_RESPONSE,
-            "headers": {
-                **BEDROCK_RESPONSE["headers"],
-                "x-amzn-bedrock-content-type": "application/json",
-            },
-        },
+    response_headers = {
+        **BEDROCK_RESPONSE["headers"],
+        "x-amzn-bedrock-content-type": "application/json",
+    }
+    return bedrock_header(
+        "invoke-with-response-stream",
+        body,
+        {**BEDROCK_RESPONSE, "headers": response_headers},
+        accept="application/vnd.amazon.eventstream",
     )
 
 
@@ -328,6 +299,37 @@ def text_deltas(index: int, texts: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+def text_block_start(index: int) -> dict[str, Any]:
+    return {
+        "type": "content_block_start",
+        "index": index,
+        "content_block": {"type": "text", "text": ""},
+    }
+
+
+def message_end_events(
+    stop_reason: str, input_tokens: int, output_tokens: int, latency: int, first_byte: int
+) -> list[dict[str, Any]]:
+    """The ``message_delta`` and ``message_stop`` that end a Claude stream on Bedrock (its
+    invocation metrics in the stop)."""
+    return [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+        {
+            "type": "message_stop",
+            "amazon-bedrock-invocationMetrics": {
+                "inputTokenCount": input_tokens,
+                "outputTokenCount": output_tokens,
+                "invocationLatency": latency,
+                "firstByteLatency": first_byte,
+            },
+        },
+    ]
+
+
 def bedrock_invoke() -> None:
     anthropic_body = {
         "anthropic_version": "bedrock-2023-05-31",
@@ -336,23 +338,10 @@ def bedrock_invoke() -> None:
     # 1. text
     events = [
         message_start("msg_bdrk_01HJ2x8Yq4V5n1kQeF3aLmTz", 18),
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        text_block_start(0),
         *text_deltas(0, ["The capital of", " Australia is Canberra", ", not Sydney."]),
         {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": 14},
-        },
-        {
-            "type": "message_stop",
-            "amazon-bedrock-invocationMetrics": {
-                "inputTokenCount": 18,
-                "outputTokenCount": 14,
-                "invocationLatency": 702,
-                "firstByteLatency": 388,
-            },
-        },
+        *message_end_events("end_turn", 18, 14, 702, 388),
     ]
     frames = [chunk_frame(e, i) for i, e in enumerate(events)]
     body = {
@@ -391,7 +380,7 @@ def bedrock_invoke() -> None:
 
     events = [
         message_start("msg_bdrk_01XFDUDYJgAACzvnptvVoYEL", 612),
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        text_block_start(0),
         *text_deltas(0, ["I'll check the current weather in both", " cities at the same time."]),
         {"type": "content_block_stop", "index": 0},
         tool_start(1, "toolu_bdrk_01A09q90qw90lq917835lq9"),
@@ -400,20 +389,7 @@ def bedrock_invoke() -> None:
         tool_start(2, "toolu_bdrk_01D7FLrfh4GYq7yT1ULFeyMV"),
         *input_deltas(2, ["", '{"ci', 'ty": "Tokyo"', ', "unit": "celsius"}']),
         {"type": "content_block_stop", "index": 2},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": 131},
-        },
-        {
-            "type": "message_stop",
-            "amazon-bedrock-invocationMetrics": {
-                "inputTokenCount": 612,
-                "outputTokenCount": 131,
-                "invocationLatency": 2010,
-                "firstByteLatency": 905,
-            },
-        },
+        *message_end_events("tool_use", 612, 131, 2010, 905),
     ]
     frames = [chunk_frame(e, i) for i, e in enumerate(events)]
     body = {
@@ -439,7 +415,7 @@ def bedrock_invoke() -> None:
     # 3. the model's stream fails mid-way: modelStreamErrorException
     events = [
         message_start("msg_bdrk_01Pq7Lw2Zx9Ke4RtYu6VbNmS", 230),
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        text_block_start(0),
         *text_deltas(0, ["Step 1: install the", " package with pip.\n", "Step 2: "]),
     ]
     frames = [chunk_frame(e, i) for i, e in enumerate(events)]
@@ -472,24 +448,36 @@ def sse_reads(events: list[bytes], groups: list[int], start: float, step: float)
     return _reads(events, groups, start, step)
 
 
+def sse_header(
+    provider: str,
+    api: str,
+    url: str,
+    body: dict[str, Any],
+    key_header: str = "authorization",
+    content_type: str = "text/event-stream",
+) -> Header:
+    """The header of an SSE stream's recording, its request's key redacted."""
+    return Header(
+        provider=provider,
+        api=api,
+        recorded_at=RECORDED_AT,
+        request={
+            "method": "POST",
+            "url": url,
+            "headers": {key_header: "[redacted]", "content-type": "application/json"},
+            "body": body,
+        },
+        response={"status": 200, "headers": {"content-type": content_type}},
+    )
+
+
 # -- Cohere v2 chat ------------------------------------------------------------------------------
 def cohere_event(obj: dict[str, Any]) -> bytes:
     return b"event: " + obj["type"].encode() + b"\ndata: " + _dumps(obj) + b"\n\n"
 
 
 def cohere_header(body: dict[str, Any]) -> Header:
-    return Header(
-        provider="cohere",
-        api="v2.chat",
-        recorded_at=RECORDED_AT,
-        request={
-            "method": "POST",
-            "url": "https://api.cohere.com/v2/chat",
-            "headers": {"authorization": "[redacted]", "content-type": "application/json"},
-            "body": body,
-        },
-        response={"status": 200, "headers": {"content-type": "text/event-stream"}},
-    )
+    return sse_header("cohere", "v2.chat", "https://api.cohere.com/v2/chat", body)
 
 
 def message_end(reason: str, inp: int, out: int, error: str | None = None) -> dict[str, Any]:
@@ -539,6 +527,23 @@ def cohere_text(index: int, texts: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+def penguin_citation(index: int, start: int, end: int, text: str, snippet: str) -> list[Any]:
+    """A citation of the "Penguin species" document (doc:0): its start and its end."""
+    document = {"id": "doc:0", "title": "Penguin species", "snippet": snippet}
+    source = {"type": "document", "id": "doc:0", "document": document}
+    citation = {
+        "start": start,
+        "end": end,
+        "text": text,
+        "sources": [source],
+        "type": "TEXT_CONTENT",
+    }
+    return [
+        {"type": "citation-start", "index": index, "delta": {"message": {"citations": citation}}},
+        {"type": "citation-end", "index": index},
+    ]
+
+
 def cohere() -> None:
     model = "command-a-03-2025"
     # 1. text with citations from documents
@@ -554,58 +559,10 @@ def cohere() -> None:
                 " about 122 cm.",
             ],
         ),
-        {
-            "type": "citation-start",
-            "index": 0,
-            "delta": {
-                "message": {
-                    "citations": {
-                        "start": 23,
-                        "end": 38,
-                        "text": "emperor penguin",
-                        "sources": [
-                            {
-                                "type": "document",
-                                "id": "doc:0",
-                                "document": {
-                                    "id": "doc:0",
-                                    "title": "Penguin species",
-                                    "snippet": "Emperor penguins are the tallest penguins.",
-                                },
-                            }
-                        ],
-                        "type": "TEXT_CONTENT",
-                    }
-                }
-            },
-        },
-        {"type": "citation-end", "index": 0},
-        {
-            "type": "citation-start",
-            "index": 1,
-            "delta": {
-                "message": {
-                    "citations": {
-                        "start": 62,
-                        "end": 68,
-                        "text": "122 cm",
-                        "sources": [
-                            {
-                                "type": "document",
-                                "id": "doc:0",
-                                "document": {
-                                    "id": "doc:0",
-                                    "title": "Penguin species",
-                                    "snippet": "up to 122 cm tall",
-                                },
-                            }
-                        ],
-                        "type": "TEXT_CONTENT",
-                    }
-                }
-            },
-        },
-        {"type": "citation-end", "index": 1},
+        *penguin_citation(
+            0, 23, 38, "emperor penguin", "Emperor penguins are the tallest penguins."
+        ),
+        *penguin_citation(1, 62, 68, "122 cm", "up to 122 cm tall"),
         {"type": "content-end", "index": 0},
         message_end("COMPLETE", 37, 19),
     ]
@@ -722,18 +679,8 @@ def completion_event(obj: dict[str, Any] | str) -> bytes:
 
 
 def completions_header(url: str, body: dict[str, Any], provider: str) -> Header:
-    return Header(
-        provider=provider,
-        api="completions",
-        recorded_at=RECORDED_AT,
-        request={
-            "method": "POST",
-            "url": url,
-            "headers": {"authorization": "[redacted]", "content-type": "application/json"},
-            "body": body,
-        },
-        response={"status": 200, "headers": {"content-type": "text/event-stream; charset=utf-8"}},
-    )
+    content_type = "text/event-stream; charset=utf-8"
+    return sse_header(provider, "completions", url, body, content_type=content_type)
 
 
 def text_chunks(
@@ -890,18 +837,7 @@ def interactions_event(obj: dict[str, Any]) -> bytes:
 
 
 def interactions_header(body: dict[str, Any]) -> Header:
-    return Header(
-        provider="gemini",
-        api="interactions",
-        recorded_at=RECORDED_AT,
-        request={
-            "method": "POST",
-            "url": INTERACTIONS_URL,
-            "headers": {"x-goog-api-key": "[redacted]", "content-type": "application/json"},
-            "body": body,
-        },
-        response={"status": 200, "headers": {"content-type": "text/event-stream"}},
-    )
+    return sse_header("gemini", "interactions", INTERACTIONS_URL, body, "x-goog-api-key")
 
 
 def step(kind: str, index: int, **fields: Any) -> dict[str, Any]:
@@ -915,6 +851,16 @@ def interaction(kind: str, iid: str, status: str, **fields: Any) -> dict[str, An
 
 def texts(index: int, pieces: list[str]) -> list[dict[str, Any]]:
     return [step("delta", index, delta={"type": "text", "text": p}) for p in pieces]
+
+
+def function_call_steps(index: int, call_id: str, pieces: list[str]) -> list[dict[str, Any]]:
+    """A ``get_weather`` function call's step: its start, its arguments in ``pieces``, its stop."""
+    call = {"type": "function_call", "id": call_id, "name": "get_weather", "arguments": {}}
+    return [
+        step("start", index, step=call),
+        *[step("delta", index, delta={"type": "arguments_delta", "arguments": p}) for p in pieces],
+        step("stop", index),
+    ]
 
 
 def interactions() -> None:
@@ -1029,36 +975,8 @@ def interactions() -> None:
         step("start", 1, step={"type": "model_output"}),
         *texts(1, ["I'll look up both cities", " at once."]),
         step("stop", 1),
-        step(
-            "start",
-            2,
-            step={
-                "type": "function_call",
-                "id": "q1n5z7rk",
-                "name": "get_weather",
-                "arguments": {},
-            },
-        ),
-        *[
-            step("delta", 2, delta={"type": "arguments_delta", "arguments": p})
-            for p in ['{"city": "Pa', 'ris", "unit"', ': "celsius"}']
-        ],
-        step("stop", 2),
-        step(
-            "start",
-            3,
-            step={
-                "type": "function_call",
-                "id": "x8c2m4wd",
-                "name": "get_weather",
-                "arguments": {},
-            },
-        ),
-        *[
-            step("delta", 3, delta={"type": "arguments_delta", "arguments": p})
-            for p in ['{"ci', 'ty": "Tokyo", ', '"unit": "celsius"}']
-        ],
-        step("stop", 3),
+        *function_call_steps(2, "q1n5z7rk", ['{"city": "Pa', 'ris", "unit"', ': "celsius"}']),
+        *function_call_steps(3, "x8c2m4wd", ['{"ci', 'ty": "Tokyo", ', '"unit": "celsius"}']),
         interaction(
             "completed",
             iid,
