@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtool.core.handlers import make_handler
@@ -110,3 +112,25 @@ def assert_chunking_invariant(parser: str, text: str, points: list[int]) -> None
 
 def text_of(segs: list[dict[str, Any]]) -> str:
     return "".join(s["content"] for s in segs if s["type"] == "text")
+
+
+def chunking_tests(parser: str, examples: list[str], fragments: list[str]) -> tuple[Any, Any]:
+    """The two chunking tests of a text parser, for its test module to bind as
+    ``test_chunking_never_changes_meaning`` and
+    ``test_random_fragments_chunking_never_changes_meaning``: each of ``examples``, and random
+    texts made of the format's ``fragments`` (markers, cut markers, quotes, brackets...), give
+    the same result whole, a character at a time and cut anywhere."""
+
+    @pytest.mark.parametrize("text", examples, ids=range(len(examples)))
+    @settings(max_examples=25, deadline=None)
+    @given(data=st.data())
+    def examples_test(text: str, data: st.DataObject) -> None:
+        assert_chunking_invariant(parser, text, data.draw(cut_points(text)))
+
+    @settings(max_examples=40, deadline=None)
+    @given(parts=st.lists(st.sampled_from(fragments), max_size=30), data=st.data())
+    def fragments_test(parts: list[str], data: st.DataObject) -> None:
+        text = "".join(parts)
+        assert_chunking_invariant(parser, text, data.draw(cut_points(text)))
+
+    return examples_test, fragments_test

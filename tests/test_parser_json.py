@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from streamtool.core.parsers.json import call_from_json, classify
 
-from .parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
+from .parsing_support import chunking_tests, invocations, outcome, text_of
 
 
 def calls(text: str) -> list[tuple[str, object]]:
@@ -187,13 +185,6 @@ JSON_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("text", JSON_EXAMPLES, ids=range(len(JSON_EXAMPLES)))
-@settings(max_examples=25, deadline=None)
-@given(data=st.data())
-def test_chunking_never_changes_meaning(text: str, data: st.DataObject) -> None:
-    assert_chunking_invariant("json", text, data.draw(cut_points(text)))
-
-
 # random texts made of the format's fragments (markers, cut markers, quotes, brackets...)
 FRAGMENTS = [
     "{",
@@ -224,11 +215,7 @@ FRAGMENTS = [
     '{"name":',
 ]
 
-
-@settings(max_examples=40, deadline=None)
-@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
-def test_random_fragments_chunking_never_changes_meaning(
-    parts: list[str], data: st.DataObject
-) -> None:
-    text = "".join(parts)
-    assert_chunking_invariant("json", text, data.draw(cut_points(text)))
+(
+    test_chunking_never_changes_meaning,
+    test_random_fragments_chunking_never_changes_meaning,
+) = chunking_tests("json", JSON_EXAMPLES, FRAGMENTS)

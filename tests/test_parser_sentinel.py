@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from .parsing_support import assert_chunking_invariant, cut_points, invocations, outcome, text_of
+from .parsing_support import chunking_tests, invocations, outcome, text_of
 
 WRITE = '[[SEG_START {"type":"write_file","path":"/a.py"}]]print("hi")\n[[SEG_END]]'
 
@@ -137,13 +135,6 @@ SENTINEL_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("text", SENTINEL_EXAMPLES, ids=range(len(SENTINEL_EXAMPLES)))
-@settings(max_examples=25, deadline=None)
-@given(data=st.data())
-def test_chunking_never_changes_meaning(text: str, data: st.DataObject) -> None:
-    assert_chunking_invariant("sentinel", text, data.draw(cut_points(text)))
-
-
 # random texts made of the format's fragments (markers, cut markers, quotes, brackets...)
 FRAGMENTS = [
     "[[SEG_START",
@@ -174,11 +165,7 @@ FRAGMENTS = [
     '[[SEG_START {"type":"tool","tool_name":"t"}]]',
 ]
 
-
-@settings(max_examples=40, deadline=None)
-@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
-def test_random_fragments_chunking_never_changes_meaning(
-    parts: list[str], data: st.DataObject
-) -> None:
-    text = "".join(parts)
-    assert_chunking_invariant("sentinel", text, data.draw(cut_points(text)))
+(
+    test_chunking_never_changes_meaning,
+    test_random_fragments_chunking_never_changes_meaning,
+) = chunking_tests("sentinel", SENTINEL_EXAMPLES, FRAGMENTS)

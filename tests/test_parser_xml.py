@@ -10,8 +10,7 @@ from streamtool.core.parsers.xml import XmlParser
 from streamtool.core.parsers.xml_args import parse_xml_arguments, parse_xml_arguments_tree
 
 from .parsing_support import (
-    assert_chunking_invariant,
-    cut_points,
+    chunking_tests,
     invocations,
     outcome,
     segments,
@@ -347,13 +346,6 @@ XML_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("text", XML_EXAMPLES, ids=range(len(XML_EXAMPLES)))
-@settings(max_examples=25, deadline=None)
-@given(data=st.data())
-def test_chunking_never_changes_meaning(text: str, data: st.DataObject) -> None:
-    assert_chunking_invariant("xml", text, data.draw(cut_points(text)))
-
-
 # -- the sans-IO parser and the argument parser on their own -------------------------------
 
 
@@ -467,14 +459,10 @@ FRAGMENTS = [
     "/>",
 ]
 
-
-@settings(max_examples=40, deadline=None)
-@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=30), data=st.data())
-def test_random_fragments_chunking_never_changes_meaning(
-    parts: list[str], data: st.DataObject
-) -> None:
-    text = "".join(parts)
-    assert_chunking_invariant("xml", text, data.draw(cut_points(text)))
+(
+    test_chunking_never_changes_meaning,
+    test_random_fragments_chunking_never_changes_meaning,
+) = chunking_tests("xml", XML_EXAMPLES, FRAGMENTS)
 
 
 @pytest.mark.parametrize("quote", ['"', "'"])
