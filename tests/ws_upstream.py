@@ -17,6 +17,7 @@ import asyncio
 import base64
 import json
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,42 +236,16 @@ class Realtime:
     async def function_call(self, rid: str) -> dict[str, Any]:
         item_id = self.ids("item")
         call_id = self.ids("call")
-        item = {
-            "id": item_id,
-            "object": "realtime.item",
-            "type": "function_call",
-            "status": "in_progress",
-            "name": "get_weather",
-            "call_id": call_id,
-            "arguments": "",
-        }
-        await self.send(_item_event("added", rid, item))
-        for piece in WEATHER_ARGS:
-            await self.pause()
-            await self.send(
-                {
-                    "type": "response.function_call_arguments.delta",
-                    "response_id": rid,
-                    "item_id": item_id,
-                    "output_index": 0,
-                    "call_id": call_id,
-                    "delta": piece,
-                }
-            )
-        arguments = "".join(WEATHER_ARGS)
-        await self.send(
-            {
-                "type": "response.function_call_arguments.done",
-                "response_id": rid,
-                "item_id": item_id,
-                "output_index": 0,
-                "call_id": call_id,
-                "name": "get_weather",
-                "arguments": arguments,
-            }
+        item = _weather_call_item(item_id, call_id, object="realtime.item")
+        base = {"response_id": rid, "item_id": item_id, "output_index": 0, "call_id": call_id}
+        done = await _stream_weather_call(
+            self.send,
+            item,
+            lambda what, item: _item_event(what, rid, item),
+            base,
+            self.pause,
+            name="get_weather",
         )
-        done = {**item, "status": "completed", "arguments": arguments}
-        await self.send(_item_event("done", rid, done))
         self.items.append(done)
         return done
 
@@ -290,9 +265,7 @@ class Realtime:
         part: dict[str, Any] = {"type": part_type}
         part.update({"transcript": ""} if audio else {"text": ""})
         await self.send({"type": "response.content_part.added", **base, "part": part})
-        words = text.split(" ")
-        pieces = [w + " " for w in words[:-1]] + [words[-1]]
-        for piece in pieces:
+        for piece in _word_pieces(text):
             await self.pause()
             if audio:
                 audio_delta = {"type": "response.output_audio.delta", **base, "delta": AUDIO_CHUNK}
@@ -316,6 +289,53 @@ class Realtime:
         await self.send(_item_event("done", rid, done))
         self.items.append(done)
         return done
+
+
+def _weather_call_item(item_id: str, call_id: str, **first: Any) -> dict[str, Any]:
+    """A ``get_weather`` function call item as it starts (``first``: fields after its id)."""
+    return {
+        "id": item_id,
+        **first,
+        "type": "function_call",
+        "status": "in_progress",
+        "name": "get_weather",
+        "call_id": call_id,
+        "arguments": "",
+    }
+
+
+async def _stream_weather_call(
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    item: dict[str, Any],
+    item_event: Callable[[str, dict[str, Any]], dict[str, Any]],
+    base: dict[str, Any],
+    pause: Callable[[], Awaitable[None]] | None = None,
+    **done_fields: Any,
+) -> dict[str, Any]:
+    """Sends the function call ``item`` as added, WEATHER_ARGS as ``function_call_arguments``
+    deltas (each after ``pause``) and their ``done`` (``done_fields`` before the arguments), then
+    the item done; gives the done item."""
+    await send(item_event("added", item))
+    for piece in WEATHER_ARGS:
+        if pause is not None:
+            await pause()
+        await send({"type": "response.function_call_arguments.delta", **base, "delta": piece})
+    arguments = "".join(WEATHER_ARGS)
+    done_args = {"type": "response.function_call_arguments.done", **base, **done_fields}
+    await send({**done_args, "arguments": arguments})
+    done = {**item, "status": "completed", "arguments": arguments}
+    await send(item_event("done", done))
+    return done
+
+
+def _word_pieces(text: str) -> list[str]:
+    """``text`` cut after each space, as a model streams it word by word."""
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]]
+
+
+def _output_item_event(what: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": f"response.output_item.{what}", "output_index": 0, "item": item}
 
 
 def _item_event(what: str, rid: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -380,36 +400,9 @@ class Responses:
     async def function_call(self) -> dict[str, Any]:
         item_id = self.ids("fc")
         call_id = self.ids("call")
-        item = {
-            "id": item_id,
-            "type": "function_call",
-            "status": "in_progress",
-            "arguments": "",
-            "call_id": call_id,
-            "name": "get_weather",
-        }
-        await self.send({"type": "response.output_item.added", "output_index": 0, "item": item})
-        for piece in WEATHER_ARGS:
-            await self.send(
-                {
-                    "type": "response.function_call_arguments.delta",
-                    "item_id": item_id,
-                    "output_index": 0,
-                    "delta": piece,
-                }
-            )
-        arguments = "".join(WEATHER_ARGS)
-        await self.send(
-            {
-                "type": "response.function_call_arguments.done",
-                "item_id": item_id,
-                "output_index": 0,
-                "arguments": arguments,
-            }
-        )
-        done = {**item, "status": "completed", "arguments": arguments}
-        await self.send({"type": "response.output_item.done", "output_index": 0, "item": done})
-        return done
+        item = _weather_call_item(item_id, call_id)
+        base = {"item_id": item_id, "output_index": 0}
+        return await _stream_weather_call(self.send, item, _output_item_event, base)
 
     async def text(self, text: str) -> dict[str, Any]:
         item_id = self.ids("msg")
@@ -421,11 +414,10 @@ class Responses:
             "content": [],
         }
         base = {"item_id": item_id, "output_index": 0, "content_index": 0}
-        await self.send({"type": "response.output_item.added", "output_index": 0, "item": item})
+        await self.send(_output_item_event("added", item))
         part = {"type": "output_text", "text": "", "annotations": []}
         await self.send({"type": "response.content_part.added", **base, "part": part})
-        words = text.split(" ")
-        for piece in [w + " " for w in words[:-1]] + [words[-1]]:
+        for piece in _word_pieces(text):
             await self.send(
                 {"type": "response.output_text.delta", **base, "delta": piece, "logprobs": []}
             )
@@ -433,5 +425,5 @@ class Responses:
         part = {"type": "output_text", "text": text, "annotations": []}
         await self.send({"type": "response.content_part.done", **base, "part": part})
         done = {**item, "status": "completed", "content": [part]}
-        await self.send({"type": "response.output_item.done", "output_index": 0, "item": done})
+        await self.send(_output_item_event("done", done))
         return done
