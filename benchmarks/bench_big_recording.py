@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.generators import recording_header
+
 MAX_RSS_MB = 300.0
 MAX_PAGE_MB = 8.0
 COMMANDS = {
@@ -44,21 +46,7 @@ def write_recording(path: Path, events: int) -> None:
     base = '{"id":"chatcmpl-big","object":"chat.completion.chunk","created":1763700000,'
     base += '"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":'
     words = ["alpha", " beta", " gamma", " delta", " epsilon", ",", " zeta", " eta.", "\n"]
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": "openai",
-        "api": "chat.completions",
-        "recorded_at": "2026-11-21T00:00:00Z",
-        "request": {
-            "method": "POST",
-            "url": "https://api.openai.com/v1/chat/completions",
-            "headers": {"content-type": "application/json"},
-            "body": {"model": "gpt-4o-2024-08-06", "stream": True},
-        },
-        "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
-    }
+    header = recording_header(body={"model": "gpt-4o-2024-08-06", "stream": True})
     dumps = json.dumps
     t = 0.3
     with open(path, "w", encoding="utf-8") as fh:

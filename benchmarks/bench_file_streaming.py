@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from benchmarks.generators import recording_header
 from streamtool.core.converters import CONVERTERS
 
 MB = 1_000_000
@@ -154,16 +155,8 @@ FORMATS = {
 def write_recording(path: Path, fmt: str, size: int, read_bytes: int) -> tuple[int, bytes]:
     """Write the recording; returns (number of SSE events, the raw body)."""
     make_events, provider, api, url = FORMATS[fmt]
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": provider,
-        "api": api,
-        "recorded_at": "2026-11-21T00:00:00Z",
-        "request": {"method": "POST", "url": url, "headers": {}, "body": {"stream": True}},
-        "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
-    }
+    request = {"method": "POST", "url": url, "headers": {}, "body": {"stream": True}}
+    header = recording_header(provider, api, request=request)
     events = list(make_events(argument_fragments(size)))
     t = 0.4
     with open(path, "w", encoding="utf-8") as fh:

@@ -36,6 +36,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.generators import recording_header  # noqa: E402
+
 MAX_FRAME_MS = 5.0
 MAX_FINAL_MS = 50.0
 MAX_FPS = 15.0
@@ -152,21 +157,7 @@ def write_recording(path: Path, n_events: int) -> int:
 
 
 def _write(path: Path, evs: list[str]) -> None:
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": "openai",
-        "api": "chat.completions",
-        "recorded_at": "2026-11-21T00:00:00Z",
-        "request": {
-            "method": "POST",
-            "url": "https://api.openai.com/v1/chat/completions",
-            "headers": {"content-type": "application/json"},
-            "body": {"model": MODEL, "stream": True},
-        },
-        "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
-    }
+    header = recording_header(body={"model": MODEL, "stream": True})
     t = 0.42
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(header) + "\n")

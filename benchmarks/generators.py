@@ -13,22 +13,41 @@ from pathlib import Path
 Generator = Callable[[Path, int], None]
 
 
-def _header(provider: str, api: str, url: str, model: str) -> dict:
-    return {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": provider,
-        "api": api,
-        "recorded_at": "2026-11-21T00:00:00Z",
-        "request": {
-            "method": "POST",
-            "url": url,
-            "headers": {"content-type": "application/json"},
-            "body": {"model": model, "stream": True},
-        },
-        "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
+OPENAI_CHAT_URL = "https://api.openai.com/v1/chat/completions"
+
+
+def recording_header(
+    provider: str = "openai",
+    api: str = "chat.completions",
+    *,
+    url: str = OPENAI_CHAT_URL,
+    body: object = None,
+    request: dict | None = None,
+    status: int = 200,
+    response_headers: dict | None = None,
+    recorded_at: str | None = "2026-11-21T00:00:00Z",
+) -> dict:
+    """A version-1 recording's header record: a JSON POST of ``body`` to ``url`` (``request``
+    in its place when given) answered ``status`` with an event stream (``response_headers`` in
+    place of its content type when given); no ``recorded_at`` when it is None."""
+    header: dict = {"type": "header", "format": "streamtool-recording", "version": 1}
+    header.update(provider=provider, api=api)
+    if recorded_at is not None:
+        header["recorded_at"] = recorded_at
+    header["request"] = request or {
+        "method": "POST",
+        "url": url,
+        "headers": {"content-type": "application/json"},
+        "body": body,
     }
+    if response_headers is None:
+        response_headers = {"content-type": "text/event-stream"}
+    header["response"] = {"status": status, "headers": response_headers}
+    return header
+
+
+def _header(provider: str, api: str, url: str, model: str) -> dict:
+    return recording_header(provider, api, url=url, body={"model": model, "stream": True})
 
 
 def code_fragments(fragment_chars: int = 24) -> Iterator[str]:

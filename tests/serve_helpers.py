@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.generators import recording_header
 from streamtool.core.recording.reader import Source
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
@@ -107,21 +108,14 @@ def write_recording(
     """A small recording written by a test (timings and reads as given)."""
     from streamtool.core.model.records import Chunk, End
 
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": provider,
-        "api": api,
-        "recorded_at": "2026-11-21T12:00:00Z",
-        "request": {
-            "method": "POST",
-            "url": "https://api.openai.com/v1/chat/completions",
-            "headers": {"content-type": "application/json"},
-            "body": {"model": model, "stream": True},
-        },
-        "response": {"status": status, "headers": {"content-type": content_type}},
-    }
+    header = recording_header(
+        provider,
+        api,
+        body={"model": model, "stream": True},
+        status=status,
+        response_headers={"content-type": content_type},
+        recorded_at="2026-11-21T12:00:00Z",
+    )
     lines = [json.dumps(header)]
     for t, data in reads:
         lines.append(json.dumps(Chunk(t, data).to_record()))

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.generators import recording_header
 from streamtool.core.model.records import Chunk, End
 from streamtool.core.recording.tape_index import IndexEntry, append_entry
 
@@ -140,21 +141,9 @@ def write_exchange(
     """A recording of one exchange (request body included), and its index entry when ``index``
     is given."""
     folder.mkdir(parents=True, exist_ok=True)
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": provider,
-        "api": api,
-        "recorded_at": "2026-11-22T10:00:00Z",
-        "request": {
-            "method": "POST",
-            "url": url,
-            "headers": {"content-type": "application/json"},
-            "body": body,
-        },
-        "response": {"status": status, "headers": {"content-type": "text/event-stream"}},
-    }
+    header = recording_header(
+        provider, api, url=url, body=body, status=status, recorded_at="2026-11-22T10:00:00Z"
+    )
     lines = [json.dumps(header)]
     lines += [json.dumps(Chunk(t, d).to_record()) for t, d in reads]
     last = next((t for t, _ in reversed(reads) if t is not None), 0.0)

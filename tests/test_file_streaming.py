@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.generators import OPENAI_CHAT_URL, recording_header
 from streamtool.core.converters import CONVERTERS
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.handlers import make_handler
@@ -558,16 +559,8 @@ def chat_recording(path: Path, fragments: list[str], name: str, *, finished: boo
     reads += [sse({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in fragments]
     if finished:
         reads += [sse({}, "tool_calls"), "data: [DONE]\n\n"]
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": "openai",
-        "api": "chat.completions",
-        "recorded_at": "2026-11-21T00:00:00Z",
-        "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
-        "response": {"status": 200, "headers": {}},
-    }
+    request = {"method": "POST", "url": OPENAI_CHAT_URL}
+    header = recording_header(request=request, response_headers={})
     lines = [json.dumps(header)]
     lines += [
         json.dumps({"type": "chunk", "t": 0.1 + i / 100, "text": r}) for i, r in enumerate(reads)

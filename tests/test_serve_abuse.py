@@ -10,6 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.generators import OPENAI_CHAT_URL, recording_header
 from streamtool.cli.main import app
 from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.library import Library
@@ -87,15 +88,10 @@ def test_max_body_option():
 
 
 def _recording(path, status=200, headers=None):
-    header = {
-        "type": "header",
-        "format": "streamtool-recording",
-        "version": 1,
-        "provider": "openai",
-        "api": "chat.completions",
-        "request": {"url": "https://api.openai.com/v1/chat/completions", "body": {"model": "m"}},
-        "response": {"status": status, "headers": headers or {}},
-    }
+    request = {"url": OPENAI_CHAT_URL, "body": {"model": "m"}}
+    header = recording_header(
+        request=request, status=status, response_headers=headers or {}, recorded_at=None
+    )
     body = REC.read_text().splitlines()[1:]
     path.write_text("\n".join([json.dumps(header), *body]) + "\n")
     return path
