@@ -28,15 +28,15 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from benchmarks.generators import recording_header
+from benchmarks.raw_http import http_server
 from streamtool.core.converters import CONVERTERS
 
 MB = 1_000_000
@@ -247,13 +247,8 @@ def sdk_seconds(body: bytes, expect_content: int) -> float:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = anthropic.Anthropic(
-            base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key="bench", max_retries=0
-        )
+    with http_server(Handler) as url:
+        client = anthropic.Anthropic(base_url=url, api_key="bench", max_retries=0)
         warnings.simplefilter("ignore", DeprecationWarning)  # the model name's end-of-life notice
         start = time.perf_counter()
         with client.messages.stream(
@@ -263,9 +258,6 @@ def sdk_seconds(body: bytes, expect_content: int) -> float:
         ) as stream:
             message = stream.get_final_message()
         seconds = time.perf_counter() - start
-    finally:
-        server.shutdown()
-        server.server_close()
     arguments: Any = getattr(message.content[0], "input", None)
     content = arguments.get("content") if isinstance(arguments, dict) else None
     if not isinstance(content, str) or len(content) != expect_content:

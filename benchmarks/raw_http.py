@@ -5,7 +5,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 # the head of a chunked event stream that closes when it ends
 STREAM_HEAD = (
@@ -13,6 +15,21 @@ STREAM_HEAD = (
     b"connection: close\r\n\r\n"
 )
 LAST_CHUNK = b"0\r\n\r\n"
+
+
+@contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler], poll: float = 0.5) -> Iterator[str]:
+    """The standard library's threading HTTP server of ``handler`` on a free port of 127.0.0.1,
+    serving in a thread (``poll``: how often it looks for shutdown); gives its URL, and shuts it
+    down and closes it on leaving."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(poll,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def chunk(data: bytes) -> bytes:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from benchmarks.raw_http import http_server
 from streamtool.core.model.finish import finish_class
 
 
@@ -51,15 +51,8 @@ class _Streams(BaseHTTPRequestHandler):
 @contextmanager
 def stream_server() -> Iterator[tuple[str, dict[str, tuple[int, str, list[bytes]]]]]:
     bodies: dict[str, tuple[int, str, list[bytes]]] = {}
-    handler = type("Handler", (_Streams,), {"bodies": bodies})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with http_server(type("Handler", (_Streams,), {"bodies": bodies})) as url:
+        yield url, bodies
 
 
 def _args(text: str | None) -> Any:

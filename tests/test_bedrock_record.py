@@ -8,12 +8,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.raw_http import http_server
 from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.capture import Capture
 from streamtool.core.net.server import serving
@@ -104,14 +105,8 @@ def bedrock_server() -> Iterator[tuple[str, _Served]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", served
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as url:
+        yield url, served
 
 
 def _signature_is_valid(url: str, request: tuple[str, str, dict[str, str], bytes]) -> bool:

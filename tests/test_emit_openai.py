@@ -7,15 +7,15 @@ import io
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.raw_http import http_server
 from streamtool.cli.emit import OpenAISSESink
 from streamtool.cli.main import app
 from streamtool.core.apis.openai_chat.encoder import OpenAISSEEmitter, openai_usage
@@ -77,15 +77,8 @@ class _Streams(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, dict[str, bytes]]]:
     bodies: dict[str, bytes] = {}
-    handler = type("Handler", (_Streams,), {"bodies": bodies})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with http_server(type("Handler", (_Streams,), {"bodies": bodies})) as url:
+        yield url, bodies
 
 
 def sdk_completion(server: tuple[str, dict[str, bytes]], name: str, body: bytes) -> Any:

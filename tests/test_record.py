@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import zlib
 from pathlib import Path
@@ -24,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from benchmarks.raw_http import http_server
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.exchange.playback import Playback
@@ -735,15 +735,9 @@ class _GzipHandler(http.server.BaseHTTPRequestHandler):
 def test_gzip_body_is_recorded_decoded(tmp_path):
     body = body_of(recording("openai-parallel-tool-calls"))
     handler = type("Handler", (_GzipHandler,), {"body": body})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        out = tmp_path / "gz.jsonl"
-        result = record_to(out, f"http://127.0.0.1:{server.server_address[1]}/v1")
-    finally:
-        server.shutdown()
-        server.server_close()
+    out = tmp_path / "gz.jsonl"
+    with http_server(handler) as url:
+        result = record_to(out, url + "/v1")
     assert result.exit_code == 0, result.stderr
     header, chunks, end = read_all(out)
     assert b"".join(chunks) == body

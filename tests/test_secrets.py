@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.server
 import re
-import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from benchmarks.raw_http import http_server
 from streamtool.cli.main import app
 from streamtool.core.drive.replay_file import replay_file
 from streamtool.core.exchange.requests import RequestOptions, build_request
@@ -277,14 +277,8 @@ _PLAIN_HEADERS = {
 @pytest.fixture(params=[False, True], ids=["plain", "gzip"])
 def echo(request) -> Iterator[tuple[str, bool]]:
     handler = type("Handler", (_Echo,), {"compress": request.param})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", request.param
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(handler, poll=0.05) as url:
+        yield url, request.param
 
 
 def _no_secret(path: Path, secrets: list[str]) -> str:
