@@ -41,13 +41,10 @@ def event(i: int) -> bytes:
     return b'data: {"choices":[{"index":0,"delta":{"content":"%d "}}]}\n\n' % i
 
 
-def test_a_burst_is_one_record_and_paced_events_one_each(tmp_path: Path) -> None:
-    burst = [event(i) for i in range(200)]  # 200 HTTP chunks in one write
-    paced = [event(i) for i in range(200, 204)]
-    done = b"data: [DONE]\n\n"
-    writes = [(0.0, HEAD + chunked(*burst))]
-    writes += [(0.25, chunked(e)) for e in paced]
-    writes.append((0.25, chunked(done) + b"0\r\n\r\n"))
+def proxy_scripted(tmp_path: Path, writes: list[tuple[float, bytes]], sent: list[bytes]) -> Any:
+    """A chat completion posted through the proxy to an upstream that makes ``writes``; checks
+    that the client got 200 and the bytes ``sent``; gives the recording's index entry, its
+    recorded reads and its end."""
     out = tmp_path / "caps"
     with (
         ScriptedUpstream(writes) as up,
@@ -56,14 +53,25 @@ def test_a_burst_is_one_record_and_paced_events_one_each(tmp_path: Path) -> None
         status, reads = raw_post(px.url + "/v1/chat/completions", BODY)
         [entry] = wait_for_index(out, 1)
     assert status == 200
-    assert b"".join(reads) == b"".join([*burst, *paced, done])
+    assert b"".join(reads) == b"".join(sent)
     [f] = captured(out)
     _, chunks, end = read_all(f)
+    times = [c.t for c in Source(f).chunks()]
+    return entry, chunks, end, times
+
+
+def test_a_burst_is_one_record_and_paced_events_one_each(tmp_path: Path) -> None:
+    burst = [event(i) for i in range(200)]  # 200 HTTP chunks in one write
+    paced = [event(i) for i in range(200, 204)]
+    done = b"data: [DONE]\n\n"
+    writes = [(0.0, HEAD + chunked(*burst))]
+    writes += [(0.25, chunked(e)) for e in paced]
+    writes.append((0.25, chunked(done) + b"0\r\n\r\n"))
+    entry, chunks, end, times = proxy_scripted(tmp_path, writes, [*burst, *paced, done])
     # one socket read, one record, whatever number of HTTP chunks it held
     assert chunks == [b"".join(burst), *paced, done]
     assert end.reason == "complete"
     assert entry["chunks"] == len(chunks) == 6
-    times = [c.t for c in Source(f).chunks()]
     assert all(b - a > 0.15 for a, b in zip(times[1:], times[2:], strict=False))
 
 
@@ -74,21 +82,10 @@ def test_quick_reads_are_gathered_into_one_record_per_gather(tmp_path: Path) -> 
     done = b"data: [DONE]\n\n"
     writes = [(0.0, HEAD), *((0.0002, chunked(e)) for e in events)]
     writes.append((0.0002, chunked(done) + b"0\r\n\r\n"))
-    out = tmp_path / "caps"
-    with (
-        ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
-    ):
-        status, reads = raw_post(px.url + "/v1/chat/completions", BODY)
-        [entry] = wait_for_index(out, 1)
-    assert status == 200
-    assert b"".join(reads) == b"".join([*events, done])
-    [f] = captured(out)
-    _, chunks, end = read_all(f)
+    entry, chunks, end, times = proxy_scripted(tmp_path, writes, [*events, done])
     assert b"".join(chunks) == b"".join([*events, done])
     assert end.reason == "complete"
     assert entry["chunks"] == len(chunks) < len(events)
-    times = [c.t for c in Source(f).chunks()]
     assert all(b - a >= GATHER * 0.9 for a, b in zip(times, times[1:], strict=False))
 
 
@@ -329,6 +326,21 @@ def proxy_process(upstream: str, out: Path, *extra: str) -> tuple[subprocess.Pop
     return proc, origin
 
 
+def stream_through_proxy(upstream: str, out: Path, *extra: str) -> tuple[Any, ...]:
+    """A stream read through a proxy process (``extra``: its options) until it ends: (status,
+    body bytes received, the error that ended the stream or None, the proxy's peak RSS in MB,
+    its stderr), once it has indexed the recording and been stopped."""
+    proc, origin = proxy_process(upstream, out, *extra)
+    try:
+        status, got, error = stream_through(origin)
+        wait_for_index(out, 1)
+        peak = peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    return status, got, error, peak, err
+
+
 def stream_through(origin: str, seconds: float = 20.0) -> tuple[int, int, str | None]:
     """(status, body bytes received, the error that ended the stream or None)."""
     got = 0
@@ -356,14 +368,7 @@ def test_a_gzip_bomb_ends_the_recording_with_limit_and_memory_stays_flat(tmp_pat
     out = tmp_path / "caps"
     out.mkdir()
     with ScriptedUpstream([(0.0, head + gz)]) as up:
-        proc, origin = proxy_process(up.url, out)
-        try:
-            status, got, _ = stream_through(origin)
-            wait_for_index(out, 1)
-            peak = peak_rss_mb(proc.pid)
-        finally:
-            proc.terminate()
-            _, err = proc.communicate(timeout=20)
+        status, got, _, peak, err = stream_through_proxy(up.url, out)
     assert status == 200
     assert got < len(gz)  # the client's stream was cut where the recording stopped
     [f] = captured(out)
@@ -404,14 +409,9 @@ def test_max_recording_bytes_ends_an_endless_stream(tmp_path: Path) -> None:
     out = tmp_path / "caps"
     out.mkdir()
     with ServerThread(endless_app()) as up:
-        proc, origin = proxy_process(up.url, out, "--max-recording-bytes", "20MB")
-        try:
-            status, got, error = stream_through(origin)
-            wait_for_index(out, 1)
-            peak = peak_rss_mb(proc.pid)
-        finally:
-            proc.terminate()
-            _, err = proc.communicate(timeout=20)
+        status, got, error, peak, err = stream_through_proxy(
+            up.url, out, "--max-recording-bytes", "20MB"
+        )
     assert status == 200 and error == "RemoteProtocolError"  # a cut, not a clean end
     [f] = captured(out)
     _, chunks, end = read_all(f)
