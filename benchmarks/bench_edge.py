@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import proxy_args, wait_answering  # noqa: E402
 from benchmarks.raw_http import accept_each, recv_until  # noqa: E402
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -41,12 +42,8 @@ def start(args: list[str]) -> tuple[subprocess.Popen[str], int]:
     found = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
     assert found
     port = int(found.group(1))
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
+    wait_answering(port)
+    return proc, port
 
 
 def status_of(port: int, head: str) -> int:
@@ -79,20 +76,8 @@ def main() -> None:
     rec = str(ROOT / "recordings" / "openai-parallel-tool-calls.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         serve, sport = start(["serve", rec, "--port", "0", "--speed", "max"])
-        proxy, pport = start(
-            [
-                "proxy",
-                "--port",
-                "0",
-                "--view",
-                "none",
-                "--out",
-                tmp,
-                "--upstream",
-                f"http://127.0.0.1:{sport}",
-            ]
-        )
-        bare, bport = start(["proxy", "--port", "0", "--view", "none", "--out", tmp])
+        proxy, pport = start(proxy_args(tmp, upstream=f"http://127.0.0.1:{sport}"))
+        bare, bport = start(proxy_args(tmp))
         try:
             targets = [
                 f"@127.0.0.1:{d}/v1/chat/completions",

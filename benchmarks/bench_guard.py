@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -31,42 +30,18 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from streamtool.core.recording.reader import Source  # noqa: E402
+from benchmarks.procs import body_of, start_limited  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 HALF_SENT = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
 HEADER_TIMEOUT = 3.0
 
 
-def body_of(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
 def start(nofile: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """serve as a subprocess; its stderr goes to ``log`` (a pipe left unread would fill up)."""
-    code = (
-        f"import resource; resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
-        "from streamtool.cli.main import main; main()"
-    )
-    args = ["serve", str(SMALL), "--port", "0", "--speed", "max", "--quiet"]
+    args = ["serve", str(SMALL), "--speed", "max", "--quiet"]
     args += ["--header-timeout", str(HEADER_TIMEOUT)]
-    with log.open("wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code, *args], stderr=err)
-    deadline = time.monotonic() + 30
-    while not (found := re.search(r"(http://127\.0\.0\.1:\d+)", log.read_text())):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit(f"serve did not start: {log.read_text()[-500:]}")
-        time.sleep(0.05)
-    origin = found.group(1)
-    while True:
-        try:
-            httpx.get(origin + "/", timeout=5)
-            return proc, origin
-        except httpx.TransportError:
-            time.sleep(0.05)
+    return start_limited(args, nofile, log)
 
 
 def timed_requests(origin: str, count: int, expected: bytes) -> tuple[list[float], int]:

@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import select
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,9 +36,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import body_of, start_limited  # noqa: E402
 from streamtool.core.exchange.playback import Playback  # noqa: E402
 from streamtool.core.net.server import serving  # noqa: E402
-from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 BODY = b'{"model": "gpt-4o-2024-08-06", "stream": true, "messages": []}'
@@ -49,34 +47,6 @@ HEAD = (
     b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(BODY)
 )
 DRIP = 2.0  # seconds between two bytes of a slow body
-
-
-def body_of(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
-def start(args: list[str], nofile: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    code = (
-        f"import resource; resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile})); "
-        "from streamtool.cli.main import main; main()"
-    )
-    with log.open("wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code, *args, "--port", "0"], stderr=err)
-    deadline = time.monotonic() + 30
-    while not (found := re.search(r"(http://127\.0\.0\.1:\d+)", log.read_text())):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit(f"{args[0]} did not start: {log.read_text()[-500:]}")
-        time.sleep(0.05)
-    origin = found.group(1)
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", int(origin.rsplit(":", 1)[1])), 5).close()
-            return proc, origin
-        except OSError:
-            time.sleep(0.05)
 
 
 @dataclass
@@ -147,7 +117,7 @@ def run(command: str, args: argparse.Namespace, upstream: str) -> tuple[Outcome,
     else:
         out = log.parent / "caps"
         cmd = ["proxy", "--upstream", upstream, "--out", str(out), "--view", "none"]
-    proc, origin = start(cmd, args.nofile, log)
+    proc, origin = start_limited(cmd, args.nofile, log)
     port = int(origin.rsplit(":", 1)[1])
     socks: list[socket.socket] = []
     stop = threading.Event()

@@ -21,6 +21,7 @@ RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
 
 def summary(body: bytes, converter: str) -> dict:
+    """The replay summary of a Chat Completions ``body`` read at once by ``converter``."""
     engine = ReplayEngine(Header(api="chat.completions"), converter=converter)
     engine.feed_chunk(Chunk(0.0, body))
     engine.finish(End(None, "complete", None))
@@ -28,6 +29,7 @@ def summary(body: bytes, converter: str) -> dict:
 
 
 def transformed(body: bytes, points: list[int]) -> bytes:
+    """``body`` through a KimiTransform, fed in pieces cut at ``points``."""
     t = KimiTransform()
     out = bytearray()
     last = 0

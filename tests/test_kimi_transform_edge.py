@@ -20,10 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.apis.openai_chat.kimi_transform import KimiTransform
-from streamtool.core.engine.replay import ReplayEngine
+from benchmarks.kimi_fidelity import summary, transformed
+from benchmarks.procs import proxy_args
 from streamtool.core.exchange.playback import Playback
-from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.net.library import Library
 from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.server import create_app
@@ -89,22 +88,8 @@ def stop(proc: subprocess.Popen[str]) -> str:
 
 def start_proxy(upstream: str, out: Path) -> tuple[subprocess.Popen[str], str]:
     out.mkdir(exist_ok=True)
-    proc, _, origin = start_listening(
-        [
-            *STREAMTOOL,
-            "proxy",
-            "--port",
-            "0",
-            "--view",
-            "none",
-            "--out",
-            str(out),
-            "--transform",
-            "kimi-k2",
-            "--upstream",
-            upstream,
-        ]
-    )
+    args = proxy_args(out, "--transform", "kimi-k2", upstream=upstream)
+    proc, _, origin = start_listening([*STREAMTOOL, *args])
     return proc, origin
 
 
@@ -189,23 +174,9 @@ def test_chosen_cuts_through_the_proxy(
 # -- in-process: many more cuts against the transform itself ------------------------------------
 def client_reads(stream: bytes) -> dict[str, Any]:
     """What a plain OpenAI Chat Completions reader takes from the transformed stream."""
-    engine = ReplayEngine(Header(api="chat.completions"), converter="openai-chat")
-    engine.feed_chunk(Chunk(0.0, stream))
-    engine.finish(End(None, "complete", None))
-    s = engine.summary()
+    s = summary(stream, "openai-chat")
     calls = [(i["id"], i["name"], i["arguments"]) for i in s["invocations"]]
     return {"text": s["text"], "reasoning": s["reasoning"], "calls": calls}
-
-
-def transformed(body: bytes, points: list[int]) -> bytes:
-    t = KimiTransform()
-    out = bytearray()
-    last = 0
-    for p in [*points, len(body)]:
-        if p > last:
-            out += t.feed(body[last:p])
-            last = p
-    return bytes(out + t.finish())
 
 
 @pytest.mark.parametrize("name", KIMI_RECORDINGS)

@@ -22,6 +22,7 @@ import httpx2
 import pytest
 import trustme
 
+from benchmarks.procs import proxy_args
 from benchmarks.raw_http import read_arrivals
 from streamtool.core.net.forward import GATHER
 from streamtool.core.net.listen import ServerThread
@@ -321,8 +322,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def proxy_process(upstream: str, out: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    command = [*STREAMTOOL, "proxy", "--upstream", upstream, "--out", str(out), "--view", "none"]
-    proc, _, origin = start_listening([*command, *extra, "--port", "0"])
+    proc, _, origin = start_listening([*STREAMTOOL, *proxy_args(out, *extra, upstream=upstream)])
     return proc, origin
 
 
