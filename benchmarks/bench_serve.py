@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -102,6 +103,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def one_then_many(rec: Path, speed: str, path: str, n: int, body: bytes) -> tuple[Any, ...]:
+    """Serve ``rec`` at ``speed``; ``path`` streamed by one client, then by ``n`` at once, each
+    stream checked byte-exact: (wall time, results) of the one, then of the many."""
+    server = Server(rec, speed)
+    try:
+        t1, r1 = asyncio.run(many(server.url, path, 1))
+        check(r1, body)
+        tn, rn = asyncio.run(many(server.url, path, n))
+        check(rn, body)
+    finally:
+        server.stop()
+    return t1, r1, tn, rn
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=50)
@@ -116,14 +131,7 @@ def main() -> None:
         GENERATORS["openai-chat"](big, args.size_kb * 1024)
         body, _ = body_and_end(big)
         chunks = sum(1 for _ in Source(big).chunks())
-        server = Server(big, "max")
-        try:
-            t1, r1 = asyncio.run(many(server.url, "/v1/chat/completions", 1))
-            check(r1, body)
-            tn, rn = asyncio.run(many(server.url, "/v1/chat/completions", n))
-            check(rn, body)
-        finally:
-            server.stop()
+        t1, _, tn, rn = one_then_many(big, "max", "/v1/chat/completions", n, body)
     mb = len(body) / 1e6
     base_rate = mb / t1
     agg_rate = n * mb / tn
@@ -138,14 +146,7 @@ def main() -> None:
     print(f"  byte-exact: {n + 1}/{n + 1} streams")
 
     body, last_t = body_and_end(PACED)
-    server = Server(PACED, "1")
-    try:
-        _, a1 = asyncio.run(many(server.url, "/v1/responses", 1))
-        check(a1, body)
-        wall, an = asyncio.run(many(server.url, "/v1/responses", n))
-        check(an, body)
-    finally:
-        server.stop()
+    _, a1, wall, an = one_then_many(PACED, "1", "/v1/responses", n, body)
     late1 = (a1[0][0] - last_t) * 1000
     lates = [(d - last_t) * 1000 for d, _ in an]
     print(f"pacing, --speed 1: {PACED.name}, last chunk at {last_t:.3f} s")

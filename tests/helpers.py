@@ -4,11 +4,45 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sysconfig
+import venv
+from pathlib import Path
 from typing import Any
 
 from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
+
+# a script of two turns: a tool call when asked about the weather, then the answer
+WEATHER_SCRIPT = """\
+model: test-model
+turns:
+  - match: {contains: weather}
+    reply:
+      text: Let me check the weather.
+      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
+    stream: {tokens_per_s: 20, ttft: 0.5}
+  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
+"""
+
+
+def venv_seeing_our_packages(env_dir: Path, *, their_pth_files: bool = True) -> Path:
+    """A fresh venv without pip at ``env_dir`` that sees this interpreter's packages (streamtool,
+    its dependencies, setuptools): as a site directory, their own .pth files run (an editable
+    install is one), or, with ``their_pth_files=False``, as a bare path (a package installed in
+    the venv then comes before an editable streamtool); gives the venv's python."""
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.check_output([python, "-c", code], text=True).strip())
+    outer = sysconfig.get_paths()["purelib"]
+    if their_pth_files:
+        line = f"import site; site.addsitedir({outer!r})\n"
+        (site / "_outer.pth").write_text(line, encoding="utf-8")
+    else:
+        (site / "deps.pth").write_text(outer + "\n", encoding="utf-8")
+    return python
 
 
 def sse(*payloads: Any, done: bool = True) -> bytes:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+from pathlib import Path
 from typing import Any
+
+from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 
 
 class Upstream:
@@ -229,3 +232,8 @@ class ScriptedUpstream:
 def chunked(*events: bytes) -> bytes:
     """``events`` as HTTP chunks, one chunk each."""
     return b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+
+
+def proxy_to(out: Path, *upstreams: str) -> ProxyThread:
+    """A proxy (in a thread) recording into ``out``, to ``upstreams`` (``[api=]URL`` each)."""
+    return ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams(list(upstreams))))

@@ -11,6 +11,7 @@ from benchmarks.generators import recording_header
 from streamtool.core.model.records import Chunk, End
 from streamtool.core.recording.tape_index import IndexEntry, append_entry
 
+from .clients.weather_tool import ANTHROPIC_TOOLS, OPENAI_TOOLS
 from .serve_helpers import chunks_of, recording
 
 # a pytest run in a child process, of a sample project or one test of this suite's: no cache
@@ -26,31 +27,6 @@ CHILD_PYTEST = (
     "no:hypothesispytest",
 )
 
-OPENAI_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-ANTHROPIC_TOOLS = [
-    {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "input_schema": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
-]
 OPENAI_QUESTION = "What's the weather in Paris and in Tokyo right now?"
 ANTHROPIC_QUESTION = "What's the weather in Lisbon? Say what you do first."
 OPENAI_MODEL = "gpt-4o-2024-08-06"

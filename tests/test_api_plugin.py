@@ -14,10 +14,8 @@ import json
 import re
 import subprocess
 import sys
-import sysconfig
 import urllib.error
 import urllib.request
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from typing import Any
 import pytest
 
 from .conftest import RECORDINGS, ROOT
+from .helpers import venv_seeing_our_packages
 from .serve_helpers import start_listening
 
 PAGE = ROOT / "docs" / "plugins.md"
@@ -95,17 +94,7 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
     env_dir = base / "venv"
-    venv.create(env_dir, with_pip=False)
-    python = env_dir / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # this interpreter's packages (streamtool, its dependencies, setuptools) as a site directory
-    outer = sysconfig.get_paths()["purelib"]
-    Path(site, "_outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n", "utf-8")
+    python = venv_seeing_our_packages(env_dir)
     # beside it, a broken package: an API registered whose module does not exist (every
     # command here must go on working, the broken one left out)
     broken = base / "broken"

@@ -35,6 +35,13 @@ def _pick(name: str) -> dict:
     return {"X-Streamtool-Recording": name}
 
 
+def _openai_through(server: Any, capture: Capture) -> openai.OpenAI:
+    """The openai SDK's client of ``server``, sending through ``capture``'s HTTP client."""
+    return openai.OpenAI(
+        base_url=server.url + "/v1", api_key=OPENAI_KEY, max_retries=0, http_client=capture.client()
+    )
+
+
 def _claude_question(name: str) -> dict[str, Any]:
     """The Messages request both Anthropic captures send, answered with recording ``name``."""
     return {
@@ -60,12 +67,7 @@ def test_sdks_take_the_capture_client():
 def test_openai_chat_stream_is_captured_byte_exact(server, tmp_path):
     name = "openai-parallel-tool-calls"
     capture = Capture(tmp_path / "rec.jsonl")
-    client = openai.OpenAI(
-        base_url=server.url + "/v1",
-        api_key=OPENAI_KEY,
-        max_retries=0,
-        http_client=capture.client(),
-    )
+    client = _openai_through(server, capture)
     with client.chat.completions.stream(
         model="gpt-4o", messages=[{"role": "user", "content": "hi"}], extra_headers=_pick(name)
     ) as stream:
@@ -90,12 +92,7 @@ def test_openai_chat_stream_is_captured_byte_exact(server, tmp_path):
 def test_openai_responses_stream_is_captured(server, tmp_path):
     name = "openai-responses-text-then-function-call"
     capture = Capture(tmp_path / "captures/")
-    client = openai.OpenAI(
-        base_url=server.url + "/v1",
-        api_key=OPENAI_KEY,
-        max_retries=0,
-        http_client=capture.client(),
-    )
+    client = _openai_through(server, capture)
     with client.responses.stream(model="gpt-4.1", input="hi", extra_headers=_pick(name)) as s:
         final = s.get_final_response()
     assert final.output_text.startswith("I'll check the current weather")

@@ -28,6 +28,7 @@ from streamtool.core.converters import converter_names
 from streamtool.core.handlers import parser_names
 
 from .conftest import RECORDINGS
+from .helpers import WEATHER_SCRIPT
 
 SEED = int(os.environ.get("STREAMTOOL_FUZZ_SEED", "20261122"))
 SHARDS = 4
@@ -364,16 +365,7 @@ def test_fuzz_payload_types_through_every_converter_and_parser():
 
 # -- YAML scripts ---------------------------------------------------------------------------------
 SCRIPT_SEEDS = [
-    """\
-model: test-model
-turns:
-  - match: {contains: weather}
-    reply:
-      text: Let me check the weather.
-      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
-    stream: {tokens_per_s: 20, ttft: 0.5}
-  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
-""",
+    WEATHER_SCRIPT,
     """\
 api: anthropic
 turns:

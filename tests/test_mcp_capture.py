@@ -102,6 +102,19 @@ def test_a_2026_session_is_recorded_with_its_routing_headers(tmp_path: Path) -> 
         assert source.header.request["method"] == "POST"
 
 
+# the client's first request of a session
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
 def test_json_answers_are_recorded_as_the_bytes_the_client_got(tmp_path: Path) -> None:
     out = tmp_path / "tape"
     out.mkdir()
@@ -115,17 +128,7 @@ def test_json_answers_are_recorded_as_the_bytes_the_client_got(tmp_path: Path) -
         config = ProxyConfig(out=out, upstreams=parse_upstreams([upstream.url]))
         with ProxyThread(config) as proxy, httpx.Client(timeout=10) as http:
             url = proxy.url + "/mcp"
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-            assert http.post(url, json=init, headers=ACCEPT).status_code == 200
+            assert http.post(url, json=INITIALIZE, headers=ACCEPT).status_code == 200
             versioned = {**ACCEPT, "mcp-protocol-version": "2025-11-25"}
             answer = http.post(url, json=call, headers=versioned)
     got = dict(captured(out))
@@ -142,18 +145,8 @@ def test_credentials_are_scrubbed_from_the_tape(tmp_path: Path) -> None:
         config = ProxyConfig(out=out, upstreams=parse_upstreams([upstream.url]))
         with ProxyThread(config) as proxy, httpx.Client(timeout=10) as http:
             headers = {**ACCEPT, "authorization": f"Bearer {SECRET}", "x-api-key": SECRET}
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
             answer = http.post(
-                proxy.url + f"/mcp?access_token={SECRET}", json=init, headers=headers
+                proxy.url + f"/mcp?access_token={SECRET}", json=INITIALIZE, headers=headers
             )
             assert answer.status_code == 200
     files = list(out.iterdir())

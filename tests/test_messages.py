@@ -16,11 +16,11 @@ import httpx
 import openai
 import pytest
 
-from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.plugins import api_table
 from streamtool.core.recording.recorder import classify, origin
 
 from .conftest import RECORDINGS, ROOT
+from .proxy_helpers import proxy_to
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 REC = RECORDINGS / "openai-parallel-tool-calls.jsonl"
@@ -171,7 +171,7 @@ def test_connection_errors_say_where_they_tried(tmp_path: Path) -> None:
     assert "secret" not in proc.stderr
     out = tmp_path / "caps"
     upstream = f"http://127.0.0.1:{port}"
-    with ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([upstream]))) as px:
+    with proxy_to(out, upstream) as px:
         client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-x", max_retries=0)
         with pytest.raises(openai.APIStatusError) as caught:
             client.chat.completions.create(model="m", messages=[], stream=True)

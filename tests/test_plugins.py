@@ -12,9 +12,7 @@ import json
 import re
 import subprocess
 import sys
-import sysconfig
 import tomllib
-import venv
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,8 @@ import pytest
 from streamtool.core.converters import BUILTIN_CONVERTERS, CONVERTERS, make_converter
 from streamtool.core.handlers import BUILTIN_PARSERS, PARSERS, make_handler
 from streamtool.core.plugins.registry import BUILTINS
+
+from .helpers import venv_seeing_our_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,20 +108,7 @@ def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (src / "pyproject.toml").write_text(project, encoding="utf-8")
     (src / "streamtool_say.py").write_text(module, encoding="utf-8")
     env_dir = base / "venv"
-    venv.create(env_dir, with_pip=False)
-    python = env_dir / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
-    # this interpreter's packages (streamtool itself, its dependencies, setuptools), their own
-    # .pth files included (an editable install is one), as a site directory of the new venv
-    outer = sysconfig.get_paths()["purelib"]
-    (site / "_outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n", encoding="utf-8")
+    python = venv_seeing_our_packages(env_dir)
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
         + ["--no-build-isolation", "--no-index", str(src)],

@@ -27,7 +27,7 @@ from streamtool.core.net.proxy import (
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 
-from .proxy_helpers import Upstream, sse_json
+from .proxy_helpers import Upstream, proxy_to, sse_json
 from .serve_helpers import body_of, chunks_of, read_all, recording
 
 # Against ``serve --speed max`` the proxy's reads are whatever the kernel gathered: the tests
@@ -147,7 +147,7 @@ def test_openai_sdk_through_proxy(tmp_path: Path, name: str) -> None:
     out = tmp_path / "caps"
     with (
         serving([rec], MAX) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         body = {
             "model": "gpt-test",
@@ -184,7 +184,7 @@ def test_anthropic_sdk_through_proxy(tmp_path: Path) -> None:
     out = tmp_path / "caps"
     with (
         serving([rec], MAX) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"messages={up.url}"]))) as px,
+        proxy_to(out, f"messages={up.url}") as px,
     ):
         client = anthropic.Anthropic(base_url=px.url, api_key=ANTHROPIC_KEY, max_retries=0)
         with client.messages.stream(
@@ -215,7 +215,7 @@ def test_headers_forwarded_and_models_unrecorded(tmp_path: Path) -> None:
     out = tmp_path / "caps"
     with (
         ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         client = openai.OpenAI(base_url=px.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
         models = client.models.list()
@@ -254,7 +254,7 @@ def test_compressed_body_reaches_client_as_asked(tmp_path: Path) -> None:
     body = {"model": "gpt-test", "stream": True, "messages": []}
     with (
         ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}/gz"]))) as px,
+        proxy_to(out, f"{up.url}/gz") as px,
     ):
         _, zipped = raw_post(px.url + "/v1/chat/completions", body, {"accept-encoding": "gzip"})
         _, plain = raw_post(px.url + "/v1/chat/completions", body, {"accept-encoding": "identity"})
@@ -345,7 +345,7 @@ def test_upstream_http_error(tmp_path: Path) -> None:
     out = tmp_path / "caps"
     with (
         serving([rec], MAX) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         client = anthropic.Anthropic(base_url=px.url, api_key=ANTHROPIC_KEY, max_retries=0)
         with pytest.raises(anthropic.APIStatusError) as caught:
@@ -372,7 +372,7 @@ def test_dropped_upstream_connection(tmp_path: Path) -> None:
     body = {"model": "gpt-test", "stream": True, "messages": []}
     with (
         serving([rec], Playback(speed=None, cut_after=300)) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         received = bytearray()
         with (
@@ -456,7 +456,7 @@ def test_client_disconnect_cancels_upstream(tmp_path: Path) -> None:
     body = {"model": "gpt-test", "stream": True, "messages": []}
     with (
         ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([f"{up.url}/endless"]))) as px,
+        proxy_to(out, f"{up.url}/endless") as px,
     ):
         got = 0
         with (

@@ -30,7 +30,7 @@ from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.recording.reader import Source
 from streamtool.core.recording.recorder import classify
 
-from .proxy_helpers import ScriptedUpstream, Upstream, chunked
+from .proxy_helpers import ScriptedUpstream, Upstream, chunked, proxy_to
 from .serve_helpers import STREAMTOOL, read_all, start_listening
 from .test_proxy import captured, raw_post, wait_for_index
 
@@ -49,7 +49,7 @@ def proxy_scripted(tmp_path: Path, writes: list[tuple[float, bytes]], sent: list
     out = tmp_path / "caps"
     with (
         ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         status, reads = raw_post(px.url + "/v1/chat/completions", BODY)
         [entry] = wait_for_index(out, 1)
@@ -97,7 +97,7 @@ def test_the_recording_is_named_while_the_upstream_works_on_the_request(tmp_path
     out = tmp_path / "caps"
     with (
         ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         start = time.monotonic()
         client = threading.Thread(target=raw_post, args=(px.url + "/v1/chat/completions", BODY))
@@ -122,7 +122,7 @@ def test_a_client_gone_after_the_head_leaves_the_head_recorded(tmp_path: Path) -
     out = tmp_path / "caps"
     with (
         ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         with (
             httpx.Client(timeout=10) as client,
@@ -146,7 +146,7 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
     out = tmp_path / "caps"
     with (
         ScriptedUpstream(writes) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         for _ in range(3):
             assert raw_post(px.url + "/v1/chat/completions", BODY)[0] == 200
@@ -155,7 +155,7 @@ def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) 
     # a new connection; a POST is not (RFC 9110 section 9.2.2: it may have been acted on)
     with (
         ScriptedUpstream(writes, close_on_reuse=True) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
         httpx.Client(timeout=10) as client,
     ):
         assert client.get(px.url + "/v1/models").status_code == 200
@@ -216,7 +216,7 @@ def test_tls_upstream_verified(tmp_path: Path, ca: trustme.CA) -> None:
         assert up.url.startswith("https://")
         # verification on by default: a certificate from an unknown CA is a clean 502
         out = tmp_path / "untrusted"
-        with ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px:
+        with proxy_to(out, up.url) as px:
             r = httpx.post(px.url + "/v1/chat/completions", json=BODY, timeout=10)
             wait_for_index(out, 1)
         assert r.status_code == 502
@@ -250,7 +250,7 @@ def test_a_body_nested_too_deeply_passes_through_as_text(tmp_path: Path) -> None
     out = tmp_path / "caps"
     with (
         ServerThread(upstream.app) as up,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([up.url]))) as px,
+        proxy_to(out, up.url) as px,
     ):
         r = httpx.post(
             px.url + "/v1/chat/completions",
@@ -657,7 +657,7 @@ def test_every_read_before_an_upstream_drop_reaches_the_client_and_the_recording
     out = tmp_path / "caps"
     with (
         DroppingUpstream(events, per_write) as url,
-        ProxyThread(ProxyConfig(out=out, upstreams=parse_upstreams([url]))) as px,
+        proxy_to(out, url) as px,
     ):
         status, got, ended = slow_read(px.url + "/v1/chat/completions", pause)
         wait_for_index(out, 1)

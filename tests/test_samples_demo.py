@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from streamtool.cli.main import app
 from streamtool.core.samples import SAMPLES, sample_path
 
 from .conftest import RECORDINGS, ROOT
+from .helpers import venv_seeing_our_packages
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -102,15 +102,7 @@ def _venv_with_the_wheel(tmp_path: Path) -> Path:
         assert "License-Expression: MIT" in metadata.splitlines()  # the SPDX form
         assert "streamtool/core/samples/openai-write-file.jsonl" in whl.namelist()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    (Path(purelib) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = venv_seeing_our_packages(venv, their_pth_files=False)
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel],
         check=True,

@@ -18,17 +18,7 @@ from streamtool.core.recording.tape_index import read_index
 
 from .conftest import RECORDINGS
 from .emit_clients import READERS, stream_server
-
-LOOP = """\
-model: test-model
-turns:
-  - match: {contains: weather}
-    reply:
-      text: Let me check the weather.
-      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
-    stream: {tokens_per_s: 20, ttft: 0.5}
-  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
-"""
+from .helpers import WEATHER_SCRIPT as LOOP
 
 
 @pytest.mark.parametrize("api", sorted(EMITTERS))

@@ -40,13 +40,18 @@ CLIENTS = ROOT / "tests" / "clients"
 
 
 def _client_module(name: str) -> Any:
-    """A client script of tests/clients, imported (its session function called in process)."""
+    """A client script of tests/clients, imported (its session function called in process),
+    its folder on the path while it loads, as when it runs as a script."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(name, CLIENTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(CLIENTS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(CLIENTS))
     return module
 
 

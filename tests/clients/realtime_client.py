@@ -19,23 +19,13 @@ import sys
 import threading
 
 import openai
+from weather_tool import FLAT_TOOLS
 
 MODEL = os.environ.get("STREAMTOOL_MODEL", "gpt-realtime")
 MODALITY = os.environ.get("REALTIME_CLIENT_MODALITY", "audio")
 FATAL_ERRORS = os.environ.get("REALTIME_CLIENT_ERRORS") == "fatal"
 TIMEOUT = float(os.environ.get("REALTIME_CLIENT_TIMEOUT", "0") or 0)
-TOOLS = [
-    {
-        "type": "function",
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
-]
+TOOLS = FLAT_TOOLS
 
 
 class Answer:

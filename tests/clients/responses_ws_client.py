@@ -9,20 +9,10 @@ import json
 import os
 
 import openai
+from weather_tool import FLAT_TOOLS
 
 MODEL = os.environ.get("STREAMTOOL_MODEL", "gpt-5")
-TOOLS = [
-    {
-        "type": "function",
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
-]
+TOOLS = FLAT_TOOLS
 
 
 def converse(conn: object) -> dict[str, object]:
