@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -45,13 +46,21 @@ threading.Event().wait()
 
 
 @dataclass
-class S3:
+class Store:
+    """An object store of a test: its endpoint, the bucket (or container) made for the test,
+    and the variables that point obstore at it."""
+
     endpoint: str
     bucket: str
     env: dict[str, str]
+    scheme: ClassVar[str]
 
     def url(self, prefix: str) -> str:
-        return f"s3://{self.bucket}/{prefix}"
+        return f"{self.scheme}://{self.bucket}/{prefix}"
+
+
+class S3(Store):
+    scheme = "s3"
 
 
 def aws_env(endpoint: str, cache: Path) -> dict[str, str]:
@@ -93,14 +102,8 @@ def s3(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> S
     return S3(moto_endpoint, bucket, env)
 
 
-@dataclass
-class Azure:
-    endpoint: str
-    container: str
-    env: dict[str, str]
-
-    def url(self, prefix: str) -> str:
-        return f"az://{self.container}/{prefix}"
+class Azure(Store):
+    scheme = "az"
 
 
 @pytest.fixture(scope="session")

@@ -362,16 +362,23 @@ def _converse_reading(stream: Any) -> dict[str, Any]:
     }
 
 
+def _boto3_read(key: str, read: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The replay summary of recording ``key``, and what ``read(client)`` made of it with
+    boto3's bedrock-runtime client of serve."""
+    path = rec(key)
+    with serving([path], Playback(speed=None)) as server:
+        return summary(path), read(_client(server.url))
+
+
 @pytest.mark.parametrize("key", ["converse-text", "converse-tools", "converse-error"])
 def test_boto3_converse_stream_reads_what_the_replay_reads(key: str) -> None:
-    path = rec(key)
-    expected = summary(path)
-    with serving([path], Playback(speed=None)) as server:
-        client = _client(server.url)
-        response = client.converse_stream(
-            modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}]
-        )
-        got = _converse_reading(response["stream"])
+    hi = [{"role": "user", "content": [{"text": "hi"}]}]
+    expected, got = _boto3_read(
+        key,
+        lambda client: _converse_reading(
+            client.converse_stream(modelId=MODEL, messages=hi)["stream"]
+        ),
+    )
     assert got["text"] == expected["text"]
     assert got["reasoning"] == expected["reasoning"]
     assert got["calls"] == [(i["id"], i["name"], i["arguments"]) for i in expected["invocations"]]
@@ -383,40 +390,47 @@ def test_boto3_converse_stream_reads_what_the_replay_reads(key: str) -> None:
         assert got["error"] is None
 
 
+def _invoke_reading(client: Any) -> dict[str, Any]:
+    """What boto3's caller of InvokeModelWithResponseStream accumulates from Claude's events:
+    the content type, text, tool uses (id, name, input) and the error raised."""
+    response = client.invoke_model_with_response_stream(
+        modelId=MODEL,
+        body=json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10}),
+    )
+    text, calls, error = "", {}, None
+    try:
+        for event in response["body"]:
+            native = json.loads(event["chunk"]["bytes"])
+            if native["type"] == "content_block_start":
+                block = native["content_block"]
+                if block["type"] == "tool_use":
+                    calls[native["index"]] = [block["id"], block["name"], ""]
+            elif native["type"] == "content_block_delta":
+                delta = native["delta"]
+                text += delta.get("text", "")
+                if delta["type"] == "input_json_delta":
+                    calls[native["index"]][2] += delta["partial_json"]
+    except Exception as exc:
+        error = type(exc).__name__ + ": " + str(exc)
+    calls_read = [(i, n, json.loads(a)) for i, n, a in calls.values()]
+    return {
+        "content_type": response["contentType"],
+        "text": text,
+        "calls": calls_read,
+        "error": error,
+    }
+
+
 @pytest.mark.parametrize("key", ["invoke-text", "invoke-tools", "invoke-error"])
 def test_boto3_invoke_with_response_stream_reads_what_the_replay_reads(key: str) -> None:
-    path = rec(key)
-    expected = summary(path)
-    with serving([path], Playback(speed=None)) as server:
-        client = _client(server.url)
-        response = client.invoke_model_with_response_stream(
-            modelId=MODEL,
-            body=json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10}),
-        )
-        assert response["contentType"] == "application/json"
-        text, calls, error = "", {}, None
-        try:
-            for event in response["body"]:
-                native = json.loads(event["chunk"]["bytes"])
-                if native["type"] == "content_block_start":
-                    block = native["content_block"]
-                    if block["type"] == "tool_use":
-                        calls[native["index"]] = [block["id"], block["name"], ""]
-                elif native["type"] == "content_block_delta":
-                    delta = native["delta"]
-                    text += delta.get("text", "")
-                    if delta["type"] == "input_json_delta":
-                        calls[native["index"]][2] += delta["partial_json"]
-        except Exception as exc:
-            error = type(exc).__name__ + ": " + str(exc)
-    assert text == expected["text"]
-    assert [(i, n, json.loads(a)) for i, n, a in calls.values()] == [
-        (i["id"], i["name"], i["arguments"]) for i in expected["invocations"]
-    ]
+    expected, got = _boto3_read(key, _invoke_reading)
+    assert got["content_type"] == "application/json"
+    assert got["text"] == expected["text"]
+    assert got["calls"] == [(i["id"], i["name"], i["arguments"]) for i in expected["invocations"]]
     if expected["errors"]:
-        assert error is not None and "(modelStreamErrorException)" in error
+        assert got["error"] is not None and "(modelStreamErrorException)" in got["error"]
     else:
-        assert error is None
+        assert got["error"] is None
 
 
 def test_serve_answers_bedrock_routes_by_model_in_path() -> None:

@@ -57,7 +57,7 @@ def test_a_missing_container_and_a_wrong_key_are_one_line_each(
     az: Azure, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     a_tape(tmp_path / "tape", 1)
-    missing = CliRunner().invoke(app, ["tape", "ls", f"az://no-such-container-{az.container}/t"])
+    missing = CliRunner().invoke(app, ["tape", "ls", f"az://no-such-container-{az.bucket}/t"])
     assert missing.exit_code == 2
     assert missing.output.strip().endswith("no such container"), missing.output
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "d3Jvbmcga2V5")
