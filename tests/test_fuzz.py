@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -204,6 +205,16 @@ def _alarm(signum, frame):
     raise Hang(f"no answer within {HANG_S} s")
 
 
+def _invoke_within_hang(runner: CliRunner, args: list[str], seconds: float = HANG_S) -> Any:
+    """``streamtool ARGS`` invoked in process, a Hang raised if it has not answered within
+    ``seconds`` (the caller has set ``_alarm`` as SIGALRM's handler)."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return runner.invoke(app, args, catch_exceptions=True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def _check_result(result, name: str, kind: str, what: str) -> int:
     exc = result.exception
     if exc is not None and not isinstance(exc, SystemExit):
@@ -267,11 +278,7 @@ def _fuzz(shard: int, tmp_path: Path) -> tuple[Counter, Counter]:
             else:
                 args = ["diff", str(source), str(path)]
             what = f"seed {SEED} shard {shard} input {n}: {' '.join(args)} from {source.name}"
-            signal.setitimer(signal.ITIMER_REAL, HANG_S)
-            try:
-                result = runner.invoke(app, args, catch_exceptions=True)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            result = _invoke_within_hang(runner, args)
             code = _check_result(result, name, kind, what)
             outcomes[(args[0], code)] += 1
             if kind == "b64":
@@ -507,11 +514,7 @@ def test_fuzz_yaml_scripts(tmp_path):
             if rng.random() < 0.5:
                 out = tmp_path / f"t{n}"
                 args = ["tape", "build", str(path), "--api", "openai-chat", "-o", str(out)]
-                signal.setitimer(signal.ITIMER_REAL, HANG_S)
-                try:
-                    result = runner.invoke(app, args, catch_exceptions=True)
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                result = _invoke_within_hang(runner, args)
                 code = _check_result(result, path.name, "script", what)
                 outcomes[("tape", code)] += 1
                 if code == 0:
@@ -672,11 +675,7 @@ def test_fuzz_eventstream_recordings_through_every_reader(tmp_path):
             if command == "report":
                 args += ["-o", str(tmp_path / f"es{n}.html")]
             what = f"seed {SEED} eventstream {n}: {' '.join(args)} from {source.name}"
-            signal.setitimer(signal.ITIMER_REAL, HANG_S)
-            try:
-                result = runner.invoke(app, args, catch_exceptions=True)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            result = _invoke_within_hang(runner, args)
             outcomes[(command, _check_result(result, path.name, "frames", what))] += 1
     finally:
         signal.signal(signal.SIGALRM, old)
@@ -733,11 +732,7 @@ def test_fuzz_mutate(tmp_path):
                 asked = rng.choice(applicable[source] if rng.random() < 0.85 else ids)
                 args = ["mutate", str(path), "-q", asked, "-o", str(out)]
             what = f"seed {SEED} mutate {n} ({kind}): {' '.join(args)} from {source.name}"
-            signal.setitimer(signal.ITIMER_REAL, 2 * HANG_S)
-            try:
-                result = runner.invoke(app, args, catch_exceptions=True)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            result = _invoke_within_hang(runner, args, 2 * HANG_S)
             code = _check_result(result, path.name, kind, what)
             assert code in (0, 2), what
             outcomes[(args[2], code)] += 1

@@ -98,6 +98,18 @@ def test_the_install_lines_the_docs_show_are_found() -> None:
 
 
 # -- the venvs ------------------------------------------------------------------------------------
+def _bash(command: str, cwd: Path, venv: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``command`` run by bash in ``cwd`` with ``venv`` activated, its output captured."""
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=_env(venv),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def _env(venv: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -129,14 +141,7 @@ def _venv(install: str) -> tuple[Path, str]:
                 check=True,
                 timeout=INSTALL_TIMEOUT,
             )
-        done = subprocess.run(
-            ["bash", "-c", install],
-            cwd=ROOT,
-            env=_env(venv),
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-        )
+        done = _bash(install, ROOT, venv, INSTALL_TIMEOUT)
         if done.returncode != 0:
             return venv, f"{install}: exit {done.returncode}\n{done.stderr[-2000:]}"
         marker.write_text(state)
@@ -200,14 +205,7 @@ def _run(venv: Path, command: str, sandbox: Path, collected: set[Path]) -> str:
         collected.add(venv)
     elif words[0] == "python" and words[1].startswith("benchmarks/"):
         command = f"python {words[1]} --help"
-    done = subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=_env(venv),
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-    )
+    done = _bash(command, cwd, venv, COMMAND_TIMEOUT)
     said = done.stdout + done.stderr
     if done.returncode != 0:
         return f"exit {done.returncode}: {said[-1500:]}"

@@ -36,6 +36,13 @@ LEGACY = RECORDINGS / "mcp-weather-2025-11-25"
 MODERN = RECORDINGS / "mcp-weather-2026-07-28"
 CLIENT = Path(__file__).parent / "clients" / "mcp_client.py"
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
+ADD_CALL = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
+}
 V2ONLY = pytest.mark.skipif(not V2, reason="the 2.x line of the mcp SDK (Client, 2026-07-28)")
 
 
@@ -127,23 +134,16 @@ def test_a_session_ended_mid_run_is_a_404_then_a_new_handshake() -> None:
     with serving_tape(LEGACY, faults=["mcp_session_expired"]) as server:
         url = server.url + "/mcp"
         with httpx.Client(timeout=10) as http:
-            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
-            first = http.post(url, json=init, headers=ACCEPT).headers["mcp-session-id"]
-            call = {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
-            }
-            gone = http.post(url, json=call, headers={**ACCEPT, "mcp-session-id": first})
+            first = http.post(url, json=INITIALIZE, headers=ACCEPT).headers["mcp-session-id"]
+            gone = http.post(url, json=ADD_CALL, headers={**ACCEPT, "mcp-session-id": first})
             assert (
                 gone.status_code == 404 and gone.json()["error"]["message"] == "Session not found"
             )
             tools = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}
             ended = http.post(url, json=tools, headers={**ACCEPT, "mcp-session-id": first})
             assert ended.status_code == 404  # the whole session is gone
-            second = http.post(url, json=init, headers=ACCEPT).headers["mcp-session-id"]
-            again = http.post(url, json=call, headers={**ACCEPT, "mcp-session-id": second})
+            second = http.post(url, json=INITIALIZE, headers=ACCEPT).headers["mcp-session-id"]
+            again = http.post(url, json=ADD_CALL, headers={**ACCEPT, "mcp-session-id": second})
         assert second != first and again.status_code == 200
         assert b'"text":"5"' in again.content
 
@@ -158,16 +158,9 @@ def test_an_unanswered_server_request_is_waited_for_then_named() -> None:
 
     with ServerThread(edge) as server, httpx.Client(timeout=10) as http:
         url = server.url + "/mcp"
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
-        sid = http.post(url, json=init, headers=ACCEPT).headers["mcp-session-id"]
-        call = {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
-        }
+        sid = http.post(url, json=INITIALIZE, headers=ACCEPT).headers["mcp-session-id"]
         started = time.monotonic()
-        answer = http.post(url, json=call, headers={**ACCEPT, "mcp-session-id": sid})
+        answer = http.post(url, json=ADD_CALL, headers={**ACCEPT, "mcp-session-id": sid})
         waited = time.monotonic() - started
     assert b'"method":"ping"' in answer.content and b'"text":"5"' in answer.content
     assert waited >= 0.3
@@ -179,15 +172,8 @@ def test_an_unanswered_server_request_is_waited_for_then_named() -> None:
 def test_the_player_answers_an_answered_ping_at_once() -> None:
     exchanges = F.apply(session(LEGACY), "mcp_messages_before_response")
     player = Player(exchanges)
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
-    sid = dict(player.handle("POST", "/mcp", {}, init).headers)["mcp-session-id"]
-    call = {
-        "jsonrpc": "2.0",
-        "id": 3,
-        "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
-    }
-    reply = player.handle("POST", "/mcp", {"mcp-session-id": sid}, call)
+    sid = dict(player.handle("POST", "/mcp", {}, INITIALIZE).headers)["mcp-session-id"]
+    reply = player.handle("POST", "/mcp", {"mcp-session-id": sid}, ADD_CALL)
     assert [part.wait for part in reply.parts] == [None, f"{sid}:{F.PING_ID}"]
     pong = {"jsonrpc": "2.0", "id": F.PING_ID, "result": {}}
     accepted = player.handle("POST", "/mcp", {"mcp-session-id": sid}, pong)

@@ -113,6 +113,16 @@ def test_a_long_recording_page_draws_bars_per_run_and_reads_on_demand(
     assert problems == []
 
 
+def _inspected(rec: Path) -> Inspector:
+    """The inspector of recording ``rec``, fed all of it, its items kept (as a report wants)."""
+    src = Source(rec)
+    ins = Inspector(src.header, source=str(rec), keep_items=True)
+    for chunk in src.chunks():
+        ins.feed(chunk)
+    ins.finish(src.end)
+    return ins
+
+
 def test_the_player_and_tree_stop_at_the_cap_and_say_so(
     browser,  # noqa: F811
     tmp_path: Path,
@@ -120,12 +130,7 @@ def test_the_player_and_tree_stop_at_the_cap_and_say_so(
 ) -> None:
     monkeypatch.setattr(report_mod, "MAX_PLAYER_CHARS", 3000)
     monkeypatch.setattr(report_mod, "MAX_TREE_CHARS", 2000)
-    rec = long_recording(tmp_path / "long.jsonl", 1200)
-    src = Source(rec)
-    ins = Inspector(src.header, source=str(rec), keep_items=True)
-    for chunk in src.chunks():
-        ins.feed(chunk)
-    ins.finish(src.end)
+    ins = _inspected(long_recording(tmp_path / "long.jsonl", 1200))
     full = "".join(f"w{i} " for i in range(1200))
     page_file = tmp_path / "capped.html"
     page_file.write_text(report_mod.build_report(ins), encoding="utf-8")
@@ -149,12 +154,7 @@ def test_the_player_holds_the_first_reads_and_the_page_says_where_it_stops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(report_mod, "MAX_PLAYER_READS", 500)
-    rec = long_recording(tmp_path / "long.jsonl", 1200)
-    src = Source(rec)
-    ins = Inspector(src.header, source=str(rec), keep_items=True)
-    for chunk in src.chunks():
-        ins.feed(chunk)
-    ins.finish(src.end)
+    ins = _inspected(long_recording(tmp_path / "long.jsonl", 1200))
     page = report_mod.build_report(ins)
     data = page.split('<script type="application/json" id="player-data">', 1)[1]
     player = json.loads(data.split("</script>", 1)[0])
