@@ -41,18 +41,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.generators import OPENAI_CHAT_URL, recording_header  # noqa: E402
 from benchmarks.store_servers import BUCKET, DelayRelay, moto_s3_server  # noqa: E402
 
-HEADER = {
-    "type": "header",
-    "format": "streamtool-recording",
-    "version": 1,
-    "provider": "openai",
-    "api": "chat.completions",
-    "recorded_at": "2026-11-20T10:00:00Z",
-    "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
-    "response": {"status": 200, "headers": {"content-type": "text/event-stream"}},
-}
+HEADER = recording_header(
+    request={"method": "POST", "url": OPENAI_CHAT_URL}, recorded_at="2026-11-20T10:00:00Z"
+)
 
 
 def body(i: int) -> dict:

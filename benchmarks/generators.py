@@ -23,13 +23,15 @@ def recording_header(
     url: str = OPENAI_CHAT_URL,
     body: object = None,
     request: dict | None = None,
+    response: dict | None = None,
     status: int = 200,
     response_headers: dict | None = None,
     recorded_at: str | None = "2026-11-21T00:00:00Z",
 ) -> dict:
     """A version-1 recording's header record: a JSON POST of ``body`` to ``url`` (``request``
     in its place when given) answered ``status`` with an event stream (``response_headers`` in
-    place of its content type when given); no ``recorded_at`` when it is None."""
+    place of its content type when given; ``response`` in place of that response); no
+    ``recorded_at`` when it is None."""
     header: dict = {"type": "header", "format": "streamtool-recording", "version": 1}
     header.update(provider=provider, api=api)
     if recorded_at is not None:
@@ -42,7 +44,7 @@ def recording_header(
     }
     if response_headers is None:
         response_headers = {"content-type": "text/event-stream"}
-    header["response"] = {"status": status, "headers": response_headers}
+    header["response"] = response or {"status": status, "headers": response_headers}
     return header
 
 
@@ -64,6 +66,22 @@ def code_fragments(fragment_chars: int = 24) -> Iterator[str]:
     while True:
         for i in range(0, len(text), fragment_chars):
             yield text[i : i + fragment_chars]
+
+
+def responses_usage(inp: int, out: int, cached: int = 0, reasoning: int = 0) -> dict:
+    """A Responses API usage object."""
+    return {
+        "input_tokens": inp,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": inp + out,
+    }
+
+
+def _write_self_ending(path: Path, target_bytes: int, header: dict, events: Iterator[str]) -> None:
+    """Write a stream that ends itself near ``target_bytes``: never cut it (the cap twice that)."""
+    write_recording(path, header, events, target_bytes * 2)
 
 
 def write_recording(path: Path, header: dict, events: Iterator[str], target_bytes: int) -> None:
@@ -141,12 +159,10 @@ def openai_chat(path: Path, target_bytes: int) -> None:
         )
         yield "data: [DONE]\n\n"
 
-    write_recording(
-        path,
-        _header("openai", "chat.completions", "https://api.openai.com/v1/chat/completions", model),
-        events(),
-        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
+    header = _header(
+        "openai", "chat.completions", "https://api.openai.com/v1/chat/completions", model
     )
+    _write_self_ending(path, target_bytes, header, events())
 
 
 def kimi_k2(path: Path, target_bytes: int) -> None:
@@ -305,12 +321,8 @@ def anthropic(path: Path, target_bytes: int) -> None:
         )
         yield sse({"type": "message_stop"})
 
-    write_recording(
-        path,
-        _header("anthropic", "messages", "https://api.anthropic.com/v1/messages", model),
-        events(),
-        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
-    )
+    header = _header("anthropic", "messages", "https://api.anthropic.com/v1/messages", model)
+    _write_self_ending(path, target_bytes, header, events())
 
 
 def openai_responses(path: Path, target_bytes: int) -> None:
@@ -426,22 +438,12 @@ def openai_responses(path: Path, target_bytes: int) -> None:
         )
         done_item = call_item("completed", arguments)
         yield sse({"type": "response.output_item.done", "output_index": 1, "item": done_item})
-        usage = {
-            "input_tokens": 1850,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 99999,
-            "output_tokens_details": {"reasoning_tokens": 64},
-            "total_tokens": 101849,
-        }
+        usage = responses_usage(1850, 99999, reasoning=64)
         final = response("completed", [reasoning_item, done_item], usage)
         yield sse({"type": "response.completed", "response": final})
 
-    write_recording(
-        path,
-        _header("openai", "responses", "https://api.openai.com/v1/responses", model),
-        events(),
-        target_bytes * 2,  # the stream ends itself near target_bytes; never cut it
-    )
+    header = _header("openai", "responses", "https://api.openai.com/v1/responses", model)
+    _write_self_ending(path, target_bytes, header, events())
 
 
 def _chain(first: list[str], rest: Iterator[str]) -> Iterator[str]:

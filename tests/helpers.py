@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -25,6 +26,12 @@ turns:
     stream: {tokens_per_s: 20, ttft: 0.5}
   - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
 """
+
+
+def fresh_python_prints(code: str) -> str:
+    """What ``code`` prints, run by a new interpreter (nothing imported yet), stripped."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def venv_seeing_our_packages(env_dir: Path, *, their_pth_files: bool = True) -> Path:

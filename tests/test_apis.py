@@ -34,6 +34,7 @@ from streamtool.core.plugins import (
 )
 
 from .conftest import ROOT
+from .helpers import fresh_python_prints
 
 ROWS = pytest.mark.parametrize("api", api_table(), ids=[a.id for a in api_table()])
 # the APIs a client reaches with an HTTP request (record, the proxy's forwarding, serve's routes)
@@ -186,8 +187,7 @@ def test_the_table_imports_nothing_heavy() -> None:
         "'streamtool.core.converters', 'httpx', 'starlette', 'uvicorn', 'openai', 'anthropic')) "
         "or (m.startswith('streamtool.core.apis.') and m.count('.') > 3)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python_prints(code) == "[]"
 
 
 def test_replaying_the_built_in_apis_reads_no_plugin_entry_points(tmp_path: Path) -> None:

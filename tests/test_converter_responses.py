@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.generators import responses_usage
 from streamtool.core.model.records import Header
 
 from .conftest import CORPUS, RECORDINGS, corpus_params
@@ -116,13 +117,7 @@ def function_call(item_id: str, call_id: str, name: str, arguments: str, status:
     }
 
 
-USAGE = {
-    "input_tokens": 120,
-    "input_tokens_details": {"cached_tokens": 64},
-    "output_tokens": 30,
-    "output_tokens_details": {"reasoning_tokens": 12},
-    "total_tokens": 150,
-}
+USAGE = responses_usage(120, 30, cached=64, reasoning=12)
 
 
 # -- the SDK's own accumulator as the reference ---------------------------------------------

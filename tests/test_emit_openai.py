@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -26,6 +24,7 @@ from streamtool.core.model.records import Header
 from streamtool.core.outputs.emit.reply import stream_identity
 
 from .conftest import RECORDINGS
+from .helpers import fresh_python_prints
 from .kimi_streams import text_stream
 
 ALL_RECORDINGS = sorted(RECORDINGS.glob("*.jsonl"))
@@ -470,5 +469,4 @@ def test_replay_does_not_import_the_sdks():
         "from streamtool.core.converters import make_converter; make_converter('kimi-k2'); "
         "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python_prints(code) == "[]"

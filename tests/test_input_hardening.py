@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.generators import OPENAI_CHAT_URL, recording_header
 from streamtool.cli.main import app
 from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
@@ -28,15 +29,9 @@ from .conftest import RECORDINGS
 from .serve_helpers import record_args
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
-HEADER = {
-    "type": "header",
-    "format": "streamtool-recording",
-    "version": 1,
-    "provider": "openai",
-    "api": "chat.completions",
-    "request": {"url": "https://api.openai.com/v1/chat/completions"},
-    "response": {"status": 200},
-}
+HEADER = recording_header(
+    request={"url": OPENAI_CHAT_URL}, response={"status": 200}, recorded_at=None
+)
 DEEP = "[" * 1000 + "]" * 1000
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import streamtool.core
 
+from .helpers import fresh_python_prints
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -49,8 +51,7 @@ def test_importing_the_library_stays_light() -> None:
         " if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == ""
+    assert fresh_python_prints(code) == ""
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -29,6 +27,7 @@ from streamtool.core.net.server import create_app, serving
 from streamtool.core.recording.reader import Source
 
 from .conftest import RECORDINGS
+from .helpers import fresh_python_prints
 from .serve_helpers import (
     STREAMTOOL,
     body_of,
@@ -677,8 +676,7 @@ def test_create_app_needs_no_server_imports_at_cli_start():
         "print(sorted(m for m in ('uvicorn', 'starlette', 'openai', 'anthropic', 'httpx') "
         "if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python_prints(code) == "[]"
     assert create_app  # the app factory is importable without them
 
 

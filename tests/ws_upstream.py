@@ -23,6 +23,8 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection, serve
 
+from benchmarks.generators import responses_usage
+
 WEATHER_ARGS = ['{"ci', 'ty": "Pa', 'ris", "un', 'it": "c"}']
 ANSWER = "It is 18 degrees and sunny in Paris."
 # 0.05 s of 24 kHz 16-bit PCM per delta (silence): 2,400 bytes
@@ -387,13 +389,7 @@ class Responses:
             output = [await self.function_call()]
         else:
             output = [await self.text("Hello!")]
-        usage = {
-            "input_tokens": 50,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 12,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 62,
-        }
+        usage = responses_usage(50, 12)
         done = {**response, "status": "completed", "output": output, "usage": usage}
         await self.send({"type": "response.completed", "response": done})
 
