@@ -145,6 +145,23 @@ def chat_chunk(text: str, i: int = 0, finish: str | None = None) -> str:
     return f"data: {json.dumps(obj, separators=(',', ':'), ensure_ascii=False)}\n\n"
 
 
+def anthropic_status_error(client: Any, **options: Any) -> Any:
+    """The APIStatusError the anthropic SDK's ``client`` raises on a streamed "hi" to
+    claude-sonnet-4-6 (``options``: more of ``messages.create``'s); fails if it raises none."""
+    import anthropic
+    import pytest
+
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=8,
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            **options,
+        )
+    return caught.value
+
+
 def record_args(base_url: str, model: str = "m", provider: str = "openai-chat") -> list[str]:
     """The options of a ``streamtool record`` of one "hi" to ``base_url``."""
     return ["-p", provider, "-m", model, "--prompt", "hi", "--base-url", base_url]

@@ -7,7 +7,10 @@ import gzip
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx
@@ -28,12 +31,34 @@ from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
 
 from .proxy_helpers import Upstream, proxy_to, sse_json
-from .serve_helpers import body_of, chunks_of, read_all, recording
+from .serve_helpers import anthropic_status_error, body_of, chunks_of, read_all, recording
 
 # Against ``serve --speed max`` the proxy's reads are whatever the kernel gathered: the tests
 # below compare a recording's bytes, not their cuts (test_proxy_reads pins the cuts against a
 # paced upstream).
 MAX = Playback(speed=None)
+
+
+@contextmanager
+def upstream_through_proxy(
+    upstream: Upstream, out: Path, route: str = ""
+) -> Iterator[tuple[Any, ProxyThread]]:
+    """The test ``upstream`` (in a server thread; ``route``: its path prefix) behind a proxy
+    recording into ``out``; gives both."""
+    with ServerThread(upstream.app) as up, proxy_to(out, up.url + route) as px:
+        yield up, px
+
+
+@contextmanager
+def serve_through_proxy(
+    rec: Path, out: Path, playback: Playback = MAX, api: str | None = None
+) -> Iterator[tuple[Any, ProxyThread]]:
+    """serve of ``rec`` (played as ``playback``) as the upstream of a proxy recording into
+    ``out``, for every API or for ``api`` alone; gives both."""
+    with serving([rec], playback) as up, proxy_to(out, f"{api}={up.url}" if api else up.url) as px:
+        yield up, px
+
+
 OPENAI_KEY = "sk-proj-Zt3qW8xYb2Nc5Vd7Lm9Kp1Rs4Tu6"
 ANTHROPIC_KEY = "sk-ant-api03-Hq7Wm2Xn5Bv8Cz1Lk4Jp6"
 
@@ -145,10 +170,7 @@ def test_upstream_rules() -> None:
 def test_openai_sdk_through_proxy(tmp_path: Path, name: str) -> None:
     rec = recording(name)
     out = tmp_path / "caps"
-    with (
-        serving([rec], MAX) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with serve_through_proxy(rec, out) as (up, px):
         body = {
             "model": "gpt-test",
             "messages": [{"role": "user", "content": "hi"}],
@@ -182,10 +204,7 @@ def test_openai_sdk_through_proxy(tmp_path: Path, name: str) -> None:
 def test_anthropic_sdk_through_proxy(tmp_path: Path) -> None:
     rec = recording("anthropic-parallel-tool-calls")
     out = tmp_path / "caps"
-    with (
-        serving([rec], MAX) as up,
-        proxy_to(out, f"messages={up.url}") as px,
-    ):
+    with serve_through_proxy(rec, out, api="messages") as (_, px):
         client = anthropic.Anthropic(base_url=px.url, api_key=ANTHROPIC_KEY, max_retries=0)
         with client.messages.stream(
             model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
@@ -213,10 +232,7 @@ def test_anthropic_sdk_through_proxy(tmp_path: Path) -> None:
 def test_headers_forwarded_and_models_unrecorded(tmp_path: Path) -> None:
     upstream = Upstream()
     out = tmp_path / "caps"
-    with (
-        ServerThread(upstream.app) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with upstream_through_proxy(upstream, out) as (up, px):
         client = openai.OpenAI(base_url=px.url + "/v1", api_key=OPENAI_KEY, max_retries=0)
         models = client.models.list()
         r = httpx.post(
@@ -252,10 +268,7 @@ def test_compressed_body_reaches_client_as_asked(tmp_path: Path) -> None:
     upstream = Upstream()
     out = tmp_path / "caps"
     body = {"model": "gpt-test", "stream": True, "messages": []}
-    with (
-        ServerThread(upstream.app) as up,
-        proxy_to(out, f"{up.url}/gz") as px,
-    ):
+    with upstream_through_proxy(upstream, out, "/gz") as (up, px):
         _, zipped = raw_post(px.url + "/v1/chat/completions", body, {"accept-encoding": "gzip"})
         _, plain = raw_post(px.url + "/v1/chat/completions", body, {"accept-encoding": "identity"})
         _, direct = raw_post(up.url + "/gz/v1/chat/completions", body, {"accept-encoding": "gzip"})
@@ -343,21 +356,12 @@ def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(
 def test_upstream_http_error(tmp_path: Path) -> None:
     rec = recording("anthropic-http-529-overloaded")
     out = tmp_path / "caps"
-    with (
-        serving([rec], MAX) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with serve_through_proxy(rec, out) as (up, px):
         client = anthropic.Anthropic(base_url=px.url, api_key=ANTHROPIC_KEY, max_retries=0)
-        with pytest.raises(anthropic.APIStatusError) as caught:
-            client.messages.create(
-                model="claude-sonnet-4-6",
-                max_tokens=8,
-                messages=[{"role": "user", "content": "hi"}],
-                stream=True,
-            )
+        error = anthropic_status_error(client)
         [entry] = wait_for_index(out, 1)
-    assert caught.value.status_code == 529
-    assert "verloaded" in str(caught.value)
+    assert error.status_code == 529
+    assert "verloaded" in str(error)
     [f] = captured(out)
     header, chunks, end = read_all(f)
     assert header.response["status"] == 529
@@ -370,10 +374,7 @@ def test_dropped_upstream_connection(tmp_path: Path) -> None:
     rec = recording("openai-parallel-tool-calls")
     out = tmp_path / "caps"
     body = {"model": "gpt-test", "stream": True, "messages": []}
-    with (
-        serving([rec], Playback(speed=None, cut_after=300)) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with serve_through_proxy(rec, out, Playback(speed=None, cut_after=300)) as (_, px):
         received = bytearray()
         with (
             pytest.raises(httpx.RemoteProtocolError),
@@ -454,10 +455,7 @@ def test_client_disconnect_cancels_upstream(tmp_path: Path) -> None:
     upstream = Upstream()
     out = tmp_path / "caps"
     body = {"model": "gpt-test", "stream": True, "messages": []}
-    with (
-        ServerThread(upstream.app) as up,
-        proxy_to(out, f"{up.url}/endless") as px,
-    ):
+    with upstream_through_proxy(upstream, out, "/endless") as (up, px):
         got = 0
         with (
             httpx.Client(timeout=10) as client,

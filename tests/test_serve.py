@@ -30,6 +30,7 @@ from .conftest import RECORDINGS
 from .helpers import fresh_python_prints
 from .serve_helpers import (
     STREAMTOOL,
+    anthropic_status_error,
     body_of,
     chat_chunk,
     chunks_of,
@@ -563,19 +564,10 @@ def test_anthropic_sdk_matches_streamtool_summary(library_server):
 
 
 def test_anthropic_sdk_gets_recorded_overload(library_server):
-    import anthropic
-
     client = anthropic_client(library_server)
-    with pytest.raises(anthropic.APIStatusError) as info:
-        client.messages.create(
-            model="claude-sonnet-4-6",
-            max_tokens=10,
-            messages=[{"role": "user", "content": "hi"}],
-            stream=True,
-            extra_headers=_pick("anthropic-http-529-overloaded"),
-        )
-    assert info.value.status_code == 529
-    assert "Overloaded" in str(info.value)
+    error = anthropic_status_error(client, extra_headers=_pick("anthropic-http-529-overloaded"))
+    assert error.status_code == 529
+    assert "Overloaded" in str(error)
 
 
 # -- many clients at once ------------------------------------------------------------------------
