@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,27 @@ CHILD_PYTEST = (
     "-p",
     "no:hypothesispytest",
 )
+
+
+def run_child_pytest(
+    project: Path, args: list[str], env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """pytest (CHILD_PYTEST, quiet) run in ``project`` with ``env``, its output captured."""
+    return subprocess.run(
+        [*CHILD_PYTEST, "-q", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def notes_of(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines a child test wrote to ``path`` (none when it wrote no file)."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines]
+
 
 OPENAI_QUESTION = "What's the weather in Paris and in Tokyo right now?"
 ANTHROPIC_QUESTION = "What's the weather in Lisbon? Say what you do first."

@@ -26,7 +26,7 @@ from streamtool.core.recording.tape_index import read_index
 
 from .odd_upstreams import CHAT_BODY, chat_app, chat_request, sigv4_echo_app
 from .serve_helpers import STREAMTOOL, start_listening
-from .tape_helpers import CHILD_PYTEST, write_exchange
+from .tape_helpers import run_child_pytest, write_exchange
 
 # not key-shaped: only knowing it came with the request finds it
 PLAIN_KEY = "secQ7zLw2Xn9f3kR0c7f3e9dTu"
@@ -115,14 +115,7 @@ def test_the_pytest_plugin_writes_and_prints_no_part_of_a_key_sent_as_the_model(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*CHILD_PYTEST, "-q", "-p", "no:randomly", *args],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return run_child_pytest(project, ["-p", "no:randomly", *args], env, timeout=120)
 
     tape = project / "tapes" / "test_keys" / "test_same"
     recorded = run("test_keys.py::test_same", "--stream-tape-mode=once",

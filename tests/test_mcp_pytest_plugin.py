@@ -7,7 +7,6 @@ session did not make fails the test with the tape's message.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from streamtool.core.recording.tape_index import read_index
 
 from .mcp_app import mcp_server
-from .tape_helpers import CHILD_PYTEST
+from .tape_helpers import notes_of, run_child_pytest
 
 CLIENT = Path(__file__).parent / "clients" / "mcp_client.py"
 SAMPLE = """
@@ -56,16 +55,8 @@ def run_pytest(
     notes.unlink(missing_ok=True)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     environ.update(SAMPLE_NOTES=str(notes), **(env or {}))
-    proc = subprocess.run(
-        [*CHILD_PYTEST, "-q", "-W", "ignore:The logging capability is deprecated", *args],
-        cwd=project,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    lines = notes.read_text().splitlines() if notes.exists() else []
-    return proc, [json.loads(line) for line in lines]
+    args = ["-W", "ignore:The logging capability is deprecated", *args]
+    return run_child_pytest(project, args, environ), notes_of(notes)
 
 
 def test_record_an_mcp_session_once_then_replay_it_offline(project: Path) -> None:

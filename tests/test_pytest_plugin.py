@@ -19,11 +19,12 @@ import pytest
 from streamtool.core.net.tape import serving_tape
 
 from .tape_helpers import (
-    CHILD_PYTEST,
     OPENAI_MODEL,
     OPENAI_QUESTION,
     OPENAI_TOOLS,
+    notes_of,
     openai_tape,
+    run_child_pytest,
 )
 
 FAKE_KEY = (
@@ -130,16 +131,7 @@ def run_pytest(
         OPENAI_API_KEY=FAKE_KEY,
     )
     env.update(extra_env or {})
-    proc = subprocess.run(
-        [*CHILD_PYTEST, "-q", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    lines = notes.read_text().splitlines() if notes.exists() else []
-    return proc, [json.loads(line) for line in lines]
+    return run_child_pytest(project, list(args), env), notes_of(notes)
 
 
 def test_record_once_then_replay_offline_rechunked_and_a_changed_prompt_fails(
