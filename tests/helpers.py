@@ -15,17 +15,22 @@ from streamtool.core.engine.replay import ReplayEngine
 from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.recording.reader import Source
 
-# a script of two turns: a tool call when asked about the weather, then the answer
-WEATHER_SCRIPT = """\
-model: test-model
-turns:
-  - match: {contains: weather}
-    reply:
-      text: Let me check the weather.
-      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
-    stream: {tokens_per_s: 20, ttft: 0.5}
-  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
-"""
+
+def weather_script(stream: str = "{tokens_per_s: 20, ttft: 0.5}", model: str | None = None) -> str:
+    """A script of two turns: a tool call when asked about the weather (its reply streamed as
+    ``stream`` says), then the answer; of ``model`` when given."""
+    return (f"model: {model}\n" if model else "") + (
+        "turns:\n"
+        "  - match: {contains: weather}\n"
+        "    reply:\n"
+        "      text: Let me check the weather.\n"
+        "      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]\n"
+        f"    stream: {stream}\n"
+        "  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}\n"
+    )
+
+
+WEATHER_SCRIPT = weather_script(model="test-model")
 
 
 def fresh_python_prints(code: str) -> str:

@@ -23,18 +23,11 @@ from streamtool.core.outputs.emit import emitter
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS, ROOT
+from .helpers import weather_script
 from .serve_helpers import STREAMTOOL, start_listening
 from .tape_helpers import ANTHROPIC_TOOLS, CHILD_PYTEST, OPENAI_TOOLS
 
-LOOP = """\
-turns:
-  - match: {contains: weather}
-    reply:
-      text: Let me check the weather.
-      tool_calls: [{name: get_weather, arguments: {city: Lisbon, unit: celsius}}]
-    stream: {tokens_per_s: 200, ttft: 0.05}
-  - reply: {text: It is 21 °C in Lisbon., usage: {input_tokens: 40, output_tokens: 9}}
-"""
+LOOP = weather_script("{tokens_per_s: 200, ttft: 0.05}")
 QUESTION = "What's the weather in Lisbon?"
 ANSWER = "It is 21 °C in Lisbon."
 CALL = ("get_weather", {"city": "Lisbon", "unit": "celsius"})
