@@ -273,23 +273,17 @@ def openai_tape(folder: Path, *, index: bool = True) -> list[Path]:
     turn1 = {"model": OPENAI_MODEL, "messages": [{"role": "user", "content": OPENAI_QUESTION}]}
     turn1 |= {"tools": OPENAI_TOOLS, "stream": True}
     turn2 = dict(turn1, messages=openai_turn2_messages(OPENAI_CALLS, "21°C"))
+    turns = [(turn1, OPENAI_TURN1), (turn2, OPENAI_TURN2)]
     return [
         write_exchange(
             folder,
-            "0001-openai-chat-gpt-4o.jsonl",
+            f"{seq:04d}-openai-chat-gpt-4o.jsonl",
             url=url,
-            body=turn1,
-            reads=recorded_reads(OPENAI_TURN1),
-            index=1 if index else None,
-        ),
-        write_exchange(
-            folder,
-            "0002-openai-chat-gpt-4o.jsonl",
-            url=url,
-            body=turn2,
-            reads=recorded_reads(OPENAI_TURN2),
-            index=2 if index else None,
-        ),
+            body=body,
+            reads=recorded_reads(recorded),
+            index=seq if index else None,
+        )
+        for seq, (body, recorded) in enumerate(turns, 1)
     ]
 
 

@@ -55,6 +55,15 @@ def mutated_tape(old: Path, today: Path, quirk: str) -> None:
     os.replace(out, first)
 
 
+@contextmanager
+def serving_mutated(old: Path, today: Path, quirk: str) -> Iterator[str]:
+    """serve of a copy of the tape ``old`` at ``today``, ``quirk`` applied to its first
+    exchange; its origin."""
+    mutated_tape(old, today, quirk)
+    with serving(today) as origin:
+        yield origin
+
+
 def drift_upstream(
     old: Path, origin: str, new: Path, *more: str
 ) -> subprocess.CompletedProcess[str]:
@@ -116,9 +125,8 @@ def test_the_same_provider_drifts_nowhere_and_no_key_is_written(old: Path, tmp_p
 
 
 def test_other_tool_calls_are_a_break_and_exit_1(old: Path, tmp_path: Path) -> None:
-    today, new = tmp_path / "today", tmp_path / "new"
-    mutated_tape(old, today, "model_tool_not_offered")
-    with serving(today) as origin:
+    new = tmp_path / "new"
+    with serving_mutated(old, tmp_path / "today", "model_tool_not_offered") as origin:
         done = drift_upstream(old, origin, new)
     assert done.returncode == 1, done.stderr
     first, second = doc(done)["exchanges"]
@@ -130,9 +138,8 @@ def test_other_tool_calls_are_a_break_and_exit_1(old: Path, tmp_path: Path) -> N
 
 
 def test_a_new_quirk_of_lower_severity_is_a_warning(old: Path, tmp_path: Path) -> None:
-    today, new = tmp_path / "today", tmp_path / "new"
-    mutated_tape(old, today, "sse_comment_keepalive")
-    with serving(today) as origin:
+    new = tmp_path / "new"
+    with serving_mutated(old, tmp_path / "today", "sse_comment_keepalive") as origin:
         done = drift_upstream(old, origin, new)
         assert done.returncode == 0, done.stderr  # warn does not fail by default
         first = doc(done)["exchanges"][0]
