@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,10 +104,26 @@ def test_a_hosted_tool_search_keeps_its_own_id_and_its_place() -> None:
     assert result["finish_class"] == "tool_calls"  # the function call is the client's
 
 
-def test_a_client_tool_search_is_the_clients_under_its_call_id() -> None:
-    def ev(kind: str, **fields: object) -> str:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
+def _ev(kind: str, **fields: object) -> str:
+    """An SSE event named ``kind``, its data the JSON of ``fields`` typed ``kind``."""
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
 
+
+def _one_item_response(
+    created: dict[str, Any], added: dict[str, Any], done: dict[str, Any] | None = None
+) -> str:
+    """A Responses stream of one output item: the response ``created``, the item ``added`` and
+    ``done`` (the same when not given), the response completed with it."""
+    done = done or added
+    return (
+        _ev("response.created", response=created)
+        + _ev("response.output_item.added", output_index=0, item=added)
+        + _ev("response.output_item.done", output_index=0, item=done)
+        + _ev("response.completed", response={"id": "r", "status": "completed", "output": [done]})
+    )
+
+
+def test_a_client_tool_search_is_the_clients_under_its_call_id() -> None:
     item = {
         "id": "tsc_9",
         "type": "tool_search_call",
@@ -115,13 +132,8 @@ def test_a_client_tool_search_is_the_clients_under_its_call_id() -> None:
         "status": "completed",
         "arguments": {"query": "weather"},
     }
-    body = (
-        ev("response.created", response={"id": "r", "status": "in_progress", "output": []})
-        + ev("response.output_item.added", output_index=0, item=item)
-        + ev("response.output_item.done", output_index=0, item=item)
-        + ev("response.completed", response={"id": "r", "status": "completed", "output": [item]})
-    )
-    (call,) = summary(body)["invocations"]
+    created = {"id": "r", "status": "in_progress", "output": []}
+    (call,) = summary(_one_item_response(created, item))["invocations"]
     assert (call["id"], call.get("server_side", False)) == ("call_search", False)
 
 
@@ -141,18 +153,10 @@ def test_xai_server_side_tools_in_a_raw_body_are_the_providers() -> None:
 
 
 def test_a_client_function_named_like_an_xai_tool_stays_the_clients() -> None:
-    def ev(kind: str, **fields: object) -> str:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
-
     item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "web_search",
             "arguments": '{"q": "x"}', "status": "completed"}  # fmt: skip
-    body = (
-        ev("response.created", response={"id": "r", "model": "gpt-5", "output": []})
-        + ev("response.output_item.added", output_index=0, item=item)
-        + ev("response.output_item.done", output_index=0, item=item)
-        + ev("response.completed", response={"id": "r", "status": "completed", "output": [item]})
-    )
-    (call,) = summary(body)["invocations"]
+    created = {"id": "r", "model": "gpt-5", "output": []}
+    (call,) = summary(_one_item_response(created, item))["invocations"]
     assert not call.get("server_side")  # not Grok: a function the client offered
 
 
@@ -243,20 +247,17 @@ def test_anthropic_programmatic_call_handed_to_the_client_is_tool_calls() -> Non
     """A tool_use block called from Claude's code execution (``caller``) is the client's to run;
     a stream whose message_delta names no stop_reason still tells the agent to run it."""
 
-    def ev(kind: str, **fields: object) -> str:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
-
     body = (
-        ev("message_start", message={"id": "msg_1", "type": "message", "role": "assistant",
+        _ev("message_start", message={"id": "msg_1", "type": "message", "role": "assistant",
            "model": "claude-sonnet-4-6", "content": [], "usage": {"input_tokens": 5}})
-        + ev("content_block_start", index=0, content_block={"type": "tool_use", "id": "toolu_1",
+        + _ev("content_block_start", index=0, content_block={"type": "tool_use", "id": "toolu_1",
              "name": "get_weather", "input": {},
              "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}})
-        + ev("content_block_delta", index=0, delta={"type": "input_json_delta",
+        + _ev("content_block_delta", index=0, delta={"type": "input_json_delta",
              "partial_json": '{"city": "Paris"}'})
-        + ev("content_block_stop", index=0)
-        + ev("message_delta", delta={"stop_reason": None}, usage={"output_tokens": 9})
-        + ev("message_stop")
+        + _ev("content_block_stop", index=0)
+        + _ev("message_delta", delta={"stop_reason": None}, usage={"output_tokens": 9})
+        + _ev("message_stop")
     )  # fmt: skip
     result = summary(body)
     assert calls(result) == [("toolu_1", "get_weather", {"city": "Paris"})]
@@ -334,19 +335,11 @@ def test_a_client_tool_search_whose_call_id_changes_is_answered_under_its_last_i
     the client answers with: the summary gives it, the segment keeps the id it began with, and
     the change is reported."""
 
-    def ev(kind: str, **fields: object) -> str:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
-
     added = {"id": "tsc_9", "type": "tool_search_call", "call_id": "call_first",
              "execution": "client", "status": "in_progress", "arguments": {}}  # fmt: skip
     done = {**added, "call_id": "call_last", "status": "completed",
             "arguments": {"query": "weather"}}  # fmt: skip
-    body = (
-        ev("response.created", response={"id": "r", "status": "in_progress", "output": []})
-        + ev("response.output_item.added", output_index=0, item=added)
-        + ev("response.output_item.done", output_index=0, item=done)
-        + ev("response.completed", response={"id": "r", "status": "completed", "output": [done]})
-    )
+    body = _one_item_response({"id": "r", "status": "in_progress", "output": []}, added, done)
     result, items = run(body)
     (call,) = result["invocations"]
     assert (call["id"], call["segment_id"]) == ("call_last", "call_first")
