@@ -18,6 +18,8 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +207,16 @@ def _alarm(signum, frame):
     raise Hang(f"no answer within {HANG_S} s")
 
 
+@contextmanager
+def _hang_alarm() -> Iterator[None]:
+    """SIGALRM raises a Hang (the timers of ``_invoke_within_hang`` and the like) while inside."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
 def _invoke_within_hang(runner: CliRunner, args: list[str], seconds: float = HANG_S) -> Any:
     """``streamtool ARGS`` invoked in process, a Hang raised if it has not answered within
     ``seconds`` (the caller has set ``_alarm`` as SIGALRM's handler)."""
@@ -245,8 +257,7 @@ def _fuzz(shard: int, tmp_path: Path) -> tuple[Counter, Counter]:
     parsers = parser_names()
     outcomes: Counter = Counter()
     b64_codes: Counter = Counter()  # exit codes of the inputs given a non-ASCII b64
-    old = signal.signal(signal.SIGALRM, _alarm)
-    try:
+    with _hang_alarm():
         for n in range(PER_SHARD):
             source = rng.choice(SOURCES)
             lines = source.read_text(encoding="utf-8").splitlines()
@@ -285,8 +296,6 @@ def _fuzz(shard: int, tmp_path: Path) -> tuple[Counter, Counter]:
                 b64_codes[code] += 1
             for p in tmp_path.iterdir():
                 p.unlink()
-    finally:
-        signal.signal(signal.SIGALRM, old)
     return outcomes, b64_codes
 
 
@@ -491,8 +500,7 @@ def test_fuzz_yaml_scripts(tmp_path):
     rng = random.Random(SEED + 11)
     runner = CliRunner()
     outcomes: Counter = Counter()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    try:
+    with _hang_alarm():
         for n in range(250):
             text = _mutate_script(rng, rng.choice(SCRIPT_SEEDS))
             path = tmp_path / f"s{n}.yaml"
@@ -520,8 +528,6 @@ def test_fuzz_yaml_scripts(tmp_path):
                 if code == 0:
                     size = sum(p.stat().st_size for p in out.iterdir())
                     assert size <= tape_limit(script), what
-    finally:
-        signal.signal(signal.SIGALRM, old)
     # the mutations reach both sides
     assert outcomes["read"] > 10 and outcomes["refused"] > 50, outcomes
     print(f"yaml fuzz (seed {SEED}): {dict(outcomes)}")
@@ -656,8 +662,7 @@ def test_fuzz_eventstream_recordings_through_every_reader(tmp_path):
     rng = random.Random(SEED + 17)
     runner = CliRunner()
     outcomes: Counter = Counter()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    try:
+    with _hang_alarm():
         for n in range(40):
             source, _, reads = _mutated_eventstream(rng)
             lines = source.read_text(encoding="utf-8").splitlines()
@@ -677,8 +682,6 @@ def test_fuzz_eventstream_recordings_through_every_reader(tmp_path):
             what = f"seed {SEED} eventstream {n}: {' '.join(args)} from {source.name}"
             result = _invoke_within_hang(runner, args)
             outcomes[(command, _check_result(result, path.name, "frames", what))] += 1
-    finally:
-        signal.signal(signal.SIGALRM, old)
     print(f"eventstream fuzz (seed {SEED}): {dict(sorted(outcomes.items()))}")
 
 
@@ -700,8 +703,7 @@ def test_fuzz_mutate(tmp_path):
         applicable[source] = [info.id for info in M.applicable(original)] or ids
     runner = CliRunner()
     outcomes: Counter = Counter()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    try:
+    with _hang_alarm():
         for n in range(45):
             source = rng.choice(sources)
             lines = source.read_text(encoding="utf-8").splitlines()
@@ -739,7 +741,5 @@ def test_fuzz_mutate(tmp_path):
             if code == 0 and out.exists():
                 replayed = runner.invoke(app, ["replay", str(out), "--format", "json"])
                 assert replayed.exit_code in (0, 1), (what, replayed.output)
-    finally:
-        signal.signal(signal.SIGALRM, old)
     assert sum(v for (_, code), v in outcomes.items() if code == 0) > 15, outcomes
     print(f"mutate fuzz (seed {SEED}): {dict(sorted(outcomes.items()))}")
