@@ -33,6 +33,11 @@ def weather_script(stream: str = "{tokens_per_s: 20, ttft: 0.5}", model: str | N
 WEATHER_SCRIPT = weather_script(model="test-model")
 
 
+def run_captured(command: list[Any], **options: Any) -> subprocess.CompletedProcess[str]:
+    """``command`` run to its end, its output captured as text (``options``: subprocess.run's)."""
+    return subprocess.run(command, capture_output=True, text=True, **options)
+
+
 def fresh_python_prints(code: str) -> str:
     """What ``code`` prints, run by a new interpreter (nothing imported yet), stripped."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

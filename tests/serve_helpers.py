@@ -18,7 +18,7 @@ from streamtool.core.recording.reader import Source
 from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS
-from .helpers import recording_summary
+from .helpers import recording_summary, run_captured
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 
@@ -160,6 +160,15 @@ def anthropic_status_error(client: Any, **options: Any) -> Any:
             **options,
         )
     return caught.value
+
+
+def run_streamtool(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``streamtool ARGS`` as a process (``env``: variables added to ours), output captured."""
+    return run_captured(
+        [*STREAMTOOL, *args], timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd
+    )
 
 
 def record_args(base_url: str, model: str = "m", provider: str = "openai-chat") -> list[str]:

@@ -13,6 +13,7 @@ from streamtool.core.model.records import Chunk, End
 from streamtool.core.recording.tape_index import IndexEntry, append_entry
 
 from .clients.weather_tool import ANTHROPIC_TOOLS, OPENAI_TOOLS
+from .helpers import run_captured
 from .serve_helpers import chunks_of, recording
 
 # a pytest run in a child process, of a sample project or one test of this suite's: no cache
@@ -33,14 +34,7 @@ def run_child_pytest(
     project: Path, args: list[str], env: dict[str, str], timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
     """pytest (CHILD_PYTEST, quiet) run in ``project`` with ``env``, its output captured."""
-    return subprocess.run(
-        [*CHILD_PYTEST, "-q", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_captured([*CHILD_PYTEST, "-q", *args], cwd=project, env=env, timeout=timeout)
 
 
 def notes_of(path: Path) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from streamtool.core.exchange.playback import Playback, Write, random_cuts, sche
 from streamtool.core.outputs.conformance import ClientRun, Expected, judge, parse_answer, suspects
 
 from .conftest import RECORDINGS
+from .helpers import run_captured
 from .serve_helpers import write_recording
 
 CLIENTS = Path(__file__).parent / "clients"
@@ -32,13 +33,7 @@ STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main(
 def conform(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     # off a terminal without COLUMNS: a paragraph of what differs is one line
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    return subprocess.run(
-        [*STREAMTOOL, "conform", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return run_captured([*STREAMTOOL, "conform", *args], timeout=timeout, env=env)
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:

@@ -21,7 +21,7 @@ from streamtool.core.net.server import serving
 from streamtool.core.outputs.report import build_report
 
 from .conftest import RECORDINGS
-from .serve_helpers import STREAMTOOL, start_listening, write_recording
+from .serve_helpers import STREAMTOOL, run_streamtool, start_listening, write_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSAL = RECORDINGS / "openai-chat-refusal.jsonl"
@@ -30,14 +30,7 @@ REFUSAL = RECORDINGS / "openai-chat-refusal.jsonl"
 def run(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
 ):
-    return subprocess.run(
-        [*STREAMTOOL, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
+    return run_streamtool(*args, env=env, timeout=timeout, cwd=cwd)
 
 
 # -- options that take ids and severities ---------------------------------------------------------

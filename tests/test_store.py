@@ -39,7 +39,7 @@ from streamtool.core.net.store_ops import pull, push
 from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import read_index
 
-from .serve_helpers import STREAMTOOL, recording, start_listening
+from .serve_helpers import STREAMTOOL, recording, run_streamtool, start_listening
 from .store_helpers import (
     RECORDINGS,
     S3,
@@ -69,13 +69,7 @@ def ask(prompt: str) -> dict:
 def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*STREAMTOOL, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    return run_streamtool(*args, env=env, timeout=timeout)
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
