@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,18 @@ def corpus_params(pattern: str = "*/*.sse", api: str | None = None) -> list:
     if not files:
         return [pytest.param(None, marks=pytest.mark.skip(reason="corpus not present"))]
     return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in files]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    """A chat completions upstream (``odd_upstreams.chat_app``) on 127.0.0.1, one per module;
+    its URL (a module may define an upstream of its own)."""
+    from streamtool.core.net.listen import ServerThread
+
+    from .odd_upstreams import chat_app
+
+    with ServerThread(chat_app()) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")

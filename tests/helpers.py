@@ -38,6 +38,14 @@ def run_captured(command: list[Any], **options: Any) -> subprocess.CompletedProc
     return subprocess.run(command, capture_output=True, text=True, **options)
 
 
+def stdin_and_file_json(run: Any, command: str, path: Path) -> tuple[Any, Any]:
+    """``streamtool COMMAND --format json`` (run by ``run``) of the recording at ``path``: its
+    output read from standard input (checked: exit 0), and read from the file."""
+    proc = run(command, "-", "--format", "json", stdin=path.read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), json.loads(run(command, str(path), "--format", "json").stdout)
+
+
 def fresh_python_prints(code: str) -> str:
     """What ``code`` prints, run by a new interpreter (nothing imported yet), stripped."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

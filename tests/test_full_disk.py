@@ -22,19 +22,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from streamtool.core.net.listen import ServerThread
 from streamtool.core.recording.tape_index import read_index
 
-from .odd_upstreams import BIG_BODY, CHAT_BODY, chat_app, chat_request
+from .odd_upstreams import BIG_BODY, CHAT_BODY, chat_request
 from .serve_helpers import STREAMTOOL, start_listening
 
 PAGE = 4096
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[str]:
-    with ServerThread(chat_app()) as server:
-        yield server.url
 
 
 @pytest.fixture

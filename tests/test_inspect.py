@@ -14,7 +14,7 @@ from streamtool.core.model.records import Chunk, End, Header
 from streamtool.core.outputs.inspect import Inspector, findings_failing
 
 from .conftest import RECORDINGS
-from .helpers import chat_chunk, sse
+from .helpers import chat_chunk, sse, stdin_and_file_json
 
 SAME_INDEX = RECORDINGS / "ollama-parallel-calls-same-index.jsonl"
 UTF8 = RECORDINGS / "openai-text-usage-chunk-utf8-split.jsonl"
@@ -185,10 +185,7 @@ def test_cli_json_one_object_per_file_and_a_bad_file_is_one_line_exit_2(tmp_path
 
 
 def test_stdin_recording_and_raw_body_with_arrival_timings():
-    proc = run("inspect", "-", "--format", "json", stdin=SAME_INDEX.read_bytes())
-    assert proc.returncode == 0, proc.stderr
-    from_stdin = json.loads(proc.stdout)
-    from_file = json.loads(run("inspect", str(SAME_INDEX), "--format", "json").stdout)
+    from_stdin, from_file = stdin_and_file_json(run, "inspect", SAME_INDEX)
     assert from_stdin["source"] == "<stdin>"
     assert from_stdin["reads"] == from_file["reads"]
     assert from_stdin["quirks"] == from_file["quirks"]

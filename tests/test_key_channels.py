@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,19 +23,13 @@ from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.secrets import REDACTED, SecretScrubber, key_spans, redact_keys
 from streamtool.core.recording.tape_index import read_index
 
-from .odd_upstreams import CHAT_BODY, chat_app, chat_request, sigv4_echo_app
+from .odd_upstreams import CHAT_BODY, chat_request, sigv4_echo_app
 from .serve_helpers import STREAMTOOL, start_listening
 from .tape_helpers import run_child_pytest, write_exchange
 
 # not key-shaped: only knowing it came with the request finds it
 PLAIN_KEY = "secQ7zLw2Xn9f3kR0c7f3e9dTu"
 URL = "https://api.openai.com/v1/chat/completions"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[str]:
-    with ServerThread(chat_app()) as server:
-        yield server.url
 
 
 def everything_written(folder: Path) -> str:

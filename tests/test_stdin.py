@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from .conftest import RECORDINGS
+from .helpers import stdin_and_file_json
 
 REC = RECORDINGS / "openai-parallel-tool-calls.jsonl"
 GOLDEN = RECORDINGS / "openai-parallel-tool-calls.golden.json"
@@ -21,10 +22,7 @@ def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
 
 
 def test_replay_reads_a_recording_from_stdin():
-    proc = run("replay", "-", "--format", "json", stdin=REC.read_bytes())
-    assert proc.returncode == 0, proc.stderr
-    from_stdin = json.loads(proc.stdout)
-    from_file = json.loads(run("replay", str(REC), "--format", "json").stdout)
+    from_stdin, from_file = stdin_and_file_json(run, "replay", REC)
     assert from_stdin["source"] == "-"
     assert {k: v for k, v in from_stdin.items() if k != "source"} == {
         k: v for k, v in from_file.items() if k != "source"

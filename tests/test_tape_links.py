@@ -20,7 +20,6 @@ import httpx
 import pytest
 
 from streamtool.core.model.records import Header, RecordingError
-from streamtool.core.net.listen import ServerThread
 from streamtool.core.net.proxy import ProxyConfig, ProxyThread, parse_upstreams
 from streamtool.core.net.tape import merge_into, serving_tape
 from streamtool.core.recording.tape_index import (
@@ -32,19 +31,13 @@ from streamtool.core.recording.tape_index import (
 )
 from streamtool.core.recording.writer import RecordingWriter
 
-from .odd_upstreams import CHAT_BODY, chat_app, chat_request
+from .odd_upstreams import CHAT_BODY, chat_request
 from .serve_helpers import STREAMTOOL, start_listening
 
 OUTSIDE = b"precious: not the tape's\n"
 # the second exchange's names (model gpt-x, through the chat completions endpoint)
 SECOND = "0002-openai-chat-completions-gpt-x.jsonl"
 THIRD = "0003-openai-chat-completions-gpt-x.jsonl"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[str]:
-    with ServerThread(chat_app()) as server:
-        yield server.url
 
 
 @contextmanager
