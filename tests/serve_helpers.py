@@ -171,6 +171,13 @@ def run_streamtool(
     )
 
 
+def replayed_body(folder: Path, body: bytes) -> dict[str, Any]:
+    """``streamtool replay --format json``'s summary of a raw ``body`` (saved in ``folder``)."""
+    saved = folder / "served.sse"
+    saved.write_bytes(body)
+    return json.loads(run_streamtool("replay", str(saved), "--format", "json").stdout)
+
+
 def record_args(base_url: str, model: str = "m", provider: str = "openai-chat") -> list[str]:
     """The options of a ``streamtool record`` of one "hi" to ``base_url``."""
     return ["-p", provider, "-m", model, "--prompt", "hi", "--base-url", base_url]

@@ -10,6 +10,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -396,14 +397,19 @@ def _pick(name: str) -> dict:
     return {"X-Streamtool-Recording": name}
 
 
-@pytest.mark.parametrize("name", CHAT_SDK_AGREES)
-def test_openai_sdk_chat_matches_streamtool_summary(library_server, name):
-    client = openai_client(library_server)
-    with client.chat.completions.stream(
+def _sdk_completion_and_summary(server: Any, name: str) -> tuple[Any, dict[str, Any]]:
+    """The openai SDK's final chat completion of recording ``name`` served by ``server``, and
+    the recording's replay summary."""
+    with openai_client(server).chat.completions.stream(
         model="any", messages=[{"role": "user", "content": "hi"}], extra_headers=_pick(name)
     ) as stream:
         final = stream.get_final_completion()
-    summary = replay_file(recording(name)).summary()
+    return final, replay_file(recording(name)).summary()
+
+
+@pytest.mark.parametrize("name", CHAT_SDK_AGREES)
+def test_openai_sdk_chat_matches_streamtool_summary(library_server, name):
+    final, summary = _sdk_completion_and_summary(library_server, name)
     message = final.choices[0].message
     assert (message.content or "") == summary["text"]
     sdk_calls = [
@@ -419,12 +425,7 @@ def test_openai_sdk_chat_matches_streamtool_summary(library_server, name):
 
 def test_openai_sdk_merges_same_index_calls_that_streamtool_separates(library_server):
     name = "ollama-parallel-calls-same-index"
-    client = openai_client(library_server)
-    with client.chat.completions.stream(
-        model="any", messages=[{"role": "user", "content": "hi"}], extra_headers=_pick(name)
-    ) as stream:
-        final = stream.get_final_completion()
-    summary = replay_file(recording(name)).summary()
+    final, summary = _sdk_completion_and_summary(library_server, name)
     calls = final.choices[0].message.tool_calls or []
     assert len(calls) == 1  # the SDK glues three calls into one
     assert calls[0].function.arguments.count("{") == 3

@@ -24,7 +24,7 @@ from streamtool.core.wire.sse import SSEDecoder, SSEEvent
 
 from .conftest import RECORDINGS, ROOT
 from .helpers import weather_script
-from .serve_helpers import STREAMTOOL, start_listening
+from .serve_helpers import STREAMTOOL, replayed_body, start_listening
 from .tape_helpers import ANTHROPIC_TOOLS, CHILD_PYTEST, OPENAI_TOOLS
 
 LOOP = weather_script("{tokens_per_s: 200, ttft: 0.05}")
@@ -393,12 +393,7 @@ def test_a_script_served_with_mutate_streams_the_quirk(loop: Path, tmp_path: Pat
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-    saved = tmp_path / "served.sse"
-    saved.write_bytes(served)
-    out = subprocess.run(
-        [*STREAMTOOL, "replay", str(saved), "--format", "json"], capture_output=True, text=True
-    )
-    summary = json.loads(out.stdout)
+    summary = replayed_body(tmp_path, served)
     assert "oai_tool_index_missing" in {q["id"] for q in summary["quirks"]}
     assert [(i["name"], i["arguments"]) for i in summary["invocations"]] == [CALL]
     assert summary["text"] == "Let me check the weather."

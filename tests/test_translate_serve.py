@@ -28,7 +28,7 @@ from streamtool.core.drive.conversation import (
 )
 from streamtool.core.net.emitting import serving_translated
 
-from .serve_helpers import STREAMTOOL, start_listening
+from .serve_helpers import STREAMTOOL, replayed_body, start_listening
 from .tape_helpers import (
     ANTHROPIC_TOOLS,
     OPENAI_CALLS,
@@ -167,12 +167,7 @@ def test_translate_on_the_command_line_a_miss_and_quirks(tmp_path: Path) -> None
     assert "closest is 0002-openai-chat-gpt-4o" in message
     assert 'messages[2].results[0].text differs: "...' in message and "19°C" in message
     # the translated stream carries the quirk asked for: its replay reports it
-    saved = tmp_path / "served.sse"
-    saved.write_bytes(raw)
-    out = subprocess.run(
-        [*STREAMTOOL, "replay", str(saved), "--format", "json"], capture_output=True, text=True
-    )
-    summary = json.loads(out.stdout)
+    summary = replayed_body(tmp_path, raw)
     assert "anthropic_tool_input_in_start" in {q["id"] for q in summary["quirks"]}
     assert [(i["name"], i["arguments"]) for i in summary["invocations"]] == RECORDED_CALLS
     assert listing[0] == "  0001-openai-chat-gpt-4o: recorded on chat.completions\n"
