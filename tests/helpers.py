@@ -52,6 +52,17 @@ def fresh_python_prints(code: str) -> str:
     return done.stdout.strip()
 
 
+def pip_install_into(python: Path, package: Path) -> None:
+    """The project at ``package`` installed (no dependencies, no index, no build isolation)
+    into the environment of ``python``, by this interpreter's pip."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+        + ["--no-build-isolation", "--no-index", str(package)],
+        check=True,
+        capture_output=True,
+    )
+
+
 def venv_seeing_our_packages(env_dir: Path, *, their_pth_files: bool = True) -> Path:
     """A fresh venv without pip at ``env_dir`` that sees this interpreter's packages (streamtool,
     its dependencies, setuptools): as a site directory, their own .pth files run (an editable

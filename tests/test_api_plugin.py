@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from .conftest import RECORDINGS, ROOT
-from .helpers import venv_seeing_our_packages
+from .helpers import pip_install_into, venv_seeing_our_packages
 from .serve_helpers import start_listening
 
 PAGE = ROOT / "docs" / "plugins.md"
@@ -101,12 +100,7 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     broken.mkdir()
     (broken / "pyproject.toml").write_text(BROKEN_PROJECT, encoding="utf-8")
     for package in (src, broken):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
-            + ["--no-build-isolation", "--no-index", str(package)],
-            check=True,
-            capture_output=True,
-        )
+        pip_install_into(python, package)
     return python
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from streamtool.core.converters import BUILTIN_CONVERTERS, CONVERTERS, make_conv
 from streamtool.core.handlers import BUILTIN_PARSERS, PARSERS, make_handler
 from streamtool.core.plugins.registry import BUILTINS
 
-from .helpers import venv_seeing_our_packages
+from .helpers import pip_install_into, venv_seeing_our_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,12 +108,7 @@ def plugin_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (src / "streamtool_say.py").write_text(module, encoding="utf-8")
     env_dir = base / "venv"
     python = venv_seeing_our_packages(env_dir)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
-        + ["--no-build-isolation", "--no-index", str(src)],
-        check=True,
-        capture_output=True,
-    )
+    pip_install_into(python, src)
     return python
 
 

@@ -80,27 +80,33 @@ def test_record_against_serve_is_byte_exact(
     assert sent_body in header["request"]["body"]
 
 
-def test_capture_around_the_cohere_sdk(tmp_path: Path) -> None:
-    cohere = pytest.importorskip("cohere")
-    bundled = RECORDINGS / "cohere-tool-plan-parallel-tool-calls.jsonl"
+def _captured_like_bundled(tmp_path: Path, bundled: Path, read: Any) -> tuple[Any, Path]:
+    """What ``read(serve's URL, a capture's httpx client)`` gave with ``bundled`` served, and
+    the one recording the capture wrote; checks it holds the bundled body and meaning and no
+    key."""
     capture = Capture(tmp_path / "captures", module="httpx")
     with serving([bundled], Playback(speed=None)) as server:
-        client = cohere.ClientV2(
-            api_key=KEY, base_url=server.url, httpx_client=capture.client(timeout=10)
-        )
-        kinds = [
-            e.type
-            for e in client.chat_stream(
-                model="command-a-03-2025", messages=[{"role": "user", "content": "hi"}]
-            )
-        ]
-    assert kinds[0] == "message-start" and kinds[-1] == "message-end"
+        got = read(server.url, capture.client(timeout=10))
     [path] = capture.paths
     assert body_of(path) == body_of(bundled)
     assert meaning(path) == meaning(bundled)
+    assert KEY not in path.read_text()
+    return got, path
+
+
+def test_capture_around_the_cohere_sdk(tmp_path: Path) -> None:
+    cohere = pytest.importorskip("cohere")
+    bundled = RECORDINGS / "cohere-tool-plan-parallel-tool-calls.jsonl"
+
+    def read(url: str, http: Any) -> list[str]:
+        client = cohere.ClientV2(api_key=KEY, base_url=url, httpx_client=http)
+        hi = [{"role": "user", "content": "hi"}]
+        return [e.type for e in client.chat_stream(model="command-a-03-2025", messages=hi)]
+
+    kinds, path = _captured_like_bundled(tmp_path, bundled, read)
+    assert kinds[0] == "message-start" and kinds[-1] == "message-end"
     header = Source(path).header
     assert (header.provider, header.api) == ("cohere", "v2.chat")
-    assert KEY not in path.read_text()
 
 
 def test_capture_around_google_genai_interactions(tmp_path: Path) -> None:
@@ -108,26 +114,16 @@ def test_capture_around_google_genai_interactions(tmp_path: Path) -> None:
     from google.genai import types
 
     bundled = RECORDINGS / "gemini-interactions-thought-search-text.jsonl"
-    capture = Capture(tmp_path / "captures", module="httpx")
-    with serving([bundled], Playback(speed=None)) as server:
-        client = genai.Client(
-            api_key=KEY,
-            http_options=types.HttpOptions(
-                base_url=server.url, httpx_client=capture.client(timeout=10)
-            ),
-        )
-        kinds = [
-            e.event_type
-            for e in client.interactions.create(
-                model="gemini-3-flash-preview", input="hi", stream=True
-            )
-        ]
+
+    def read(url: str, http: Any) -> list[str]:
+        options = types.HttpOptions(base_url=url, httpx_client=http)
+        client = genai.Client(api_key=KEY, http_options=options)
+        stream = client.interactions.create(model="gemini-3-flash-preview", input="hi", stream=True)
+        return [e.event_type for e in stream]
+
+    kinds, path = _captured_like_bundled(tmp_path, bundled, read)
     assert kinds[0] == "interaction.created" and kinds[-1] == "interaction.completed"
-    [path] = capture.paths
-    assert body_of(path) == body_of(bundled)
-    assert meaning(path) == meaning(bundled)
     assert Source(path).header.api == "interactions"
-    assert KEY not in path.read_text()
 
 
 def test_the_interactions_request_body() -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -125,21 +126,27 @@ def assert_quiet(text: str) -> None:
         assert noise not in text, text[-2000:]
 
 
-def test_ctrl_c_cuts_serves_stream_at_once_and_exits_130(tmp_path: Path) -> None:
-    rec = long_stream(tmp_path)
-    port = free_port()
-    client = Client(port, ["gpt-long"])
-    client.start()
+def interrupted_quietly(args: list[str], client: Any, cols: int = 100) -> tuple[str, dict]:
+    """``streamtool ARGS`` in a terminal, Ctrl-C once ``client`` (started) reads, the client
+    then waited on; checks it exits 130 without noise; gives what the terminal showed and when
+    the Ctrl-C was sent."""
     sent: dict[str, float] = {}
     run = run_in_pty(
-        ["serve", str(rec), "--port", str(port)],
-        interrupt_when=interrupt_once_reading(client, sent),
-        timeout=40,
+        args, cols=cols, interrupt_when=interrupt_once_reading(client, sent), timeout=40
     )
     client.join(20)
     text = run.raw.decode("utf-8", "replace")
     assert run.code == 130, text[-1000:]
     assert_quiet(text)
+    return text, sent
+
+
+def test_ctrl_c_cuts_serves_stream_at_once_and_exits_130(tmp_path: Path) -> None:
+    rec = long_stream(tmp_path)
+    port = free_port()
+    client = Client(port, ["gpt-long"])
+    client.start()
+    text, sent = interrupted_quietly(["serve", str(rec), "--port", str(port)], client)
     assert "serve stopped; 1 request in progress cut" in text, text[-1000:]
     # the client saw its stream cut (9 s of it were still to come), not an ending, and at once:
     # uvicorn's own stop waited 2 s for it before cancelling it with two tracebacks
@@ -156,19 +163,10 @@ def test_ctrl_c_stops_the_proxy_and_it_finishes_what_it_recorded(tmp_path: Path)
     out = tmp_path / "caps"
     port = free_port()
     client = Client(port, ["gpt-short", "gpt-long"])
-    sent: dict[str, float] = {}
     with serving([short, long], Playback()) as up:
         client.start()
-        run = run_in_pty(
-            ["proxy", "--port", str(port), "--upstream", up.url, "--out", str(out)],
-            cols=160,
-            interrupt_when=interrupt_once_reading(client, sent),
-            timeout=40,
-        )
-        client.join(20)
-    text = run.raw.decode("utf-8", "replace")
-    assert run.code == 130, text[-1000:]
-    assert_quiet(text)
+        command = ["proxy", "--port", str(port), "--upstream", up.url, "--out", str(out)]
+        text, sent = interrupted_quietly(command, client, cols=160)
     assert client.ends == ["complete", "RemoteProtocolError"], client.ends
     assert client.cut_at - sent["at"] < 1.5
     entries = read_index(out)
