@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench_sse_decoder import SHAPES
 from streamtool.core.recording.reader import Source
 from streamtool.core.wire.framing import open_decoder
 from streamtool.core.wire.sse import SSEComment, SSEDecoder, SSEEvent, decode_all
@@ -262,13 +263,10 @@ def test_text_reads_decode_as_the_rules_say(blocks: list[str], data) -> None:
 
 
 # -- linear work, whatever the events hold -------------------------------------------------------
+# the shapes the decoder's benchmark times, and two more
 _UNITS = {
-    "no data (event:)": "event: ping\n\n",
-    "no data (id:)": "id: 7\n\n",
-    "data": 'data: {"a":1}\n\n',
-    "event+data": 'event: e\ndata: {"a":1}\n\n',
+    **SHAPES,
     "data, comment per 10": 'data: {"a":1}\n\n' * 9 + ": keepalive\n\n",
-    "data, no-data per 10": 'event: a\ndata: {"a":1}\n\n' * 9 + "event: ping\n\n",
     "alternating": 'data: {"a":1}\n\nevent: ping\n\n',
 }
 

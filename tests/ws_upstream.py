@@ -253,14 +253,7 @@ class Realtime:
 
     async def message(self, rid: str, text: str, *, audio: bool) -> dict[str, Any]:
         item_id = self.ids("item")
-        item = {
-            "id": item_id,
-            "object": "realtime.item",
-            "type": "message",
-            "role": "assistant",
-            "status": "in_progress",
-            "content": [],
-        }
+        item = _message_item(item_id, object="realtime.item")
         base = {"response_id": rid, "item_id": item_id, "output_index": 0, "content_index": 0}
         await self.send(_item_event("added", rid, item))
         part_type = "output_audio" if audio else "output_text"
@@ -291,6 +284,18 @@ class Realtime:
         await self.send(_item_event("done", rid, done))
         self.items.append(done)
         return done
+
+
+def _message_item(item_id: str, **first: Any) -> dict[str, Any]:
+    """The assistant's message item as it starts, empty (``first``: fields after its id)."""
+    return {
+        "id": item_id,
+        **first,
+        "type": "message",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
 
 
 def _weather_call_item(item_id: str, call_id: str, **first: Any) -> dict[str, Any]:
@@ -402,13 +407,7 @@ class Responses:
 
     async def text(self, text: str) -> dict[str, Any]:
         item_id = self.ids("msg")
-        item = {
-            "id": item_id,
-            "type": "message",
-            "status": "in_progress",
-            "role": "assistant",
-            "content": [],
-        }
+        item = _message_item(item_id)
         base = {"item_id": item_id, "output_index": 0, "content_index": 0}
         await self.send(_output_item_event("added", item))
         part = {"type": "output_text", "text": "", "annotations": []}
