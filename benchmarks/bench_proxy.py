@@ -48,7 +48,6 @@ import os
 import re
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -61,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
+from benchmarks.procs import Process, body_of, proxy_args  # noqa: E402
 from benchmarks.raw_http import (  # noqa: E402
     LAST_CHUNK,
     STREAM_HEAD,
@@ -72,7 +72,6 @@ from benchmarks.raw_http import (  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
-CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 CPU_TARGET = 0.5
 FRESH_TARGET_MS = 3.0
 KEPT_TARGET_MS = 1.0
@@ -81,41 +80,10 @@ BODY_DELAY_TARGET_MS = 50.0
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def body_of(path: Path) -> bytes:
-    return b"".join(
-        c.data if isinstance(c.data, bytes) else c.data.encode() for c in Source(path).chunks()
-    )
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
-
-
-class Process:
-    """A streamtool command on port 0 (or ``command`` as given); its origin is read from the
-    first stderr line."""
-
-    def __init__(self, args: list[str], command: list[str] | None = None) -> None:
-        self.proc = subprocess.Popen(
-            command or [*CLI, *args, "--port", "0"], stderr=subprocess.PIPE, text=True
-        )
-        assert self.proc.stderr is not None
-        line = self.proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-        if not found:
-            self.proc.kill()
-            raise SystemExit(f"{args[0]} did not start: {line!r}")
-        self.url = found.group(1)
-        self.pid = self.proc.pid
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 async def fetch(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[float, float, bytes]:
@@ -289,7 +257,7 @@ def body_delays(trials: int, out: Path) -> tuple[list[float], list[float]]:
     quiet: list[float] = []
     loaded: list[float] = []
     with PacedUpstream() as up:
-        proxy = Process(["proxy", "--upstream", up.url, "--out", str(out), "--view", "none"])
+        proxy = Process.streamtool(proxy_args(out, upstream=up.url))
         try:
             paced_delay(proxy.url, None)  # warm up
             for i in range(trials):
@@ -324,13 +292,11 @@ def main() -> None:
         small_body, big_body = body_of(SMALL), body_of(big)
         big_chunks = sum(1 for _ in Source(big).chunks())
         out = Path(tmp) / "captures"
-        upstream = Process(["serve", str(SMALL), str(big), "--speed", "max", "-q"])
+        upstream = Process.streamtool(["serve", str(SMALL), str(big), "--speed", "max", "-q"])
         try:
-            proxy = Process(
-                ["proxy", "--upstream", upstream.url, "--out", str(out), "--view", "none"]
-            )
+            proxy = Process.streamtool(proxy_args(out, upstream=upstream.url))
             floors = [
-                Process([], [sys.executable, "-m", "benchmarks.floor_relay", kind, upstream.url])
+                Process([sys.executable, "-m", "benchmarks.floor_relay", kind, upstream.url])
                 for kind in ("http", "tcp")
             ]
             try:

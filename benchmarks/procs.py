@@ -12,6 +12,39 @@ from pathlib import Path
 
 from streamtool.core.recording.reader import Source
 
+STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+
+
+class Process:
+    """A process that serves on 127.0.0.1: its origin read from the first line it writes to
+    stderr, or ``url`` when given; ``name`` says which in an error (the command's last word)."""
+
+    def __init__(self, command: list[str], url: str | None = None, name: str = "") -> None:
+        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        if url is None:
+            assert self.proc.stderr is not None
+            line = self.proc.stderr.readline()
+            found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+            if not found:
+                self.proc.kill()
+                raise SystemExit(f"{name or command[-1]} did not start: {line!r}")
+            url = found.group(1)
+        self.url = url
+
+    @classmethod
+    def streamtool(cls, args: list[str]) -> Process:
+        """``streamtool ARGS``, on a free port unless ARGS name one."""
+        port = [] if "--port" in args else ["--port", "0"]
+        return cls([*STREAMTOOL, *args, *port], name=args[0])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
 
 def body_of(path: Path) -> bytes:
     """A recording's body: every byte of its reads, joined."""
