@@ -33,9 +33,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import Process  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -105,28 +104,6 @@ def upstream_server(port: int) -> None:
         lifespan="on",
         timeout_keep_alive=120,
     )
-
-
-class Process:
-    def __init__(self, command: list[str], url: str | None = None) -> None:
-        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-        self.pid = self.proc.pid
-        if url is None:
-            assert self.proc.stderr is not None
-            line = self.proc.stderr.readline()
-            found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-            if not found:
-                self.proc.kill()
-                raise SystemExit(f"{command[-1]} did not start: {line!r}")
-            url = found.group(1)
-        self.url = url
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def free_port() -> int:

@@ -56,13 +56,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_startup import make_env  # noqa: E402
+from benchmarks.bench_startup import run as wall  # noqa: E402
 from benchmarks.generators import GENERATORS  # noqa: E402
 
 TARGET = 1.5  # replay / orjson floor
@@ -96,15 +96,6 @@ with open(path, {mode}) as fh:
 """
 STDLIB_FLOOR = _FLOOR.format(module="json", b="", mode='encoding="utf-8"', encode="")
 ORJSON_FLOOR = _FLOOR.format(module="orjson", b="b", mode='"rb"', encode=".encode()")
-
-
-def wall(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"command failed: {' '.join(cmd)}\n{proc.stderr}")
-    return elapsed
 
 
 def summary(cmd: list[str]) -> dict[str, object]:

@@ -140,23 +140,16 @@ async def relay(request):
     ) as upstream:
         await agent.prepare(request)
 
-        async def up():
-            async for message in agent:
+        async def pipe(source, sink):  # one direction, message by message
+            async for message in source:
                 if message.type == WSMsgType.TEXT:
-                    await upstream.send_str(message.data)
+                    await sink.send_str(message.data)
                 elif message.type == WSMsgType.BINARY:
-                    await upstream.send_bytes(message.data)
-            await upstream.close()
+                    await sink.send_bytes(message.data)
+            await sink.close()
 
-        async def down():
-            async for message in upstream:
-                if message.type == WSMsgType.TEXT:
-                    await agent.send_str(message.data)
-                elif message.type == WSMsgType.BINARY:
-                    await agent.send_bytes(message.data)
-            await agent.close()
-
-        tasks = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        ways = ((agent, upstream), (upstream, agent))
+        tasks = [asyncio.ensure_future(pipe(source, sink)) for source, sink in ways]
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             task.cancel()
