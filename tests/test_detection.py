@@ -180,3 +180,42 @@ def test_unknown_converter_name_is_a_one_line_error() -> None:
     (line,) = result.stderr.splitlines()
     assert "unknown converter 'mistral-native'" in line
     assert "openai-responses" in line and "anthropic" in line and "gemini" in line
+
+
+_NAMED_EVENT_PROBE = """
+import sys
+from streamtool.core.converters import detect_from_event
+from streamtool.core.plugins.table import builtin_apis
+from streamtool.core.wire.sse import SSEEvent
+found = detect_from_event(SSEEvent(sys.argv[2], sys.argv[1]), plugins=False)
+imported = [a.id for a in builtin_apis() if a.package + ".detect" in sys.modules]
+print(found, ",".join(imported))
+"""
+
+
+@pytest.mark.parametrize(
+    ("event", "data", "expected"),
+    [
+        ("message_start", '{"type":"message_start","message":{}}', "anthropic"),
+        ("response.created", '{"type":"response.created","response":{}}', "openai-responses"),
+    ],
+)
+def test_a_named_event_imports_the_detect_parts_up_to_its_api(
+    event: str, data: str, expected: str
+) -> None:
+    # the event sniffers are asked in the table's order, each API's part imported only when the
+    # ones before it did not answer: the parts after the one that answers are never imported
+    from streamtool.core.plugins.table import builtin_apis
+
+    order = [a.id for a in builtin_apis()]
+    probe = subprocess.run(
+        [sys.executable, "-c", _NAMED_EVENT_PROBE, event, data],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found, imported = probe.stdout.split()
+    assert found == expected
+    assert imported.split(",") == order[: order.index(expected) + 1]
+    # and the same answer in this process, where other tests may have imported every part
+    assert detect_from_event(SSEEvent(data, event), plugins=False) == expected

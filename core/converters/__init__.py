@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..plugins.registry import CONVERTERS
 
@@ -103,11 +103,51 @@ def _detect_from_header(header: Header) -> str | None:
     return api.converter if api is not None else None
 
 
-class _Sniffers(NamedTuple):
-    """The ``detect`` parts' sniffers of some APIs, in the order they are asked."""
+class _Sniffers:
+    """The ``detect`` parts' sniffers of some APIs, imported as they are needed. By the event's
+    name: the APIs in table order, each part imported when the ones before it did not answer
+    (no two APIs name an event alike, so the first answer is the answer, as when every part
+    was asked): a stream whose events are named imports the parts up to its API's, not all of
+    them. By its JSON: every part, asked in the order of their ``RANK``."""
 
-    events: tuple[Callable[[str], str | None], ...]  # by the event's name, in table order
-    objects: tuple[Callable[[dict[str, Any]], str | None], ...]  # by its JSON, by RANK
+    def __init__(self, apis: tuple[WireApi, ...]) -> None:
+        self._apis = apis
+        self._asked = 0  # the APIs whose parts were imported for their event sniffer
+        self._events: list[Callable[[str], str | None]] = []
+        self._objects: tuple[Callable[[dict[str, Any]], str | None], ...] | None = None
+
+    def by_event(self, name: str) -> str | None:
+        """The converter an event's name points to, the APIs asked in table order."""
+        for sniff in self._events:
+            found = sniff(name)
+            if found is not None:
+                return found
+        from ..plugins import part
+
+        while self._asked < len(self._apis):
+            detect = part(self._apis[self._asked], "detect")
+            self._asked += 1
+            sniff = getattr(detect, "sniff_event", None)
+            if sniff is None:
+                continue
+            self._events.append(sniff)
+            found = sniff(name)
+            if found is not None:
+                return found
+        return None
+
+    def objects(self) -> tuple[Callable[[dict[str, Any]], str | None], ...]:
+        """The JSON sniffers of every part, lower ``RANK`` first."""
+        if self._objects is None:
+            from ..plugins import part
+
+            parts = [found for api in self._apis if (found := part(api, "detect")) is not None]
+            ranked = sorted(
+                (p for p in parts if hasattr(p, "sniff_json")),
+                key=lambda p: getattr(p, "RANK", _LAST),
+            )
+            self._objects = tuple(p.sniff_json for p in ranked)
+        return self._objects
 
 
 # the RANK of a detect part that gives none: after those that do
@@ -116,14 +156,7 @@ _LAST = 1_000_000
 
 @functools.cache
 def _sniffers(apis: tuple[WireApi, ...]) -> _Sniffers:
-    from ..plugins import part
-
-    parts = [found for api in apis if (found := part(api, "detect")) is not None]
-    events = tuple(p.sniff_event for p in parts if hasattr(p, "sniff_event"))
-    ranked = sorted(
-        (p for p in parts if hasattr(p, "sniff_json")), key=lambda p: getattr(p, "RANK", _LAST)
-    )
-    return _Sniffers(events, tuple(p.sniff_json for p in ranked))
+    return _Sniffers(apis)
 
 
 def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
@@ -139,7 +172,7 @@ def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
 def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell.
 
-    Each API's ``detect`` part (light on purpose: this imports every one of them) says whether
+    Each API's ``detect`` part (light on purpose: this may import every one of them) says whether
     an event is its API's: ``sniff_event`` by the event's name (the APIs asked in the table's
     order: no two name an event alike), then ``sniff_json`` by the event's JSON object (the
     first of a JSON array), the parts asked in the order of their ``RANK``, lower first: an
@@ -152,14 +185,13 @@ def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | 
     obj: Any = _UNREAD
     for sniffers in _tiers(plugins):
         if name:
-            for sniff in sniffers.events:
-                found = sniff(name)
-                if found is not None:
-                    return found
+            found = sniffers.by_event(name)
+            if found is not None:
+                return found
         if obj is _UNREAD:
             obj = _json_object(event.data)
         if obj is not None:
-            for sniff_json in sniffers.objects:
+            for sniff_json in sniffers.objects():
                 found = sniff_json(obj)
                 if found is not None:
                     return found
