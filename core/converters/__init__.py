@@ -127,11 +127,11 @@ class _Sniffers:
         while self._asked < len(self._apis):
             detect = part(self._apis[self._asked], "detect")
             self._asked += 1
-            sniff = getattr(detect, "sniff_event", None)
-            if sniff is None:
+            sniff_event = getattr(detect, "sniff_event", None)
+            if sniff_event is None:
                 continue
-            self._events.append(sniff)
-            found = sniff(name)
+            self._events.append(sniff_event)
+            found = sniff_event(name)
             if found is not None:
                 return found
         return None
