@@ -219,3 +219,39 @@ def test_a_named_event_imports_the_detect_parts_up_to_its_api(
     assert imported.split(",") == order[: order.index(expected) + 1]
     # and the same answer in this process, where other tests may have imported every part
     assert detect_from_event(SSEEvent(data, event), plugins=False) == expected
+
+
+_THREADS_PROBE = """
+import sys, threading
+from streamtool.core.converters import detect_from_event
+from streamtool.core.wire.sse import SSEEvent
+events = [(name, expected) for name, expected in (a.split("=") for a in sys.argv[1:])]
+start = threading.Barrier(len(events) * 4)
+got = {}
+def ask(i, name):
+    start.wait()
+    got[i] = detect_from_event(SSEEvent("{}", name), plugins=False)
+threads = [threading.Thread(target=ask, args=(i, events[i % len(events)][0]))
+           for i in range(len(events) * 4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(all(got[i] == events[i % len(events)][1] for i in got), len(got))
+"""
+
+
+def test_named_events_of_every_api_asked_from_many_threads_at_once_are_all_told() -> None:
+    # the first question of each thread imports the parts as it goes: threads racing through
+    # the imports never skip an API's part (each sniffer asked of every event's name)
+    named = {
+        "message_start": "anthropic",
+        "response.created": "openai-responses",
+        "message-start": "cohere",
+        "interaction.start": "gemini-interactions",
+    }
+    probe = subprocess.run(
+        [sys.executable, "-c", _THREADS_PROBE, *(f"{k}={v}" for k, v in named.items())],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert probe.stdout.split() == ["True", str(len(named) * 4)]

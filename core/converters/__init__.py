@@ -111,30 +111,40 @@ class _Sniffers:
     them. By its JSON: every part, asked in the order of their ``RANK``."""
 
     def __init__(self, apis: tuple[WireApi, ...]) -> None:
+        import threading
+
         self._apis = apis
         self._asked = 0  # the APIs whose parts were imported for their event sniffer
-        self._events: list[Callable[[str], str | None]] = []
+        self._events: list[Callable[[str], str | None]] = []  # grows only, in table order
+        self._loading = threading.Lock()  # one thread at a time imports the next part
         self._objects: tuple[Callable[[dict[str, Any]], str | None], ...] | None = None
 
     def by_event(self, name: str) -> str | None:
         """The converter an event's name points to, the APIs asked in table order."""
-        for sniff in self._events:
-            found = sniff(name)
-            if found is not None:
-                return found
+        asked = 0
+        while True:
+            events = self._events
+            for sniff in events[asked:]:
+                found = sniff(name)
+                if found is not None:
+                    return found
+            asked = len(events)
+            if not self._load_next() and len(self._events) == asked:
+                return None  # every part imported, and every sniffer asked
+
+    def _load_next(self) -> bool:
+        """Import the next API's part that has an event sniffer; ``False`` when none is left."""
         from ..plugins import part
 
-        while self._asked < len(self._apis):
-            detect = part(self._apis[self._asked], "detect")
-            self._asked += 1
-            sniff_event = getattr(detect, "sniff_event", None)
-            if sniff_event is None:
-                continue
-            self._events.append(sniff_event)
-            found = sniff_event(name)
-            if found is not None:
-                return found
-        return None
+        with self._loading:
+            while self._asked < len(self._apis):
+                detect = part(self._apis[self._asked], "detect")
+                self._asked += 1
+                sniff_event = getattr(detect, "sniff_event", None)
+                if sniff_event is not None:
+                    self._events.append(sniff_event)
+                    return True
+            return False
 
     def objects(self) -> tuple[Callable[[dict[str, Any]], str | None], ...]:
         """The JSON sniffers of every part, lower ``RANK`` first."""
