@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .registry import APIS, CONVERTERS
+from .registry import APIS
 from .wire_api import WireApi
 
 T = TypeVar("T")
@@ -202,27 +202,8 @@ def find_api(name: str) -> WireApi | None:
     return _first(lambda rows: _names(rows).get(low))
 
 
-@functools.cache
-def _home_api(converter: str) -> WireApi | None:
-    """The built-in API a built-in converter belongs to, by where it lives: the API package its
-    module is in (one manifest read, not the whole table's); ``None`` for any other name."""
-    target = CONVERTERS.builtins.get(converter)
-    if target is None:
-        return None
-    package = target.partition(":")[0].rpartition(".")[0]
-    for name, api_target in APIS.builtins.items():
-        if api_target.partition(":")[0] == package:
-            row = _load(name)
-            return row if converter in row.converters else None
-    return None
-
-
 def api_for_converter(converter: str | None) -> WireApi | None:
     """The API whose streams a converter reads."""
-    if converter is not None:
-        home = _home_api(converter)
-        if home is not None:
-            return home
     return _first(lambda rows: next((a for a in rows if converter in a.converters), None))
 
 
@@ -230,8 +211,6 @@ def converter_named(name: str) -> str | None:
     """The converter a recording header's ``api`` points to: a converter named outright, else
     the default one of the API it names (the built-ins asked both ways before any plugin)."""
     low = name.lower()
-    if _home_api(low) is not None:  # a built-in converter, named outright
-        return low
 
     def found(rows: tuple[WireApi, ...]) -> str | None:
         if any(low in a.converters for a in rows):
