@@ -46,9 +46,12 @@ def stdin_and_file_json(run: Any, command: str, path: Path) -> tuple[Any, Any]:
     return json.loads(proc.stdout), json.loads(run(command, str(path), "--format", "json").stdout)
 
 
-def fresh_python_prints(code: str) -> str:
-    """What ``code`` prints, run by a new interpreter (nothing imported yet), stripped."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+def fresh_python_prints(code: str, *args: str) -> str:
+    """What ``code`` prints, run by a new interpreter (nothing imported yet; ``args`` its
+    ``sys.argv[1:]``), stripped."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip()
 
 

@@ -17,6 +17,7 @@ from streamtool.core.model.records import Header
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS
+from .helpers import fresh_python_prints
 from .wire_helpers import run
 
 
@@ -208,13 +209,7 @@ def test_a_named_event_imports_the_detect_parts_up_to_its_api(
     from streamtool.core.plugins.table import builtin_apis
 
     order = [a.id for a in builtin_apis()]
-    probe = subprocess.run(
-        [sys.executable, "-c", _NAMED_EVENT_PROBE, event, data],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found, imported = probe.stdout.split()
+    found, imported = fresh_python_prints(_NAMED_EVENT_PROBE, event, data).split()
     assert found == expected
     assert imported.split(",") == order[: order.index(expected) + 1]
     # and the same answer in this process, where other tests may have imported every part
@@ -248,10 +243,5 @@ def test_named_events_of_every_api_asked_from_many_threads_at_once_are_all_told(
         "message-start": "cohere",
         "interaction.start": "gemini-interactions",
     }
-    probe = subprocess.run(
-        [sys.executable, "-c", _THREADS_PROBE, *(f"{k}={v}" for k, v in named.items())],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert probe.stdout.split() == ["True", str(len(named) * 4)]
+    told = fresh_python_prints(_THREADS_PROBE, *(f"{k}={v}" for k, v in named.items()))
+    assert told.split() == ["True", str(len(named) * 4)]
