@@ -9,7 +9,6 @@ import typer
 
 from streamtool.core.engine.replay import Item, ReplayEngine
 from streamtool.core.model.vocabulary import ErrorKind
-from streamtool.core.outputs.emit import api_id, builtin_names, emitter
 
 from .errors import warn
 
@@ -19,6 +18,8 @@ def emit_choices() -> tuple[str, ...]:
     """The built-in APIs that have an encoder, then their encoders' older names: the choices
     ``--help`` lists. Found without loading an encoder, and only when asked for (help, a value
     given, completion): a replay without ``--emit`` reads no API's manifest for them."""
+    from streamtool.core.outputs.emit import builtin_names
+
     ids, older = builtin_names()
     return (*ids, *older)
 
@@ -37,6 +38,8 @@ def check_emit(value: str | None) -> str | None:
     names = emit_choices()
     if value in names:
         return value
+    from streamtool.core.outputs.emit import api_id, builtin_names
+
     found = api_id(value)
     if found is not None and found not in builtin_names()[0]:
         return value
@@ -64,6 +67,8 @@ class EmitSink:
         # stdout carries no HTTP status: an HTTP error is written in the stream, where each API
         # reports an error that comes after its headers
         reply.status = 200
+        from streamtool.core.outputs.emit import emitter
+
         emitted = emitter(self.api)(reply)
         self.out.write(emitted.body.encode("utf-8"))
         self.out.flush()

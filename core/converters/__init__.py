@@ -78,7 +78,8 @@ def detect_from_header(header: Header) -> str | None:
     from ..plugins import api_for_converter, part
 
     api = api_for_converter(name)
-    if api is not None and name == api.converter:
+    # only an API with more than one converter has another to pick
+    if api is not None and name == api.converter and len(api.converters) > 1:
         sniff = getattr(part(api, "detect"), "sniff_header", None)
         if sniff is not None:
             return sniff(header) or name

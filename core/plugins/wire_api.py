@@ -14,8 +14,8 @@ import functools
 import importlib.util
 import json
 import os.path
-import pkgutil
 import re
+import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -211,15 +211,8 @@ def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _manifest_row(package: str) -> WireApi:
-    parent, _, leaf = package.rpartition(".")
     try:
-        # through the parent's loader; a top-level package (a plugin's), or one whose parent
-        # reads no files (a namespace package), through its own
-        data = pkgutil.get_data(parent, f"{leaf}/{MANIFEST}") if parent else None
-        if data is None:
-            data = pkgutil.get_data(package, MANIFEST)
-        if data is None:  # a loader that cannot read files beside its modules
-            raise OSError("its package's loader reads no data files")
+        data = _read_beside(package, MANIFEST)
         fields = json.loads(data)
         if not isinstance(fields, dict):
             raise ManifestError("a manifest is one JSON object of the row's fields")
@@ -231,6 +224,26 @@ def _manifest_row(package: str) -> WireApi:
     except ValueError as exc:  # not JSON, or not UTF-8
         problem = f"not JSON: {exc}"
     raise ManifestError(f"{_manifest_path(package)}: {problem}")
+
+
+def _read_beside(package: str, name: str) -> bytes:
+    """The file ``name`` of ``package``, read without importing the package: through its
+    parent's loader (imported already), else (a plugin's top-level package, or one whose parent
+    is a namespace package) through its own, found."""
+    parent, _, leaf = package.rpartition(".")
+    spec = getattr(sys.modules.get(parent), "__spec__", None) if parent else None
+    if spec is not None and spec.origin is not None:
+        where = os.path.join(os.path.dirname(spec.origin), leaf, name)
+    else:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            raise OSError("its package's loader reads no data files")  # a namespace package
+        where = os.path.join(os.path.dirname(spec.origin), name)
+    get_data = getattr(spec.loader, "get_data", None)  # importlib's loaders of files have it
+    if get_data is None:  # a loader that cannot read files beside its modules
+        raise OSError("its package's loader reads no data files")
+    data: bytes = get_data(where)
+    return data
 
 
 def _manifest_path(package: str) -> str:
