@@ -411,8 +411,7 @@ def main() -> None:
                 f"+{floor_added[-1]:.3f} ms; {args.sessions} sessions: direct "
                 f"{rate['direct']:,.0f} msg/s, proxied {rate['proxy']:,.0f} msg/s "
                 f"({ratios[-1]:.2f}x; {opening_ratios[-1]:.2f}x with the sessions' opening), "
-                f"floor {rate['floor']:,.0f} msg/s ({floor_ratios[-1]:.2f}x)"
-                + shown,
+                f"floor {rate['floor']:,.0f} msg/s ({floor_ratios[-1]:.2f}x)" + shown,
                 flush=True,
             )
     finally:
