@@ -44,7 +44,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procs import Process  # noqa: E402
+from benchmarks.procs import Process, exit_on_terminate  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -236,6 +236,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0, help="one throughput round's length")
     ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    exit_on_terminate()
     if args.upstream_server:
         upstream_server(args.upstream_server)
         return

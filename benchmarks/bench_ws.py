@@ -51,6 +51,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import exit_on_terminate  # noqa: E402
+
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 LATENCY_TARGET_MS = 1.0
 THROUGHPUT_TARGET = 0.8
@@ -340,6 +342,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=400)
     parser.add_argument("--bursts", type=int, default=3, help="bursts of each side in a round")
     args = parser.parse_args()
+    exit_on_terminate()
     print(f"load average: {os.getloadavg()[0]:.2f}")
     upstream = Process([sys.executable, "-c", UPSTREAM, DELTA], r"ws://\S+", "stdout")
     tape = Path(tempfile.mkdtemp(prefix="bench-ws-"))

@@ -4,6 +4,7 @@ file, and waited on until they answer."""
 from __future__ import annotations
 
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +14,12 @@ from pathlib import Path
 from streamtool.core.recording.reader import Source
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+
+
+def exit_on_terminate() -> None:
+    """A terminated benchmark (``kill``, a CI's timeout) ends as an interrupted one does: its
+    ``finally`` blocks run and stop the processes it started, none left serving."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
 
 class Process:
