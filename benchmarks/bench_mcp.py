@@ -44,7 +44,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procs import Process, exit_on_terminate  # noqa: E402
+from benchmarks.procs import Process, cpu_seconds, exit_on_terminate  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
@@ -185,15 +185,6 @@ async def latency(urls: list[str], calls: int) -> tuple[list[list[float]], list[
         for c in clients:
             await c.aclose()
     return times, bodies
-
-
-TICK = __import__("os").sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 async def rate(url: str, clients: int, seconds: float) -> tuple[float, int]:

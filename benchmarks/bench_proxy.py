@@ -44,7 +44,6 @@ import asyncio
 import bisect
 import itertools
 import json
-import os
 import re
 import socket
 import statistics
@@ -60,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from benchmarks.procs import Process, body_of, proxy_args  # noqa: E402
+from benchmarks.procs import Process, body_of, cpu_seconds, proxy_args  # noqa: E402
 from benchmarks.raw_http import (  # noqa: E402
     LAST_CHUNK,
     STREAM_HEAD,
@@ -77,13 +76,6 @@ FRESH_TARGET_MS = 3.0
 KEPT_TARGET_MS = 1.0
 THROUGHPUT_TARGET = 0.9
 BODY_DELAY_TARGET_MS = 50.0
-TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 async def fetch(client: httpx.AsyncClient, url: str, headers: dict) -> tuple[float, float, bytes]:

@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procs import exit_on_terminate  # noqa: E402
+from benchmarks.procs import cpu_seconds, exit_on_terminate  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 LATENCY_TARGET_MS = 1.0
@@ -375,6 +375,10 @@ def main() -> None:
     floor_ratios: list[float] = []
     other_added: dict[str, list[float]] = {name: [] for name in others}
     other_ratios: dict[str, list[float]] = {name: [] for name in others}
+    # the relays' CPU (user and system) over their bursts, and the messages they relayed
+    relays = {"proxy": proxy.proc.pid, "floor": floor.proc.pid}
+    cpu = {side: 0.0 for side in relays}
+    relayed = {side: 0 for side in relays}
     try:
         for i in range(args.rounds):
             order = [(direct, "direct"), (proxied, "proxy"), (floored, "floor")]
@@ -390,7 +394,12 @@ def main() -> None:
             samples: dict[str, list[tuple[float, float]]] = {side: [] for _, side in order}
             for _ in range(args.bursts):
                 for url, side in order:
+                    pid = relays.get(side)
+                    before = cpu_seconds(pid) if pid else 0.0
                     samples[side].append(asyncio.run(bursts(url, args.sessions, args.burst)))
+                    if pid:
+                        cpu[side] += cpu_seconds(pid) - before
+                        relayed[side] += args.sessions * (args.burst + 1)
             for side, taken in samples.items():
                 rate[side] = statistics.median(r for r, _ in taken)
                 with_opening[side] = statistics.median(w for _, w in taken)
@@ -444,6 +453,11 @@ def main() -> None:
             f"{statistics.median(other_ratios[name]):.2f}x "
             f"({statistics.median(o / f for o, f in paired):.2f}x the floor's messages/s, paired)"
         )
+    print(
+        "CPU a message relayed in the bursts (user and system): proxy "
+        f"{cpu['proxy'] / relayed['proxy'] * 1e6:.1f} µs, floor "
+        f"{cpu['floor'] / relayed['floor'] * 1e6:.1f} µs"
+    )
     print(f"recordings holding their whole burst: {whole}/{total}")
     failed = []
     if latency > LATENCY_TARGET_MS:

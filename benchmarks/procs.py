@@ -3,6 +3,7 @@ file, and waited on until they answer."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -14,6 +15,15 @@ from pathlib import Path
 from streamtool.core.recording.reader import Source
 
 STREAMTOOL = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
+
+
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/<pid>/stat``, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def exit_on_terminate() -> None:

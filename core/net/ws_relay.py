@@ -241,8 +241,12 @@ async def _pump(
                 data = text if text is not None else message.get("bytes") or b""
                 if recorder is not None:
                     note("client", data)
-                with contextlib.suppress(ConnectionClosed):
-                    await upstream.send(data)  # a closed upstream: from_upstream tells it
+                # a closed upstream: from_upstream tells it (not suppress(): a context manager
+                # made for every message)
+                try:  # noqa: SIM105
+                    await upstream.send(data)
+                except ConnectionClosed:
+                    pass
             elif kind == "websocket.disconnect":
                 if closed_by:
                     return  # the answer to the upstream's close, relayed
@@ -262,8 +266,11 @@ async def _pump(
                 if recorder is not None:
                     note("server", data)
                 key = "text" if isinstance(data, str) else "bytes"
-                with contextlib.suppress(OSError):  # the agent is gone: its disconnect tells
+                # the agent is gone: its disconnect tells (not suppress(), as above)
+                try:  # noqa: SIM105
                     await send({"type": "websocket.send", key: data})
+                except OSError:
+                    pass
         except ConnectionClosed as exc:
             if closed_by:
                 return "complete"

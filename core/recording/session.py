@@ -123,7 +123,9 @@ class SessionRecorder:
         self._held: list[SessionRecord] = []
 
     def now(self) -> float:
-        return round(time.monotonic() - self.t0, 6)
+        """Seconds since ``t0``, to the microsecond (the nearest float to a whole number of
+        microseconds: a third of ``round``'s time, once a message)."""
+        return int((time.monotonic() - self.t0) * 1e6 + 0.5) / 1e6
 
     def preflight(self) -> None:
         """Refuse before any traffic when the request would put a key pattern on disk."""
@@ -224,13 +226,14 @@ class SessionRecorder:
         first (the texts joined by a line break, which no credential or key shape holds, so
         nothing is found across two): a burst that holds none, nearly every one, costs one
         search instead of one a message."""
-        texts = "\n".join(
-            r.data for r in held if isinstance(r, Message) and isinstance(r.data, str)
-        )
-        blobs = b"\n".join(
-            r.data for r in held if isinstance(r, Message) and isinstance(r.data, bytes)
-        )
-        if self.scrub(texts) == texts and self.scrub(blobs) == blobs:
+        texts: list[str] = []
+        blobs: list[bytes] = []
+        for r in held:
+            if isinstance(r, Message):
+                (texts if isinstance(r.data, str) else blobs).append(r.data)  # type: ignore[arg-type]
+        text = "\n".join(texts)
+        blob = b"\n".join(blobs)
+        if (not texts or self.scrub(text) == text) and (not blobs or self.scrub(blob) == blob):
             return held
         return [
             Message(r.t, r.direction, self.scrub(r.data)) if isinstance(r, Message) else r
