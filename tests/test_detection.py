@@ -216,6 +216,35 @@ def test_a_named_event_imports_the_detect_parts_up_to_its_api(
     assert detect_from_event(SSEEvent(data, event), plugins=False) == expected
 
 
+_HEADER_PROBE = """
+import sys
+from streamtool.core.converters import detect_from_header
+from streamtool.core.model.records import Header
+from streamtool.core.plugins.table import builtin_apis
+body = {"model": sys.argv[2]}
+found = detect_from_header(Header(api=sys.argv[1], request={"body": body}))
+imported = [a.id for a in builtin_apis() if a.package + ".detect" in sys.modules]
+print(found, ",".join(imported) or "-")
+"""
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "expected", "imported"),
+    [
+        # one converter reads Anthropic's streams: nothing to pick, no detect part imported
+        ("messages", "claude-sonnet-4-6", "anthropic", "-"),
+        ("responses", "gpt-5", "openai-responses", "-"),
+        # Chat's streams are read by openai-chat or kimi-k2: its header sniffer picks by model
+        ("chat.completions", "moonshotai/kimi-k2-thinking", "kimi-k2", "openai-chat"),
+        ("chat.completions", "gpt-4.1", "openai-chat", "openai-chat"),
+    ],
+)
+def test_a_header_imports_a_detect_part_only_where_there_is_a_converter_to_pick(
+    api: str, model: str, expected: str, imported: str
+) -> None:
+    assert fresh_python_prints(_HEADER_PROBE, api, model).split() == [expected, imported]
+
+
 _THREADS_PROBE = """
 import sys, threading
 from streamtool.core.converters import detect_from_event
