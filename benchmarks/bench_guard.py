@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procs import body_of, start_limited  # noqa: E402
+from benchmarks.procs import body_of, exit_on_terminate, start_limited  # noqa: E402
 
 SMALL = ROOT / "recordings" / "openai-parallel-tool-calls.jsonl"
 HALF_SENT = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
@@ -91,6 +91,7 @@ def main() -> int:
     parser.add_argument("--flood", type=int, default=1100)
     parser.add_argument("--nofile", type=int, default=1024)
     args = parser.parse_args()
+    exit_on_terminate()
     expected = body_of(SMALL)
     log = Path(tempfile.mkdtemp()) / "serve.log"
     proc, origin = start(args.nofile, log)

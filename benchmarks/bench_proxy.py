@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
-from benchmarks.procs import Process, body_of, cpu_seconds, proxy_args  # noqa: E402
+from benchmarks.procs import Process, body_of, cpu_seconds, exit_on_terminate, proxy_args  # noqa: E402
 from benchmarks.raw_http import (  # noqa: E402
     LAST_CHUNK,
     STREAM_HEAD,
@@ -273,6 +273,7 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--body-trials", type=int, default=7, help="paced-stream trials each way")
     args = ap.parse_args()
+    exit_on_terminate()
     if args.rounds < 7 or args.requests < 7 or args.body_trials < 0:
         raise SystemExit("--rounds and --requests need at least 7")
     failed = []

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generators import GENERATORS  # noqa: E402
+from benchmarks.procs import exit_on_terminate  # noqa: E402
 from streamtool.core.recording.reader import Source  # noqa: E402
 
 PACED = ROOT / "recordings" / "openai-responses-text-then-function-call.jsonl"
@@ -122,6 +123,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--size-kb", type=int, default=1024)
     args = ap.parse_args()
+    exit_on_terminate()
     n = args.clients
     if not 1 <= n <= 200:
         raise SystemExit("--clients: 1..200 (loopback only, keep it bounded)")

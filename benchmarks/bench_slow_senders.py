@@ -36,7 +36,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procs import body_of, start_limited  # noqa: E402
+from benchmarks.procs import body_of, exit_on_terminate, start_limited  # noqa: E402
 from streamtool.core.exchange.playback import Playback  # noqa: E402
 from streamtool.core.net.server import serving  # noqa: E402
 
@@ -166,6 +166,7 @@ def main() -> int:
     parser.add_argument("--nofile", type=int, default=1024)
     parser.add_argument("--command", choices=["serve", "proxy", "both"], default="both")
     args = parser.parse_args()
+    exit_on_terminate()
     commands = ["serve", "proxy"] if args.command == "both" else [args.command]
     limit = (args.nofile - max(64, args.nofile // 8)) // 3
     failed = False

@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.procs import exit_on_terminate  # noqa: E402
 from benchmarks.raw_http import LAST_CHUNK, STREAM_HEAD, accept_each, chunk, recv_until  # noqa: E402
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"' + b"x" * 40 + b'"}}]}\n\n'
@@ -170,6 +171,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=1.0)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    exit_on_terminate()
     if args.serve:
         serve(args.mb)
         return
