@@ -4,7 +4,7 @@ Every option whose value is one of a known set (a parser, a converter, an API, a
 severity, a column) completes that set in bash, zsh and fish (``autocompletion=``, typer's
 public hook), and a value outside it is refused at parse time with exit code 2 and the nearest
 valid value ("did you mean ...?"). Nothing here imports a converter or a handler: the names come
-from the registries and the model's enums (quirk ids, severities, error kinds).
+from the registries and the model's vocabularies (quirk ids, severities, error kinds).
 """
 
 import difflib
@@ -31,11 +31,11 @@ def refuse(value: str, what: str, valid: Iterable[str], listing: str | None = No
 def quirk_ids() -> list[str]:
     from streamtool.core.model.quirk_ids import QuirkId
 
-    return [q.value for q in QuirkId]
+    return [q.value for q in QuirkId.members()]
 
 
 def severities() -> list[str]:
-    from streamtool.core.model.vocabulary import Severity
+    from streamtool.core.model.quirks import Severity
 
     return [s.value for s in Severity]
 

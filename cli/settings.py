@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.streamtool"
@@ -95,13 +95,17 @@ def _match_ignore(value: Any) -> list[str]:
     return list(paths)
 
 
-class Setting(NamedTuple):
+class Setting:
     """A key of the table: the commands whose option it sets, the option's parameter name, and
-    its check (the value as the option takes it, or ``ValueError`` saying why not)."""
+    its check (the value as the option takes it, or ``ValueError`` saying why not). (A plain
+    class: every command imports this module, ``--help`` included.)"""
 
-    commands: frozenset[str]
-    param: str
-    check: Callable[[Any], Any]
+    __slots__ = ("commands", "param", "check")
+
+    def __init__(self, commands: frozenset[str], param: str, check: Callable[[Any], Any]) -> None:
+        self.commands = commands
+        self.param = param
+        self.check = check
 
 
 _VIEWERS = frozenset({"replay", "inspect", "report", "record", "diff"})

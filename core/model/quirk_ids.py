@@ -1,144 +1,179 @@
-"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,
-so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue
-does not know.
+"""The ids of the quirk catalogue. The code reports a quirk by a member of
+``QuirkId`` (``QuirkId.EOF_NO_DONE``), so that a typo is an error (mypy's, or an
+AttributeError), never an id the catalogue does not know.
 
 Generated from the catalogue, :mod:`streamtool.core.model.quirks`
 (``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test
 keeps the two equal. A module of its own, so that the code that reports quirks does not
-load the catalogue's texts. A member is its id: it compares, hashes and serializes as the
-string.
+load the catalogue's texts.
+
+A member is its id: a ``str`` (it compares, hashes and serializes as the text) of a
+closed set. ``QuirkId(text)`` is the member of that id, and raises ``ValueError`` for
+any other text; ``QuirkId.members()`` lists them in the catalogue's order. It is not an
+``enum.Enum``: every replay imports this module, and building an enum of the catalogue's
+ids cost some 78,000 instructions a member at every start (10 million for 129 ids, 2% of
+a small replay's whole run); the members here are made from the annotations, once.
 """
 
-from enum import StrEnum
+from __future__ import annotations
+
+from typing import ClassVar
 
 
-class QuirkId(StrEnum):
-    SSE_COMMENT_KEEPALIVE = "sse_comment_keepalive"
-    SSE_EMPTY_EVENT_AFTER_COMMENT = "sse_empty_event_after_comment"
-    SSE_SINGLE_NEWLINE_SEPARATOR = "sse_single_newline_separator"
-    EOF_NO_DONE = "eof_no_done"
-    DONE_NO_FINISH_REASON = "done_no_finish_reason"
-    DATA_AFTER_DONE = "data_after_done"
-    UNKNOWN_EVENT = "unknown_event"
-    PROVIDER_ERROR = "provider_error"
-    OAI_TOOL_INDEX_MISSING = "oai_tool_index_missing"
-    OAI_PARALLEL_SAME_INDEX = "oai_parallel_same_index"
-    OAI_ID_EVERY_CHUNK = "oai_id_every_chunk"
-    OAI_NAME_EVERY_CHUNK = "oai_name_every_chunk"
-    OAI_ARGS_CUMULATIVE = "oai_args_cumulative"
-    OAI_ARGS_PLACEHOLDER_THEN_FULL = "oai_args_placeholder_then_full"
-    OAI_ARGS_DELTA_PLUS_SUMMARY = "oai_args_delta_plus_summary"
-    OAI_ARGS_OBJECT = "oai_args_object"
-    OAI_MULTI_TOOL_USE_PARALLEL = "oai_multi_tool_use_parallel"
-    OAI_EMPTY_ID = "oai_empty_id"
-    OAI_TRAILING_EMPTY_TOOL_STUB = "oai_trailing_empty_tool_stub"
-    LEGACY_FUNCTION_CALL = "legacy_function_call"
-    FINISH_STOP_WITH_TOOLS = "finish_stop_with_tools"
-    FINISH_EMPTY_STRING = "finish_empty_string"
-    FINISH_DOUBLE = "finish_double"
-    AZURE_EMPTY_FIRST_CHUNK = "azure_empty_first_chunk"
-    USAGE_ONLY_CHUNK = "usage_only_chunk"
-    USAGE_CHUNK_NO_CHOICES_KEY = "usage_chunk_no_choices_key"
-    N_CHOICES = "n_choices"
-    N_CANDIDATES = "n_candidates"
-    REASONING_FIELD_REASONING_CONTENT = "reasoning_field_reasoning_content"
-    REASONING_FIELD_REASONING = "reasoning_field_reasoning"
-    REASONING_FIELD_REASONING_DETAILS = "reasoning_field_reasoning_details"
-    THINK_TAGS_IN_CONTENT = "think_tags_in_content"
-    ANTHROPIC_TOOL_INPUT_IN_START = "anthropic_tool_input_in_start"
-    ANTHROPIC_CONTENT_IN_MESSAGE_START = "anthropic_content_in_message_start"
-    ANTHROPIC_ORPHAN_INPUT_JSON = "anthropic_orphan_input_json"
-    ANTHROPIC_ORPHAN_BLOCK_STOP = "anthropic_orphan_block_stop"
-    ANTHROPIC_ORPHAN_TOOL_RESULT = "anthropic_orphan_tool_result"
-    ANTHROPIC_BLOCK_INDEX_REUSED = "anthropic_block_index_reused"
-    ANTHROPIC_SECOND_MESSAGE_START = "anthropic_second_message_start"
-    ANTHROPIC_SIGNATURE_ON_OTHER_BLOCK = "anthropic_signature_on_other_block"
-    ANTHROPIC_UNKNOWN_EVENT = "anthropic_unknown_event"
-    ANTHROPIC_UNKNOWN_BLOCK = "anthropic_unknown_block"
-    ANTHROPIC_UNKNOWN_DELTA = "anthropic_unknown_delta"
-    GEMINI_EMPTY_FUNCTION_CALL = "gemini_empty_function_call"
-    GEMINI_PARTIAL_ARGS = "gemini_partial_args"
-    GEMINI_ARGS_AND_PARTIAL_ARGS = "gemini_args_and_partial_args"
-    GEMINI_STREAMED_CALL_NOT_CLOSED = "gemini_streamed_call_not_closed"
-    GEMINI_SIGNATURE_IN_EMPTY_TEXT_PART = "gemini_signature_in_empty_text_part"
-    GEMINI_MALFORMED_FUNCTION_CALL = "gemini_malformed_function_call"
-    GEMINI_UNEXPECTED_TOOL_CALL = "gemini_unexpected_tool_call"
-    GEMINI_BLOCK_REASON = "gemini_block_reason"
-    GEMINI_UNKNOWN_PART = "gemini_unknown_part"
-    GEMINI_ORPHAN_CODE_RESULT = "gemini_orphan_code_result"
-    RESPONSES_ARGS_DONE_ONLY = "responses_args_done_only"
-    RESPONSES_ARGS_SUFFIX_IN_DONE = "responses_args_suffix_in_done"
-    RESPONSES_COMPLETED_ONLY = "responses_completed_only"
-    RESPONSES_ITEM_DONE_ONLY = "responses_item_done_only"
-    RESPONSES_TEXT_DONE_ONLY = "responses_text_done_only"
-    RESPONSES_TEXT_SUFFIX_IN_DONE = "responses_text_suffix_in_done"
-    RESPONSES_TEXT_DONE_SHORTER = "responses_text_done_shorter"
-    TEXT_MISMATCH = "text_mismatch"
-    RESPONSES_DELTA_BEFORE_ITEM = "responses_delta_before_item"
-    RESPONSES_CALL_ID_CHANGED = "responses_call_id_changed"
-    RESPONSES_PARALLEL_WRAPPER = "responses_parallel_wrapper"
-    RESPONSES_ITEM_ID_ROTATION = "responses_item_id_rotation"
-    RESPONSES_PARALLEL_INTERLEAVED = "responses_parallel_interleaved"
-    RESPONSES_SEQUENCE_GAP = "responses_sequence_gap"
-    RESPONSES_UNKNOWN_EVENT = "responses_unknown_event"
-    RESPONSES_UNKNOWN_ITEM = "responses_unknown_item"
-    MISTRAL_CONTENT_ARRAY = "mistral_content_array"
-    KIMI_TOKENS_IN_CONTENT = "kimi_tokens_in_content"
-    KIMI_TOKENS_IN_REASONING = "kimi_tokens_in_reasoning"
-    KIMI_NATIVE_IDS = "kimi_native_ids"
-    KIMI_BARE_COUNTER_ID = "kimi_bare_counter_id"
-    KIMI_ARGS_DOUBLE_ENCODED = "kimi_args_double_encoded"
-    KIMI_SINGULAR_SECTION_MARKER = "kimi_singular_section_marker"
-    KIMI_CALL_WITHOUT_SECTION = "kimi_call_without_section"
-    KIMI_CALL_END_MISSING = "kimi_call_end_missing"
-    KIMI_SECTION_END_MISSING = "kimi_section_end_missing"
-    BEDROCK_TEXT_BLOCK_WITHOUT_START = "bedrock_text_block_without_start"
-    BEDROCK_PADDING_FIELD = "bedrock_padding_field"
-    BEDROCK_ORPHAN_TOOL_INPUT = "bedrock_orphan_tool_input"
-    BEDROCK_UNKNOWN_DELTA = "bedrock_unknown_delta"
-    BEDROCK_METADATA_BEFORE_STOP = "bedrock_metadata_before_stop"
-    BEDROCK_INVOKE_UNKNOWN_MODEL_EVENTS = "bedrock_invoke_unknown_model_events"
-    COHERE_ERROR_IN_MESSAGE_END = "cohere_error_in_message_end"
-    COHERE_ORPHAN_TOOL_CALL_DELTA = "cohere_orphan_tool_call_delta"
-    INTERACTIONS_CONTENT_EVENTS = "interactions_content_events"
-    INTERACTIONS_ERROR_EVENT = "interactions_error_event"
-    INTERACTIONS_ORPHAN_ARGUMENTS_DELTA = "interactions_orphan_arguments_delta"
-    INTERACTIONS_ORPHAN_RESULT = "interactions_orphan_result"
-    INTERACTIONS_STEP_NOT_STOPPED = "interactions_step_not_stopped"
-    COMPLETIONS_EXTRA_CHOICES = "completions_extra_choices"
-    REALTIME_BETA_EVENT_NAMES = "realtime_beta_event_names"
-    REALTIME_ERROR_NOT_FATAL = "realtime_error_not_fatal"
-    REALTIME_RATE_LIMITS_AFTER_DONE = "realtime_rate_limits_after_done"
-    REALTIME_CLOSE_REQUEST_SHAPE = "realtime_close_request_shape"
-    REALTIME_CLOSE_AUTH = "realtime_close_auth"
-    WS_DROPPED_MID_RESPONSE = "ws_dropped_mid_response"
-    WS_LONG_PAUSE_PINGS = "ws_long_pause_pings"
-    TOOL_ID_CHANGED = "tool_id_changed"
-    TOOL_NAME_CHANGED = "tool_name_changed"
-    TOOL_ID_REUSED = "tool_id_reused"
-    ARGS_AFTER_COMPLETE = "args_after_complete"
-    TOOL_ARGS_DUPLICATE_KEY = "tool_args_duplicate_key"
-    TOOL_CALLS_IGNORED_BY_PARSER = "tool_calls_ignored_by_parser"
-    MCP_RESPONSE_ON_GET_STREAM = "mcp_response_on_get_stream"
-    MCP_PRIMING_EVENT_WITHOUT_ID = "mcp_priming_event_without_id"
-    MCP_STREAM_ENDED_BEFORE_RESPONSE = "mcp_stream_ended_before_response"
-    MCP_RESPONSE_ID_UNKNOWN = "mcp_response_id_unknown"
-    MCP_HEADER_BODY_MISMATCH = "mcp_header_body_mismatch"
-    MCP_NOTIFICATION_AFTER_RESPONSE = "mcp_notification_after_response"
-    MCP_SESSION_ID_MISSING = "mcp_session_id_missing"
-    MCP_SESSION_ID_CHANGED = "mcp_session_id_changed"
-    MODEL_ARGS_INVALID_JSON = "model_args_invalid_json"
-    MODEL_ARGS_EMPTY = "model_args_empty"
-    MODEL_TOOL_NOT_OFFERED = "model_tool_not_offered"
-    MODEL_STREAM_CUT_MID_CALL = "model_stream_cut_mid_call"
-    READS_UTF8_SPLIT = "reads_utf8_split"
-    READS_CRLF_SPLIT = "reads_crlf_split"
-    READS_ONE_EVENT_EACH = "reads_one_event_each"
-    READS_SINGLE = "reads_single"
-    GEMINI_JSON_ARRAY = "gemini_json_array"
-    MCP_SESSION_EXPIRED = "mcp_session_expired"
-    MCP_STREAM_DROPPED_AFTER_PRIMING = "mcp_stream_dropped_after_priming"
-    MCP_MESSAGES_BEFORE_RESPONSE = "mcp_messages_before_response"
-    MCP_JSON_INSTEAD_OF_SSE = "mcp_json_instead_of_sse"
-    MCP_STATELESS_SERVER = "mcp_stateless_server"
-    MCP_INPUT_REQUIRED = "mcp_input_required"
+class QuirkId(str):
+    """A quirk id of the catalogue (see the module's docstring)."""
+
+    __slots__ = ()
+
+    SSE_COMMENT_KEEPALIVE: ClassVar[QuirkId]
+    SSE_EMPTY_EVENT_AFTER_COMMENT: ClassVar[QuirkId]
+    SSE_SINGLE_NEWLINE_SEPARATOR: ClassVar[QuirkId]
+    EOF_NO_DONE: ClassVar[QuirkId]
+    DONE_NO_FINISH_REASON: ClassVar[QuirkId]
+    DATA_AFTER_DONE: ClassVar[QuirkId]
+    UNKNOWN_EVENT: ClassVar[QuirkId]
+    PROVIDER_ERROR: ClassVar[QuirkId]
+    OAI_TOOL_INDEX_MISSING: ClassVar[QuirkId]
+    OAI_PARALLEL_SAME_INDEX: ClassVar[QuirkId]
+    OAI_ID_EVERY_CHUNK: ClassVar[QuirkId]
+    OAI_NAME_EVERY_CHUNK: ClassVar[QuirkId]
+    OAI_ARGS_CUMULATIVE: ClassVar[QuirkId]
+    OAI_ARGS_PLACEHOLDER_THEN_FULL: ClassVar[QuirkId]
+    OAI_ARGS_DELTA_PLUS_SUMMARY: ClassVar[QuirkId]
+    OAI_ARGS_OBJECT: ClassVar[QuirkId]
+    OAI_MULTI_TOOL_USE_PARALLEL: ClassVar[QuirkId]
+    OAI_EMPTY_ID: ClassVar[QuirkId]
+    OAI_TRAILING_EMPTY_TOOL_STUB: ClassVar[QuirkId]
+    LEGACY_FUNCTION_CALL: ClassVar[QuirkId]
+    FINISH_STOP_WITH_TOOLS: ClassVar[QuirkId]
+    FINISH_EMPTY_STRING: ClassVar[QuirkId]
+    FINISH_DOUBLE: ClassVar[QuirkId]
+    AZURE_EMPTY_FIRST_CHUNK: ClassVar[QuirkId]
+    USAGE_ONLY_CHUNK: ClassVar[QuirkId]
+    USAGE_CHUNK_NO_CHOICES_KEY: ClassVar[QuirkId]
+    N_CHOICES: ClassVar[QuirkId]
+    N_CANDIDATES: ClassVar[QuirkId]
+    REASONING_FIELD_REASONING_CONTENT: ClassVar[QuirkId]
+    REASONING_FIELD_REASONING: ClassVar[QuirkId]
+    REASONING_FIELD_REASONING_DETAILS: ClassVar[QuirkId]
+    THINK_TAGS_IN_CONTENT: ClassVar[QuirkId]
+    ANTHROPIC_TOOL_INPUT_IN_START: ClassVar[QuirkId]
+    ANTHROPIC_CONTENT_IN_MESSAGE_START: ClassVar[QuirkId]
+    ANTHROPIC_ORPHAN_INPUT_JSON: ClassVar[QuirkId]
+    ANTHROPIC_ORPHAN_BLOCK_STOP: ClassVar[QuirkId]
+    ANTHROPIC_ORPHAN_TOOL_RESULT: ClassVar[QuirkId]
+    ANTHROPIC_BLOCK_INDEX_REUSED: ClassVar[QuirkId]
+    ANTHROPIC_SECOND_MESSAGE_START: ClassVar[QuirkId]
+    ANTHROPIC_SIGNATURE_ON_OTHER_BLOCK: ClassVar[QuirkId]
+    ANTHROPIC_UNKNOWN_EVENT: ClassVar[QuirkId]
+    ANTHROPIC_UNKNOWN_BLOCK: ClassVar[QuirkId]
+    ANTHROPIC_UNKNOWN_DELTA: ClassVar[QuirkId]
+    GEMINI_EMPTY_FUNCTION_CALL: ClassVar[QuirkId]
+    GEMINI_PARTIAL_ARGS: ClassVar[QuirkId]
+    GEMINI_ARGS_AND_PARTIAL_ARGS: ClassVar[QuirkId]
+    GEMINI_STREAMED_CALL_NOT_CLOSED: ClassVar[QuirkId]
+    GEMINI_SIGNATURE_IN_EMPTY_TEXT_PART: ClassVar[QuirkId]
+    GEMINI_MALFORMED_FUNCTION_CALL: ClassVar[QuirkId]
+    GEMINI_UNEXPECTED_TOOL_CALL: ClassVar[QuirkId]
+    GEMINI_BLOCK_REASON: ClassVar[QuirkId]
+    GEMINI_UNKNOWN_PART: ClassVar[QuirkId]
+    GEMINI_ORPHAN_CODE_RESULT: ClassVar[QuirkId]
+    RESPONSES_ARGS_DONE_ONLY: ClassVar[QuirkId]
+    RESPONSES_ARGS_SUFFIX_IN_DONE: ClassVar[QuirkId]
+    RESPONSES_COMPLETED_ONLY: ClassVar[QuirkId]
+    RESPONSES_ITEM_DONE_ONLY: ClassVar[QuirkId]
+    RESPONSES_TEXT_DONE_ONLY: ClassVar[QuirkId]
+    RESPONSES_TEXT_SUFFIX_IN_DONE: ClassVar[QuirkId]
+    RESPONSES_TEXT_DONE_SHORTER: ClassVar[QuirkId]
+    TEXT_MISMATCH: ClassVar[QuirkId]
+    RESPONSES_DELTA_BEFORE_ITEM: ClassVar[QuirkId]
+    RESPONSES_CALL_ID_CHANGED: ClassVar[QuirkId]
+    RESPONSES_PARALLEL_WRAPPER: ClassVar[QuirkId]
+    RESPONSES_ITEM_ID_ROTATION: ClassVar[QuirkId]
+    RESPONSES_PARALLEL_INTERLEAVED: ClassVar[QuirkId]
+    RESPONSES_SEQUENCE_GAP: ClassVar[QuirkId]
+    RESPONSES_UNKNOWN_EVENT: ClassVar[QuirkId]
+    RESPONSES_UNKNOWN_ITEM: ClassVar[QuirkId]
+    MISTRAL_CONTENT_ARRAY: ClassVar[QuirkId]
+    KIMI_TOKENS_IN_CONTENT: ClassVar[QuirkId]
+    KIMI_TOKENS_IN_REASONING: ClassVar[QuirkId]
+    KIMI_NATIVE_IDS: ClassVar[QuirkId]
+    KIMI_BARE_COUNTER_ID: ClassVar[QuirkId]
+    KIMI_ARGS_DOUBLE_ENCODED: ClassVar[QuirkId]
+    KIMI_SINGULAR_SECTION_MARKER: ClassVar[QuirkId]
+    KIMI_CALL_WITHOUT_SECTION: ClassVar[QuirkId]
+    KIMI_CALL_END_MISSING: ClassVar[QuirkId]
+    KIMI_SECTION_END_MISSING: ClassVar[QuirkId]
+    BEDROCK_TEXT_BLOCK_WITHOUT_START: ClassVar[QuirkId]
+    BEDROCK_PADDING_FIELD: ClassVar[QuirkId]
+    BEDROCK_ORPHAN_TOOL_INPUT: ClassVar[QuirkId]
+    BEDROCK_UNKNOWN_DELTA: ClassVar[QuirkId]
+    BEDROCK_METADATA_BEFORE_STOP: ClassVar[QuirkId]
+    BEDROCK_INVOKE_UNKNOWN_MODEL_EVENTS: ClassVar[QuirkId]
+    COHERE_ERROR_IN_MESSAGE_END: ClassVar[QuirkId]
+    COHERE_ORPHAN_TOOL_CALL_DELTA: ClassVar[QuirkId]
+    INTERACTIONS_CONTENT_EVENTS: ClassVar[QuirkId]
+    INTERACTIONS_ERROR_EVENT: ClassVar[QuirkId]
+    INTERACTIONS_ORPHAN_ARGUMENTS_DELTA: ClassVar[QuirkId]
+    INTERACTIONS_ORPHAN_RESULT: ClassVar[QuirkId]
+    INTERACTIONS_STEP_NOT_STOPPED: ClassVar[QuirkId]
+    COMPLETIONS_EXTRA_CHOICES: ClassVar[QuirkId]
+    REALTIME_BETA_EVENT_NAMES: ClassVar[QuirkId]
+    REALTIME_ERROR_NOT_FATAL: ClassVar[QuirkId]
+    REALTIME_RATE_LIMITS_AFTER_DONE: ClassVar[QuirkId]
+    REALTIME_CLOSE_REQUEST_SHAPE: ClassVar[QuirkId]
+    REALTIME_CLOSE_AUTH: ClassVar[QuirkId]
+    WS_DROPPED_MID_RESPONSE: ClassVar[QuirkId]
+    WS_LONG_PAUSE_PINGS: ClassVar[QuirkId]
+    TOOL_ID_CHANGED: ClassVar[QuirkId]
+    TOOL_NAME_CHANGED: ClassVar[QuirkId]
+    TOOL_ID_REUSED: ClassVar[QuirkId]
+    ARGS_AFTER_COMPLETE: ClassVar[QuirkId]
+    TOOL_ARGS_DUPLICATE_KEY: ClassVar[QuirkId]
+    TOOL_CALLS_IGNORED_BY_PARSER: ClassVar[QuirkId]
+    MCP_RESPONSE_ON_GET_STREAM: ClassVar[QuirkId]
+    MCP_PRIMING_EVENT_WITHOUT_ID: ClassVar[QuirkId]
+    MCP_STREAM_ENDED_BEFORE_RESPONSE: ClassVar[QuirkId]
+    MCP_RESPONSE_ID_UNKNOWN: ClassVar[QuirkId]
+    MCP_HEADER_BODY_MISMATCH: ClassVar[QuirkId]
+    MCP_NOTIFICATION_AFTER_RESPONSE: ClassVar[QuirkId]
+    MCP_SESSION_ID_MISSING: ClassVar[QuirkId]
+    MCP_SESSION_ID_CHANGED: ClassVar[QuirkId]
+    MODEL_ARGS_INVALID_JSON: ClassVar[QuirkId]
+    MODEL_ARGS_EMPTY: ClassVar[QuirkId]
+    MODEL_TOOL_NOT_OFFERED: ClassVar[QuirkId]
+    MODEL_STREAM_CUT_MID_CALL: ClassVar[QuirkId]
+    READS_UTF8_SPLIT: ClassVar[QuirkId]
+    READS_CRLF_SPLIT: ClassVar[QuirkId]
+    READS_ONE_EVENT_EACH: ClassVar[QuirkId]
+    READS_SINGLE: ClassVar[QuirkId]
+    GEMINI_JSON_ARRAY: ClassVar[QuirkId]
+    MCP_SESSION_EXPIRED: ClassVar[QuirkId]
+    MCP_STREAM_DROPPED_AFTER_PRIMING: ClassVar[QuirkId]
+    MCP_MESSAGES_BEFORE_RESPONSE: ClassVar[QuirkId]
+    MCP_JSON_INSTEAD_OF_SSE: ClassVar[QuirkId]
+    MCP_STATELESS_SERVER: ClassVar[QuirkId]
+    MCP_INPUT_REQUIRED: ClassVar[QuirkId]
+
+    def __new__(cls, text: str) -> QuirkId:
+        member = _MEMBERS.get(text)
+        if member is None:
+            raise ValueError(f"{text!r} is not a quirk id of the catalogue")
+        return member
+
+    @property
+    def value(self) -> str:
+        """The id as a plain ``str`` (as an enum member's ``value``)."""
+        return str.__str__(self)
+
+    @classmethod
+    def members(cls) -> tuple[QuirkId, ...]:
+        """Every id, in the catalogue's order."""
+        return tuple(_MEMBERS.values())
+
+
+_MEMBERS: dict[str, QuirkId] = {}
+for _name in QuirkId.__annotations__:
+    _MEMBERS[_name.lower()] = _member = str.__new__(QuirkId, _name.lower())
+    setattr(QuirkId, _name, _member)
+del _name, _member

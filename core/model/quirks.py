@@ -17,18 +17,38 @@ The reference names the section of the provider-quirks catalogue this project ke
 and one or two public issue threads that show the behaviour (``owner/repo#N``, ``owner/repo PR#N``);
 for an API that catalogue does not cover yet, ``SDK:`` and where the official SDK defines the shape.
 ``docs/quirks.md`` is generated from this table (``python -m streamtool.core.model.quirks``), and
-so is ``core/model/quirk_ids.py`` (``... --ids``), the ``QuirkId`` enum by which the code reports a
-quirk (so that mypy knows every id): a test keeps the three equal. Sans-IO; it imports only the
-model's vocabulary (the ids, severities and kinds as enums).
+so is ``core/model/quirk_ids.py`` (``... --ids``), the ``QuirkId`` class by which the code reports
+a quirk (so that mypy knows every id): a test keeps the three equal. Sans-IO; it imports only the
+quirk ids. A quirk's severity and kind are enums of their own here: a replay, which never loads
+the catalogue, does not build them.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 
 from .quirk_ids import QuirkId
-from .vocabulary import QuirkKind, Severity
+
+
+class Severity(StrEnum):
+    """How much a quirk matters, most severe first."""
+
+    ERROR = "error"  # a client will likely get it wrong
+    WARN = "warn"  # a client may get it wrong, or streamtool repaired something
+    INFO = "info"  # a legitimate variation worth knowing about
+
+
+class QuirkKind(StrEnum):
+    """What a catalogue entry is."""
+
+    PROVIDER = "provider"  # a provider's way of streaming
+    MODEL = "model"  # a fault of the model's output
+    WIRE = "wire"  # how the bytes arrived: read boundaries and framing
+    # a server's behaviour over the exchanges of a session (MCP), applied to a tape, not a stream
+    SESSION = "session"
+
 
 SEVERITIES = tuple(Severity)
 """Severities, most severe first."""
@@ -36,7 +56,7 @@ SEVERITIES = tuple(Severity)
 
 @dataclass(frozen=True, slots=True)
 class QuirkInfo:
-    id: str  # a QuirkId member, but for the entry :func:`lookup` makes for an id the enum lacks
+    id: str  # a QuirkId member, but for the entry :func:`lookup` makes for an id the class lacks
     severity: Severity
     explanation: str
     reference: str
@@ -74,7 +94,7 @@ _MCP_2026 = "Spec: MCP 2026-07-28 basic/transports/streamable-http"
 # (id, severity, explanation, reference); grouped as in the catalogue's sections. A quirk that
 # ``streamtool mutate`` can apply to a real stream has a mutation: a function that declares the
 # quirk's id (:mod:`streamtool.core.mutations`, or an API package's ``mutations`` part; a
-# session's faults: its ``session_faults`` part). The table is text: the ``QuirkId`` enum is
+# session's faults: its ``session_faults`` part). The table is text: the ``QuirkId`` class is
 # generated from it (``--ids``, below).
 _ENTRIES: tuple[tuple[str, ...], ...] = (
     # -- A. SSE and transport -----------------------------------------------------------------
@@ -1018,33 +1038,70 @@ def _catalogue() -> dict[QuirkId, QuirkInfo]:
 
 
 def quirk_ids_source() -> str:
-    """The text of ``core/model/quirk_ids.py``: the ``QuirkId`` enum, a member per id, in order.
+    """The text of ``core/model/quirk_ids.py``: the ``QuirkId`` class, a member per id, in order.
 
     Read from the table's text, not from :data:`CATALOGUE`, so that it can be written while the
-    enum lacks a new entry's id."""
+    class lacks a new entry's id."""
     lines = [
-        '"""The ids of the quirk catalogue as an enum. The code reports a quirk by its member,',
-        "so that a typo is an error (mypy's, or an AttributeError), never an id the catalogue",
-        "does not know.",
+        '"""The ids of the quirk catalogue. The code reports a quirk by a member of',
+        "``QuirkId`` (``QuirkId.EOF_NO_DONE``), so that a typo is an error (mypy's, or an",
+        "AttributeError), never an id the catalogue does not know.",
         "",
         "Generated from the catalogue, :mod:`streamtool.core.model.quirks`",
         "(``python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py``); a test",
         "keeps the two equal. A module of its own, so that the code that reports quirks does not",
-        "load the catalogue's texts. A member is its id: it compares, hashes and serializes as the",
-        "string.",
+        "load the catalogue's texts.",
+        "",
+        "A member is its id: a ``str`` (it compares, hashes and serializes as the text) of a",
+        "closed set. ``QuirkId(text)`` is the member of that id, and raises ``ValueError`` for",
+        "any other text; ``QuirkId.members()`` lists them in the catalogue's order. It is not an",
+        "``enum.Enum``: every replay imports this module, and building an enum of the catalogue's",
+        "ids cost some 78,000 instructions a member at every start (10 million for 129 ids, 2% of",
+        "a small replay's whole run); the members here are made from the annotations, once.",
         '"""',
         "",
-        "from enum import StrEnum",
+        "from __future__ import annotations",
+        "",
+        "from typing import ClassVar",
         "",
         "",
-        "class QuirkId(StrEnum):",
+        "class QuirkId(str):",
+        '    """A quirk id of the catalogue (see the module\'s docstring)."""',
+        "",
+        "    __slots__ = ()",
+        "",
     ]
-    lines += [f'    {e[0].upper()} = "{e[0]}"' for entries, _ in _TABLES for e in entries]
+    lines += [f"    {e[0].upper()}: ClassVar[QuirkId]" for entries, _ in _TABLES for e in entries]
+    lines += [
+        "",
+        "    def __new__(cls, text: str) -> QuirkId:",
+        "        member = _MEMBERS.get(text)",
+        "        if member is None:",
+        '            raise ValueError(f"{text!r} is not a quirk id of the catalogue")',
+        "        return member",
+        "",
+        "    @property",
+        "    def value(self) -> str:",
+        '        """The id as a plain ``str`` (as an enum member\'s ``value``)."""',
+        "        return str.__str__(self)",
+        "",
+        "    @classmethod",
+        "    def members(cls) -> tuple[QuirkId, ...]:",
+        '        """Every id, in the catalogue\'s order."""',
+        "        return tuple(_MEMBERS.values())",
+        "",
+        "",
+        "_MEMBERS: dict[str, QuirkId] = {}",
+        "for _name in QuirkId.__annotations__:",
+        "    _MEMBERS[_name.lower()] = _member = str.__new__(QuirkId, _name.lower())",
+        "    setattr(QuirkId, _name, _member)",
+        "del _name, _member",
+    ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--ids"]:  # pragma: no cover
-    # the generator of quirk_ids.py runs before the catalogue is built from the enum it writes
+    # the generator of quirk_ids.py runs before the catalogue is built from the class it writes
     sys.stdout.write(quirk_ids_source())
     sys.exit(0)
 

@@ -15,7 +15,7 @@ import base64
 import binascii
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -188,7 +188,7 @@ class End(msgspec.Struct):
         return {"type": "end", "t": self.t, "reason": self.reason, "error": self.error}
 
 
-class RecordedExchange(NamedTuple):
+class RecordedExchange(msgspec.Struct, frozen=True):
     """A whole recording in memory, under its name (a tape's file stem): what a session's
     player serves and a session's faults edit (MCP), the exchanges of a tape together."""
 

@@ -1,11 +1,12 @@
 """The closed sets of names the model reports, as enums: a segment's type and its events' kinds
-(re-exported by :mod:`streamtool.core.model`), a quirk's severity and kind, and the kind of a
+(re-exported by :mod:`streamtool.core.model`) and the kind of a
 :class:`~streamtool.core.model.StreamError`.
 
 A member is its name: it compares, hashes and serializes as the string, so every JSON and text
 output is the same as with the bare string, and a typo is an error (mypy's, or an
-AttributeError), never a name nobody checks for. The quirk ids have their own enum,
-:mod:`streamtool.core.model.quirk_ids`, generated from the catalogue.
+AttributeError), never a name nobody checks for. The quirk ids have their own class,
+:mod:`streamtool.core.model.quirk_ids`, generated from the catalogue; a quirk's severity and
+kind are the catalogue's (:mod:`streamtool.core.model.quirks`), which a replay does not load.
 """
 
 from enum import StrEnum
@@ -34,24 +35,6 @@ class SegmentEventType(StrEnum):
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
-
-
-class Severity(StrEnum):
-    """How much a quirk matters, most severe first."""
-
-    ERROR = "error"  # a client will likely get it wrong
-    WARN = "warn"  # a client may get it wrong, or streamtool repaired something
-    INFO = "info"  # a legitimate variation worth knowing about
-
-
-class QuirkKind(StrEnum):
-    """What a catalogue entry is."""
-
-    PROVIDER = "provider"  # a provider's way of streaming
-    MODEL = "model"  # a fault of the model's output
-    WIRE = "wire"  # how the bytes arrived: read boundaries and framing
-    # a server's behaviour over the exchanges of a session (MCP), applied to a tape, not a stream
-    SESSION = "session"
 
 
 class ErrorKind(StrEnum):

@@ -32,9 +32,8 @@ from typing import Any
 
 from ..engine.replay import ReplayEngine
 from ..model.quirk_ids import QuirkId
-from ..model.quirks import CATALOGUE, QuirkInfo, entry
+from ..model.quirks import CATALOGUE, QuirkInfo, QuirkKind, entry
 from ..model.records import Chunk, Control, End, Header, Message, chunk_from_read
-from ..model.vocabulary import QuirkKind
 from ..plugins import api_for_converter, api_table, part
 from .session import Session
 from .stream import Stream, parse

@@ -34,9 +34,8 @@ from typing import Any, Protocol, Unpack
 
 from ..engine.replay import EngineOptions, Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
-from ..model.quirks import lookup, severity_rank
+from ..model.quirks import Severity, lookup, severity_rank
 from ..model.records import Chunk, End, Header
-from ..model.vocabulary import Severity
 from ..pipeline.segment_log import SegmentLog
 from ..wire.sse import SSEEvent
 

@@ -16,7 +16,9 @@ folding the events again. Sans-IO.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from ..model import SegmentEvent, SegmentEventType, SegmentType
 from ..model.textbuf import SEAL, TextBuffer
@@ -132,7 +134,7 @@ class Segment:
         return item
 
 
-class SegmentChanges(NamedTuple):
+class SegmentChanges(msgspec.Struct, frozen=True):
     """What changed in a log between two looks (each list in order of START)."""
 
     cursor: int  # to give to the next call

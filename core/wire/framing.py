@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from .eventstream import PRELUDE, EventStreamDecoder, looks_like_prelude
 from .jsonstream import JSONArrayDecoder, NDJSONDecoder
 from .sse import SSEDecoder, SSEItem
 
@@ -29,7 +28,9 @@ class Decoder(Protocol):
 
 _FIRST = re.compile(rb"[^ \t\r\n]")
 _BOM = b"\xef\xbb\xbf"
-_HEAD = PRELUDE  # bytes of the body's beginning kept while the framing is undecided
+# bytes of the body's beginning kept while the framing is undecided: an event-stream prelude's
+# (the binary framing's module is imported only for a body that starts as one might)
+_HEAD = 12
 
 
 def sniff(first: bytes | str) -> str | None:
@@ -37,6 +38,8 @@ def sniff(first: bytes | str) -> str | None:
     ``None`` if blank (or binary and shorter than a prelude)."""
     data = _as_bytes(first)
     if data[:1] == b"\x00":
+        from .eventstream import PRELUDE, looks_like_prelude
+
         binary = looks_like_prelude(data[:PRELUDE])
         if binary is None:
             return None
@@ -66,6 +69,8 @@ def make_decoder(kind: str) -> Decoder:
     if kind == "ndjson":
         return NDJSONDecoder()
     if kind == "eventstream":
+        from .eventstream import EventStreamDecoder
+
         return EventStreamDecoder()
     return SSEDecoder()
 
