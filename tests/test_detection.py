@@ -274,3 +274,25 @@ def test_named_events_of_every_api_asked_from_many_threads_at_once_are_all_told(
     }
     told = fresh_python_prints(_THREADS_PROBE, *(f"{k}={v}" for k, v in named.items()))
     assert told.split() == ["True", str(len(named) * 4)]
+
+
+_REPLAY_IMPORTS = """
+import contextlib, io, sys
+from streamtool.cli.main import main
+modules = sys.argv[2:]
+sys.argv = ["streamtool", "replay", sys.argv[1], "--format", "json"]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main()
+print(*(m in sys.modules for m in modules))
+"""
+
+
+def test_a_replay_of_an_sse_recording_loads_neither_the_binary_framing_nor_the_catalogue() -> None:
+    # what a replay of a text stream does not use, it does not import at start: the binary
+    # event-stream framing (Bedrock's), the quirk catalogue (its texts, severities and kinds)
+    recording = Path(__file__).resolve().parent.parent / "recordings" / (
+        "anthropic-text-then-tool-use.jsonl"
+    )
+    modules = ("streamtool.core.wire.eventstream", "streamtool.core.model.quirks")
+    loaded = fresh_python_prints(_REPLAY_IMPORTS, str(recording), *modules)
+    assert loaded.split() == ["False", "False"]

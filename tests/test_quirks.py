@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
+
+import pytest
 
 from streamtool.core.model import Quirk
 from streamtool.core.model.quirk_ids import QuirkId
@@ -27,6 +30,16 @@ def test_the_quirk_ids_are_the_catalogue_s():
         "core/model/quirk_ids.py is stale: "
         "python -m streamtool.core.model.quirks --ids > core/model/quirk_ids.py"
     )
+
+
+def test_the_quirk_ids_are_a_closed_set_of_strings():
+    # the text of an id gives its member; any other text is refused, as an enum would
+    assert QuirkId("eof_no_done") is QuirkId.EOF_NO_DONE
+    with pytest.raises(ValueError, match="'eof_no_dne' is not a quirk id"):
+        QuirkId("eof_no_dne")
+    assert pickle.loads(pickle.dumps(QuirkId.EOF_NO_DONE)) is QuirkId.EOF_NO_DONE
+    assert type(QuirkId.EOF_NO_DONE.value) is str and QuirkId.EOF_NO_DONE.value == "eof_no_done"
+    assert len(set(QuirkId.members())) == len(QuirkId.members()) == len(CATALOGUE)
 
 
 def test_a_member_is_its_id():
