@@ -290,8 +290,10 @@ print(*(m in sys.modules for m in modules))
 def test_a_replay_of_an_sse_recording_loads_neither_the_binary_framing_nor_the_catalogue() -> None:
     # what a replay of a text stream does not use, it does not import at start: the binary
     # event-stream framing (Bedrock's), the quirk catalogue (its texts, severities and kinds)
-    recording = Path(__file__).resolve().parent.parent / "recordings" / (
-        "anthropic-text-then-tool-use.jsonl"
+    recording = (
+        Path(__file__).resolve().parent.parent
+        / "recordings"
+        / ("anthropic-text-then-tool-use.jsonl")
     )
     modules = ("streamtool.core.wire.eventstream", "streamtool.core.model.quirks")
     loaded = fresh_python_prints(_REPLAY_IMPORTS, str(recording), *modules)
