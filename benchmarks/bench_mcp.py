@@ -22,6 +22,10 @@ Figures and targets:
    ``--seconds`` seconds: tool calls per second through the proxy / direct, rounds alternating
    (the order swapped every round), the median of ``--rounds`` ratios >= 0.8x.
 
+``--against DIR`` adds the proxy of another checkout (``DIR/streamtool`` is the package, imported
+through ``PYTHONPATH``), recording into a folder of its own, to the same paired calls and rounds:
+the proxy as it is against the proxy as it was.
+
 Every proxied call's recording is checked at the end: one per call, holding the bytes the client
 read. Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the three processes
 share the cores.
@@ -33,6 +37,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -225,6 +230,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7, help="paired throughput rounds (>= 3)")
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=3.0, help="one throughput round's length")
+    ap.add_argument(
+        "--against",
+        metavar="DIR",
+        help="also the proxy of another checkout: DIR holds its package as DIR/streamtool",
+    )
     ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     exit_on_terminate()
@@ -274,6 +284,12 @@ def main() -> None:
                 for kind in kinds
             ]
             relays = [proxy, *floors]
+            if args.against:
+                other_out = Path(tmp) / "against"
+                other_out.mkdir()
+                env = {**os.environ, "PYTHONPATH": str(Path(args.against).resolve())}
+                command = [*CLI, "proxy", "--upstream", upstream.url, "--out", str(other_out)]
+                relays.append(Process([*command, "--view", "none", "--port", "0"], env=env))
             try:
                 urls = [upstream.url, *(r.url for r in relays)]
                 times, bodies = asyncio.run(latency(urls, args.calls))
@@ -313,6 +329,8 @@ def main() -> None:
 
     direct = times[0]
     labels = ["proxy", *(FLOOR_LABELS[kind] for kind in kinds)]
+    if args.against:
+        labels.append("proxy of --against")
     print(f"one tool call, kept-alive session, {args.calls} rounds of calls through each path")
     print(f"  direct {statistics.median(direct) * 1000:6.2f} ms")
     extras = []
@@ -343,6 +361,14 @@ def main() -> None:
         print(
             f"  {FLOOR_LABELS[kind]} against the proxy's libraries' relay: {ratio:.2f}x the "
             f"calls/s, {extra:+.2f} ms a call (paired medians)"
+        )
+    if args.against:  # the proxy against the other checkout's, paired
+        k = len(labels)
+        ratio = statistics.median(row[1] / row[k] for row in rounds)
+        extra = statistics.median(p - o for p, o in zip(times[1], times[k], strict=True)) * 1000
+        print(
+            f"  the proxy against the proxy of --against: {ratio:.2f}x the calls/s, "
+            f"{extra:+.2f} ms a call (paired medians)"
         )
     upstream_ms = statistics.median(c[-1] for c in cpu) * 1000
     print(f"  the MCP server's CPU per call {upstream_ms:.2f} ms")

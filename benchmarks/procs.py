@@ -36,8 +36,14 @@ class Process:
     """A process that serves on 127.0.0.1: its origin read from the first line it writes to
     stderr, or ``url`` when given; ``name`` says which in an error (the command's last word)."""
 
-    def __init__(self, command: list[str], url: str | None = None, name: str = "") -> None:
-        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    def __init__(
+        self,
+        command: list[str],
+        url: str | None = None,
+        name: str = "",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
         self.pid = self.proc.pid
         if url is None:
             assert self.proc.stderr is not None
