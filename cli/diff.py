@@ -12,13 +12,9 @@ from streamtool.core.handlers import default_parser
 
 from .errors import fail, user_errors
 from .main import app
-from .params import (
-    TextOrJson,
-    converter_option,
-    no_color_option,
-    parser_option,
-)
+from .params import converter_option, no_color_option, parser_option
 from .replay import check_names
+from .text_or_json import TextOrJson
 
 if TYPE_CHECKING:
     from rich.text import Text

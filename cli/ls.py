@@ -10,8 +10,8 @@ import typer
 
 from .choices import check_quirk_id, check_sort, complete_quirk_id, complete_sort
 from .main import app
-from .params import TextOrJson
 from .store_paths import checked_out
+from .text_or_json import TextOrJson
 
 if TYPE_CHECKING:
     from streamtool.core.drive.listing import Filters, Row

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
@@ -29,13 +29,6 @@ from .choices import complete_converter, complete_parser
 
 # annotation -> the word help shows for it
 _LABELS: dict[Any, str] = {str: "TEXT", int: "INTEGER", float: "NUMBER", Path: "PATH"}
-
-
-class TextOrJson(StrEnum):
-    """A ``--format`` of text for people or JSON for scripts."""
-
-    text = "text"
-    json = "json"
 
 
 def choices(names: Iterable[str]) -> str:

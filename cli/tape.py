@@ -16,7 +16,7 @@ from streamtool.core.outputs.emit import builtin_names
 
 from .errors import fail, user_errors
 from .main import app
-from .params import TextOrJson
+from .text_or_json import TextOrJson
 
 tape_app = typer.Typer(
     name="tape",
