@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamtool.core.converters import detect_from_event, detect_from_header
 from streamtool.core.model.records import Header
@@ -298,3 +300,115 @@ def test_a_replay_of_an_sse_recording_loads_neither_the_binary_framing_nor_the_c
     modules = ("streamtool.core.wire.eventstream", "streamtool.core.model.quirks")
     loaded = fresh_python_prints(_REPLAY_IMPORTS, str(recording), *modules)
     assert loaded.split() == ["False", "False"]
+
+
+def _bundled_objects() -> list[dict]:
+    """The JSON objects of the first events of every bundled recording (every API's shapes)."""
+    from streamtool.core.wire.sse import SSEDecoder
+
+    objects = []
+    for path in sorted(RECORDINGS.glob("*.jsonl")):
+        decoder = SSEDecoder()
+        events = []
+        for line in path.read_text(encoding="utf-8").splitlines()[1:40]:
+            record = json.loads(line)
+            if record.get("type") == "chunk" and isinstance(record.get("text"), str):
+                events += decoder.feed(record["text"])
+        for event in events:
+            try:
+                obj = json.loads(getattr(event, "data", "") or "null")
+            except ValueError:
+                continue
+            if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+                obj = obj[0]
+            if isinstance(obj, dict):
+                objects.append(obj)
+    return objects
+
+
+def _sniffers() -> list[tuple[str, tuple[str, ...], object]]:
+    from streamtool.core.plugins import part
+    from streamtool.core.plugins.table import builtin_apis
+
+    found = []
+    for api in builtin_apis():
+        sniff = getattr(part(api, "detect"), "sniff_json", None)
+        if sniff is not None:
+            found.append((api.id, api.json_keys, sniff))
+    return found
+
+
+_KEYS = sorted({k for _, keys, _ in _sniffers() for k in keys} | {"id", "model", "delta", "data"})
+_WORDS = sorted(
+    {v for obj in _bundled_objects() for v in obj.values() if isinstance(v, str) and len(v) < 60}
+    | {"2.0", "error", "text_completion", "chat.completion.chunk", "response.created"}
+)
+_VALUES = st.recursive(
+    st.one_of(st.sampled_from(_WORDS), st.integers(0, 3), st.none(), st.booleans()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from([*_KEYS, "type", "status", "text"]), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+def _holds_a_key_when_claimed(obj: dict) -> None:
+    for api_id, keys, sniff in _sniffers():
+        assert "*" not in keys, f"{api_id}'s row lists no json_keys: asked of every object"
+        if sniff(obj) is not None:  # type: ignore[operator]
+            assert any(k in obj for k in keys), (api_id, obj)
+        # and without the keys its row lists, the object is not its
+        assert sniff({k: v for k, v in obj.items() if k not in keys}) is None  # type: ignore[operator]
+
+
+def test_every_sniffer_claims_only_objects_holding_one_of_its_rows_json_keys() -> None:
+    from streamtool.core.plugins import part
+    from streamtool.core.plugins.table import builtin_apis
+
+    for api in builtin_apis():  # a row that lists no key has a part that reads no JSON
+        sniffs = hasattr(part(api, "detect"), "sniff_json")
+        assert bool(api.json_keys) == sniffs, api.id
+    objects = _bundled_objects()
+    assert len(objects) > 100
+    claimed = set()
+    for obj in objects:
+        _holds_a_key_when_claimed(obj)
+        claimed |= {api_id for api_id, _, sniff in _sniffers() if sniff(obj) is not None}  # type: ignore[operator]
+    assert len(claimed) >= 6  # the recordings hold shapes of most APIs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, min_size=1, max_size=5))
+def test_any_object_a_sniffer_claims_holds_one_of_its_rows_json_keys(obj: dict) -> None:
+    _holds_a_key_when_claimed(obj)
+
+
+_JSON_PROBE = """
+import json, sys
+from streamtool.core.converters import detect_from_event
+from streamtool.core.plugins.table import builtin_apis
+from streamtool.core.wire.sse import SSEEvent
+found = detect_from_event(SSEEvent(sys.argv[1], ""), plugins=False)
+imported = [a.id for a in builtin_apis() if a.package + ".detect" in sys.modules]
+print(found, ",".join(imported) or "-")
+"""
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected", "imported"),
+    [
+        # a chat chunk holds "object" and "choices": only the two APIs that read them are asked
+        (
+            {"id": "c", "object": "chat.completion.chunk", "choices": []},
+            "openai-chat",
+            "openai-chat,openai-completions",
+        ),
+        ({"jsonrpc": "2.0", "id": 1, "result": {}}, "mcp", "mcp"),
+        ({"candidates": [{"content": {}}]}, "gemini", "gemini"),
+    ],
+)
+def test_an_unnamed_event_imports_only_the_parts_that_read_its_keys(
+    obj: dict, expected: str, imported: str
+) -> None:
+    assert fresh_python_prints(_JSON_PROBE, json.dumps(obj)).split() == [expected, imported]

@@ -109,7 +109,10 @@ class _Sniffers:
     name: the APIs in table order, each part imported when the ones before it did not answer
     (no two APIs name an event alike, so the first answer is the answer, as when every part
     was asked): a stream whose events are named imports the parts up to its API's, not all of
-    them. By its JSON: every part, asked in the order of their ``RANK``."""
+    them. By its JSON: the parts of the APIs whose row's ``json_keys`` the object holds one of
+    (``*``: any object), imported as an object first needs them and asked in the
+    order of their ``RANK``: the parts left out are those whose sniffer reads none of the
+    object's keys, so the answer is the one every part asked in that order would give."""
 
     def __init__(self, apis: tuple[WireApi, ...]) -> None:
         import threading
@@ -118,7 +121,9 @@ class _Sniffers:
         self._asked = 0  # the APIs whose parts were imported for their event sniffer
         self._events: list[Callable[[str], str | None]] = []  # grows only, in table order
         self._loading = threading.Lock()  # one thread at a time imports the next part
-        self._objects: tuple[Callable[[dict[str, Any]], str | None], ...] | None = None
+        # the JSON sniffers imported so far, by API, and the ranked lists per set of APIs asked
+        self._json: dict[str, tuple[int, Callable[[dict[str, Any]], str | None]] | None] = {}
+        self._ranked: dict[frozenset[str], tuple[Callable[[dict[str, Any]], str | None], ...]] = {}
 
     def by_event(self, name: str) -> str | None:
         """The converter an event's name points to, the APIs asked in table order."""
@@ -147,18 +152,35 @@ class _Sniffers:
                     return True
             return False
 
-    def objects(self) -> tuple[Callable[[dict[str, Any]], str | None], ...]:
-        """The JSON sniffers of every part, lower ``RANK`` first."""
-        if self._objects is None:
-            from ..plugins import part
+    def by_object(self, obj: dict[str, Any]) -> str | None:
+        """The converter an event's JSON object points to: the sniffers of the APIs that may
+        claim it (see the class's docstring), lower ``RANK`` first."""
+        wanted = frozenset(
+            api.id
+            for api in self._apis
+            if "*" in api.json_keys or any(k in obj for k in api.json_keys)
+        )
+        ranked = self._ranked.get(wanted)
+        if ranked is None:
+            ranked = self._ranked[wanted] = self._rank(wanted)
+        for sniff in ranked:
+            found = sniff(obj)
+            if found is not None:
+                return found
+        return None
 
-            parts = [found for api in self._apis if (found := part(api, "detect")) is not None]
-            ranked = sorted(
-                (p for p in parts if hasattr(p, "sniff_json")),
-                key=lambda p: getattr(p, "RANK", _LAST),
-            )
-            self._objects = tuple(p.sniff_json for p in ranked)
-        return self._objects
+    def _rank(self, wanted: frozenset[str]) -> tuple[Callable[[dict[str, Any]], str | None], ...]:
+        from ..plugins import part
+
+        with self._loading:
+            for api in self._apis:
+                if api.id in wanted and api.id not in self._json:
+                    detect = part(api, "detect")
+                    sniff = getattr(detect, "sniff_json", None)
+                    rank = getattr(detect, "RANK", _LAST)
+                    self._json[api.id] = None if sniff is None else (rank, sniff)
+            found = [self._json[api.id] for api in self._apis if api.id in wanted]
+        return tuple(sniff for _, sniff in sorted((f for f in found if f), key=lambda f: f[0]))
 
 
 # the RANK of a detect part that gives none: after those that do
@@ -202,10 +224,9 @@ def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | 
         if obj is _UNREAD:
             obj = _json_object(event.data)
         if obj is not None:
-            for sniff_json in sniffers.objects():
-                found = sniff_json(obj)
-                if found is not None:
-                    return found
+            found = sniffers.by_object(obj)
+            if found is not None:
+                return found
     return None
 
 

@@ -113,6 +113,11 @@ class WireApi(msgspec.Struct, frozen=True):
     # the package that holds the API's parts (``decoder``, ``encoder``, ``request``...): the
     # module its row is registered from, filled in by the table when a row leaves it empty
     package: str = ""
+    # the top-level keys of an event's JSON object of which its detect part's ``sniff_json``
+    # reads one at least to claim it (``["jsonrpc"]``: MCP): the part is imported and asked only
+    # for an object holding one of them (a test holds every built-in to its list); ``["*"]``:
+    # asked of every object; empty: never (a part without ``sniff_json``)
+    json_keys: tuple[str, ...] = ("*",)
 
     # the named tuple's names, kept (filled in below the class)
     _fields: ClassVar[tuple[str, ...]]
