@@ -408,3 +408,36 @@ def test_a_builtin_converter_named_outright_is_itself_and_finds_its_api() -> Non
         assert converter_named(name.upper()) == name
     assert api_for_converter("no-such-converter") is None
     assert converter_named("no-such-converter") is None
+
+
+def test_the_builtin_rows_converters_are_the_registered_converters() -> None:
+    # what lets a header's converter named outright be told by the registry, no manifest read
+    from streamtool.core.plugins.registry import CONVERTERS
+
+    assert {c for api in builtin_apis() for c in api.converters} == set(CONVERTERS.builtins)
+
+
+_ROWS_READ = """
+import sys
+from streamtool.core.plugins import WireApi, api_for_converter, converter_named
+read = []
+original = WireApi.from_package
+WireApi.from_package = classmethod(lambda cls, package: read.append(package) or original(package))
+found = converter_named(sys.argv[1])
+print(found, api_for_converter(found).id, len(set(read)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "converter", "api", "rows"),
+    [
+        ("anthropic", "anthropic", "anthropic", 3),  # a converter named: the rows up to its API
+        ("messages", "anthropic", "anthropic", 3),  # Anthropic's API name: the third row
+        ("chat.completions", "openai-chat", "openai-chat", 1),
+    ],
+)
+def test_a_header_naming_its_api_reads_the_rows_up_to_its_own(
+    name: str, converter: str, api: str, rows: int
+) -> None:
+    got = fresh_python_prints(_ROWS_READ, name).split()
+    assert got == [converter, api, str(rows)]

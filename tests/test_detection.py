@@ -412,3 +412,21 @@ def test_an_unnamed_event_imports_only_the_parts_that_read_its_keys(
     obj: dict, expected: str, imported: str
 ) -> None:
     assert fresh_python_prints(_JSON_PROBE, json.dumps(obj)).split() == [expected, imported]
+
+
+_NAMED_ROWS_PROBE = """
+import sys
+from streamtool.core.converters import detect_from_event
+from streamtool.core.plugins import WireApi
+from streamtool.core.wire.sse import SSEEvent
+read = set()
+original = WireApi.from_package
+WireApi.from_package = classmethod(lambda cls, package: read.add(package) or original(package))
+print(detect_from_event(SSEEvent("{}", sys.argv[1]), plugins=False), len(read))
+"""
+
+
+def test_a_named_event_reads_the_rows_up_to_its_api() -> None:
+    # Anthropic's row is the table's third: its events' names read three manifests, not eleven
+    told = fresh_python_prints(_NAMED_ROWS_PROBE, "message_start").split()
+    assert told == ["anthropic", "3"]

@@ -114,11 +114,12 @@ class _Sniffers:
     order of their ``RANK``: the parts left out are those whose sniffer reads none of the
     object's keys, so the answer is the one every part asked in that order would give."""
 
-    def __init__(self, apis: tuple[WireApi, ...]) -> None:
+    def __init__(self, rows: Callable[[], Iterator[WireApi]]) -> None:
         import threading
 
-        self._apis = apis
-        self._asked = 0  # the APIs whose parts were imported for their event sniffer
+        self._rows = rows  # the APIs' rows in the table's order, each read as it is reached
+        self._pending = rows()  # the rows whose parts the event sniffers have not reached
+        self._every: tuple[WireApi, ...] | None = None  # every row, once the JSON needs them
         self._events: list[Callable[[str], str | None]] = []  # grows only, in table order
         self._loading = threading.Lock()  # one thread at a time imports the next part
         # the JSON sniffers imported so far, by API, and the ranked lists per set of APIs asked
@@ -143,21 +144,25 @@ class _Sniffers:
         from ..plugins import part
 
         with self._loading:
-            while self._asked < len(self._apis):
-                detect = part(self._apis[self._asked], "detect")
-                self._asked += 1
+            for api in self._pending:
+                detect = part(api, "detect")
                 sniff_event = getattr(detect, "sniff_event", None)
                 if sniff_event is not None:
                     self._events.append(sniff_event)
                     return True
             return False
 
+    def _all(self) -> tuple[WireApi, ...]:
+        if self._every is None:
+            self._every = tuple(self._rows())
+        return self._every
+
     def by_object(self, obj: dict[str, Any]) -> str | None:
         """The converter an event's JSON object points to: the sniffers of the APIs that may
         claim it (see the class's docstring), lower ``RANK`` first."""
         wanted = frozenset(
             api.id
-            for api in self._apis
+            for api in self._all()
             if "*" in api.json_keys or any(k in obj for k in api.json_keys)
         )
         ranked = self._ranked.get(wanted)
@@ -173,13 +178,13 @@ class _Sniffers:
         from ..plugins import part
 
         with self._loading:
-            for api in self._apis:
+            for api in self._all():
                 if api.id in wanted and api.id not in self._json:
                     detect = part(api, "detect")
                     sniff = getattr(detect, "sniff_json", None)
                     rank = getattr(detect, "RANK", _LAST)
                     self._json[api.id] = None if sniff is None else (rank, sniff)
-            found = [self._json[api.id] for api in self._apis if api.id in wanted]
+            found = [self._json[api.id] for api in self._all() if api.id in wanted]
         return tuple(sniff for _, sniff in sorted((f for f in found if f), key=lambda f: f[0]))
 
 
@@ -188,18 +193,18 @@ _LAST = 1_000_000
 
 
 @functools.cache
-def _sniffers(apis: tuple[WireApi, ...]) -> _Sniffers:
-    return _Sniffers(apis)
+def _sniffers(tier: str) -> _Sniffers:
+    from ..plugins.table import builtin_rows, plugin_apis
+
+    return _Sniffers(builtin_rows if tier == "builtin" else lambda: iter(plugin_apis()))
 
 
 def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
     """The built-in APIs' sniffers (``plugins`` not True), then the plugins' (not False)."""
-    from ..plugins.table import builtin_apis, plugin_apis
-
     if plugins is not True:
-        yield _sniffers(builtin_apis())
+        yield _sniffers("builtin")
     if plugins is not False:
-        yield _sniffers(plugin_apis())
+        yield _sniffers("plugins")
 
 
 def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | None:

@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .registry import APIS
+from .registry import APIS, CONVERTERS
 from .wire_api import WireApi
 
 T = TypeVar("T")
@@ -53,7 +53,13 @@ def _load(name: str) -> WireApi:
 @functools.cache
 def builtin_apis() -> tuple[WireApi, ...]:
     """The built-in APIs' rows, in the table's order."""
-    return tuple(_load(name) for name in APIS.builtins)
+    return tuple(builtin_rows())
+
+
+def builtin_rows() -> Iterator[WireApi]:
+    """The built-in APIs' rows in the table's order, each manifest read as it is reached (once:
+    a look-up that stops at its answer reads the manifests up to it, not all of them)."""
+    return (_load(name) for name in APIS.builtins)
 
 
 # the installed plugins' APIs that could not be loaded, and why (``streamtool converters``)
@@ -92,6 +98,16 @@ def _first(found: Callable[[tuple[WireApi, ...]], T | None]) -> T | None:
         if answer is not None:
             return answer
     return None
+
+
+def _first_row(matches: Callable[[WireApi], bool]) -> WireApi | None:
+    """The first row that ``matches``, in the table's order (the built-ins', then the
+    plugins'): the built-ins' manifests are read as the look-up reaches them, so one answered
+    by an early row reads only the manifests up to it (a replay's header, naming its API)."""
+    for api in builtin_rows():
+        if matches(api):
+            return api
+    return next((api for api in plugin_apis() if matches(api)), None)
 
 
 @functools.cache
@@ -204,21 +220,26 @@ def find_api(name: str) -> WireApi | None:
 
 def api_for_converter(converter: str | None) -> WireApi | None:
     """The API whose streams a converter reads."""
-    return _first(lambda rows: next((a for a in rows if converter in a.converters), None))
+    return _first_row(lambda api: converter in api.converters)
 
 
 def converter_named(name: str) -> str | None:
     """The converter a recording header's ``api`` points to: a converter named outright, else
-    the default one of the API it names (the built-ins asked both ways before any plugin)."""
+    the default one of the API it names (the built-ins asked both ways before any plugin).
+
+    A built-in converter is one of the built-in rows' converters (a test keeps the two equal),
+    so the built-ins' registry answers the first question without reading their manifests."""
     low = name.lower()
-
-    def found(rows: tuple[WireApi, ...]) -> str | None:
-        if any(low in a.converters for a in rows):
-            return low
-        api = _names(rows).get(low)
-        return api.converter if api is not None else None
-
-    return _first(found)
+    if low in CONVERTERS.builtins:  # a built-in converter named outright
+        return low
+    for api in builtin_rows():  # a built-in API named
+        if low in api.names:
+            return api.converter
+    plugins = plugin_apis()
+    if any(low in a.converters for a in plugins):
+        return low
+    found = next((a for a in plugins if low in a.names), None)
+    return found.converter if found is not None else None
 
 
 def api_for_provider(provider: str) -> WireApi | None:
