@@ -347,6 +347,10 @@ BAD_MANIFESTS = {
         '"path": "/x", "package": "elsewhere"}',
         "'package'",
     ),
+    "its_package_empty": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", "path": "/x", "package": ""}',
+        "'package'",
+    ),
 }
 
 

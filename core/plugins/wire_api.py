@@ -41,7 +41,7 @@ class ManifestError(ValueError):
     """An API package's manifest that does not give a row (the message names the file)."""
 
 
-class WireApi(msgspec.Struct, frozen=True):
+class WireApi(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One wire API. What the row leaves empty of its label, route, converters and error style
     follows from its other fields (see each)."""
 
@@ -203,6 +203,10 @@ WireApi._field_defaults = {
 }
 
 
+# a manifest decoded into its row (a field the row does not have is an error, not left out)
+_DECODER = msgspec.json.Decoder(WireApi)
+
+
 def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """A manifest's fields checked against the row's, its lists made tuples."""
     defaults = WireApi._field_defaults
@@ -228,6 +232,15 @@ def _row_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _manifest_row(package: str) -> WireApi:
     try:
         data = _read_beside(package, MANIFEST)
+        # a manifest msgspec takes as a row (every field of the right type, none unknown, no
+        # "package") is one: decoded into the row at once. Anything else is read again below,
+        # field by field, for the error that names what is wrong.
+        try:
+            row = _DECODER.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            row = None
+        if row is not None and b'"package"' not in data:
+            return msgspec.structs.replace(row, package=package)
         fields = json.loads(data)
         if not isinstance(fields, dict):
             raise ManifestError("a manifest is one JSON object of the row's fields")
