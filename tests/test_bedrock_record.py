@@ -331,7 +331,10 @@ def test_kill_9_mid_stream_leaves_every_read_on_disk(
         try:
             deadline = time.monotonic() + 30
             while _bytes_so_far(out) < keep:
-                assert proc.poll() is None and time.monotonic() < deadline
+                if proc.poll() is not None:  # ended before the stall: say why
+                    why = proc.stderr.read().decode(errors="replace")  # type: ignore[union-attr]
+                    pytest.fail(f"record exited {proc.returncode} mid-stream: {why}")
+                assert time.monotonic() < deadline
                 time.sleep(0.02)
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
