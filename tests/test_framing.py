@@ -299,3 +299,11 @@ def test_sse_retry_line_before_a_whole_event_keeps_its_value() -> None:
     decoder = SSEDecoder()
     out = decoder.feed("retry: 3000\n") + decoder.feed("data: x\n\n")
     assert out == [SSEEvent("x", None, None, 3000)]
+
+
+def test_the_head_kept_while_undecided_is_an_event_stream_prelude() -> None:
+    # framing keeps its own copy of the prelude's length (so that a text body never imports
+    # the binary framing's module): the two must not drift apart
+    from streamtool.core.wire import eventstream, framing
+
+    assert framing._HEAD == eventstream.PRELUDE
