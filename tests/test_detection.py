@@ -192,7 +192,7 @@ from streamtool.core.plugins.table import builtin_apis
 from streamtool.core.wire.sse import SSEEvent
 found = detect_from_event(SSEEvent(sys.argv[2], sys.argv[1]), plugins=False)
 imported = [a.id for a in builtin_apis() if a.package + ".detect" in sys.modules]
-print(found, ",".join(imported))
+print(found, ",".join(imported) or "-")
 """
 
 
@@ -201,21 +201,103 @@ print(found, ",".join(imported))
     [
         ("message_start", '{"type":"message_start","message":{}}', "anthropic"),
         ("response.created", '{"type":"response.created","response":{}}', "openai-responses"),
+        ("content-delta", '{"type":"content-delta"}', "cohere"),
+        ("step.delta", '{"event_type":"step.delta"}', "gemini-interactions"),
+        ("messageStart", "{}", "bedrock-converse"),
+        ("chunk", "{}", "bedrock-invoke"),
     ],
 )
-def test_a_named_event_imports_the_detect_parts_up_to_its_api(
+def test_a_named_event_is_told_by_the_rows_without_importing_a_detect_part(
     event: str, data: str, expected: str
 ) -> None:
-    # the event sniffers are asked in the table's order, each API's part imported only when the
-    # ones before it did not answer: the parts after the one that answers are never imported
-    from streamtool.core.plugins.table import builtin_apis
-
-    order = [a.id for a in builtin_apis()]
+    # the event names are the rows' (event_names, read in the table's order up to the API):
+    # no API's detect part is imported to tell a named event
     found, imported = fresh_python_prints(_NAMED_EVENT_PROBE, event, data).split()
-    assert found == expected
-    assert imported.split(",") == order[: order.index(expected) + 1]
+    assert (found, imported) == (expected, "-")
     # and the same answer in this process, where other tests may have imported every part
     assert detect_from_event(SSEEvent(data, event), plugins=False) == expected
+
+
+def test_every_row_names_the_events_its_decoder_reads() -> None:
+    # a name the row lists is its API's by the rows; a name no row lists is nobody's by name
+    # (an MCP stream's "message", a realtime session's messages): the JSON tells those
+    from streamtool.core.plugins.table import builtin_apis
+
+    rows = builtin_apis()
+    for api in rows:
+        assert "*" not in api.event_names, api.id  # a built-in lists its names, or none
+        for name in api.event_names:
+            probe = name[:-1] + "delta" if name.endswith("*") else name
+            told = [other.id for other in rows if other.names_event(probe)]
+            assert told == [api.id], (name, told)  # no two rows name an event alike
+    for nobody in ("message", "error", "", "responses.created", "message_start_"):
+        assert [a.id for a in rows if a.names_event(nobody)] == []
+
+
+@pytest.mark.parametrize(
+    ("listed", "name", "named"),
+    [
+        (("message_start",), "message_start", True),
+        (("message_start",), "message_start2", False),
+        (("response.*",), "response.created", True),
+        (("response.*",), "response", False),
+        (("response.*",), "responses.created", False),
+        (("*",), "anything", False),  # "*": the detect part tells, not the row
+        ((), "anything", False),
+    ],
+)
+def test_a_row_names_an_event_exactly_or_by_a_prefix(
+    listed: tuple[str, ...], name: str, named: bool
+) -> None:
+    from streamtool.core.plugins import WireApi
+
+    row = WireApi(id="x", name="x", provider="x", base_url="", path="/x", event_names=listed)
+    assert row.names_event(name) is named
+
+
+_PLUGIN_DETECT = """
+def sniff_event(name):
+    return "lines" if name.startswith("lines.") else None
+"""
+
+
+def test_a_row_listing_star_asks_its_detect_parts_sniff_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a plugin's row that lists no names (the default "*") leaves them to its detect part;
+    # names its row lists are told by the row first
+    from streamtool.core.converters import _Sniffers
+    from streamtool.core.plugins import WireApi
+
+    package = tmp_path / "lines_api_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "detect.py").write_text(_PLUGIN_DETECT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rows = [
+        WireApi(
+            id="lines",
+            name="lines",
+            provider="l",
+            base_url="",
+            path="/l",
+            package="lines_api_probe",
+            event_names=("*", "row.named"),
+        ),
+        WireApi(
+            id="quiet",
+            name="quiet",
+            provider="q",
+            base_url="",
+            path="/q",
+            package="lines_api_probe.missing",
+            event_names=(),
+        ),
+    ]
+    sniffers = _Sniffers(lambda: iter(rows))
+    assert sniffers.by_event("lines.delta") == "lines"
+    assert sniffers.by_event("row.named") == "lines"
+    assert sniffers.by_event("other") is None
 
 
 _HEADER_PROBE = """
@@ -398,10 +480,29 @@ print(found, ",".join(imported) or "-")
 @pytest.mark.parametrize(
     ("obj", "expected", "imported"),
     [
-        # a chat chunk holds "object" and "choices": only the two APIs that read them are asked
+        # a chat chunk says "object": "chat.completion.chunk", which Chat's row lists
+        # (json_values): Chat's part only picks its converter (a Kimi model's is kimi-k2)
         (
             {"id": "c", "object": "chat.completion.chunk", "choices": []},
             "openai-chat",
+            "openai-chat",
+        ),
+        (
+            {"object": "chat.completion.chunk", "model": "moonshotai/kimi-k2", "choices": []},
+            "kimi-k2",
+            "openai-chat",
+        ),
+        # a legacy completion says "object": "text_completion": one converter, no part asked
+        ({"object": "text_completion", "choices": [{"text": "a"}]}, "openai-completions", "-"),
+        # a chunk that does not say its object: the two APIs whose parts read "choices"
+        (
+            {"id": "c", "choices": [{"index": 0, "delta": {"content": "a"}}]},
+            "openai-chat",
+            "openai-chat,openai-completions",
+        ),
+        (
+            {"id": "c", "choices": [{"index": 0, "text": "a"}]},
+            "openai-completions",
             "openai-chat,openai-completions",
         ),
         ({"jsonrpc": "2.0", "id": 1, "result": {}}, "mcp", "mcp"),
@@ -430,3 +531,50 @@ def test_a_named_event_reads_the_rows_up_to_its_api() -> None:
     # Anthropic's row is the table's third: its events' names read three manifests, not eleven
     told = fresh_python_prints(_NAMED_ROWS_PROBE, "message_start").split()
     assert told == ["anthropic", "3"]
+
+
+def _ranked_answer(obj: dict) -> str | None:
+    """What the detect parts' JSON sniffers say of ``obj`` when every one is asked, lower
+    ``RANK`` first (no row's json_values read)."""
+    from streamtool.core.plugins import part
+    from streamtool.core.plugins.table import builtin_apis
+
+    ranked = sorted(
+        (getattr(part(api, "detect"), "RANK", 10**6), sniff)
+        for api in builtin_apis()
+        if (sniff := getattr(part(api, "detect"), "sniff_json", None)) is not None
+    )
+    return next((found for _, sniff in ranked if (found := sniff(obj)) is not None), None)
+
+
+def test_the_rows_json_values_tell_every_bundled_object_as_the_sniffers_would() -> None:
+    # an object holding a row's json_values is told from the row: for every event object of
+    # the bundled recordings, the answer every sniffer asked in RANK order would give
+    from streamtool.core.converters import _Sniffers
+    from streamtool.core.plugins.table import builtin_rows
+
+    objects = _bundled_objects()
+    valued = 0
+    for obj in objects:
+        sniffers = _Sniffers(builtin_rows)  # a new one each time: no answer cached
+        assert sniffers.by_object(obj) == _ranked_answer(obj), obj
+        valued += obj.get("object") in ("chat.completion.chunk", "text_completion")
+    assert valued > 20  # the recordings hold chat chunks and legacy completions
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, min_size=1, max_size=5))
+def test_an_object_that_names_its_type_by_a_rows_json_values_is_that_apis(obj: dict) -> None:
+    # an object naming its type outright is read before one known by its keys: one that says
+    # a row's json_values ("object": "chat.completion.chunk") is that API's, whatever else it
+    # holds; any other object is told as every sniffer asked in RANK order tells it
+    from streamtool.core.converters import _Sniffers
+    from streamtool.core.plugins.table import builtin_rows
+
+    for value, apis in (
+        ("chat.completion.chunk", ("openai-chat", "kimi-k2")),
+        ("text_completion", ("openai-completions",)),
+    ):
+        assert _Sniffers(builtin_rows).by_object({**obj, "object": value}) in apis
+    if obj.get("object") not in ("chat.completion.chunk", "text_completion"):
+        assert _Sniffers(builtin_rows).by_object(obj) == _ranked_answer(obj), obj

@@ -105,23 +105,26 @@ def _detect_from_header(header: Header) -> str | None:
 
 
 class _Sniffers:
-    """The ``detect`` parts' sniffers of some APIs, imported as they are needed. By the event's
-    name: the APIs in table order, each part imported when the ones before it did not answer
-    (no two APIs name an event alike, so the first answer is the answer, as when every part
-    was asked): a stream whose events are named imports the parts up to its API's, not all of
-    them. By its JSON: the parts of the APIs whose row's ``json_keys`` the object holds one of
-    (``*``: any object), imported as an object first needs them and asked in the
-    order of their ``RANK``: the parts left out are those whose sniffer reads none of the
-    object's keys, so the answer is the one every part asked in that order would give."""
+    """How some APIs tell their events, each part imported as it is needed. By the event's
+    name: the rows in table order, each read when the ones before it did not answer (no two APIs
+    name an event alike, so the first answer is the answer, as when every row was asked): a row
+    that lists its ``event_names`` answers from the row, no part imported; one that lists
+    ``*`` asks its ``detect`` part's ``sniff_event``. By its JSON: the parts of the APIs whose
+    row's ``json_keys`` the object holds one of (``*``: any object), imported as an object first
+    needs them and asked in the order of their ``RANK``: the parts left out are those whose
+    sniffer reads none of the object's keys, so the answer is the one every part asked in that
+    order would give."""
 
     def __init__(self, rows: Callable[[], Iterator[WireApi]]) -> None:
         import threading
 
         self._rows = rows  # the APIs' rows in the table's order, each read as it is reached
-        self._pending = rows()  # the rows whose parts the event sniffers have not reached
+        self._pending = rows()  # the rows the event sniffers have not reached
         self._every: tuple[WireApi, ...] | None = None  # every row, once the JSON needs them
         self._events: list[Callable[[str], str | None]] = []  # grows only, in table order
-        self._loading = threading.Lock()  # one thread at a time imports the next part
+        self._valued_pending = rows()  # the rows whose json_values are not read yet
+        self._values: list[tuple[str, str, WireApi]] = []  # (key, value, API), in table order
+        self._loading = threading.Lock()  # one thread at a time reads the next row
         # the JSON sniffers imported so far, by API, and the ranked lists per set of APIs asked
         self._json: dict[str, tuple[int, Callable[[dict[str, Any]], str | None]] | None] = {}
         self._ranked: dict[frozenset[str], tuple[Callable[[dict[str, Any]], str | None], ...]] = {}
@@ -137,18 +140,39 @@ class _Sniffers:
                     return found
             asked = len(events)
             if not self._load_next() and len(self._events) == asked:
-                return None  # every part imported, and every sniffer asked
+                return None  # every row read, and every sniffer asked
 
     def _load_next(self) -> bool:
-        """Import the next API's part that has an event sniffer; ``False`` when none is left."""
-        from ..plugins import part
-
+        """Read the next row that tells events by name; ``False`` when none is left."""
         with self._loading:
             for api in self._pending:
-                detect = part(api, "detect")
-                sniff_event = getattr(detect, "sniff_event", None)
-                if sniff_event is not None:
-                    self._events.append(sniff_event)
+                sniff = _event_sniffer(api)
+                if sniff is not None:
+                    self._events.append(sniff)
+                    return True
+            return False
+
+    def _valued(self, obj: dict[str, Any]) -> WireApi | None:
+        """The API whose row's ``json_values`` the object holds one of, the rows read in table
+        order as the ones before did not answer."""
+        asked = 0
+        while True:
+            values = self._values
+            for key, value, api in values[asked:]:
+                if obj.get(key) == value:
+                    return api
+            asked = len(values)
+            if not self._read_values() and len(self._values) == asked:
+                return None  # every row read, and every value asked
+
+    def _read_values(self) -> bool:
+        """Read the next row that lists ``json_values``; ``False`` when none is left."""
+        with self._loading:
+            for api in self._valued_pending:
+                if api.json_values:
+                    for listed in api.json_values:
+                        key, _, value = listed.partition("=")
+                        self._values.append((key, value, api))
                     return True
             return False
 
@@ -158,8 +182,12 @@ class _Sniffers:
         return self._every
 
     def by_object(self, obj: dict[str, Any]) -> str | None:
-        """The converter an event's JSON object points to: the sniffers of the APIs that may
-        claim it (see the class's docstring), lower ``RANK`` first."""
+        """The converter an event's JSON object points to: the API whose row's ``json_values``
+        it holds one of, else the sniffers of the APIs that may claim it (see the class's
+        docstring), lower ``RANK`` first."""
+        api = self._valued(obj)
+        if api is not None:
+            return _pick(api, obj)
         wanted = frozenset(
             api.id
             for api in self._all()
@@ -188,6 +216,36 @@ class _Sniffers:
         return tuple(sniff for _, sniff in sorted((f for f in found if f), key=lambda f: f[0]))
 
 
+def _pick(api: WireApi, obj: dict[str, Any]) -> str:
+    """The converter of an object ``api``'s row told as its: its default, or (an API with more
+    than one) the one its detect part's ``sniff_json`` picks."""
+    if len(api.converters) > 1:
+        from ..plugins import part
+
+        sniff = getattr(part(api, "detect"), "sniff_json", None)
+        found = sniff(obj) if sniff is not None else None
+        if found is not None:
+            return str(found)
+    return api.converter
+
+
+def _event_sniffer(api: WireApi) -> Callable[[str], str | None] | None:
+    """How ``api`` tells an event by its name: the names its row lists, then (a row listing
+    ``*``) its detect part's ``sniff_event``; ``None`` when it tells none."""
+    from ..plugins import part
+
+    ask = getattr(part(api, "detect"), "sniff_event", None) if "*" in api.event_names else None
+    if ask is None and all(listed == "*" for listed in api.event_names):
+        return None  # no name listed, and no part to ask
+
+    def sniff(name: str) -> str | None:
+        if api.names_event(name):
+            return api.converter
+        return ask(name) if ask is not None else None
+
+    return sniff
+
+
 # the RANK of a detect part that gives none: after those that do
 _LAST = 1_000_000
 
@@ -210,10 +268,11 @@ def _tiers(plugins: bool | None) -> Iterator[_Sniffers]:
 def detect_from_event(event: SSEEvent, *, plugins: bool | None = None) -> str | None:
     """The converter one event's shape points to, or ``None`` if it does not tell.
 
-    Each API's ``detect`` part (light on purpose: this may import every one of them) says whether
-    an event is its API's: ``sniff_event`` by the event's name (the APIs asked in the table's
-    order: no two name an event alike), then ``sniff_json`` by the event's JSON object (the
-    first of a JSON array), the parts asked in the order of their ``RANK``, lower first: an
+    Each API says whether an event is its API's: by the event's name, its row's
+    ``event_names`` (or, a row listing ``*``, its ``detect`` part's ``sniff_event``; the APIs
+    asked in the table's order: no two name an event alike), then by the event's JSON object,
+    its ``detect`` part's ``sniff_json`` (light on purpose: this may import several; the
+    first object of a JSON array), the parts asked in the order of their ``RANK``, lower first: an
     object that names its type outright is read before one known by its keys. The built-in
     APIs are asked first, the plugins' after; ``plugins=False`` asks the built-ins only,
     ``plugins=True`` the plugins only (a caller with several events asks the built-ins about

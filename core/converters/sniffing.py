@@ -1,5 +1,5 @@
-"""The sniffers of an API's ``detect`` part whose events are named by a set of names: as SSE
-event names, or in a field of their JSON objects. Light, as the detect parts are."""
+"""The JSON sniffer of an API's ``detect`` part whose events name their type in a field of
+their objects, among the names its row lists (``event_names``). Light, as the detect parts are."""
 
 from __future__ import annotations
 
@@ -7,17 +7,14 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 
-def by_event_names(
+def by_type_field(
     converter: str, events: Collection[str], key: str = "type"
-) -> tuple[Callable[[str], str | None], Callable[[dict[str, Any]], str | None]]:
-    """``(sniff_event, sniff_json)``: ``converter`` for an SSE event name among ``events``, and
-    for an event's JSON object whose ``key`` names one of them."""
-
-    def sniff_event(name: str) -> str | None:
-        return converter if name in events else None
+) -> Callable[[dict[str, Any]], str | None]:
+    """``sniff_json``: ``converter`` for an event's JSON object whose ``key`` names one of
+    ``events``."""
 
     def sniff_json(obj: dict[str, Any]) -> str | None:
         kind = obj.get(key)
         return converter if isinstance(kind, str) and kind in events else None
 
-    return sniff_event, sniff_json
+    return sniff_json

@@ -126,8 +126,15 @@ def has_part(api: WireApi, role: str) -> bool:
 @functools.cache
 def part(api: WireApi, role: str) -> ModuleType | None:
     """The module ``role`` (``decoder``, ``encoder``, ``request``...) of an API's package, or
-    ``None`` when the package has no such part."""
-    return importlib.import_module(f"{api.package}.{role}") if has_part(api, role) else None
+    ``None`` when the package (or it) is not there. Imported at once, found once: a part that
+    is there but fails to import (a module it imports is missing) raises its error."""
+    name = f"{api.package}.{role}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name in (name, api.package):
+            return None
+        raise
 
 
 def _route_matches(route: str, path: str) -> bool:

@@ -118,6 +118,16 @@ class WireApi(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # for an object holding one of them (a test holds every built-in to its list); ``["*"]``:
     # asked of every object; empty: never (a part without ``sniff_json``)
     json_keys: tuple[str, ...] = ("*",)
+    # the SSE event names (or event-stream frames' :event-type) of its streams, a name ending in
+    # "*" standing for every name that begins with the rest ("response.*"): an event so named
+    # is this API's (its default converter), told from the row without importing a part;
+    # ["*"]: its detect part's ``sniff_event`` is asked; empty: its events carry no name
+    event_names: tuple[str, ...] = ("*",)
+    # "KEY=VALUE": an event's JSON object whose top-level KEY is the string VALUE is this API's,
+    # told from the row before any detect part is asked (a value no other API's objects hold at
+    # that key: Chat's "object=chat.completion.chunk"); its part's ``sniff_json`` then only picks
+    # among its converters, when it has more than one
+    json_values: tuple[str, ...] = ()
 
     # the named tuple's names, kept (filled in below the class)
     _fields: ClassVar[tuple[str, ...]]
@@ -177,6 +187,16 @@ class WireApi(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def claims_path(self, path: str) -> bool:
         """A (lower case) request path is for this API's provider (:attr:`provider_path`)."""
         return self.provider_path is not None and bool(_pattern(self.provider_path).search(path))
+
+    def names_event(self, name: str) -> bool:
+        """An event named ``name`` is one of this API's, as its row's :attr:`event_names` list
+        them (a row that lists ``"*"`` leaves that to its detect part: ``False`` here)."""
+        for listed in self.event_names:
+            if listed == "*":
+                continue
+            if name == listed or (listed.endswith("*") and name.startswith(listed[:-1])):
+                return True
+        return False
 
     def errs_on(self, path: str) -> bool:
         """A request path no endpoint answers takes this API's error shape (:attr:`error_path`)."""

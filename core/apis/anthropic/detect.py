@@ -1,29 +1,21 @@
-"""How a stream shows it is Anthropic Messages: its event names, or the ``type`` its events name."""
+"""How a stream shows it is Anthropic Messages by its JSON: the ``type`` its events name (its
+SSE event names are its row's ``event_names``, told without this part)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...converters.sniffing import by_event_names
+from ...converters.sniffing import by_type_field
+from . import API
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``)
 RANK = 30
 
-EVENTS = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
+# the API's event names, as its row lists them
+EVENTS = frozenset(API.event_names)
 
-
-# the converter an SSE event name, or an event's JSON ``type``, points to, when it is this API's
-sniff_event, _sniff_type = by_event_names("anthropic", EVENTS)
+# the converter an event's JSON ``type`` points to, when it is one of this API's events
+_sniff_type = by_type_field("anthropic", EVENTS)
 
 
 def sniff_json(obj: dict[str, Any]) -> str | None:

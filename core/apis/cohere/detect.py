@@ -1,28 +1,16 @@
-"""How a stream shows it is Cohere's v2 chat: its event names, or the ``type`` its events name."""
+"""How a stream shows it is Cohere's v2 chat by its JSON: the ``type`` its events name (its SSE
+event names are its row's ``event_names``, told without this part)."""
 
 from __future__ import annotations
 
-from ...converters.sniffing import by_event_names
+from ...converters.sniffing import by_type_field
+from . import API
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``)
 RANK = 40
 
-EVENTS = frozenset(
-    {
-        "message-start",
-        "content-start",
-        "content-delta",
-        "content-end",
-        "tool-plan-delta",
-        "tool-call-start",
-        "tool-call-delta",
-        "tool-call-end",
-        "citation-start",
-        "citation-end",
-        "message-end",
-    }
-)
+# the API's event names, as its row lists them
+EVENTS = frozenset(API.event_names)
 
-
-# the converter an SSE event name, or an event's JSON ``type``, points to, when it is this API's
-sniff_event, sniff_json = by_event_names("cohere", EVENTS)
+# the converter an event's JSON ``type`` points to, when it is one of this API's events
+sniff_json = by_type_field("cohere", EVENTS)

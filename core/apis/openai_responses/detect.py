@@ -1,4 +1,5 @@
-"""How a stream shows it is OpenAI Responses: events named ``response.*``."""
+"""How a stream shows it is OpenAI Responses by its JSON: a ``response.*`` type (its SSE events,
+named ``response.*``, are told by its row's ``event_names``, without this part)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,6 @@ from typing import Any
 
 # where this API's JSON sniffing comes among the APIs' (lower first; see ``detect_from_event``)
 RANK = 20
-
-
-def sniff_event(name: str) -> str | None:
-    """The converter an SSE event name points to, when it is one of this API's."""
-    return "openai-responses" if name.startswith("response.") else None
 
 
 def sniff_json(obj: dict[str, Any]) -> str | None:
