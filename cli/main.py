@@ -199,6 +199,26 @@ def _unencodable(exc: UnicodeError) -> tuple[str | bytes, int]:
     return replacement * len(text), exc.end
 
 
+PYPROJECT = "pyproject.toml"
+
+
+def find_pyproject(start: str | None = None) -> str | None:
+    """The ``pyproject.toml`` of ``start`` (the current folder), else of the nearest folder
+    above it that has one, or ``None``: a few ``stat`` calls, made at every command's start
+    before the settings (:mod:`.settings`) are imported, only where there is a file."""
+    import os
+
+    folder = os.path.abspath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(folder, PYPROJECT)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def main() -> None:
     import atexit
     import gc
@@ -230,7 +250,11 @@ def main() -> None:
         completion_init()
         app(complete_var=COMPLETE_VAR)
         return
+    pyproject = find_pyproject()
+    if pyproject is None:  # no project file: no defaults, and the settings are not imported
+        app(complete_var=COMPLETE_VAR)
+        return
     from .settings import ProjectDefaults
 
     # the options' defaults of the project's pyproject.toml ([tool.streamtool])
-    app(complete_var=COMPLETE_VAR, default_map=ProjectDefaults(COMMANDS))
+    app(complete_var=COMPLETE_VAR, default_map=ProjectDefaults(COMMANDS, pyproject))

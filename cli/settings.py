@@ -32,7 +32,6 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-PYPROJECT = "pyproject.toml"
 TABLE = "tool.streamtool"
 PARSER_ENV = ("STREAMTOOL_PARSER", "AUTOBYTEUS_STREAM_PARSER")
 
@@ -118,17 +117,6 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def find_pyproject(start: Path | None = None) -> Path | None:
-    """The ``pyproject.toml`` of ``start`` (the current folder), else of the nearest folder
-    above it that has one."""
-    here = (start or Path.cwd()).absolute()
-    for folder in (here, *here.parents):
-        candidate = folder / PYPROJECT
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def read_table(path: Path) -> dict[str, Any]:
     """The ``[tool.streamtool]`` table of ``path`` (empty when it has none)."""
     try:
@@ -205,11 +193,14 @@ def command_defaults(
 class ProjectDefaults(dict[str, Any]):
     """The root ``default_map``: each command's defaults from the project's ``pyproject.toml``,
     read and checked when click creates that command's context (``commands``: the command
-    names). An unusable table is one line on standard error and exit code 2."""
+    names; ``path``: the project's ``pyproject.toml``, found by
+    :func:`streamtool.cli.main.find_pyproject`). An unusable table is one line on standard
+    error and exit code 2."""
 
-    def __init__(self, commands: Collection[str]) -> None:
+    def __init__(self, commands: Collection[str], path: str | Path) -> None:
         super().__init__()
         self.commands = commands
+        self.path = Path(path)
 
     def get(self, command: str, default: Any = None) -> Any:
         if command not in self.commands:
@@ -219,9 +210,7 @@ class ProjectDefaults(dict[str, Any]):
         return super().get(command, default)
 
     def _read(self, command: str) -> dict[str, Any]:
-        path = find_pyproject()
-        if path is None:
-            return {}
+        path = self.path
         try:
             return command_defaults(read_table(path), command, path, self.commands)
         except SettingsError as exc:

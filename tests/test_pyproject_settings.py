@@ -14,7 +14,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from streamtool.cli.main import COMMANDS, app
+from streamtool.cli.main import COMMANDS, app, find_pyproject
 from streamtool.cli.settings import (
     SETTINGS,
     ProjectDefaults,
@@ -127,7 +127,9 @@ def test_a_bad_value_is_one_line_naming_the_file_and_the_key(
     """In this process, through click's default_map as ``main()`` gives it."""
     monkeypatch.chdir(project(tmp_path, table))
     done = CliRunner().invoke(
-        app, ["replay", str(REC), "--format", "json"], default_map=ProjectDefaults(COMMANDS)
+        app,
+        ["replay", str(REC), "--format", "json"],
+        default_map=ProjectDefaults(COMMANDS, find_pyproject()),
     )
     assert done.exit_code == 2 and done.stdout == ""
     assert done.stderr.startswith(f"streamtool: error: {tmp_path / 'pyproject.toml'}: ")
