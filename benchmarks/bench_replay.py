@@ -49,19 +49,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_startup import make_env  # noqa: E402
+from benchmarks.bench_startup import export_tree, instructions, make_env, write_sse  # noqa: E402
 from benchmarks.bench_startup import run as wall  # noqa: E402
 from benchmarks.generators import GENERATORS  # noqa: E402
 
@@ -106,19 +104,6 @@ def summary(cmd: list[str]) -> dict[str, object]:
     return dict(json.loads(proc.stdout))
 
 
-def export_tree(rev: str, where: Path) -> Path:
-    """The files of this repository at ``rev``, written below ``where``."""
-    archive = where / "tree.tar"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(archive), rev], check=True
-    )
-    source = where / "tree"
-    with tarfile.open(archive) as tar:
-        tar.extractall(source, filter="data")
-    archive.unlink()
-    return source
-
-
 def imports_sdks(args: list[str]) -> list[str]:
     code = (
         "import sys, runpy; sys.argv = ['streamtool', *sys.argv[1:]];\n"
@@ -134,16 +119,6 @@ def imports_sdks(args: list[str]) -> list[str]:
         text=True,
     )
     return [m for m in proc.stderr.strip().split(",") if m]
-
-
-def write_sse(jsonl: Path, sse: Path) -> None:
-    """The raw body of a recording: its chunks' text, as the network delivered it."""
-    with open(jsonl, encoding="utf-8") as src, open(sse, "w", encoding="utf-8") as out:
-        next(src)
-        for line in src:
-            obj = json.loads(line)
-            if obj.get("type") == "chunk":
-                out.write(obj["text"])
 
 
 def measure(path: Path, small: Path, runs: int) -> dict[str, list[float]]:
@@ -174,22 +149,6 @@ def same_summary(path: Path) -> str:
     new, old = (summary(cli + ["replay", str(path), "--format", "json"]) for cli in (CLI, OLD_CLI))
     differ = sorted(k for k in new.keys() | old.keys() if new.get(k) != old.get(k))
     return "same summary" if not differ else "summaries differ in: " + ", ".join(differ)
-
-
-def instructions(cmd: list[str]) -> int:
-    """The CPU instructions ``cmd`` runs, counted by valgrind (cachegrind, no cache simulation)."""
-    proc = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        + cmd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},  # both trees hash strings alike
-    )
-    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"valgrind failed on: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
 
 
 def counted(path: Path, small: Path) -> str:
