@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from streamtool.core.converters import detect_from_event, detect_from_header
 from streamtool.core.model.records import Header
+from streamtool.core.plugins import WireApi
 from streamtool.core.wire.sse import SSEEvent
 
 from .conftest import RECORDINGS
@@ -249,10 +250,14 @@ def test_every_row_names_the_events_its_decoder_reads() -> None:
 def test_a_row_names_an_event_exactly_or_by_a_prefix(
     listed: tuple[str, ...], name: str, named: bool
 ) -> None:
-    from streamtool.core.plugins import WireApi
+    assert _row("x", event_names=listed).names_event(name) is named
 
-    row = WireApi(id="x", name="x", provider="x", base_url="", path="/x", event_names=listed)
-    assert row.names_event(name) is named
+
+def _row(api_id: str, **fields: object) -> WireApi:
+    """A made-up API's row."""
+    return WireApi(
+        id=api_id, name=api_id, provider=api_id, base_url="", path=f"/{api_id}", **fields
+    )  # type: ignore[arg-type]
 
 
 _PLUGIN_DETECT = """
@@ -267,7 +272,6 @@ def test_a_row_listing_star_asks_its_detect_parts_sniff_event(
     # a plugin's row that lists no names (the default "*") leaves them to its detect part;
     # names its row lists are told by the row first
     from streamtool.core.converters import _Sniffers
-    from streamtool.core.plugins import WireApi
 
     package = tmp_path / "lines_api_probe"
     package.mkdir()
@@ -275,24 +279,8 @@ def test_a_row_listing_star_asks_its_detect_parts_sniff_event(
     (package / "detect.py").write_text(_PLUGIN_DETECT)
     monkeypatch.syspath_prepend(str(tmp_path))
     rows = [
-        WireApi(
-            id="lines",
-            name="lines",
-            provider="l",
-            base_url="",
-            path="/l",
-            package="lines_api_probe",
-            event_names=("*", "row.named"),
-        ),
-        WireApi(
-            id="quiet",
-            name="quiet",
-            provider="q",
-            base_url="",
-            path="/q",
-            package="lines_api_probe.missing",
-            event_names=(),
-        ),
+        _row("lines", package="lines_api_probe", event_names=("*", "row.named")),
+        _row("quiet", package="lines_api_probe.missing", event_names=()),
     ]
     sniffers = _Sniffers(lambda: iter(rows))
     assert sniffers.by_event("lines.delta") == "lines"

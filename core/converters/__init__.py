@@ -104,77 +104,74 @@ def _detect_from_header(header: Header) -> str | None:
     return api.converter if api is not None else None
 
 
+class _InOrder:
+    """Answers made from rows in the table's order, each row read when the answers made from
+    the ones before it did not tell (``make``: a row's askers, none for a row that tells
+    nothing this way): a question answered by an early row reads the rows up to it. Safe from
+    several threads: one at a time reads the next row, and the askers only grow."""
+
+    def __init__(
+        self,
+        rows: Iterator[WireApi],
+        make: Callable[[WireApi], list[Callable[[Any], str | None]]],
+        lock: Any,
+    ) -> None:
+        self._rows = rows  # the rows not read yet
+        self._make = make
+        self._askers: list[Callable[[Any], str | None]] = []  # grows only, in table order
+        self._lock = lock
+
+    def ask(self, question: Any) -> str | None:
+        """The first answer, in the table's order, or ``None`` when no row tells."""
+        asked = 0
+        while True:
+            askers = self._askers
+            for ask in askers[asked:]:
+                found = ask(question)
+                if found is not None:
+                    return found
+            asked = len(askers)
+            if not self._read_next() and len(self._askers) == asked:
+                return None  # every row read, and every asker asked
+
+    def _read_next(self) -> bool:
+        """Read up to the next row that tells; ``False`` when none is left."""
+        with self._lock:
+            for api in self._rows:
+                made = self._make(api)
+                if made:
+                    self._askers.extend(made)
+                    return True
+            return False
+
+
 class _Sniffers:
     """How some APIs tell their events, each part imported as it is needed. By the event's
     name: the rows in table order, each read when the ones before it did not answer (no two APIs
     name an event alike, so the first answer is the answer, as when every row was asked): a row
     that lists its ``event_names`` answers from the row, no part imported; one that lists
-    ``*`` asks its ``detect`` part's ``sniff_event``. By its JSON: the parts of the APIs whose
-    row's ``json_keys`` the object holds one of (``*``: any object), imported as an object first
-    needs them and asked in the order of their ``RANK``: the parts left out are those whose
-    sniffer reads none of the object's keys, so the answer is the one every part asked in that
-    order would give."""
+    ``*`` asks its ``detect`` part's ``sniff_event``. By its JSON: first the rows'
+    ``json_values`` in the same way (an object naming its type outright), then the parts of the
+    APIs whose row's ``json_keys`` the object holds one of (``*``: any object), imported as an
+    object first needs them and asked in the order of their ``RANK``: the parts left out are
+    those whose sniffer reads none of the object's keys, so the answer is the one every part
+    asked in that order would give."""
 
     def __init__(self, rows: Callable[[], Iterator[WireApi]]) -> None:
         import threading
 
         self._rows = rows  # the APIs' rows in the table's order, each read as it is reached
-        self._pending = rows()  # the rows the event sniffers have not reached
         self._every: tuple[WireApi, ...] | None = None  # every row, once the JSON needs them
-        self._events: list[Callable[[str], str | None]] = []  # grows only, in table order
-        self._valued_pending = rows()  # the rows whose json_values are not read yet
-        self._values: list[tuple[str, str, WireApi]] = []  # (key, value, API), in table order
-        self._loading = threading.Lock()  # one thread at a time reads the next row
+        self._loading = threading.Lock()  # one thread at a time reads the next row or part
+        self._named = _InOrder(rows(), _event_sniffers, self._loading)
+        self._valued = _InOrder(rows(), _value_sniffers, self._loading)
         # the JSON sniffers imported so far, by API, and the ranked lists per set of APIs asked
         self._json: dict[str, tuple[int, Callable[[dict[str, Any]], str | None]] | None] = {}
         self._ranked: dict[frozenset[str], tuple[Callable[[dict[str, Any]], str | None], ...]] = {}
 
     def by_event(self, name: str) -> str | None:
         """The converter an event's name points to, the APIs asked in table order."""
-        asked = 0
-        while True:
-            events = self._events
-            for sniff in events[asked:]:
-                found = sniff(name)
-                if found is not None:
-                    return found
-            asked = len(events)
-            if not self._load_next() and len(self._events) == asked:
-                return None  # every row read, and every sniffer asked
-
-    def _load_next(self) -> bool:
-        """Read the next row that tells events by name; ``False`` when none is left."""
-        with self._loading:
-            for api in self._pending:
-                sniff = _event_sniffer(api)
-                if sniff is not None:
-                    self._events.append(sniff)
-                    return True
-            return False
-
-    def _valued(self, obj: dict[str, Any]) -> WireApi | None:
-        """The API whose row's ``json_values`` the object holds one of, the rows read in table
-        order as the ones before did not answer."""
-        asked = 0
-        while True:
-            values = self._values
-            for key, value, api in values[asked:]:
-                if obj.get(key) == value:
-                    return api
-            asked = len(values)
-            if not self._read_values() and len(self._values) == asked:
-                return None  # every row read, and every value asked
-
-    def _read_values(self) -> bool:
-        """Read the next row that lists ``json_values``; ``False`` when none is left."""
-        with self._loading:
-            for api in self._valued_pending:
-                if api.json_values:
-                    for listed in api.json_values:
-                        key, _, value = listed.partition("=")
-                        self._values.append((key, value, api))
-                    return True
-            return False
+        return self._named.ask(name)
 
     def _all(self) -> tuple[WireApi, ...]:
         if self._every is None:
@@ -185,9 +182,9 @@ class _Sniffers:
         """The converter an event's JSON object points to: the API whose row's ``json_values``
         it holds one of, else the sniffers of the APIs that may claim it (see the class's
         docstring), lower ``RANK`` first."""
-        api = self._valued(obj)
-        if api is not None:
-            return _pick(api, obj)
+        told = self._valued.ask(obj)
+        if told is not None:
+            return told
         wanted = frozenset(
             api.id
             for api in self._all()
@@ -229,21 +226,34 @@ def _pick(api: WireApi, obj: dict[str, Any]) -> str:
     return api.converter
 
 
-def _event_sniffer(api: WireApi) -> Callable[[str], str | None] | None:
+def _event_sniffers(api: WireApi) -> list[Callable[[str], str | None]]:
     """How ``api`` tells an event by its name: the names its row lists, then (a row listing
-    ``*``) its detect part's ``sniff_event``; ``None`` when it tells none."""
+    ``*``) its detect part's ``sniff_event``; none when it tells none."""
     from ..plugins import part
 
     ask = getattr(part(api, "detect"), "sniff_event", None) if "*" in api.event_names else None
     if ask is None and all(listed == "*" for listed in api.event_names):
-        return None  # no name listed, and no part to ask
+        return []  # no name listed, and no part to ask
 
     def sniff(name: str) -> str | None:
         if api.names_event(name):
             return api.converter
         return ask(name) if ask is not None else None
 
-    return sniff
+    return [sniff]
+
+
+def _value_sniffers(api: WireApi) -> list[Callable[[dict[str, Any]], str | None]]:
+    """How ``api`` tells an event's JSON object by the ``KEY=VALUE`` pairs its row lists
+    (``json_values``); none when it lists none."""
+    if not api.json_values:
+        return []
+    pairs = [(key, value) for key, _, value in (v.partition("=") for v in api.json_values)]
+
+    def sniff(obj: dict[str, Any]) -> str | None:
+        return _pick(api, obj) if any(obj.get(k) == v for k, v in pairs) else None
+
+    return [sniff]
 
 
 # the RANK of a detect part that gives none: after those that do
