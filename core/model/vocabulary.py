@@ -24,17 +24,11 @@ class SegmentType(StrEnum):
     # result or error): its metadata names it, its content is the message as JSON
     MESSAGE = "message"
 
-    def __str__(self) -> str:  # pragma: no cover - cosmetic
-        return self.value
-
 
 class SegmentEventType(StrEnum):
     START = "SEGMENT_START"
     CONTENT = "SEGMENT_CONTENT"
     END = "SEGMENT_END"
-
-    def __str__(self) -> str:  # pragma: no cover - cosmetic
-        return self.value
 
 
 class ErrorKind(StrEnum):
