@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import re
 import sys
@@ -255,7 +256,7 @@ def index_entry(ex: Exchange) -> dict[str, Any]:
     """The tape index's fields for an ended exchange (``IndexEntry(**index_entry(ex))``)."""
     return {
         "seq": ex.seq,
-        "file": Path(ex.file).name if ex.file else None,
+        "file": os.path.basename(ex.file) if ex.file else None,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
         "api": ex.api,
         "provider": ex.provider,
@@ -702,7 +703,7 @@ class ProxyApp:
         for ex in ended:
             if ex.file is None:
                 continue
-            if ex.record_error is not None or not Path(ex.file).exists():
+            if ex.record_error is not None or not os.path.exists(ex.file):
                 self.tape.release(ex.file)  # its number is free again
                 continue
             kept.append(ex)
