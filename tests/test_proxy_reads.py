@@ -141,6 +141,31 @@ def test_a_client_gone_after_the_head_leaves_the_head_recorded(tmp_path: Path) -
     assert entry["end"] == "interrupted" and entry["status"] == 200
 
 
+def test_a_client_gone_before_the_head_ends_the_exchange_at_once(tmp_path: Path) -> None:
+    # the upstream takes 3 s to answer; the client leaves after 0.3 s: the exchange ends then
+    # (its upstream request cancelled), not when the upstream answers, and is recorded as
+    # interrupted by the client, with no status (no head came)
+    writes = [(3.0, HEAD + chunked(event(0)) + b"0\r\n\r\n")]
+    out = tmp_path / "caps"
+    with (
+        ScriptedUpstream(writes) as up,
+        proxy_to(out, up.url) as px,
+    ):
+        start = time.monotonic()
+        with httpx.Client(timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
+            client.post(px.url + "/v1/chat/completions", json=BODY)
+        [entry] = wait_for_index(out, 1, timeout=5)
+        ended_after = time.monotonic() - start
+    assert ended_after < 2.0, f"ended {ended_after:.2f} s after the request"
+    assert entry["end"] == "interrupted" and entry["status"] is None
+    [f] = captured(out)
+    header, chunks, end = read_all(f)
+    assert header.request["body"] == BODY
+    assert chunks == []
+    assert end.reason == "interrupted"
+    assert "the client closed the connection" in end.error
+
+
 def test_keep_alive_and_a_pooled_connection_the_upstream_closed(tmp_path: Path) -> None:
     writes = [(0.0, HEAD + chunked(event(1), b"data: [DONE]\n\n") + b"0\r\n\r\n")]
     out = tmp_path / "caps"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ..plugins import error_body
@@ -24,8 +25,10 @@ _HOST = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]@/\\\s]+))(?
 MISDIRECTED = 421
 
 
+@lru_cache(maxsize=256)
 def is_loopback(host: str) -> bool:
-    """``localhost``, or an address in 127/8 or ``::1`` (brackets allowed)."""
+    """``localhost``, or an address in 127/8 or ``::1`` (brackets allowed). Kept for the
+    last hosts asked about: every request's ``Host`` is asked about, mostly the same one."""
     host = host.strip()
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]

@@ -573,39 +573,51 @@ class _ForwardedResponse:
 
     # -- the exchange ---------------------------------------------------------------------------
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        import anyio
+        import asyncio
 
+        task = asyncio.current_task()
+        assert task is not None
         cut: BaseException | None = None
         client_gone = False
-        async with anyio.create_task_group() as tg:
+        stopped = False  # the watch below cancelled the exchange (the client went away)
 
-            async def watch_disconnect() -> None:
-                nonlocal client_gone
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        client_gone = True
-                        if self._started:
-                            # the client may have left after the stream's last event, before
-                            # the upstream's body ended (an SDK stops reading at its last
-                            # event): the upstream gets a moment to end, for a complete
-                            # recording (nothing more reaches the client); ``_run`` ending
-                            # cancels this wait
-                            await anyio.sleep(LINGER)
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch_disconnect)
+        async def watch_disconnect() -> None:
+            nonlocal client_gone, stopped
             try:
-                cut = await self._run(send)
-            finally:
-                if not self._ended:
-                    with anyio.CancelScope(shield=True):  # the recorder needs its file name
-                        await self._ready()
-                    received = self.ex.bytes
-                    who = "the client closed the connection" if client_gone else "stopped"
-                    self._finish("interrupted", f"{who} after {received} bytes")
-                tg.cancel_scope.cancel()
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            except Exception:  # the client's side cannot be read: taken as gone
+                pass
+            client_gone = True
+            if self._ended:
+                return  # the exchange is over (the server says so once it answered)
+            if self._started:
+                # the client may have left after the stream's last event, before the
+                # upstream's body ended (an SDK stops reading at its last event): the upstream
+                # gets a moment to end, for a complete recording (nothing more reaches the
+                # client); the exchange ending cancels this wait
+                await asyncio.sleep(LINGER)
+            if not self._ended:
+                stopped = True
+                task.cancel()
+
+        # a task of the event loop's own, cancelled when the exchange ends (anyio's task group
+        # cost each exchange its task handle, its cancel scopes and, to cancel the watch, a
+        # message holding the repr of the task that cancels)
+        watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+        try:
+            cut = await self._run(send)
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+            task.uncancel()  # the watch's own: the exchange ends here, as its client left
+        finally:
+            watcher.cancel()
+            if not self._ended:
+                await self._ready()  # the recorder needs its file name (shielded in there)
+                received = self.ex.bytes
+                who = "the client closed the connection" if client_gone else "stopped"
+                self._finish("interrupted", f"{who} after {received} bytes")
         if cut is not None:
             raise CutConnection(str(cut))
 

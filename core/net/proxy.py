@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -255,7 +256,7 @@ def index_entry(ex: Exchange) -> dict[str, Any]:
     """The tape index's fields for an ended exchange (``IndexEntry(**index_entry(ex))``)."""
     return {
         "seq": ex.seq,
-        "file": Path(ex.file).name if ex.file else None,
+        "file": os.path.basename(ex.file) if ex.file else None,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ex.started_at)),
         "api": ex.api,
         "provider": ex.provider,
@@ -276,33 +277,59 @@ _T = TypeVar("_T")
 
 class Batches(Generic[_T]):
     """Work done on a thread of its own, in order, all that is waiting at once: ``run`` is
-    called with every item submitted since it was last called (never two calls at once)."""
+    called with every item submitted since it was last called (never two calls at once).
+
+    The thread waits on a ``queue.SimpleQueue``: handing it an item is one call into C (a
+    wake-up when it sleeps), where a thread pool's ``submit`` made a future, took two locks and
+    counted its threads again, on the event loop, for every batch. Items submitted after
+    :meth:`shutdown` are done at once, in the caller's thread; the thread is a daemon, and
+    the interpreter's exit waits for what it was given (``atexit``)."""
 
     def __init__(self, run: Callable[[list[_T]], None], name: str) -> None:
+        import atexit
+
         self._run = run
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._queue: queue.SimpleQueue[_T | None] = queue.SimpleQueue()  # None: stop
         self._guard = threading.Lock()
-        self._waiting: list[_T] = []
-        self._scheduled = False  # a run is queued that will take what is waiting
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+        atexit.register(self.shutdown)
 
     def submit(self, item: _T) -> None:
         with self._guard:
-            self._waiting.append(item)
-            if self._scheduled:
+            if not self._closed:
+                self._queue.put(item)
                 return
-            self._scheduled = True
-        self._executor.submit(self._drain)
+        self._run([item])
 
-    def _drain(self) -> None:
-        with self._guard:
-            batch, self._waiting = self._waiting, []
-            self._scheduled = False
-        if batch:
-            self._run(batch)
+    def _work(self) -> None:
+        get, more = self._queue.get, self._queue.get_nowait
+        while True:
+            batch = [get()]
+            with suppress(queue.Empty):
+                while True:
+                    batch.append(more())
+            items = [item for item in batch if item is not None]
+            if items:
+                try:
+                    self._run(items)
+                except Exception:  # run's own failures are its to report; the thread goes on
+                    _log.exception("streamtool: the tape's file work failed")
+            if len(items) < len(batch):
+                return
 
     def shutdown(self) -> None:
         """Wait until everything submitted is done."""
-        self._executor.shutdown(wait=True)
+        import atexit
+
+        with self._guard:
+            if not self._closed:
+                self._closed = True
+                self._queue.put(None)
+        atexit.unregister(self.shutdown)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
 
 
 @dataclass(slots=True, eq=False)
@@ -676,7 +703,7 @@ class ProxyApp:
         for ex in ended:
             if ex.file is None:
                 continue
-            if ex.record_error is not None or not Path(ex.file).exists():
+            if ex.record_error is not None or not os.path.exists(ex.file):
                 self.tape.release(ex.file)  # its number is free again
                 continue
             kept.append(ex)

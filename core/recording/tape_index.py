@@ -21,7 +21,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,7 +62,8 @@ class IndexEntry:
     chunks: int | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        # its fields are plain values: no deep copy (``asdict``) needed
+        return {name: getattr(self, name) for name in _ENTRY_FIELDS}
 
     @classmethod
     def from_obj(cls, obj: Any, path: str, line: int) -> IndexEntry:
@@ -78,6 +79,9 @@ class IndexEntry:
             )
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in obj.items() if k in known})
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(IndexEntry))
 
 
 def _escapes(name: str) -> bool:
@@ -138,16 +142,16 @@ def tape_lock(folder: str | os.PathLike[str], held: Any = None) -> Iterator[None
     ``held``: the ``filelock.FileLock`` of that file to use (a writer's own, made once)."""
     from filelock import FileLock, Timeout
 
-    path = Path(folder) / LOCK_NAME
-    lock = held if held is not None else FileLock(str(path), timeout=LOCK_TIMEOUT)
+    path = os.path.join(folder, LOCK_NAME)
+    lock = held if held is not None else FileLock(path, timeout=LOCK_TIMEOUT)
     try:
         lock.acquire()
     except Timeout:
         raise RecordingError(
-            str(path), None, f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
+            path, None, f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
         ) from None
     except OSError as exc:  # filelock opens the lock file without following a link
-        raise RecordingError(str(path), None, _lock_error(path, exc)) from None
+        raise RecordingError(path, None, _lock_error(Path(path), exc)) from None
     try:
         yield
     finally:
@@ -200,7 +204,7 @@ def append_entries(
     """Append entries to ``folder/index.jsonl`` under the tape's lock (``locked``: the caller
     holds it already; ``lock``: how to take it, by default :func:`tape_lock`), then flush them
     to disk. An empty list makes an empty index."""
-    index = Path(folder) / INDEX_NAME
+    index = os.path.join(folder, INDEX_NAME)
     data = b"".join(
         (json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         for e in entries
@@ -224,7 +228,7 @@ def append_entries(
         with fh:
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise RecordingError(str(index), None, os_error_text(exc)) from None
+        raise RecordingError(index, None, os_error_text(exc)) from None
 
 
 def append_entry(folder: str | os.PathLike[str], entry: IndexEntry) -> None:
@@ -367,31 +371,31 @@ def highest_seq(folder: str | os.PathLike[str]) -> int:
 def read_counter(folder: str | os.PathLike[str]) -> int | None:
     """The folder's counter (:data:`COUNTER_NAME`): the highest sequence number handed out;
     ``None`` when there is none (or it does not hold a number)."""
-    path = Path(folder) / COUNTER_NAME
+    path = os.path.join(folder, COUNTER_NAME)
     try:
         fd = open_own(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise RecordingError(str(path), None, os_error_text(exc)) from None
+        raise RecordingError(path, None, os_error_text(exc)) from None
     try:
         text = os.read(fd, 4096)
     except OSError as exc:
-        raise RecordingError(str(path), None, os_error_text(exc)) from None
+        raise RecordingError(path, None, os_error_text(exc)) from None
     finally:
         os.close(fd)
     text = text.strip()
     return int(text) if text.isdigit() else None
 
 
-def _write_counter(folder: Path, seq: int, *, in_place: bool) -> None:
+def _write_counter(folder: str | os.PathLike[str], seq: int, *, in_place: bool) -> None:
     """Leave the counter at ``seq``. ``in_place``: the counter held a smaller number, so the new
     one is written over it, not into a truncated file (ext4 pushes a file truncated and written
     again to the disk at its close: ~1 ms, several under load, on every exchange). The text
     written ends in a newline: whatever it does not cover is the old number's trailing space,
     or it reads as no number (then the folder is listed, and the next write truncates)."""
     flags = os.O_WRONLY | os.O_CREAT | (0 if in_place else os.O_TRUNC)
-    fd = open_own(folder / COUNTER_NAME, flags)
+    fd = open_own(os.path.join(folder, COUNTER_NAME), flags)
     try:
         os.write(fd, b"%d\n" % seq)
     finally:
@@ -453,6 +457,7 @@ class Tape:
         storage: TapeStorage | None = None,
     ) -> None:
         self.folder = Path(folder)
+        self._folder = str(self.folder)
         self.storage = storage  # each appended exchange is published there too
         if create:
             fresh = is_fresh(self.folder)
@@ -477,7 +482,7 @@ class Tape:
         if self._file_lock is None:
             from filelock import FileLock
 
-            self._file_lock = FileLock(str(self.folder / LOCK_NAME), timeout=LOCK_TIMEOUT)
+            self._file_lock = FileLock(os.path.join(self._folder, LOCK_NAME), timeout=LOCK_TIMEOUT)
         return self._file_lock
 
     @contextmanager
@@ -509,7 +514,7 @@ class Tape:
         if not wanted:
             return out
         with self.lock():
-            counter = read_counter(self.folder)
+            counter = read_counter(self._folder)
             in_place = counter is not None
             if counter is None or not self._listed:
                 counter = max(counter or 0, highest_seq(self.folder))
@@ -520,38 +525,42 @@ class Tape:
             # by hand push the numbers past it
             written = seq + len(wanted)
             try:
-                _write_counter(self.folder, written, in_place=in_place)
+                _write_counter(self._folder, written, in_place=in_place)
             except OSError as exc:
                 first = self.folder / exchange_name(seq + 1, *wanted[0])
                 raise RecordingError(str(first), None, os_error_text(exc)) from None
+            folder = self._folder  # names as text: a path object each costs more than its file
             for api, model in wanted:
                 while True:
                     seq += 1
-                    path = self.folder / exchange_name(seq, api, model)
+                    name = exchange_name(seq, api, model)
+                    path = os.path.join(folder, name)
+                    held = os.path.join(folder, f".{name}{RESERVED_SUFFIX}")  # reservation()
                     try:
                         if seq > written:
-                            _write_counter(self.folder, seq, in_place=True)
+                            _write_counter(folder, seq, in_place=True)
                             written = seq
-                        fd = open_own(reservation(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                        fd = open_own(held, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                     except FileExistsError:
                         continue
                     except OSError as exc:
-                        out.append(RecordingError(str(path), None, os_error_text(exc)))
+                        out.append(RecordingError(path, None, os_error_text(exc)))
                         break
                     os.close(fd)
                     if os.path.lexists(path):  # a file (or a link) placed by hand under that name
-                        os.unlink(reservation(path))
+                        os.unlink(held)
                         continue
                     self._last = seq
-                    out.append((seq, path))
+                    out.append((seq, Path(path)))
                     break
         return out
 
     def release(self, file: str | os.PathLike[str]) -> None:
         """The exchange recorded in ``file`` (a name or path in the tape) has ended: its
         sequence number needs no reservation any more."""
+        name = os.path.basename(file)
         with suppress(OSError):
-            os.unlink(reservation(self.folder / Path(file).name))
+            os.unlink(os.path.join(self._folder, f".{name}{RESERVED_SUFFIX}"))  # reservation()
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
@@ -563,7 +572,7 @@ class Tape:
         crash leaves each entry whole or not there, as for one)."""
         try:
             if entries:
-                append_entries(self.folder, entries, lock=self.lock)  # the fsync after the lock
+                append_entries(self._folder, entries, lock=self.lock)  # the fsync after the lock
             if self.storage is not None:
                 for entry in entries:
                     self.storage.publish(self.folder, entry)
