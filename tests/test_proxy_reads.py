@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,7 @@ def proxy_scripted(tmp_path: Path, writes: list[tuple[float, bytes]], sent: list
     """A chat completion posted through the proxy to an upstream that makes ``writes``; checks
     that the client got 200 and the bytes ``sent``; gives the recording's index entry, its
     recorded reads and its end."""
-    out = tmp_path / "caps"
-    with (
-        ScriptedUpstream(writes) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with _through_proxy(tmp_path, writes) as (out, px):
         status, reads = raw_post(px.url + "/v1/chat/completions", BODY)
         [entry] = wait_for_index(out, 1)
     assert status == 200
@@ -90,15 +87,20 @@ def test_quick_reads_are_gathered_into_one_record_per_gather(tmp_path: Path) -> 
     assert all(b - a >= GATHER * 0.9 for a, b in zip(times, times[1:], strict=False))
 
 
+@contextlib.contextmanager
+def _through_proxy(tmp_path: Path, writes: list) -> Iterator[tuple[Path, Any]]:
+    """A proxy recording into ``tmp_path / "caps"`` in front of an upstream that writes
+    ``writes``: the tape's folder and the proxy."""
+    out = tmp_path / "caps"
+    with ScriptedUpstream(writes) as up, proxy_to(out, up.url) as px:
+        yield out, px
+
+
 def test_the_recording_is_named_while_the_upstream_works_on_the_request(tmp_path: Path) -> None:
     # the upstream answers 1 s after the request came: well before that, the proxy has checked
     # the request and claimed its recording's number (a reservation), off the first byte's path
     writes = [(1.0, HEAD + chunked(event(0)) + b"0\r\n\r\n")]
-    out = tmp_path / "caps"
-    with (
-        ScriptedUpstream(writes) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with _through_proxy(tmp_path, writes) as (out, px):
         start = time.monotonic()
         client = threading.Thread(target=raw_post, args=(px.url + "/v1/chat/completions", BODY))
         client.start()
@@ -119,11 +121,7 @@ def test_a_client_gone_after_the_head_leaves_the_head_recorded(tmp_path: Path) -
     # the upstream's status and headers, ended "interrupted"
     head = HEAD.replace(b"\r\n\r\n", b"\r\nx-upstream-note: kept\r\n\r\n")
     writes = [(0.0, head), (3.0, chunked(event(0)) + b"0\r\n\r\n")]
-    out = tmp_path / "caps"
-    with (
-        ScriptedUpstream(writes) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with _through_proxy(tmp_path, writes) as (out, px):
         with (
             httpx.Client(timeout=10) as client,
             client.stream("POST", px.url + "/v1/chat/completions", json=BODY) as resp,
@@ -146,11 +144,7 @@ def test_a_client_gone_before_the_head_ends_the_exchange_at_once(tmp_path: Path)
     # (its upstream request cancelled), not when the upstream answers, and is recorded as
     # interrupted by the client, with no status (no head came)
     writes = [(3.0, HEAD + chunked(event(0)) + b"0\r\n\r\n")]
-    out = tmp_path / "caps"
-    with (
-        ScriptedUpstream(writes) as up,
-        proxy_to(out, up.url) as px,
-    ):
+    with _through_proxy(tmp_path, writes) as (out, px):
         start = time.monotonic()
         with httpx.Client(timeout=0.3) as client, pytest.raises(httpx.ReadTimeout):
             client.post(px.url + "/v1/chat/completions", json=BODY)
