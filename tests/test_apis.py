@@ -342,6 +342,16 @@ BAD_MANIFESTS = {
         '"path": "/x", "compatible": "yes"}',
         "'compatible' must be true or false",
     ),
+    "a_value_without_its_key": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", "path": "/x", '
+        '"json_values": ["text_completion"]}',
+        "'json_values' entry 'text_completion' is not KEY=VALUE",
+    ),
+    "a_value_with_no_key": (
+        '{"id": "x", "name": "x", "provider": "p", "base_url": "", "path": "/x", '
+        '"json_values": ["=text_completion"]}',
+        "is not KEY=VALUE",
+    ),
     "its_package": (
         '{"id": "x", "name": "x", "provider": "p", "base_url": "", '
         '"path": "/x", "package": "elsewhere"}',
