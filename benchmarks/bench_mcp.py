@@ -147,6 +147,11 @@ class Session:
         done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await self.client.post(self.url, json=done, headers=self.headers)
 
+    async def close(self) -> None:
+        """End the session (DELETE), as the SDK's client does when it exits: a server holding
+        every session a run opened would slow down from round to round."""
+        await self.client.delete(self.url, headers=self.headers)
+
     async def call(self) -> tuple[float, bytes]:
         """One tools/call read to its stream's end: (seconds, the body)."""
         self.n += 1
@@ -186,14 +191,20 @@ async def latency(urls: list[str], calls: int) -> tuple[list[list[float]], list[
                 times[k].append(seconds)
                 if k == 1:
                     bodies.append(body)
+        for s in sessions:
+            await s.close()
     finally:
         for c in clients:
             await c.aclose()
     return times, bodies
 
 
-async def rate(url: str, clients: int, seconds: float) -> tuple[float, int]:
-    """Tool calls per second of ``clients`` clients calling at once for ``seconds``."""
+async def rate(
+    url: str, clients: int, seconds: float, pids: tuple[int, int]
+) -> tuple[float, int, list[float]]:
+    """Tool calls per second of ``clients`` clients calling at once for ``seconds``, the calls
+    made, and the CPU seconds each of ``pids`` spent on them (the sessions' opening and closing
+    left out)."""
     limits = httpx.Limits(max_connections=1)
     pool = [httpx.AsyncClient(timeout=60, limits=limits) for _ in range(clients)]
     try:
@@ -208,13 +219,16 @@ async def rate(url: str, clients: int, seconds: float) -> tuple[float, int]:
                 await s.call()
                 done += 1
 
+        before = [cpu_seconds(pid) for pid in pids]
         start = time.perf_counter()
         await asyncio.gather(*(run(s) for s in sessions))
         elapsed = time.perf_counter() - start
+        spent = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+        await asyncio.gather(*(s.close() for s in sessions))
     finally:
         for c in pool:
             await c.aclose()
-    return done / elapsed, done
+    return done / elapsed, done, spent
 
 
 def spent_in_order(spent: list[float], i: int, n: int) -> list[float]:
@@ -300,13 +314,14 @@ def main() -> None:
                     spent: list[float] = []
                     for k in [(j + i) % len(urls) for j in range(len(urls))]:
                         pid = relays[k - 1].pid if k else upstream.pid
-                        before = cpu_seconds(pid), cpu_seconds(upstream.pid)
-                        per_second, done = asyncio.run(rate(urls[k], args.clients, args.seconds))
+                        per_second, done, used = asyncio.run(
+                            rate(urls[k], args.clients, args.seconds, (pid, upstream.pid))
+                        )
                         got[urls[k]] = per_second
                         if k:
-                            spent.append((cpu_seconds(pid) - before[0]) / done)
+                            spent.append(used[0] / done)
                         if k == 1:
-                            upstream_cpu = (cpu_seconds(upstream.pid) - before[1]) / done
+                            upstream_cpu = used[1] / done
                     rounds.append([got[u] for u in urls])
                     cpu.append([*spent_in_order(spent, i, len(relays)), upstream_cpu])
             finally:

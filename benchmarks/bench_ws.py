@@ -2,7 +2,7 @@
 through the proxy, in the same run, every figure from paired, interleaved rounds.
 
     python -m benchmarks.bench_ws [--rounds 7] [--echoes 300] [--sessions 50] [--burst 400]
-        [--bursts 3]
+        [--bursts 3] [--against DIR]
 
 The upstream is a ``websockets`` asyncio server in a subprocess (an event sent to it is echoed at
 once; ``{"burst": N}`` gets N Realtime-like delta events of about 300 bytes); the proxy is
@@ -28,6 +28,10 @@ each way). What the proxy costs beyond it is its own work (recording, scrubbing,
 Where they are installed, the same relay on other maintained libraries (aiohttp's server and
 client; picows's server and client), to tell whether another library would do measurably better
 than the proxy's (each also against the floor, paired).
+
+``--against DIR`` adds the proxy of another checkout (``DIR/streamtool`` is the package, imported
+through ``PYTHONPATH``), recording into a tape of its own, to the same rounds: the proxy as it is
+against the proxy as it was, paired.
 
 Exits 1 when a target is missed. Run it on an idle machine (``uptime``): the figures are of three
 processes sharing the cores.
@@ -247,13 +251,15 @@ asyncio.run(main())
 
 
 class Process:
-    def __init__(self, command: list[str], pattern: str, stream: str) -> None:
+    def __init__(
+        self, command: list[str], pattern: str, stream: str, env: dict[str, str] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
             command,
             stdout=subprocess.PIPE if stream == "stdout" else subprocess.DEVNULL,
             stderr=subprocess.PIPE if stream == "stderr" else subprocess.DEVNULL,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},
         )
         out = self.proc.stdout if stream == "stdout" else self.proc.stderr
         assert out is not None
@@ -341,11 +347,17 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--burst", type=int, default=400)
     parser.add_argument("--bursts", type=int, default=3, help="bursts of each side in a round")
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="also the proxy of another checkout: DIR holds its package as DIR/streamtool",
+    )
     args = parser.parse_args()
     exit_on_terminate()
     print(f"load average: {os.getloadavg()[0]:.2f}")
     upstream = Process([sys.executable, "-c", UPSTREAM, DELTA], r"ws://\S+", "stdout")
     tape = Path(tempfile.mkdtemp(prefix="bench-ws-"))
+    others: dict[str, Process] = {}
     proxy = Process(
         [*CLI, "proxy", "--port", "0", "--upstream", upstream.url, "--out", str(tape)]
         + ["--view", "none"],
@@ -353,8 +365,18 @@ def main() -> None:
         "stderr",
     )
     floor = Process([sys.executable, "-c", FLOOR, upstream.url], r"http://\S+", "stdout")
+    # the proxy of another checkout (--against), recording into a tape of its own
+    if args.against:
+        env = {**os.environ, "PYTHONPATH": str(Path(args.against).resolve())}
+        other_tape = Path(tempfile.mkdtemp(prefix="bench-ws-against-"))
+        command = [*CLI, "proxy", "--port", "0", "--upstream", upstream.url, "--out"]
+        others["--against"] = Process(
+            [*command, str(other_tape), "--view", "none"],
+            r"http://127\.0\.0\.1:\d+",
+            "stderr",
+            env,
+        )
     # the other libraries' relays, where they are installed
-    others: dict[str, Process] = {}
     for name, module, script in (
         ("aiohttp", "aiohttp", FLOOR_AIOHTTP),
         ("picows", "picows", FLOOR_PICOWS),
@@ -377,6 +399,8 @@ def main() -> None:
     other_ratios: dict[str, list[float]] = {name: [] for name in others}
     # the relays' CPU (user and system) over their bursts, and the messages they relayed
     relays = {"proxy": proxy.proc.pid, "floor": floor.proc.pid}
+    if "--against" in others:
+        relays["--against"] = others["--against"].proc.pid
     cpu = {side: 0.0 for side in relays}
     relayed = {side: 0 for side in relays}
     try:
@@ -446,6 +470,14 @@ def main() -> None:
         f"ms a message, {statistics.median(floor_ratios):.2f}x"
     )
     for name in others:
+        if name == "--against":  # the proxy against the other checkout's, paired
+            paired = zip(ratios, other_ratios[name], strict=True)
+            print(
+                f"the proxy of --against: {statistics.median(other_added[name]):+.3f} ms a "
+                f"message, {statistics.median(other_ratios[name]):.2f}x; the proxy against it: "
+                f"{statistics.median(p / o for p, o in paired):.2f}x the messages/s (paired)"
+            )
+            continue
         paired = zip(other_ratios[name], floor_ratios, strict=True)
         print(
             f"other library, {name}'s relay (nothing recorded): "
@@ -454,9 +486,8 @@ def main() -> None:
             f"({statistics.median(o / f for o, f in paired):.2f}x the floor's messages/s, paired)"
         )
     print(
-        "CPU a message relayed in the bursts (user and system): proxy "
-        f"{cpu['proxy'] / relayed['proxy'] * 1e6:.1f} µs, floor "
-        f"{cpu['floor'] / relayed['floor'] * 1e6:.1f} µs"
+        "CPU a message relayed in the bursts (user and system): "
+        + ", ".join(f"{side} {cpu[side] / relayed[side] * 1e6:.1f} µs" for side in relays)
     )
     print(f"recordings holding their whole burst: {whole}/{total}")
     failed = []

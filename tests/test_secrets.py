@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import re
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -29,15 +30,19 @@ from streamtool.core.net.capture import Capture
 from streamtool.core.recording.recorder import ResponseRecorder
 from streamtool.core.recording.secrets import (
     REDACTED,
+    SCAN_MIN,
     SecretScrubber,
     StreamScrubber,
     credential_values,
     find_secret,
     key_spans,
+    literal_starts,
     redact_keys,
     redact_request,
     redact_url,
     secret_query_values,
+    spans_at,
+    spans_by_find,
 )
 
 from .serve_helpers import read_all
@@ -105,12 +110,52 @@ _key_bits = st.sampled_from(
 
 
 @settings(max_examples=500, deadline=None)
-@given(bits=st.lists(_key_bits, max_size=80), pos=st.integers(0, 200))
+@given(bits=st.lists(_key_bits, max_size=240), pos=st.integers(0, 200))
 def test_key_spans_are_the_expressions_matches(bits, pos):
+    """Both ways of finding the literals (hyperscan's one pass, a ``bytes.find`` each) give the
+    expression's matches, and so does ``key_spans``, which picks one by the text's length."""
     text = "".join(bits).encode("utf-8")
     pos = min(pos, len(text))
     pattern = re.compile(_KEY_RE.pattern.encode("ascii"))
-    assert key_spans(text, pos) == [m.span() for m in pattern.finditer(text, pos)]
+    expected = [m.span() for m in pattern.finditer(text, pos)]
+    assert spans_by_find(text, pos) == expected
+    starts = literal_starts(text)
+    if starts is not None:  # hyperscan is installed (it is wherever it ships wheels)
+        assert spans_at(text, pos, starts) == expected
+        every = {
+            i
+            for lit in {"sk-", "AIza", "xai-", "gsk_", "AKIA", "ASIA", "Signature", "ek_"}
+            for i in range(len(text))
+            if text.startswith(lit.encode(), i)
+        }
+        assert starts == sorted(every)
+    assert key_spans(text, pos) == expected
+
+
+def test_the_literals_are_found_in_one_pass_where_hyperscan_ships_wheels():
+    """Where the dependency's marker installs hyperscan, the long texts of a recording are
+    scanned by it (a broken install would fall back to the finds without a word)."""
+    import platform
+
+    machine = platform.machine()
+    if machine not in ("x86_64", "AMD64") and (sys.platform, machine) != ("darwin", "arm64"):
+        pytest.skip(f"hyperscan is not a dependency on {machine}")
+    text = b"x" * SCAN_MIN + b" sk-" + b"A" * 30 + b" ASIA" + b"B" * 16
+    assert literal_starts(text) == [SCAN_MIN + 1, SCAN_MIN + 35]
+    assert key_spans(text) == [(SCAN_MIN + 1, SCAN_MIN + 34), (SCAN_MIN + 35, SCAN_MIN + 55)]
+
+
+def test_two_threads_scan_at_once():
+    """The matcher lets go of the interpreter's lock while it scans: each thread has a scratch
+    space of its own, so scans at once in many threads all find what one finds alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = (b"word " * 2000 + b"key sk-" + b"Q" * 40 + b"\n") * 20
+    alone = key_spans(text)
+    assert len(alone) == 20
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(key_spans, [text] * 64))
+    assert got == [alone] * 64
 
 
 @settings(max_examples=150, deadline=None)

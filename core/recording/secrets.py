@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -119,11 +120,86 @@ _KEY_STARTS = tuple(
 _KEY_STARTS_TEXT = tuple(lit.decode("ascii") for lit in _KEY_STARTS)
 
 
+# texts at least this long are searched for the literals in one pass of hyperscan, where it is
+# installed; shorter ones by a ``bytes.find`` a literal (below it, a call into the matcher costs
+# about what the finds do)
+SCAN_MIN = 256
+_KEY_LENGTHS = tuple(len(lit) for lit in _KEY_STARTS)
+_matcher: Any = None  # (the hyperscan module, its database of the literals); False: not installed
+_scratch = threading.local()  # each thread's scratch space for the matcher
+
+
+def _hyperscan() -> Any:
+    global _matcher
+    if _matcher is None:
+        try:
+            import hyperscan
+        except ImportError:
+            _matcher = False
+        else:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[re.escape(lit) for lit in _KEY_STARTS],
+                ids=list(range(len(_KEY_STARTS))),
+                elements=len(_KEY_STARTS),
+                flags=0,
+            )
+            _matcher = (hyperscan, db)
+    return _matcher
+
+
+def _hit(ident: int, _start: int, end: int, _flags: int, starts: list[int]) -> None:
+    starts.append(end - _KEY_LENGTHS[ident])
+
+
+def literal_starts(text: bytes) -> list[int] | None:
+    """Every offset of ``text`` where a key's literal starts, in order, found in one pass by
+    hyperscan's multi-literal matcher (Intel's, SIMD) instead of one ``bytes.find`` pass a
+    literal (eight passes: on prose about 4.5 µs a kilobyte, against 0.5 µs for the matcher).
+    ``None`` where hyperscan is not installed (a dependency only where it ships wheels). The
+    matcher lets go of the interpreter's lock while it scans, so each thread has its own
+    scratch space."""
+    found = _hyperscan()
+    if not found:
+        return None
+    hyperscan, db = found
+    scratch = getattr(_scratch, "space", None)
+    if scratch is None:
+        scratch = _scratch.space = hyperscan.Scratch(db)
+    starts: list[int] = []
+    db.scan(text, match_event_handler=_hit, context=starts, scratch=scratch)
+    if len(starts) > 1:
+        starts = sorted(set(starts))  # reported by where they end: literals differ in length
+    return starts
+
+
 def key_spans(text: bytes, pos: int = 0) -> list[tuple[int, int]]:
     """Where the key-shaped runs of ``text[pos:]`` are: the spans of
     ``_KEY_RE_BYTES.finditer(text, pos)``, found at a fraction of its cost. A key starts with
-    one of a few literals, which ``bytes.find`` locates at memory speed; the expression is tried
-    only there (its look-behind still sees the bytes before ``pos``), not at every byte."""
+    one of a few literals, which :func:`literal_starts` (or ``bytes.find``, for a short text)
+    locates at memory speed; the expression is tried only there (its look-behind still sees
+    the bytes before ``pos``), not at every byte."""
+    starts = literal_starts(text) if len(text) - pos >= SCAN_MIN else None
+    if starts is None:
+        return spans_by_find(text, pos)
+    return spans_at(text, pos, starts)
+
+
+def spans_at(text: bytes, pos: int, starts: Iterable[int]) -> list[tuple[int, int]]:
+    """:func:`key_spans`, the literals' starts given in order."""
+    spans: list[tuple[int, int]] = []
+    for i in starts:
+        if i < pos:
+            continue  # before ``pos``, or inside the key found last
+        found = _KEY_RE_BYTES.match(text, i)
+        if found is not None:
+            spans.append(found.span())
+            pos = found.end()
+    return spans
+
+
+def spans_by_find(text: bytes, pos: int = 0) -> list[tuple[int, int]]:
+    """:func:`key_spans`, each literal looked for by ``bytes.find``."""
     nexts = [text.find(lit, pos) for lit in _KEY_STARTS]  # -1: no more of that literal
     spans: list[tuple[int, int]] = []
     while True:
