@@ -20,6 +20,7 @@ from streamtool.core.exchange.session_play import EXPECT, Step, difference, scri
 from streamtool.core.model.records import Control, End, Header, Message, RecordingError
 from streamtool.core.mutations import analyse_session, apply_session, replay_records
 from streamtool.core.recording.reader import Source
+from streamtool.core.recording.session import session_request
 from streamtool.core.recording.writer import RecordingWriter
 
 from .conftest import RECORDINGS
@@ -107,6 +108,53 @@ def test_a_session_round_trips_through_the_writer_and_the_reader(tmp_path: Path)
         "code": 4000,
         "reason": "invalid_request_error.x",
     }
+
+
+_session_records = st.lists(
+    st.one_of(
+        st.builds(
+            Message,
+            st.one_of(st.none(), st.floats(0, 1e7, allow_nan=False)),
+            st.sampled_from(["client", "server"]),
+            st.one_of(st.text(max_size=300), st.binary(max_size=40)),
+        ),
+        st.builds(
+            Control,
+            st.floats(0, 1e4, allow_nan=False),
+            st.sampled_from(["client", "server"]),
+            st.sampled_from(["ping", "pong"]),
+            st.binary(max_size=8),
+        ),
+        st.builds(
+            Control,
+            st.floats(0, 1e4, allow_nan=False),
+            st.sampled_from(["client", "server"]),
+            st.just("close"),
+            code=st.one_of(st.none(), st.integers(1000, 4999)),
+            reason=st.text(max_size=40),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=_session_records)
+def test_a_turns_records_written_at_once_are_the_lines_each_would_be_alone(
+    tmp_path_factory: pytest.TempPathFactory, records: list[Message | Control]
+) -> None:
+    """A turn of the event loop's messages are encoded in one call: every byte of every line is
+    what writing each record alone writes, and they read back as the records."""
+    folder = tmp_path_factory.mktemp("turn")
+    together = RecordingWriter(folder / "together.jsonl", header())
+    together.write_session_records(records)
+    together.close(1.0)
+    alone = RecordingWriter(folder / "alone.jsonl", header())
+    for record in records:
+        alone.write_session_record(record)
+    alone.close(1.0)
+    assert (folder / "together.jsonl").read_bytes() == (folder / "alone.jsonl").read_bytes()
+    assert list(Source(folder / "together.jsonl").session_records()) == records
 
 
 @pytest.mark.parametrize(
@@ -415,3 +463,25 @@ def test_the_engine_reads_a_session_without_a_header_api() -> None:
         engine.feed_message(record)
     engine.finish(End(1.0))
     assert engine.converter_name == "openai-realtime" and engine.texts()[0] == "Hi"
+
+
+def test_the_upgrades_credentials_are_looked_for_and_its_nonce_is_not() -> None:
+    """Every credential the upgrade carries is scrubbed from the messages; the handshake's nonce
+    is public (RFC 6455), kept out of the recording and not searched for in every message."""
+    request, secrets = session_request(
+        "wss://api.example.com/v1/realtime?model=m&api-key=query-secret-1",
+        [
+            ("Host", "api.example.com"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ("Authorization", "Bearer header-secret-2"),
+            ("Sec-WebSocket-Protocol", "realtime, openai-insecure-api-key.proto-secret-3"),
+        ],
+    )
+    assert set(secrets) == {
+        "Bearer header-secret-2",
+        "header-secret-2",
+        "query-secret-1",
+        "proto-secret-3",
+    }
+    assert "dGhlIHNhbXBsZSBub25jZQ==" not in secrets
+    assert "sec-websocket-key" not in request["headers"] and "host" not in request["headers"]

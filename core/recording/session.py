@@ -79,7 +79,10 @@ def session_request(
         if key == SUBPROTOCOL_HEADER:
             value = redact_subprotocols(value)
         kept[key] = f"{kept[key]}, {value}" if key in kept else value
-    secrets = request_secrets({"url": url, "headers": dict(pairs)})
+    # the handshake's nonce (Sec-WebSocket-Key) is public, no credential: not looked for in
+    # every message
+    handshake = {k: v for k, v in pairs if k.lower() not in NOT_KEPT}
+    secrets = request_secrets({"url": url, "headers": handshake})
     secrets += subprotocol_secrets(v for k, v in pairs if k.lower() == SUBPROTOCOL_HEADER)
     return {"method": "GET", "url": url, "headers": kept, "body": None}, secrets
 
