@@ -1,7 +1,7 @@
 """``streamtool proxy`` on WebSocket sessions, loopback: direct to a ``websockets`` upstream against
 through the proxy, in the same run, every figure from paired, interleaved rounds.
 
-    python -m benchmarks.bench_ws [--rounds 7] [--echoes 300] [--sessions 50] [--burst 400]
+    python -m benchmarks.bench_ws [--rounds 15] [--echoes 300] [--sessions 50] [--burst 400]
         [--bursts 3] [--against DIR]
 
 The upstream is a ``websockets`` asyncio server in a subprocess (an event sent to it is echoed at
@@ -342,7 +342,7 @@ def recorded(tape: Path, burst: int) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--echoes", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--burst", type=int, default=400)
