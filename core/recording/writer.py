@@ -7,14 +7,12 @@ import json
 import os
 from typing import Any
 
-import msgspec
 import orjson
 
 from ..model.records import (
     Chunk,
     End,
     Header,
-    Message,
     RecordingError,
     SessionRecord,
     chunk_from_read,
@@ -32,19 +30,6 @@ def _dumps(record: dict[str, Any]) -> bytes:
         return orjson.dumps(record)
     except TypeError:
         return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-class _TextLine(msgspec.Struct, tag_field="type", tag="message", gc=False):
-    """A text message's line as :meth:`Message.to_record` shapes it, encoded with no dict made
-    (a WebSocket session writes one for nearly every message)."""
-
-    t: float | None
-    direction: str
-    text: str
-
-
-# a turn's records as lines, in one call (``write_session_records``)
-_encode_lines = msgspec.json.Encoder().encode_lines
 
 
 def json_text(record: dict[str, Any]) -> str:
@@ -137,14 +122,7 @@ class RecordingWriter:
     def write_session_records(self, records: list[SessionRecord]) -> None:
         """Several records of a session in one write (and one flush): the messages that came
         in one turn of the caller's event loop."""
-        data = _encode_lines(
-            [
-                _TextLine(r.t, r.direction, r.data)
-                if type(r) is Message and type(r.data) is str
-                else r.to_record()
-                for r in records
-            ]
-        )
+        data = b"".join([_dumps(r.to_record()) + b"\n" for r in records])
         try:
             self._fh.write(data)
             self._fh.flush()
