@@ -45,6 +45,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -358,6 +359,7 @@ def main() -> None:
     upstream = Process([sys.executable, "-c", UPSTREAM, DELTA], r"ws://\S+", "stdout")
     tape = Path(tempfile.mkdtemp(prefix="bench-ws-"))
     others: dict[str, Process] = {}
+    other_tape: Path | None = None
     proxy = Process(
         [*CLI, "proxy", "--port", "0", "--upstream", upstream.url, "--out", str(tape)]
         + ["--view", "none"],
@@ -456,7 +458,12 @@ def main() -> None:
         for p in others.values():
             p.stop()
         upstream.stop()
-    whole, total = recorded(tape, args.burst)
+    try:
+        whole, total = recorded(tape, args.burst)
+    finally:  # the tapes go (a run leaves nothing behind)
+        shutil.rmtree(tape, ignore_errors=True)
+        if other_tape is not None:
+            shutil.rmtree(other_tape, ignore_errors=True)
     latency = statistics.median(added)
     throughput = statistics.median(ratios)
     print(f"added per message, median of {args.rounds} rounds: {latency:+.3f} ms")

@@ -98,20 +98,22 @@ def _through_proxy(tmp_path: Path, writes: list) -> Iterator[tuple[Path, Any]]:
 
 def test_the_recording_is_named_while_the_upstream_works_on_the_request(tmp_path: Path) -> None:
     # the upstream answers 1 s after the request came: well before that, the proxy has checked
-    # the request and claimed its recording's number (a reservation), off the first byte's path
+    # the request and claimed its recording's number (its file, made empty), off the first
+    # byte's path
     writes = [(1.0, HEAD + chunked(event(0)) + b"0\r\n\r\n")]
     with _through_proxy(tmp_path, writes) as (out, px):
         start = time.monotonic()
         client = threading.Thread(target=raw_post, args=(px.url + "/v1/chat/completions", BODY))
         client.start()
-        reserved: list[str] = []
-        while not reserved and time.monotonic() < start + 5:
-            reserved = [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+        named: list[Path] = []
+        while not named and time.monotonic() < start + 5:
+            named = [p for p in out.iterdir() if p.suffix == ".jsonl" and p.name != "index.jsonl"]
             time.sleep(0.005)
         named_after = time.monotonic() - start
+        empty = [p.stat().st_size for p in named] == [0]  # before the answer's head came
         client.join(10)
         [entry] = wait_for_index(out, 1)
-    assert reserved == [f".{entry['file']}.reserved"]
+    assert [p.name for p in named] == [entry["file"]] and empty
     assert named_after < 0.8, f"named {named_after:.2f} s after the request, not before the answer"
 
 

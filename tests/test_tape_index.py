@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamtool.core.model.records import RecordingError
+from streamtool.core.model.records import Header, RecordingError
+from streamtool.core.recording.reader import Source
 from streamtool.core.recording.tape_index import (
     COUNTER_NAME,
     INDEX_NAME,
@@ -23,6 +24,7 @@ from streamtool.core.recording.tape_index import (
     read_index,
     slug,
 )
+from streamtool.core.recording.writer import RecordingWriter
 
 
 def entry(seq: int, file: str, **kw: object) -> IndexEntry:
@@ -230,15 +232,19 @@ def test_names_taken_in_one_batch_follow_each_other_past_names_held(tmp_path: Pa
     writer, other = Tape(tmp_path), Tape(tmp_path)  # two writers, as two processes would be
     assert writer.allocate("openai-chat", "a")[0] == 1
     assert other.allocate("openai-chat", "a")[0] == 2
-    # the name the batch's second exchange would get at 4 is held (a reservation left there
-    # after both writers looked at the folder)
+    # the name the batch's second exchange would get at 4 is taken (a file put there by hand
+    # after both writers looked at the folder): passed over, and left as it was
     held = exchange_name(4, "mcp", "tools/call b")
-    (tmp_path / f".{held}.reserved").write_text("")
+    (tmp_path / held).write_text("by hand\n")
     wanted = [("mcp", "tools/call a"), ("mcp", "tools/call b"), ("x", "c")]
     got = writer.allocate_many(wanted)
     assert got == [
         (n, tmp_path / exchange_name(n, *w)) for n, w in zip((3, 5, 6), wanted, strict=True)
     ]
+    assert (tmp_path / held).read_text() == "by hand\n"
+    # each name is held by its recording's file, made empty (no hidden file beside it)
+    assert all(p.read_bytes() == b"" for _, p in got)  # type: ignore[misc]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".reserved")]
     assert read_counter(tmp_path) == 6
     assert writer.in_flight() == sorted(
         [exchange_name(1, "openai-chat", "a"), exchange_name(2, "openai-chat", "a"), held]
@@ -317,3 +323,33 @@ def test_commands_that_search_folders_skip_a_tapes_index(tmp_path: Path) -> None
     assert INDEX_NAME not in listing.output
     library = Library.from_paths([tmp_path / "tape"])
     assert [r.name for r in library.recordings] == [f.stem for f in files]
+
+
+def test_a_named_recording_is_written_as_is_and_given_up_only_when_empty(tmp_path: Path) -> None:
+    """The file a name holds is the recording: its writer opens it (never a second file), and
+    release removes it only if nothing was written to it."""
+    tape = Tape(tmp_path)
+    (_, unused), (_, used), (_, swapped) = tape.allocate_many([("x", "a"), ("x", "b"), ("x", "c")])
+    header = Header(provider="openai", api="chat", request={}, response={"status": 200})
+    with RecordingWriter(used, header, claimed=True) as writer:
+        writer.write_read(0.1, b"data: {}\n\n")
+    assert [r.data for r in Source(used).chunks()] == ["data: {}\n\n"]
+    # a file given something by hand under a claimed name is refused, and left as it was
+    swapped.write_text("by hand\n")
+    with pytest.raises(RecordingError, match="holds data already"):
+        RecordingWriter(swapped, header, claimed=True)
+    assert swapped.read_text() == "by hand\n"
+    # a link put in its place is never written through
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("")
+    unused.unlink()
+    unused.symlink_to(outside)
+    with pytest.raises(RecordingError, match="symbolic link"):
+        RecordingWriter(unused, header, claimed=True)
+    unused.unlink()
+    unused.touch()
+    for path in (unused, used, swapped):
+        tape.release(path)
+    assert not unused.exists() and used.exists() and swapped.read_text() == "by hand\n"
+    assert outside.read_text() == ""
+    assert tape.allocate("x", "d")[0] == 4  # a given-up number is not handed out again

@@ -28,6 +28,7 @@ from streamtool.core.net.tape import serving_tape
 from streamtool.core.recording.tape_index import (
     INDEX_NAME,
     IndexEntry,
+    Tape,
     append_entry,
     read_index,
 )
@@ -303,8 +304,8 @@ def test_replay_and_serve_say_what_to_do_with_a_tape_or_a_folder_of_tapes(
 
 
 def test_a_tape_reader_never_sees_an_exchange_being_merged_as_served(tmp_path: Path) -> None:
-    """What another process finds while a writer is mid-exchange: the reservation and an
-    unfinished recording, neither of them served."""
+    """What another process finds while a writer is mid-exchange: an unfinished recording
+    the index does not list, not served."""
     tape = tmp_path / "tape"
     openai_tape(tape)
     with (
@@ -316,12 +317,13 @@ def test_a_tape_reader_never_sees_an_exchange_being_merged_as_served(tmp_path: P
     ):
         reads = resp.iter_raw()
         next(reads)
+        running = Tape(tape, create=False).in_flight()
         hidden = [p.name for p in tape.iterdir() if p.name.endswith(".reserved")]
         with serving_tape(tape) as reader:
             status = httpx.post(reader.url + "/v1/chat/completions", json=ask("mid"))
         deadline = time.monotonic() + 10
         for _ in reads:
             assert time.monotonic() < deadline
-    assert len(hidden) == 1 and hidden[0].startswith(".0003-")
+    assert len(running) == 1 and running[0].startswith("0003-") and not hidden
     assert status.status_code == 404
     assert [e.seq for e in check_index(tape)] == [1, 2, 3]

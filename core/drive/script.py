@@ -694,7 +694,7 @@ class _TurnRecording:
             header.extra["match"] = {turn.match[0]: turn.match[1]}
         self.seq, path = self.tape.allocate(header.api, self.script.model or None)
         self.header = header
-        self.writer = RecordingWriter(path, header)
+        self.writer = RecordingWriter(path, header, claimed=True)
         return self.writer
 
     def write(self, t: float, text: str) -> None:

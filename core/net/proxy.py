@@ -33,7 +33,7 @@ from ..plugins import api_for_path, api_table, error_body, find_api, official_or
 from ..plugins.table import api_by_header, api_for_request, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
-from ..recording.tape_index import IndexEntry, Tape, read_index
+from ..recording.tape_index import IndexEntry, Tape, read_index, written
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
@@ -656,7 +656,7 @@ class ProxyApp:
     def _claim_all(self, claims: list[Claim]) -> None:
         """Check the request of each claim for key patterns (a request holding one is
         forwarded, not recorded), then name the recordings of the others (sequence numbers,
-        each held by a reservation), all under one hold of the tape's lock."""
+        each held by its file, made empty), all under one hold of the tape's lock."""
         try:
             named: list[Claim] = []
             for claim in claims:
@@ -673,6 +673,7 @@ class ProxyApp:
                     continue
                 claim.ex.seq, file = name
                 claim.ex.file = claim.recorder.path = str(file)
+                claim.recorder.claimed = True  # the tape made its file: written as is
         except Exception as exc:  # the tape's lock could not be had
             for claim in claims:
                 if claim.error is None and claim.ex.file is None:
@@ -698,13 +699,14 @@ class ProxyApp:
     def _index_all(self, ended: list[Exchange]) -> None:
         """Index recorded exchanges, in the order they ended (one write and one fsync for
         them all). One whose recording could not be written (a full disk; what was written is
-        kept) is not an exchange of the tape: not indexed, not counted."""
+        kept), or was never started (the upstream was not reached: its file is empty), is not
+        an exchange of the tape: not indexed, not counted."""
         kept: list[Exchange] = []
         for ex in ended:
             if ex.file is None:
                 continue
-            if ex.record_error is not None or not os.path.exists(ex.file):
-                self.tape.release(ex.file)  # its number is free again
+            if ex.record_error is not None or not written(ex.file):
+                self.tape.release(ex.file)  # an empty file goes; its number is not used again
                 continue
             kept.append(ex)
         if not kept:

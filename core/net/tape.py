@@ -54,6 +54,7 @@ from ..recording.tape_index import (
     rewrite_index,
     tape_files,
     tape_lock,
+    written,
 )
 from .library import (
     Incoming,
@@ -443,6 +444,7 @@ class MissRecorder:
                 request, raw, str(file), provider=r.provider, api=r.api, url=url, secrets=secrets
             )
             recorder.preflight()
+            recorder.claimed = True  # the tape made its file: written as is
         except RecordingError as exc:
             # a tape file that is a link, a request holding a key: forwarded, not recorded
             ex.record_error = str(exc) if ex.file is None else exc.message
@@ -488,7 +490,7 @@ class MissRecorder:
         if ex.file is None:  # no name was had: said when the request came
             return
         path = Path(ex.file)
-        if ex.record_error is not None or not path.exists():
+        if ex.record_error is not None or not written(path):
             if recorder is not None and ex.record_error is not None:
                 if recorder.writer is not None:  # its file, made by this recorder: it goes
                     path.unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """Opening the files streamtool writes without ever writing through a link.
 
-A tape folder (its index, counter, lock, reservations and recordings) may be shared, copied or
+A tape folder (its index, counter, lock and recordings) may be shared, copied or
 prepared by someone else: a symbolic link (or a second hard link) where a file of the tape is
 expected would make a write land outside the tape. :func:`open_own` opens with ``O_NOFOLLOW``
 (a symbolic link is refused by the kernel, never followed) and checks the opened descriptor:
@@ -24,6 +24,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 LINK_REFUSED = "is a symbolic link: streamtool writes only its own files, never through a link"
 NOT_REGULAR = "is not a regular file: streamtool writes only its own files"
+NOT_EMPTY = "holds data already: not the empty file its tape made for this recording"
 HARD_LINKED = (
     "has another name (a hard link): streamtool writes only its own files, never through a link"
 )
@@ -51,11 +52,17 @@ def _why(st: os.stat_result, regular: bool = True) -> str | None:
 
 
 def open_own(
-    path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, regular: bool = True
+    path: str | os.PathLike[str],
+    flags: int,
+    mode: int = 0o644,
+    *,
+    regular: bool = True,
+    empty: bool = False,
 ) -> int:
     """``os.open(path, flags, mode)`` for a file of streamtool's own: a symbolic link at
     ``path`` is not followed, and what was opened must be a regular file (``regular``; else
-    also a device or a FIFO named on purpose) with no other name. Raises
+    also a device or a FIFO named on purpose) with no other name, and nothing in it
+    (``empty``: the file a tape created for a recording, opened to write it). Raises
     :class:`RecordingError` for a refused file; other ``OSError`` exceptions pass through
     (``FileExistsError`` for ``O_EXCL``, ``FileNotFoundError``...)."""
     if not _NOFOLLOW:  # no O_NOFOLLOW (Windows): look first
@@ -72,10 +79,13 @@ def open_own(
             raise RecordingError(str(path), None, refusal(path) or LINK_REFUSED) from None
         raise
     try:
-        why = _why(os.fstat(fd), regular)
+        st = os.fstat(fd)
     except OSError as exc:
         os.close(fd)
         raise RecordingError(str(path), None, os_error_text(exc)) from None
+    why = _why(st, regular)
+    if why is None and empty and st.st_size:
+        why = NOT_EMPTY
     if why is not None:
         os.close(fd)
         raise RecordingError(str(path), None, why)

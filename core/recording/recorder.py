@@ -155,6 +155,8 @@ class ResponseRecorder:
         self.provider = provider
         self.api = api
         self.force = force
+        # the path is a file its tape made for this recording (``Tape.allocate``), written as is
+        self.claimed = False
         # body bytes (decoded) the recording may hold: past them it ends with reason "limit"
         self.max_bytes = max_bytes
         # the caller's values, and whatever credential the request itself carries
@@ -218,7 +220,7 @@ class ResponseRecorder:
             response=response,
         )
         try:
-            self.writer = RecordingWriter(self.path, header, force=self.force)
+            self.writer = RecordingWriter(self.path, header, force=self.force, claimed=self.claimed)
         except OSError as exc:
             self._broken(exc)
 

@@ -111,6 +111,8 @@ class SessionRecorder:
         self.provider = provider
         self.api = api
         self.force = force
+        # the path is a file its tape made for this recording (``Tape.allocate``), written as is
+        self.claimed = False
         self.t0 = time.monotonic() if t0 is None else t0
         self.writer: RecordingWriter | None = None
         self.status: int | None = None  # the upgrade's answer (101, or a refusal's status)
@@ -159,7 +161,7 @@ class SessionRecorder:
             extra={"transport": WEBSOCKET},
         )
         try:
-            self.writer = RecordingWriter(self.path, header, force=self.force)
+            self.writer = RecordingWriter(self.path, header, force=self.force, claimed=self.claimed)
         except OSError as exc:
             self._broken(exc)
 

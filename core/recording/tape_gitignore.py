@@ -3,8 +3,8 @@
 A tape is its index (``index.jsonl``) and its recordings (``NNNN-*.jsonl``): what a repository
 keeps, and what a test replays. Everything else a writer leaves in the folder is hidden (its
 name starts with a dot) and is working state: the file lock (``.lock``), the sequence counter
-(``.seq``), reservations of exchanges still running (``.NNNN-*.jsonl.reserved``), temporary
-files (``.index.jsonl.new``...) and the pytest plugin's note of the run that recorded the tape.
+(``.seq``), temporary files (``.index.jsonl.new``...) and the pytest plugin's note of the run
+that recorded the tape.
 The ``.gitignore`` says so in its comment and ignores those files.
 
 It is written once, when a tape starts in a new folder (one that does not exist yet, or is
@@ -23,9 +23,8 @@ from pathlib import Path
 GITIGNORE_NAME = ".gitignore"
 GITIGNORE_TEXT = """\
 # A streamtool tape. Commit index.jsonl and the recordings (NNNN-*.jsonl): they are the tape.
-# Ignore the hidden files beside them: the writers' lock, sequence counter, reservations of
-# exchanges still running and temporary files (streamtool writes this file once, when the
-# tape starts; edit it as you like).
+# Ignore the hidden files beside them: the writers' lock, sequence counter and temporary
+# files (streamtool writes this file once, when the tape starts; edit it as you like).
 .*
 !.gitignore
 """

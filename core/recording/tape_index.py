@@ -31,13 +31,12 @@ from .own_files import LINK_REFUSED, open_own, refusal
 from .tape_gitignore import is_fresh, write_gitignore
 
 LOCK_NAME = ".lock"  # the tape's file lock (hidden: never an exchange)
-RESERVED_SUFFIX = ".reserved"  # ``.NAME.reserved``: a sequence number taken, its exchange running
 # the highest sequence number handed out in the folder, by any writer (under the tape's lock)
 COUNTER_NAME = ".seq"
 LOCK_TIMEOUT = 60.0  # seconds a writer waits for the lock before it gives up with an error
 # the files a tape serves (golden files and the index itself are not exchanges)
 EXCHANGE_SUFFIXES = (".jsonl", ".sse", ".txt")
-# a recording's or a reservation's sequence number
+# a recording's sequence number (or a ``.NAME.reserved`` file's, left by an older streamtool)
 _SEQ_PREFIX = re.compile(r"^\.?(\d+)-")
 _log = logging.getLogger("streamtool.tape")
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
@@ -353,7 +352,7 @@ def list_exchanges(folder: str | os.PathLike[str]) -> list[Path]:
 
 
 def highest_seq(folder: str | os.PathLike[str]) -> int:
-    """The highest sequence number the folder's files and reservations hold (0 for none)."""
+    """The highest sequence number the folder's files hold (0 for none)."""
     highest = 0
     try:
         with os.scandir(folder) as it:
@@ -402,10 +401,13 @@ def _write_counter(folder: str | os.PathLike[str], seq: int, *, in_place: bool) 
         os.close(fd)
 
 
-def reservation(path: str | os.PathLike[str]) -> Path:
-    """The hidden file that holds the sequence number of the recording ``path``."""
-    p = Path(path)
-    return p.with_name(f".{p.name}{RESERVED_SUFFIX}")
+def written(path: str | os.PathLike[str]) -> bool:
+    """Something was written to the file at ``path`` (a recording's file is made empty when
+    its tape names it; its recorder writes the header first). False when it is not there."""
+    try:
+        return os.lstat(path).st_size > 0
+    except OSError:
+        return False
 
 
 def renumbered(name: str, seq: int) -> str:
@@ -492,11 +494,16 @@ class Tape:
             yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
-        """The next sequence number and the path of a recording that does not exist yet.
+        """The next sequence number and its recording's path: an empty file, made here (no
+        other writer, in this process or another, gets the number). Its recorder writes it as
+        is (``RecordingWriter(..., claimed=True)``); :meth:`append` indexes it once complete,
+        :meth:`release` gives it up.
 
-        The number is held by a hidden reservation file until :meth:`append` or
-        :meth:`release`: no other writer, in this process or another, gets it.
-        """
+        The file is the name's only mark while its exchange runs: an exchange creates one file
+        and deletes none (a hidden reservation beside each recording, created and deleted,
+        cost a file's creation, and on ext4 without a journal, which passes over every inode
+        freed in the last minute when it allocates one, the deletions made each creation
+        slower)."""
         got = self.allocate_many([(api, model)])[0]
         if isinstance(got, RecordingError):
             raise got
@@ -508,8 +515,9 @@ class Tape:
         """:meth:`allocate` for each ``(api, model)`` of ``wanted``, in order, under one hold of
         the tape's lock (the counter written once for them all): the next numbers, one after
         the other, as that many calls of :meth:`allocate` would give them. A name that cannot
-        be had (its reservation cannot be made) is a :class:`RecordingError` in its place; a
-        tape whose lock or counter cannot be used raises it."""
+        be had (its file cannot be made) is a :class:`RecordingError` in its place; a tape
+        whose lock or counter cannot be used raises it. A name taken already (a file or a link
+        placed by hand) is passed over for the next number."""
         out: list[tuple[int, Path] | RecordingError] = []
         if not wanted:
             return out
@@ -535,32 +543,31 @@ class Tape:
                     seq += 1
                     name = exchange_name(seq, api, model)
                     path = os.path.join(folder, name)
-                    held = os.path.join(folder, f".{name}{RESERVED_SUFFIX}")  # reservation()
                     try:
                         if seq > written:
                             _write_counter(folder, seq, in_place=True)
                             written = seq
-                        fd = open_own(held, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                        # O_EXCL: a file or a link already there is passed over, never opened
+                        fd = open_own(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                     except FileExistsError:
                         continue
                     except OSError as exc:
                         out.append(RecordingError(path, None, os_error_text(exc)))
                         break
                     os.close(fd)
-                    if os.path.lexists(path):  # a file (or a link) placed by hand under that name
-                        os.unlink(held)
-                        continue
                     self._last = seq
                     out.append((seq, Path(path)))
                     break
         return out
 
     def release(self, file: str | os.PathLike[str]) -> None:
-        """The exchange recorded in ``file`` (a name or path in the tape) has ended: its
-        sequence number needs no reservation any more."""
-        name = os.path.basename(file)
+        """The exchange named ``file`` (a name or path in the tape) ended and is not indexed:
+        its file goes if nothing was written to it (its recorder never started); what was
+        written stays, as it is. Its number is not handed out again."""
+        path = os.path.join(self._folder, os.path.basename(file))
         with suppress(OSError):
-            os.unlink(os.path.join(self._folder, f".{name}{RESERVED_SUFFIX}"))  # reservation()
+            if not written(path):
+                os.unlink(path)
 
     def append(self, entry: IndexEntry) -> None:
         """Add an exchange to the index once its recording is complete."""
@@ -570,27 +577,28 @@ class Tape:
         """Add exchanges to the index once their recordings are complete, in order: one hold
         of the tape's lock, one write of whole lines and one flush to disk for them all (a
         crash leaves each entry whole or not there, as for one)."""
-        try:
-            if entries:
-                append_entries(self._folder, entries, lock=self.lock)  # the fsync after the lock
-            if self.storage is not None:
-                for entry in entries:
-                    self.storage.publish(self.folder, entry)
-        finally:
+        if entries:
+            append_entries(self._folder, entries, lock=self.lock)  # the fsync after the lock
+        if self.storage is not None:
             for entry in entries:
-                self.release(entry.file)
+                self.storage.publish(self.folder, entry)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
 
     def in_flight(self) -> list[str]:
-        """The recordings allocated and not yet released (their exchanges still running)."""
+        """The recordings the index does not list: their exchanges still running (or cut off
+        by a crash, or written and not indexed), in name order."""
         try:
             names = os.listdir(self.folder)
-        except OSError:
+            listed = {e.file for e in read_index(self.folder)}
+        except (OSError, RecordingError):
             return []
         return sorted(
-            n[1 : -len(RESERVED_SUFFIX)]
+            n
             for n in names
-            if n.startswith(".") and n.endswith(RESERVED_SUFFIX)
+            if _SEQ_PREFIX.match(n)
+            and not n.startswith(".")
+            and n.lower().endswith(EXCHANGE_SUFFIXES)
+            and n not in listed
         )

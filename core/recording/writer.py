@@ -47,12 +47,19 @@ class RecordingWriter:
     """Writes a recording, flushing every record so a crash leaves every byte on disk.
 
     The file is created exclusively unless ``force`` is set: nothing a user had is overwritten
-    by accident. Secrets are removed from the header before anything is written, and a header
-    that still carries a known key pattern is refused.
+    by accident. ``claimed``: the file is the empty one a tape made when it named the
+    recording (:meth:`~.tape_index.Tape.allocate`): opened, not created. Secrets are removed
+    from the header before anything is written, and a header that still carries a known key
+    pattern is refused.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], header: Header, *, force: bool = False
+        self,
+        path: str | os.PathLike[str],
+        header: Header,
+        *,
+        force: bool = False,
+        claimed: bool = False,
     ) -> None:
         import jsonlines
 
@@ -67,10 +74,16 @@ class RecordingWriter:
                 self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
             )
         # never written through a link (a link at the path is refused, even with ``force``)
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        # ``claimed``: the empty file a tape made under this name (``Tape.allocate``) is
+        # written, never created, and refused if it holds anything
+        if claimed:
+            flags, empty = os.O_WRONLY, True
+        else:
+            flags, empty = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL), False
         try:
             # a device named on purpose (``-o /dev/null --force``) is written as before
-            self._fh = open(open_own(self.path, flags, regular=False), "wb")  # noqa: SIM115
+            fd = open_own(self.path, flags, regular=claimed, empty=empty)
+            self._fh = open(fd, "wb")  # noqa: SIM115
         except FileExistsError:
             raise RecordingError(self.path, None, "exists (use --force to overwrite)") from None
         except OSError as exc:
