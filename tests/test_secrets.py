@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import openai
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -35,6 +35,7 @@ from streamtool.core.recording.secrets import (
     StreamScrubber,
     credential_values,
     find_secret,
+    is_secret_header,
     key_spans,
     literal_starts,
     redact_keys,
@@ -452,3 +453,65 @@ def test_held_session_messages_are_scrubbed_as_one_by_one(
         shown = data.decode("utf-8") if isinstance(data, bytes) else data
         if f" {_SHAPED_KEY}" in text or text.startswith(_SHAPED_KEY):
             assert f" {_SHAPED_KEY}" not in shown and not shown.startswith(_SHAPED_KEY)
+
+
+# -- a JSON-like value scrubbed in one look, as string by string ---------------------------------
+def _string_by_string(scrubber: SecretScrubber, obj: object, keys: bool) -> object:
+    """The definition: every string (dict keys too) scrubbed alone."""
+    if isinstance(obj, str):
+        text = scrubber.text(obj)
+        return redact_keys(text) if keys else text
+    if isinstance(obj, dict):
+        return {
+            _string_by_string(scrubber, str(k), keys): _string_by_string(scrubber, v, keys)
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list | tuple):
+        return [_string_by_string(scrubber, v, keys) for v in obj]
+    return obj
+
+
+# strings made of secrets (plain and with characters JSON escapes), key shapes, the literals
+# alone, escapes and text; values of every JSON type; a key that is not a string
+_ODD_SECRET = 'tok"with\\quote-7d1b9e3f'
+_word = st.lists(
+    st.sampled_from(
+        [TOKEN, PASSWORD, _ODD_SECRET, *KEY_SHAPED, "sk-", "AIza", "x", " ", '"', "\\", "\n"]
+        + ["é", "text/event-stream", "-", "\u2028"]
+    ),
+    max_size=5,
+).map("".join)
+_json_like = st.recursive(
+    st.one_of(_word, st.integers(-(2**70), 2**70), st.none(), st.booleans(), st.floats()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(_word, st.integers(0, 9)), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    obj=_json_like,
+    secrets=st.lists(st.sampled_from([TOKEN, PASSWORD, _ODD_SECRET]), max_size=3),
+    keys=st.booleans(),
+)
+@example(obj={"a": [f"x {_ODD_SECRET} y"]}, secrets=[_ODD_SECRET], keys=False)
+@example(obj={KEY_SHAPED[0]: 1}, secrets=[], keys=True)
+def test_a_value_is_scrubbed_as_each_of_its_strings_would_be(obj, secrets, keys):
+    scrubber = SecretScrubber(secrets)
+    want = _string_by_string(scrubber, obj, keys) if (secrets or keys) else obj
+    got = scrubber.deep(obj, keys=keys)
+    assert repr(got) == repr(want)  # (repr: a NaN is never equal to itself)
+    assert TOKEN not in repr(got) if TOKEN in secrets else True
+
+
+def test_find_secret_and_header_names_as_their_definitions():
+    for text in ["", "plain text", "task-manager sk-", *KEY_SHAPED, f"x {KEY_SHAPED[3]} y"]:
+        assert (find_secret(text) is not None) == bool(_KEY_RE.search(text))
+    for name in ["X-Goog-Api-Key", "authorization", "Cookie", "mcp-session-id", "Accept"]:
+        lowered = name.lower()
+        spoken = ("key", "token", "secret", "auth", "password", "credential", "cookie")
+        assert is_secret_header(name) == any(word in lowered for word in spoken)
+        assert is_secret_header(name) == is_secret_header(name.upper())

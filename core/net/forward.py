@@ -212,6 +212,7 @@ def recorder_for(
         provider=provider,
         api=api,
         secrets=request_secrets(headers, url) if secrets is None else secrets,
+        secrets_complete=True,  # every credential of the headers and URL it describes
         force=force,
     )
 

@@ -146,6 +146,7 @@ class ResponseRecorder:
         provider: str | None,
         api: str | None,
         secrets: Iterable[str] = (),
+        secrets_complete: bool = False,
         force: bool = False,
         t0: float | None = None,
         max_bytes: int | None = MAX_RECORDING_BYTES,
@@ -159,8 +160,11 @@ class ResponseRecorder:
         self.claimed = False
         # body bytes (decoded) the recording may hold: past them it ends with reason "limit"
         self.max_bytes = max_bytes
-        # the caller's values, and whatever credential the request itself carries
-        self.scrubber = SecretScrubber((*secrets, *request_secrets(request)))
+        # the caller's values, and whatever credential the request itself carries (unless the
+        # caller's are all of them: ``secrets_complete``, read from the headers and URL the
+        # request's description was made of)
+        found = () if secrets_complete else request_secrets(request)
+        self.scrubber = SecretScrubber((*secrets, *found))
         self.stream = self.scrubber.stream()
         self.t0 = time.monotonic() if t0 is None else t0
         self.status: int | None = None

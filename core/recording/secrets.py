@@ -21,8 +21,11 @@ import base64
 import re
 import threading
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+import orjson
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset(
@@ -38,6 +41,7 @@ SECRET_HEADERS = frozenset(
 )
 # a request header whose name holds one of these words carries a credential
 SECRET_HEADER_WORDS = ("key", "token", "secret", "auth", "password", "credential", "cookie")
+_SECRET_WORD_RE = re.compile("|".join(SECRET_HEADER_WORDS))
 SECRET_QUERY = frozenset(
     {
         "key",
@@ -118,6 +122,10 @@ _KEY_STARTS = tuple(
 )
 
 _KEY_STARTS_TEXT = tuple(lit.decode("ascii") for lit in _KEY_STARTS)
+# any of them, in one search (a short text: a header's value, a path, a model name)
+_KEY_START_RE = re.compile("|".join(re.escape(lit) for lit in _KEY_STARTS_TEXT))
+# characters JSON writes escaped: a credential holding one is not in a value's JSON as it is
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
 
 
 # texts at least this long are searched for the literals in one pass of hyperscan, where it is
@@ -219,10 +227,11 @@ def spans_by_find(text: bytes, pos: int = 0) -> list[tuple[int, int]]:
         ]
 
 
+@lru_cache(maxsize=4096)  # header names repeat from request to request; a bounded cache
 def is_secret_header(name: str) -> bool:
     """A request header that carries a credential (by its name)."""
     lowered = name.lower()
-    return lowered in SECRET_HEADERS or any(word in lowered for word in SECRET_HEADER_WORDS)
+    return lowered in SECRET_HEADERS or _SECRET_WORD_RE.search(lowered) is not None
 
 
 def is_secret_query(name: str) -> bool:
@@ -362,6 +371,8 @@ def redact_request(request: dict[str, Any]) -> dict[str, Any]:
 
 def find_secret(text: str) -> str | None:
     """The kind of the first known key pattern in ``text``, or ``None``."""
+    if _KEY_START_RE.search(text) is None:  # every key starts with one of the literals
+        return None
     for kind, pattern in _KEY_PATTERNS:
         if pattern.search(text):
             return kind
@@ -373,9 +384,24 @@ def redact_keys(text: str) -> str:
     # every key starts with one of a few literals: a text holding none (most header values,
     # paths and model names) is returned as it is, without trying the expression at each
     # character (a recording's header has some twenty such strings)
-    if not any(lit in text for lit in _KEY_STARTS_TEXT):
+    if _KEY_START_RE.search(text) is None:
         return text
     return _KEY_RE.sub(REDACTED, text)
+
+
+def find_secret_in(data: bytes) -> str | None:
+    """:func:`find_secret` of UTF-8 ``data`` (a record's JSON line), its expressions tried only
+    when one of the literals every key starts with is there (nearly never)."""
+    return find_secret(data.decode("utf-8", "replace")) if holds_key_start(data) else None
+
+
+def holds_key_start(data: bytes) -> bool:
+    """``data`` holds one of the literals a key starts with (no key-shaped run without one)."""
+    if len(data) >= SCAN_MIN:
+        starts = literal_starts(data)
+        if starts is not None:
+            return bool(starts)
+    return any(lit in data for lit in _KEY_STARTS)
 
 
 def without_secrets(text: str, secrets: Iterable[str]) -> str:
@@ -394,6 +420,8 @@ class SecretScrubber:
         self.values = tuple(reversed(values))  # longest first: "Bearer sk-x" before "sk-x"
         self._bvalues = tuple(v.encode("utf-8") for v in self.values)
         self._marker = REDACTED.encode("utf-8")
+        # every value is in a JSON text as it is (see :meth:`_nothing_in`)
+        self._json_plain = not any(_JSON_ESCAPED.search(v) for v in self.values)
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -410,16 +438,36 @@ class SecretScrubber:
 
     def deep(self, obj: Any, *, keys: bool = False) -> Any:
         """A copy of a JSON-like value with every string scrubbed (and, with ``keys``, every
-        key-shaped string too)."""
+        key-shaped string too); ``obj`` itself when it holds nothing to scrub."""
         if not self.values and not keys:
             return obj
+        if self._nothing_in(obj, keys):
+            return obj
+        return self._deep(obj, keys)
+
+    def _nothing_in(self, obj: Any, keys: bool) -> bool:
+        """No string of ``obj`` (keys included) holds a credential value, nor, with ``keys``,
+        a key's literal start: looked for in one JSON encoding of it, where every string is
+        written as it is but for the characters JSON escapes, which no literal holds (a value
+        holding one is not looked for this way). False when it cannot be told so."""
+        if not self._json_plain or not isinstance(obj, dict | list):
+            return False
+        try:
+            blob = orjson.dumps(obj)
+        except TypeError:  # a key that is not a string, a value JSON has no form for
+            return False
+        if any(value in blob for value in self._bvalues):
+            return False
+        return not (keys and holds_key_start(blob))
+
+    def _deep(self, obj: Any, keys: bool) -> Any:
         if isinstance(obj, str):
             obj = self.text(obj)
             return redact_keys(obj) if keys else obj
         if isinstance(obj, dict):
-            return {self.deep(str(k), keys=keys): self.deep(v, keys=keys) for k, v in obj.items()}
+            return {self._deep(str(k), keys): self._deep(v, keys) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
-            return [self.deep(v, keys=keys) for v in obj]
+            return [self._deep(v, keys) for v in obj]
         return obj
 
     def stream(self) -> StreamScrubber:

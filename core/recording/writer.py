@@ -19,7 +19,7 @@ from ..model.records import (
     os_error_text,
 )
 from .own_files import open_own
-from .secrets import find_secret, redact_headers, redact_request, with_article
+from .secrets import find_secret, find_secret_in, redact_headers, redact_request, with_article
 
 
 def _dumps(record: dict[str, Any]) -> bytes:
@@ -68,7 +68,12 @@ class RecordingWriter:
         header.response = dict(header.response)
         if isinstance(header.response.get("headers"), dict):
             header.response["headers"] = redact_headers(header.response["headers"])
-        leaked = find_secret(json_text(header.to_record()))
+        record = header.to_record()
+        try:
+            line: bytes | None = _dumps(record)  # looked at, then written as it is
+        except ValueError:  # text that is not UTF-8 (a lone surrogate): it fails when written
+            line = None
+        leaked = find_secret(json_text(record)) if line is None else find_secret_in(line)
         if leaked:
             raise RecordingError(
                 self.path, None, f"refusing to write a recording holding {with_article(leaked)}"
@@ -89,10 +94,12 @@ class RecordingWriter:
         except OSError as exc:
             raise RecordingError(self.path, None, os_error_text(exc)) from None
         self.size = 0  # bytes written so far
+        self._encoded: tuple[dict[str, Any], bytes] | None
+        self._encoded = None if line is None else (record, line)
         self._writer = jsonlines.Writer(self._fh, flush=True, dumps=self._counted)
         self.closed = False
         try:
-            self._put(header.to_record())
+            self._put(record)
         except OSError:
             # not even the header fits (a full disk): no empty file is left behind
             with contextlib.suppress(OSError):
@@ -100,7 +107,12 @@ class RecordingWriter:
             raise
 
     def _counted(self, record: dict[str, Any]) -> bytes:
-        line = _dumps(record)
+        encoded = self._encoded
+        if encoded is not None and encoded[0] is record:  # the header, encoded when checked
+            self._encoded = None
+            line = encoded[1]
+        else:
+            line = _dumps(record)
         self.size += len(line) + 1  # and its line end
         return line
 
