@@ -33,15 +33,7 @@ from ..plugins import api_for_path, api_table, error_body, find_api, official_or
 from ..plugins.table import api_by_header, api_for_request, default_api
 from ..recording.recorder import MAX_RECORDING_BYTES
 from ..recording.secrets import SecretScrubber, redact_keys
-from ..recording.tape_index import (
-    LOCK_NAME,
-    LOCK_TIMEOUT,
-    IndexEntry,
-    Tape,
-    TapeBusy,
-    read_index,
-    written,
-)
+from ..recording.tape_index import IndexEntry, Tape, read_index, written
 from .bodies import BODY_TIMEOUT, MAX_BODY, BodyRefused, off_loop, read_body, refusal
 from .forward import (
     Exchange,
@@ -360,82 +352,6 @@ class Batches(Generic[_T]):
             self._thread.join()
 
 
-class LoopBatches(Generic[_T]):
-    """The tape's file work on the event loop: ``run(items, wait)`` is called at the end of a
-    turn of the loop with every item the turn submitted, in order (never two calls at once).
-
-    It does not wait for the tape's lock: when another writer holds it, ``run`` raises
-    :class:`~..recording.tape_index.TapeBusy` having done nothing, and the items are tried
-    again a moment later with those submitted meanwhile (``filelock`` itself polls a lock held
-    elsewhere). Once the lock has been held elsewhere for :data:`LOCK_TIMEOUT`, ``fail(items,
-    error)`` says so for each. On the loop, the work of an exchange takes no hand-over to a
-    thread and back (two wake-ups, and the interpreter's lock passed between threads; with
-    50 exchanges at once, a tenth of the calls a second). Outside a turn of the loop (the
-    proxy's stop), :meth:`drain` runs what waits, waiting for the lock."""
-
-    def __init__(
-        self,
-        run: Callable[[list[_T], bool], None],
-        fail: Callable[[list[_T], RecordingError], None],
-        lock_path: str,
-    ) -> None:
-        self._run = run
-        self._fail = fail
-        self._lock_path = lock_path
-        self._items: list[_T] = []
-        self._scheduled = False
-        self._busy_since: float | None = None  # since when the lock is held elsewhere
-
-    def submit(self, item: _T) -> None:
-        self._items.append(item)
-        if self._scheduled:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not on the loop (the proxy stops): done now
-            self.drain()
-            return
-        self._scheduled = True
-        loop.call_soon(self._go)
-
-    def _go(self) -> None:
-        self._scheduled = False
-        items, self._items = self._items, []
-        if not items:
-            return
-        try:
-            self._run(items, False)
-        except TapeBusy:
-            now = time.monotonic()
-            if self._busy_since is None:
-                self._busy_since = now
-            elif now - self._busy_since >= LOCK_TIMEOUT:
-                self._busy_since = None
-                why = f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
-                self._fail(items, RecordingError(self._lock_path, None, why))
-                return
-            self._items[:0] = items  # first, before what came meanwhile
-            self._scheduled = True
-            asyncio.get_running_loop().call_later(LOCK_POLL, self._go)
-            return
-        except Exception:  # run's own failures are its to report; the work goes on
-            _log.exception("streamtool: the tape's file work failed")
-        self._busy_since = None
-
-    def drain(self) -> None:
-        """Run what waits now, waiting for the tape's lock if another writer holds it."""
-        items, self._items = self._items, []
-        if items:
-            try:
-                self._run(items, True)
-            except Exception:
-                _log.exception("streamtool: the tape's file work failed")
-
-
-# seconds between two tries of a tape's lock held by another writer (filelock polls at 0.05)
-LOCK_POLL = 0.005
-
-
 @dataclass(slots=True, eq=False)
 class Claim:
     """An exchange's recording waiting for its name (see :meth:`ProxyApp._claim_all`)."""
@@ -447,24 +363,6 @@ class Claim:
     error: BaseException | None = None
     loop: Any = None
     done: Any = None  # an asyncio future of ``loop``
-
-
-def _settle_all(claims: list[Claim]) -> None:
-    """Each claim's future done (or failed with its error): at once on its own loop's thread,
-    else handed to that loop (a loop closed meanwhile: nobody waits)."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    by_loop: dict[Any, list[Claim]] = {}
-    for claim in claims:
-        by_loop.setdefault(claim.loop, []).append(claim)
-    for loop, waiting in by_loop.items():
-        if loop is running:
-            _settle(waiting)
-            continue
-        with suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, waiting)
 
 
 def _settle(claims: list[Claim]) -> None:
@@ -525,14 +423,13 @@ class ProxyApp:
             max_recording_bytes=config.max_recording_bytes,
         )
         self.active: set[Exchange] = set()
-        # the tape's file work: recordings named (while their requests go upstream) and the
-        # index appended on the event loop, at the end of a turn, each for all the work of the
-        # turn at once (one hold of the tape's lock); the index's fsync, which may take
-        # milliseconds, in a thread (one for all the appends waiting)
-        lock_path = os.path.join(self.tape.folder, LOCK_NAME)
-        self._namer = LoopBatches(self._claim_all, self._name_failed, lock_path)
-        self._index_writer = LoopBatches(self._index_all, self._index_failed, lock_path)
-        self._syncer = Batches(self._sync_index, "tape-sync")
+        # the tape's file work, off the event loop: recordings named in one thread (while their
+        # requests go upstream), the fsynced index appended in another, each in order and each
+        # taking all the work waiting at once (one hold of the tape's lock, one fsync: a lock
+        # and an fsync per exchange kept the threads, and the interpreter's lock, busy enough
+        # to hold up every exchange with 50 at once)
+        self._namer = Batches(self._claim_all, "tape-names")
+        self._index_writer = Batches(self._index_all, "tape-index")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -607,9 +504,8 @@ class ProxyApp:
     def finish(self) -> None:
         """Wait for the tape's file work: every exchange ended is in the index, its count in
         :attr:`recorded` (at the server's stop, once its requests are done)."""
-        self._namer.drain()
-        self._index_writer.drain()
-        self._syncer.shutdown()
+        self._namer.shutdown()
+        self._index_writer.shutdown()
         if self.publisher is not None:
             kept = self.publisher.close(self.tape.folder)
             if kept is not None:
@@ -768,46 +664,47 @@ class ProxyApp:
         self._ended(ex)
 
     def _naming(self, claim: Claim) -> asyncio.Future[None]:
-        """A future that is done once ``claim``'s recording is named, or raises why it is not
-        (the forwarder awaits it before recording, and before an exchange ends: its index
-        entry is written after its file was named). Its request is checked for key patterns
-        first: a request holding one is forwarded, not recorded."""
+        """``claim`` queued for the naming thread: a future that is done once its recording
+        is named, or raises why it is not (the forwarder awaits it before recording, and
+        before an exchange ends: its index entry is written after its file was named)."""
         loop = asyncio.get_running_loop()
         claim.done = loop.create_future()
         claim.loop = loop
-        try:
-            claim.recorder.preflight()
-        except Exception as exc:
-            claim.done.set_exception(exc)
-            return claim.done
         self._namer.submit(claim)
         return claim.done
 
-    def _claim_all(self, claims: list[Claim], wait: bool) -> None:
-        """Name the claims' recordings (sequence numbers, each held by its file, made empty),
-        all under one hold of the tape's lock (``wait``: waiting for it; else
-        :class:`TapeBusy`, nothing done, while another writer holds it)."""
+    def _claim_all(self, claims: list[Claim]) -> None:
+        """Check the request of each claim for key patterns (a request holding one is
+        forwarded, not recorded), then name the recordings of the others (sequence numbers,
+        each held by its file, made empty), all under one hold of the tape's lock."""
         try:
-            got = self.tape.allocate_many([(c.api, c.model) for c in claims], wait=wait)
-        except TapeBusy:
-            raise
-        except Exception as exc:  # the tape's lock or counter could not be used
-            self._name_failed(claims, exc)
-            return
-        for claim, name in zip(claims, got, strict=True):
-            if isinstance(name, Exception):
-                claim.error = name
-                continue
-            claim.ex.seq, file = name
-            claim.ex.file = claim.recorder.path = str(file)
-            claim.recorder.claimed = True  # the tape made its file: written as is
-        _settle_all(claims)
-
-    def _name_failed(self, claims: list[Claim], error: BaseException) -> None:
-        for claim in claims:
-            if claim.error is None and claim.ex.file is None:
-                claim.error = error
-        _settle_all(claims)
+            named: list[Claim] = []
+            for claim in claims:
+                try:
+                    claim.recorder.preflight()
+                except Exception as exc:
+                    claim.error = exc
+                else:
+                    named.append(claim)
+            got = self.tape.allocate_many([(c.api, c.model) for c in named])
+            for claim, name in zip(named, got, strict=True):
+                if isinstance(name, Exception):
+                    claim.error = name
+                    continue
+                claim.ex.seq, file = name
+                claim.ex.file = claim.recorder.path = str(file)
+                claim.recorder.claimed = True  # the tape made its file: written as is
+        except Exception as exc:  # the tape's lock could not be had
+            for claim in claims:
+                if claim.error is None and claim.ex.file is None:
+                    claim.error = exc
+        finally:
+            by_loop: dict[Any, list[Claim]] = {}
+            for claim in claims:
+                by_loop.setdefault(claim.loop, []).append(claim)
+            for loop, waiting in by_loop.items():
+                with suppress(RuntimeError):  # a loop closed meanwhile: nobody waits
+                    loop.call_soon_threadsafe(_settle, waiting)
 
     def _ended(self, ex: Exchange) -> None:
         self.active.discard(ex)
@@ -819,13 +716,11 @@ class ProxyApp:
                 self.log(redact_keys(f"{ex.method} {ex.path}: {'; '.join(problems)}"))
         self._index_writer.submit(ex)
 
-    def _index_all(self, ended: list[Exchange], wait: bool) -> None:
-        """Index recorded exchanges, in the order they ended (one write for them all, then
-        one fsync in the sync thread). One whose recording could not be written (a full disk;
-        what was written is kept), or was never started (the upstream was not reached: its
-        file is empty), is not an exchange of the tape: not indexed, not counted. ``wait``:
-        waiting for the tape's lock; else :class:`TapeBusy` while another writer holds it
-        (the exchanges given up are given up again, which changes nothing)."""
+    def _index_all(self, ended: list[Exchange]) -> None:
+        """Index recorded exchanges, in the order they ended (one write and one fsync for
+        them all). One whose recording could not be written (a full disk; what was written is
+        kept), or was never started (the upstream was not reached: its file is empty), is not
+        an exchange of the tape: not indexed, not counted."""
         kept: list[Exchange] = []
         for ex in ended:
             if ex.file is None:
@@ -837,9 +732,7 @@ class ProxyApp:
         if not kept:
             return
         try:
-            entries = [IndexEntry(**index_entry(ex)) for ex in kept]
-            self.tape.append_many(entries, wait=wait, sync=False)
-            self._syncer.submit(None)
+            self.tape.append_many([IndexEntry(**index_entry(ex)) for ex in kept])
         except RecordingError as exc:  # an index put in as a link meanwhile, a full disk
             listed = set()
             with suppress(RecordingError):  # what a cut write put in whole is indexed
@@ -852,19 +745,6 @@ class ProxyApp:
             kept = [ex for ex in kept if Path(ex.file or "").name in listed]
         self.recorded += len(kept)
         self.interrupted += sum(ex.end == "interrupted" for ex in kept)
-
-    def _index_failed(self, ended: list[Exchange], error: RecordingError) -> None:
-        for ex in ended:
-            if ex.file is not None:
-                self.tape.release(ex.file)
-                self.log(f"{Path(ex.file).name}: not indexed: {error}")
-
-    def _sync_index(self, _: list[None]) -> None:
-        """Flush the index to disk once for every append waiting (the sync thread)."""
-        try:
-            self.tape.sync()
-        except RecordingError as exc:
-            self.log(f"the index could not be flushed to disk: {exc}")
 
 
 def _query_model(url: str) -> str | None:

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, fields
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -135,27 +134,18 @@ def read_index(folder: str | os.PathLike[str]) -> list[IndexEntry]:
     return entries
 
 
-class TapeBusy(Exception):
-    """The tape's lock is held by another writer (or thread) right now: asked not to wait."""
-
-
 @contextmanager
-def tape_lock(
-    folder: str | os.PathLike[str], held: Any = None, *, wait: bool = True
-) -> Iterator[None]:
+def tape_lock(folder: str | os.PathLike[str], held: Any = None) -> Iterator[None]:
     """Hold the tape's file lock (``folder/.lock``): one writer at a time, across threads and
-    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`;
-    with ``wait=False``, :class:`TapeBusy` at once when another holds it. ``held``: the
-    ``filelock.FileLock`` of that file to use (a writer's own, made once)."""
+    processes. Raises :class:`RecordingError` when it cannot be had in :data:`LOCK_TIMEOUT`.
+    ``held``: the ``filelock.FileLock`` of that file to use (a writer's own, made once)."""
     from filelock import FileLock, Timeout
 
     path = os.path.join(folder, LOCK_NAME)
     lock = held if held is not None else FileLock(path, timeout=LOCK_TIMEOUT)
     try:
-        lock.acquire(blocking=wait)
+        lock.acquire()
     except Timeout:
-        if not wait:
-            raise TapeBusy(path) from None
         raise RecordingError(
             path, None, f"another writer has held the tape's lock for {LOCK_TIMEOUT:g} s"
         ) from None
@@ -209,12 +199,10 @@ def append_entries(
     *,
     locked: bool = False,
     lock: Callable[[], AbstractContextManager[None]] | None = None,
-    sync: bool = True,
 ) -> None:
     """Append entries to ``folder/index.jsonl`` under the tape's lock (``locked``: the caller
     holds it already; ``lock``: how to take it, by default :func:`tape_lock`), then flush them
-    to disk (``sync=False``: the caller does, :func:`sync_index`). An empty list makes an
-    empty index."""
+    to disk. An empty list makes an empty index."""
     index = os.path.join(folder, INDEX_NAME)
     data = b"".join(
         (json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -237,21 +225,7 @@ def append_entries(
                 raise
         # the data is in the file: the fsync need not hold up the other writers
         with fh:
-            if sync:
-                os.fsync(fh.fileno())
-    except OSError as exc:
-        raise RecordingError(index, None, os_error_text(exc)) from None
-
-
-def sync_index(folder: str | os.PathLike[str]) -> None:
-    """Flush the tape's index to disk (what :func:`append_entries` wrote with ``sync=False``)."""
-    index = os.path.join(folder, INDEX_NAME)
-    try:
-        fd = open_own(index, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            os.fsync(fh.fileno())
     except OSError as exc:
         raise RecordingError(index, None, os_error_text(exc)) from None
 
@@ -514,20 +488,10 @@ class Tape:
         return self._file_lock
 
     @contextmanager
-    def lock(self, *, wait: bool = True) -> Iterator[None]:
-        """The tape's lock: this instance's threads one at a time, then the file lock.
-        ``wait=False``: :class:`TapeBusy` at once when either is held."""
-        if wait:
-            with self._lock, tape_lock(self.folder, self._held()):
-                yield
-            return
-        if not self._lock.acquire(blocking=False):
-            raise TapeBusy(self._folder)
-        try:
-            with tape_lock(self.folder, self._held(), wait=False):
-                yield
-        finally:
-            self._lock.release()
+    def lock(self) -> Iterator[None]:
+        """The tape's lock: this instance's threads one at a time, then the file lock."""
+        with self._lock, tape_lock(self.folder, self._held()):
+            yield
 
     def allocate(self, api: str | None, model: str | None) -> tuple[int, Path]:
         """The next sequence number and its recording's path: an empty file, made here (no
@@ -546,19 +510,18 @@ class Tape:
         return got
 
     def allocate_many(
-        self, wanted: list[tuple[str | None, str | None]], *, wait: bool = True
+        self, wanted: list[tuple[str | None, str | None]]
     ) -> list[tuple[int, Path] | RecordingError]:
         """:meth:`allocate` for each ``(api, model)`` of ``wanted``, in order, under one hold of
         the tape's lock (the counter written once for them all): the next numbers, one after
         the other, as that many calls of :meth:`allocate` would give them. A name that cannot
         be had (its file cannot be made) is a :class:`RecordingError` in its place; a tape
         whose lock or counter cannot be used raises it. A name taken already (a file or a link
-        placed by hand) is passed over for the next number. ``wait=False``: :class:`TapeBusy`,
-        nothing done, when another writer holds the tape's lock."""
+        placed by hand) is passed over for the next number."""
         out: list[tuple[int, Path] | RecordingError] = []
         if not wanted:
             return out
-        with self.lock(wait=wait):
+        with self.lock():
             counter = read_counter(self._folder)
             in_place = counter is not None
             if counter is None or not self._listed:
@@ -610,25 +573,15 @@ class Tape:
         """Add an exchange to the index once its recording is complete."""
         self.append_many([entry])
 
-    def append_many(
-        self, entries: list[IndexEntry], *, wait: bool = True, sync: bool = True
-    ) -> None:
+    def append_many(self, entries: list[IndexEntry]) -> None:
         """Add exchanges to the index once their recordings are complete, in order: one hold
         of the tape's lock, one write of whole lines and one flush to disk for them all (a
-        crash leaves each entry whole or not there, as for one). ``wait=False``:
-        :class:`TapeBusy`, nothing done, when another writer holds the tape's lock;
-        ``sync=False``: the flush to disk is the caller's (:meth:`sync`)."""
+        crash leaves each entry whole or not there, as for one)."""
         if entries:
-            lock = partial(self.lock, wait=wait)
-            # (the fsync after the lock)
-            append_entries(self._folder, entries, lock=lock, sync=sync)
+            append_entries(self._folder, entries, lock=self.lock)  # the fsync after the lock
         if self.storage is not None:
             for entry in entries:
                 self.storage.publish(self.folder, entry)
-
-    def sync(self) -> None:
-        """Flush the index to disk (after :meth:`append_many` with ``sync=False``)."""
-        sync_index(self._folder)
 
     def exchanges(self) -> list[Path]:
         return list_exchanges(self.folder)
