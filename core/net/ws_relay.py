@@ -226,10 +226,9 @@ async def _pump(
 
     def note(direction: str, data: str | bytes) -> None:
         assert recorder is not None
-        if not recorder.holding:
+        if recorder.hold(direction, data):  # the first of this turn: written at its end
             loop.call_soon(recorder.flush)
-        recorder.message(direction, data)
-        if recorder.over_limit:
+        if recorder.reason == "limit":  # (over_limit)
             raise _Limit(recorder.max_bytes)
 
     async def from_agent() -> None:

@@ -207,6 +207,30 @@ class SessionRecorder:
         record = Message(t, direction, self.scrub(data))
         return record if self._put(record) else None
 
+    def hold(self, direction: str, data: str | bytes) -> bool:
+        """:meth:`message` for a caller that gathers (``gather``), in one call: the message
+        held for :meth:`flush`. True when it is the first one held (the caller schedules the
+        flush). A message past ``max_bytes``, or one that cannot be written, takes the way of
+        :meth:`message`."""
+        n = len(data)
+        max_bytes = self.max_bytes
+        if (
+            (max_bytes is not None and self.bytes + n > max_bytes)
+            or self.writer is None
+            or self.write_error is not None
+            or self.reason is not None
+        ):
+            self.message(direction, data)
+            return False
+        t = int((time.monotonic() - self.t0) * 1e6 + 0.5) / 1e6  # now()
+        if self.first_server is None and direction == "server":
+            self.first_server = t
+        self.messages += 1
+        self.bytes += n
+        held = self._held
+        held.append(Message(t, direction, data))
+        return len(held) == 1
+
     def control(self, direction: str, kind: str, code: int | None = None, reason: str = "") -> None:
         """A close (``code`` ``None``: the connection ended without a close frame), a ping or
         a pong."""
