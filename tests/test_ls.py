@@ -97,3 +97,28 @@ def test_text_table_and_unusable_files(tmp_path):
     assert [os.path.basename(r["file"]) for r in json.loads(proc.stdout)] == [PICK[1]]
     assert run("ls", str(tmp_path / "nope")).returncode == 2
     assert run("ls", "--sort", "colour").returncode == 2
+
+
+def test_an_exchange_a_writer_has_named_and_not_written_is_listed_cut_off(tmp_path):
+    """A tape being recorded: a writer names an exchange's file (made empty) before its answer's
+    head comes; ls shows it as an exchange without its end, not as a broken file. An empty file
+    outside a numbered tape is still one."""
+    tape = tmp_path / "tape"
+    tape.mkdir()
+    shutil.copy(RECORDINGS / PICK[0], tape / "0001-openai-chat-x.jsonl")
+    (tape / "index.jsonl").write_text('{"seq":1,"file":"0001-openai-chat-x.jsonl"}\n')
+    (tape / "0002-openai-chat-x.jsonl").write_bytes(b"")
+    proc = run("ls", str(tape), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {os.path.basename(r["file"]): r for r in json.loads(proc.stdout)}
+    assert rows["0002-openai-chat-x.jsonl"]["end"] == "cut off"
+    assert rows["0002-openai-chat-x.jsonl"]["provider"] is None
+    assert rows["0001-openai-chat-x.jsonl"]["end"] == "complete"
+    # filtered by what a header says: a file without one passes no such filter
+    proc = run("ls", str(tape), "--provider", "openai", "--format", "json")
+    assert "0002-openai-chat-x.jsonl" not in proc.stdout
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "0001-x.jsonl").write_bytes(b"")
+    proc = run("ls", str(loose))
+    assert proc.returncode == 2 and "empty file: no header" in proc.stderr

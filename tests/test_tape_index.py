@@ -353,3 +353,18 @@ def test_a_named_recording_is_written_as_is_and_given_up_only_when_empty(tmp_pat
     assert not unused.exists() and used.exists() and swapped.read_text() == "by hand\n"
     assert outside.read_text() == ""
     assert tape.allocate("x", "d")[0] == 4  # a given-up number is not handed out again
+
+
+def test_a_tape_serves_around_an_exchange_named_and_not_written(tmp_path: Path) -> None:
+    """An empty numbered file in a tape is an exchange a writer has named: left out, and said
+    so, not taken for a broken file."""
+    from streamtool.core.net.tape import load_exchanges
+
+    tape = Tape(tmp_path)
+    (_, path), (_, waiting) = tape.allocate_many([("x", "a"), ("x", "b")])  # type: ignore[misc]
+    header = Header(provider="openai", api="chat", request={}, response={"status": 200})
+    with RecordingWriter(path, header, claimed=True) as writer:
+        writer.write_read(0.1, b"data: {}\n\n")
+    recordings, skipped = load_exchanges(tmp_path)
+    assert [r.path for r in recordings] == [str(path)]
+    assert skipped == [(waiting.name, "empty: an exchange named and not written yet")]

@@ -16,6 +16,7 @@ from typing import Any
 from ..engine.replay import DetectionError, ReplayEngine
 from ..model.records import RecordingError
 from ..recording.reader import Source
+from ..recording.tape_index import named_by_a_writer
 from .find import find_recordings
 
 COLUMNS = (
@@ -113,6 +114,11 @@ def list_recordings(
 def read_row(path: str, filters: Filters) -> Row | None:
     row = Row(path)
     try:
+        if os.stat(path).st_size == 0 and named_by_a_writer(path):
+            # an exchange a writer has named and not written yet (its answer's head has not
+            # come), or one cut off before its header: no end record, nothing else to show
+            row.end = "cut off"
+            return row if filters.header_ok(row) and filters.ok(row) else None
         source = Source(path)
         header = source.header
         row.provider, row.api, row.model = header.provider, header.api, header.model

@@ -49,6 +49,7 @@ from ..recording.tape_index import (
     append_entries,
     highest_seq,
     is_own_file,
+    named_by_a_writer,
     read_index,
     renumbered,
     rewrite_index,
@@ -259,6 +260,9 @@ def load_exchanges(
         if not is_own_file(folder, path):  # replaced by a link since the folder was read
             skipped.append((path.name, "not one of the tape's own regular files"))
             _log.warning("%s: not served: not one of the tape's own regular files", path)
+            continue
+        if not written(path) and named_by_a_writer(path):
+            skipped.append((path.name, "empty: an exchange named and not written yet"))
             continue
         try:
             rec = load_recording(path)
