@@ -8,11 +8,12 @@ line) over Streamable HTTP with sessions, in a process of its own; ``streamtool 
 --upstream`` records every exchange into a temporary folder (no live view), in another. The
 client is httpx (asyncio) in this process, speaking the protocol itself (``initialize``, then
 ``tools/call`` of a tool adding two numbers, answered as an SSE stream, read to its end), the same
-for direct and proxied calls. Beside the proxy, in the same rounds, ``bench_proxy``'s two floors
-(``benchmarks/floor_relay.py``: the proxy's libraries as a plain relay, and a TCP relay), the
-figures to read the proxy's against, and the same plain relay on other maintained libraries
-where they are installed (aiohttp's server and client; uvicorn with aiohttp's client; uvicorn
-with httpx2 as the client), to tell whether another library would do measurably better.
+for direct and proxied calls. Beside the proxy, in the same rounds, two floors
+(``benchmarks/floor_relay.py``): the proxy's libraries as a plain relay (uvicorn, aiohttp's
+client) and a TCP relay, the figures to read the proxy's against; and the same plain relay on
+other maintained libraries where they are installed (aiohttp's server and client; uvicorn with
+httpx, or with httpx2, as the client), to tell whether another library would do measurably
+better.
 Figures and targets:
 
 1. one tool call's time (the request sent to the stream's last byte), on a kept-alive
@@ -54,14 +55,16 @@ from streamtool.core.recording.reader import Source  # noqa: E402
 
 CLI = [sys.executable, "-c", "from streamtool.cli.main import main; main()"]
 LATENCY_TARGET_MS = 2.0
-OTHER_LIBRARIES = ("aiohttp", "uvicorn-aiohttp", "httpx2")
+OTHER_LIBRARIES = ("aiohttp", "http", "httpx2")
 FLOOR_LABELS = {
-    "http": "floor: uvicorn + httpx relay",
+    "uvicorn-aiohttp": "floor: uvicorn + aiohttp client",
     "tcp": "floor: TCP relay",
     "aiohttp": "other library: aiohttp relay",
-    "uvicorn-aiohttp": "other: uvicorn + aiohttp client",
+    "http": "other library: uvicorn + httpx",
     "httpx2": "other library: uvicorn + httpx2",
 }
+# the module each relay needs, where it is not a dependency of streamtool
+_NEEDS = {"aiohttp": "aiohttp", "http": "httpx", "httpx2": "httpx2"}
 THROUGHPUT_TARGET = 0.8
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
@@ -259,12 +262,12 @@ def main() -> None:
         raise SystemExit("--calls needs at least 21 and --rounds at least 3")
     with open("/proc/loadavg") as f:
         print(f"load average before: {' '.join(f.read().split()[:3])}")
-    # the floors: the proxy's libraries, a TCP relay, and the same relay on other maintained
-    # libraries where they are installed (aiohttp, the proxy's upstream client; httpx2 comes with
-    # the openai SDK)
-    kinds = ["http", "tcp"]
+    # the floors: the proxy's libraries (uvicorn, aiohttp's client), a TCP relay, and the same
+    # relay on other maintained libraries where they are installed (aiohttp's server; httpx, the
+    # proxy's client before aiohttp; httpx2 comes with the openai SDK)
+    kinds = ["uvicorn-aiohttp", "tcp"]
     for kind in OTHER_LIBRARIES:
-        if importlib.util.find_spec(kind.rpartition("-")[2]) is None:
+        if importlib.util.find_spec(_NEEDS[kind]) is None:
             print(f"{kind} is not installed: its floor is skipped")
         else:
             kinds.append(kind)

@@ -11,7 +11,8 @@ Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is
   ``httpx.AsyncClient`` sends it upstream and the response's raw bytes go back as they are
   read. No recording, no checks, no scrubbing, no gathering of reads.
 
-The proxy's own work is what it costs beyond the ``http`` floor.
+The proxy's own work is what it costs beyond the ``http`` floor (``bench_proxy``); its upstream
+client is aiohttp now, so ``bench_mcp`` reads it against ``uvicorn-aiohttp`` below.
 
 Two more, the same relay on other maintained libraries used as their documentation shows, to
 tell whether another library would do better than the proxy's (``aiohttp`` is the proxy's
