@@ -29,6 +29,7 @@ from streamtool.core.net.proxy import (
 )
 from streamtool.core.net.server import serving
 from streamtool.core.recording.reader import Source
+from streamtool.core.recording.tape_index import Tape
 
 from .proxy_helpers import Upstream, proxy_to, sse_json
 from .serve_helpers import anthropic_status_error, body_of, chunks_of, read_all, recording
@@ -346,9 +347,9 @@ def test_a_request_holding_a_key_pattern_is_forwarded_not_recorded(
     assert json.loads(upstream.seen[0]["body"]) == leaking
     assert "refusing to record" in ended[0].record_error and ended[0].file is None
     assert ended[1].record_error is None
-    # the refused exchange took no number and left no file or reservation behind
+    # the refused exchange took no number and left no file behind (none the index lacks)
     assert [p.name for p in captured(out)] == [entry["file"]] and entry["seq"] == 1
-    assert not [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+    assert not Tape(out, create=False).in_flight()
     no_secret_in(out, key)
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from streamtool.core.exchange.playback import Playback
 from streamtool.core.net.server import serving
-from streamtool.core.recording.tape_index import read_index
+from streamtool.core.recording.tape_index import Tape, read_index
 
 from .serve_helpers import (
     STREAMTOOL,
@@ -174,7 +174,7 @@ def test_ctrl_c_stops_the_proxy_and_it_finishes_what_it_recorded(tmp_path: Path)
         (1, "gpt-short", "complete"),
         (2, "gpt-long", "interrupted"),
     ]
-    assert not [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+    assert not Tape(out, create=False).in_flight()  # no recording left that the index lacks
     assert "proxy stopped; 2 exchanges recorded in" in text and "(1 interrupted)" in text
     # the interrupted recording holds what its client got, and says it was stopped
     _, chunks, end = read_all(out / entries[1].file)
@@ -212,5 +212,5 @@ def test_sigterm_cuts_the_stream_in_flight_and_exits_143(command: str, tmp_path:
         assert err.rstrip().endswith("streamtool: serve stopped; 1 request in progress cut"), err
     else:
         assert [e.end for e in read_index(out)] == ["interrupted"]
-        assert not [p.name for p in out.iterdir() if p.name.endswith(".reserved")]
+        assert not Tape(out, create=False).in_flight()
         assert "proxy stopped; 1 exchange recorded in" in err and "(1 interrupted)" in err
