@@ -279,48 +279,29 @@ class Batches(Generic[_T]):
     """Work done on a thread of its own, in order, all that is waiting at once: ``run`` is
     called with every item submitted since it was last called (never two calls at once).
 
-    The thread waits on a ``queue.SimpleQueue``: handing it items is one call into C, where a
-    thread pool's ``submit`` made a future, took two locks and counted its threads again, on
-    the event loop, for every batch. On an event loop, the items submitted in one turn of the
-    loop are handed over together at its end: a sleeping thread is woken once for them, not
-    once an item (each wake-up is a switch of the core to it and back, at a moment the loop
-    holds the interpreter's lock). Items submitted after :meth:`shutdown` are done at once, in
-    the caller's thread; the thread is a daemon, and the interpreter's exit waits for what it
-    was given (``atexit``)."""
+    The thread waits on a ``queue.SimpleQueue``: handing it an item is one call into C (a
+    wake-up when it sleeps), where a thread pool's ``submit`` made a future, took two locks and
+    counted its threads again, on the event loop, for every batch. Items submitted after
+    :meth:`shutdown` are done at once, in the caller's thread; the thread is a daemon, and
+    the interpreter's exit waits for what it was given (``atexit``)."""
 
     def __init__(self, run: Callable[[list[_T]], None], name: str) -> None:
         import atexit
 
         self._run = run
-        self._queue: queue.SimpleQueue[list[_T] | None] = queue.SimpleQueue()  # None: stop
+        self._queue: queue.SimpleQueue[_T | None] = queue.SimpleQueue()  # None: stop
         self._guard = threading.Lock()
         self._closed = False
-        self._pending: list[_T] = []  # submitted in this turn of the event loop
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
         atexit.register(self.shutdown)
 
     def submit(self, item: _T) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not on an event loop: handed over now
-            self._hand([item])
-            return
-        self._pending.append(item)
-        if len(self._pending) == 1:
-            loop.call_soon(self._hand_pending)
-
-    def _hand_pending(self) -> None:
-        items, self._pending = self._pending, []
-        if items:
-            self._hand(items)
-
-    def _hand(self, items: list[_T]) -> None:
         with self._guard:
             if not self._closed:
-                self._queue.put(items)
+                self._queue.put(item)
                 return
-        self._run(items)
+        self._run([item])
 
     def _work(self) -> None:
         get, more = self._queue.get, self._queue.get_nowait
@@ -329,20 +310,19 @@ class Batches(Generic[_T]):
             with suppress(queue.Empty):
                 while True:
                     batch.append(more())
-            items = [item for handed in batch if handed is not None for item in handed]
+            items = [item for item in batch if item is not None]
             if items:
                 try:
                     self._run(items)
                 except Exception:  # run's own failures are its to report; the thread goes on
                     _log.exception("streamtool: the tape's file work failed")
-            if None in batch:
+            if len(items) < len(batch):
                 return
 
     def shutdown(self) -> None:
         """Wait until everything submitted is done."""
         import atexit
 
-        self._hand_pending()  # (on the loop's thread: what this turn submitted goes first)
         with self._guard:
             if not self._closed:
                 self._closed = True
