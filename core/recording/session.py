@@ -222,7 +222,7 @@ class SessionRecorder:
         ):
             self.message(direction, data)
             return False
-        t = int((time.monotonic() - self.t0) * 1e6 + 0.5) / 1e6  # now()
+        t = self.now()
         if self.first_server is None and direction == "server":
             self.first_server = t
         self.messages += 1
