@@ -327,3 +327,56 @@ def test_a_tape_reader_never_sees_an_exchange_being_merged_as_served(tmp_path: P
     assert len(running) == 1 and running[0].startswith("0003-") and not hidden
     assert status.status_code == 404
     assert [e.seq for e in check_index(tape)] == [1, 2, 3]
+
+
+def test_a_proxy_killed_before_the_answers_heads_leaves_named_empty_exchanges(
+    tmp_path: Path,
+) -> None:
+    """A real SIGKILL while every exchange is named (its file made empty) and no answer's head
+    has come: the empty files are listed cut off, never served, their numbers never handed out
+    again; the next writer records under new numbers."""
+    from .proxy_helpers import ScriptedUpstream, chunked
+
+    tape = tmp_path / "tape"
+    n = 4
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\n'
+    late = [(8.0, head + b"\r\n" + chunked(event) + b"0\r\n\r\n")]  # the head after 8 s
+
+    def post(origin: str, prompt: str) -> None:
+        with pytest.raises(httpx.HTTPError):  # the proxy is killed: the connection drops
+            httpx.post(origin + "/v1/chat/completions", json=ask(prompt), timeout=30)
+
+    with ScriptedUpstream(late) as up:
+        command = [*STREAMTOOL, "proxy", "--port", "0", "--upstream", up.url, "--out", str(tape)]
+        proc, _, origin = start_listening([*command, "--view", "none"])
+        threads = [threading.Thread(target=post, args=(origin, f"p{i}")) for i in range(n)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10
+        while len(recordings_in(tape)) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert proc.stderr is not None
+        proc.stderr.close()
+        for t in threads:
+            t.join(timeout=30)
+    named = recordings_in(tape)
+    assert len(named) == n and all(f.stat().st_size == 0 for f in named)
+    assert read_index(tape) == []
+    listing = CliRunner().invoke(app, ["ls", str(tape), "--format", "json"])
+    assert listing.exit_code == 0, listing.output
+    assert [r["end"] for r in json.loads(listing.stdout)] == ["cut off"] * n
+    with serving_tape(tape) as server:
+        skipped = dict(server.library.skipped)
+    assert skipped == {f.name: "empty: an exchange named and not written yet" for f in named}
+    # the next writer: a new number, past the ones named before the kill
+    with (
+        serving([UPSTREAM], Playback(speed=None)) as fast,
+        serving_tape(tape, record_missing=True, upstream=fast.url) as server,
+    ):
+        body = httpx.post(server.url + "/v1/chat/completions", json=ask("after")).content
+    assert body == body_of(UPSTREAM)
+    [entry] = check_index(tape)
+    assert entry.seq == n + 1 and prompt_of(tape / entry.file) == "after"
