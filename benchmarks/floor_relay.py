@@ -7,7 +7,7 @@ Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is
 - ``tcp``: every connection piped to a new connection to the upstream, bytes as they come, both
   ways (asyncio streams; no HTTP read at all): the cost of the extra hop between processes;
 - ``http``: the libraries the proxy is built on, used as their documentation shows and nothing
-  more: uvicorn (its h11 protocol, the asyncio loop, as the proxy runs it) takes the request, an
+  more: uvicorn (its httptools protocol, the asyncio loop, as the proxy runs it) takes the request, an
   ``httpx.AsyncClient`` sends it upstream and the response's raw bytes go back as they are
   read. No recording, no checks, no scrubbing, no gathering of reads.
 
@@ -200,7 +200,7 @@ def aiohttp_relay(upstream: str) -> None:
 
 
 def http_relay(upstream: str, client_library: str = "httpx") -> None:
-    """uvicorn (h11, asyncio) relaying through ``client_library``'s client."""
+    """uvicorn (httptools, asyncio) relaying through ``client_library``'s client."""
     import socket
 
     import uvicorn
@@ -213,7 +213,7 @@ def http_relay(upstream: str, client_library: str = "httpx") -> None:
     app = uvicorn_aiohttp_app(upstream) if client_library == "aiohttp" else None
     config = uvicorn.Config(
         app or http_app(upstream, client_library),
-        http="h11",
+        http="httptools",
         loop="asyncio",
         ws="none",
         lifespan="on",

@@ -189,12 +189,13 @@ def test_origin_keeps_no_path_or_query() -> None:
     assert classify(httpx.ConnectError("refused"), 0)[1] == "could not connect: refused"
 
 
-def test_a_port_in_use_points_to_port_0() -> None:
+def test_a_port_in_use_points_to_port_0(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for command in (["serve", str(REC)], ["proxy", "--view", "none"]):
+        proxy = ["proxy", "--view", "none", "-o", str(tmp_path / "tape")]
+        for command in (["serve", str(REC)], proxy):
             said = one_error_line(run(*command, "--port", str(port), timeout=20))
             assert said == (
                 f"cannot listen on 127.0.0.1:{port}: address already in use; another program "

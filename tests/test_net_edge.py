@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -152,8 +153,12 @@ def test_no_target_reaches_anything_but_the_upstream(
     assert len(up.seen) == seen_before  # nothing was sent on at all
     assert not list((tmp_path / "caps").glob("0*.jsonl"))  # nor recorded
     assert "Traceback" not in err
-    # one line for each refused request
-    assert sum("-> 400:" in line for line in err.splitlines()) == len(answers), err
+    # one line for each refused request: the proxy's, naming its target and why, or uvicorn's
+    # (httptools) for a target or a method its parser refuses before any application sees it
+    ours = sum("-> 400:" in line for line in err.splitlines())
+    parser = sum("Invalid HTTP request received." in line for line in err.splitlines())
+    assert ours + parser == len(answers), err
+    assert ours >= 4, err  # the absolute forms, the network-path and the backslash: named
 
 
 def test_absolute_form_naming_the_proxy_goes_to_the_upstream_path(
@@ -172,6 +177,42 @@ def test_absolute_form_naming_the_proxy_goes_to_the_upstream_path(
         assert status == 400  # user information in the authority
     finally:
         stop(proc)
+
+
+def test_pipelined_requests_are_each_judged_by_their_own_target(
+    tmp_path: Path, decoy: Decoy, upstream: tuple[Upstream, str]
+) -> None:
+    """Requests sent together on one connection (HTTP/1.1 pipelining) reach the app one after
+    another: each is judged by the target it came with (uvicorn's parser drops an absolute
+    form's authority and a fragment; the proxy has them back, request by request). A refusal
+    closes the connection: what was sent after it is not answered."""
+    up, up_url = upstream
+    proc, port = start_proxy(tmp_path / "caps", "--upstream", up_url)
+    other = f"http://127.0.0.1:{decoy.port}/v1/echo?n=9"
+    runs = [  # the targets sent together on one connection, and the statuses answered
+        (["/v1/echo?n=1", f"http://127.0.0.1:{port}/v1/echo?n=2", other, "/v1/echo?n=9"],
+         [200, 200, 400]),
+        ([f"http://localhost:{port}/v1/echo?n=3", "/v1/echo#frag", "/v1/echo?n=9"], [200, 400]),
+        (["/v1/echo?n=4", "/v1/echo?n=5"], [200, 200]),
+    ]  # fmt: skip
+    seen_before = len(up.seen)
+    got = []
+    try:
+        for targets, _ in runs:
+            heads = [post_head(t, port).replace("close", "keep-alive") for t in targets]
+            heads[-1] = post_head(targets[-1], port)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"".join(h.encode("latin-1") + b"\r\n\r\n" + BODY for h in heads))
+                data = bytearray()
+                while piece := s.recv(65536):
+                    data += piece
+            got.append([int(n) for n in re.findall(rb"HTTP/1\.1 (\d{3}) ", bytes(data))])
+    finally:
+        err = stop(proc)
+    assert got == [statuses for _, statuses in runs], err
+    assert [q["query"] for q in up.seen[seen_before:]] == [f"n={n}" for n in range(1, 6)]
+    assert decoy.connections == 0
+    assert f"names '127.0.0.1:{decoy.port}'" in err and "'/v1/echo#frag'" in err, err
 
 
 def test_target_path_unit_cases() -> None:

@@ -3,7 +3,7 @@
 :class:`ConnectionLimits` (``--max-connections``, ``--header-timeout``) says how many connections a
 server keeps open and how long a request head may take; :func:`connection_limit` derives the
 default from the open-file limit; :func:`guarded` gives the uvicorn settings that enforce them
-(uvicorn's h11 protocol wrapped, through its public configuration), with
+(uvicorn's httptools protocol wrapped, through its public configuration), with
 :class:`ConnectionGuard` keeping the count, and cutting the requests in progress when the server
 stops (:func:`stop_requests`). uvicorn is imported only inside :func:`guarded`.
 """
@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+from urllib.parse import unquote
 
 HEADER_TIMEOUT = 10.0  # seconds a request head may take to arrive (--header-timeout)
 # descriptors the connection limit leaves to the rest of the process (this many, or an eighth of
@@ -288,9 +291,69 @@ def _has_body(headers: Any) -> bool:
     return False
 
 
+@cache
+def _target_keeping() -> type:
+    """uvicorn's httptools protocol, keeping each request's target as it came, in the order the
+    requests came (``streamtool_targets``), for :func:`_as_received`.
+
+    uvicorn hands the application what ``httptools.parse_url`` makes of the target: the path of
+    an absolute-form target (``http://host/path``) without its scheme and authority, a path
+    without its fragment. The proxy refuses a target naming another authority, or holding a
+    fragment, as it did with uvicorn's h11 protocol, which hands the target over as it came.
+    The target is taken from httptools' own parser callbacks (``on_url``), the request's scope
+    left to uvicorn."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class TargetKeepingProtocol(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.streamtool_targets: deque[bytes] = deque()
+            self.streamtool_url = b""
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.streamtool_url = b""
+
+        def on_url(self, url: bytes) -> None:
+            super().on_url(url)
+            self.streamtool_url += url
+
+        def on_headers_complete(self) -> None:
+            # kept before uvicorn starts the request (or queues it, pipelined); an upgrade's,
+            # or one uvicorn refuses, is passed over by the path it does not match
+            self.streamtool_targets.append(self.streamtool_url)
+            super().on_headers_complete()
+
+    return TargetKeepingProtocol
+
+
+def _as_received(scope: Any, targets: deque[bytes]) -> None:
+    """``scope``'s ``raw_path`` and ``path`` as its request's target came (its part before
+    ``?``), where uvicorn's parse of it changed them: the scheme and authority of an
+    absolute-form target, a fragment. ``targets``: the targets of the connection's requests not
+    yet handed over, the oldest first; those before this request's (an upgrade's) are dropped."""
+    raw_path = scope["raw_path"]
+    while targets:
+        target = targets.popleft()
+        raw = target.partition(b"?")[0]
+        if raw == raw_path:
+            return  # origin-form: as uvicorn gave it
+        import httptools
+
+        try:
+            parsed = httptools.parse_url(target).path
+        except httptools.HttpParserInvalidURLError:
+            continue
+        if parsed == raw_path:
+            scope["raw_path"] = raw
+            scope["path"] = unquote(raw.decode("latin-1"))
+            return
+
+
 class GuardedProtocol(asyncio.Protocol):
-    """uvicorn's h11 protocol (``http_class``), with the connection counted against ``guard``
-    and its request heads timed. :func:`guarded` makes a subclass per server, naming both."""
+    """uvicorn's httptools protocol (``http_class``, keeping its targets), with the connection
+    counted against ``guard`` and its request heads timed. :func:`guarded` makes a subclass per
+    server, naming both."""
 
     guard: ConnectionGuard
     http_class: Any
@@ -480,6 +543,9 @@ def _guarded_app(app: Any, protocol: type[GuardedProtocol]) -> Any:
         if scope["type"] != "http" or not isinstance(conn, protocol):
             await app(scope, receive, send)
             return
+        targets = getattr(conn.http, "streamtool_targets", None)
+        if targets:
+            _as_received(scope, targets)
         task = asyncio.current_task()
         assert task is not None
         body = _has_body(scope["headers"])
@@ -529,7 +595,8 @@ def guarded(limits: ConnectionLimits, app: Any, *, websockets: bool = False) -> 
     """``uvicorn.Config`` settings that run ``app`` held to ``limits``:
     ``Config(**guarded(limits, app), ...)``.
 
-    uvicorn's h11 protocol does the HTTP; it is wrapped, through uvicorn's public ``http``
+    uvicorn's httptools protocol does the HTTP (each request's target kept as it came, see
+    :func:`_target_keeping`); it is wrapped, through uvicorn's public ``http``
     setting (a protocol class) and an ASGI middleware, never reaching into uvicorn's own state:
 
     - a header timeout: a connection whose request head is not complete ``header_timeout``
@@ -555,12 +622,10 @@ def guarded(limits: ConnectionLimits, app: Any, *, websockets: bool = False) -> 
     an upgraded connection counts as busy until its session ends; else no WebSockets.
     :func:`stop_requests` cuts the requests in progress when the server stops.
     """
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
     protocol = type(
-        "GuardedH11Protocol",
+        "GuardedHttpProtocol",
         (GuardedProtocol,),
-        {"guard": ConnectionGuard(limits), "http_class": H11Protocol},
+        {"guard": ConnectionGuard(limits), "http_class": _target_keeping()},
     )
     return {
         "app": _guarded_app(app, protocol),

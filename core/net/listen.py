@@ -62,12 +62,13 @@ def quiet_cut_logging() -> None:
 
 
 def allow_status(status: int) -> None:
-    """Let uvicorn's h11 protocol send ``status`` although its table of reason phrases (100 to
-    599) lacks it: a status HTTP does not define (an upstream's 999) is passed on as it came,
+    """Let uvicorn's HTTP protocols send ``status`` although their tables of status lines (100
+    to 599) lack it: a status HTTP does not define (an upstream's 999) is passed on as it came,
     with an empty reason phrase, instead of failing the response. uvicorn is imported here."""
-    from uvicorn.protocols.http import h11_impl
+    from uvicorn.protocols.http import h11_impl, httptools_impl
 
     h11_impl.STATUS_PHRASES.setdefault(status, b"")
+    httptools_impl.STATUS_LINE.setdefault(status, b"HTTP/1.1 %d \r\n" % status)
 
 
 # -- the listening socket --------------------------------------------------------------------------
