@@ -7,9 +7,9 @@ Prints ``listening on http://127.0.0.1:PORT`` on stderr, then relays until it is
 - ``tcp``: every connection piped to a new connection to the upstream, bytes as they come, both
   ways (asyncio streams; no HTTP read at all): the cost of the extra hop between processes;
 - ``http``: the libraries the proxy is built on, used as their documentation shows and nothing
-  more: uvicorn (its httptools protocol, the asyncio loop, as the proxy runs it) takes the request, an
-  ``httpx.AsyncClient`` sends it upstream and the response's raw bytes go back as they are
-  read. No recording, no checks, no scrubbing, no gathering of reads.
+  more: uvicorn (its httptools protocol, the asyncio loop, as the proxy runs it) takes the
+  request, an ``httpx.AsyncClient`` sends it upstream and the response's raw bytes go back as
+  they are read. No recording, no checks, no scrubbing, no gathering of reads.
 
 The proxy's own work is what it costs beyond the ``http`` floor (``bench_proxy``); its upstream
 client is aiohttp now, so ``bench_mcp`` reads it against ``uvicorn-aiohttp`` below.
