@@ -173,10 +173,14 @@ def test_absolute_form_naming_the_proxy_goes_to_the_upstream_path(
             status, data = exchange(port, post_head(target, port), BODY)
             assert status == 200, data
             assert up.seen[-1]["path"] == "/v1/echo" and up.seen[-1]["query"] == "x=1"
-        status, _ = exchange(port, post_head(f"http://u:p@127.0.0.1:{port}/v1/echo", port), BODY)
+        target = f"http://user:hunter2@127.0.0.1:{port}/v1/echo"
+        status, _ = exchange(port, post_head(target, port), BODY)
         assert status == 400  # user information in the authority
     finally:
-        stop(proc)
+        err = stop(proc)
+    # the refusal's line names the target without its password
+    assert f"POST 'http://***@127.0.0.1:{port}/v1/echo' -> 400" in err, err
+    assert f"names '***@127.0.0.1:{port}'" in err and "hunter2" not in err, err
 
 
 def test_pipelined_requests_are_each_judged_by_their_own_target(
@@ -213,6 +217,33 @@ def test_pipelined_requests_are_each_judged_by_their_own_target(
     assert [q["query"] for q in up.seen[seen_before:]] == [f"n={n}" for n in range(1, 6)]
     assert decoy.connections == 0
     assert f"names '127.0.0.1:{decoy.port}'" in err and "'/v1/echo#frag'" in err, err
+
+
+def test_a_websocket_upgrade_naming_another_authority_is_refused_without_its_password(
+    tmp_path: Path, decoy: Decoy
+) -> None:
+    """An upgrade's absolute-form target goes through the same check (uvicorn hands the
+    upgrade's target over as it came); its refusal's line masks the user information."""
+    proc, port = start_proxy(tmp_path / "caps", "--upstream", f"ws://127.0.0.1:{decoy.port}")
+    heads = []
+    try:
+        for target in (
+            f"http://user:hunter2@127.0.0.1:{port}/v1/realtime",
+            f"http://127.0.0.1:{decoy.port}/v1/realtime",
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(
+                    f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                    "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                    "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+                )
+                heads.append(s.recv(65536).split(b"\r\n", 1)[0])
+    finally:
+        err = stop(proc)
+    assert heads == [b"HTTP/1.1 400 Bad Request"] * 2, heads
+    assert decoy.connections == 0
+    assert f"WebSocket 'http://***@127.0.0.1:{port}/v1/realtime' -> 400" in err, err
+    assert f"names '127.0.0.1:{decoy.port}'" in err and "hunter2" not in err, err
 
 
 def test_target_path_unit_cases() -> None:

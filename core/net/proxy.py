@@ -200,10 +200,14 @@ def _target(scope: Any, raw: str) -> tuple[str, int, str | None]:
         return raw, 400, str(exc)
 
 
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)[^/?#@]*@")
+
+
 def _shown(target: str) -> str:
-    """A request target as a message shows it: key-shaped parts masked, then cut to 80
-    characters (never a key cut short, which would no longer look like one)."""
-    return redact_keys(target)[:80]
+    """A request target (or an authority) as a message shows it: its user information (a
+    password, as often as not) as ``***``, key-shaped parts masked, then cut to 80 characters
+    (never a key cut short, which would no longer look like one)."""
+    return redact_keys(_USERINFO.sub(r"\1***@", target))[:80]
 
 
 def target_path(raw: str, server: Any, host: str | None = None) -> str:
@@ -223,7 +227,7 @@ def target_path(raw: str, server: Any, host: str | None = None) -> str:
             parts.netloc, parts.scheme.lower(), server, host
         ):
             raise BadTarget(
-                f"the request target names {_shown(parts.netloc)!r}, not this proxy: "
+                f"the request target names {_shown('//' + parts.netloc)[2:]!r}, not this proxy: "
                 "send the path only (the proxy picks the upstream)"
             )
         raw = parts.path or "/"
@@ -501,7 +505,7 @@ class ProxyApp:
         try:
             url = self.config.upstreams.url(r, path, query)
         except NoUpstream as exc:
-            self.log(f"{request.method} {request.url.path[:80]!r} -> 502: {exc}")
+            self.log(f"{request.method} {_shown(request.url.path)!r} -> 502: {exc}")
             return refusal(502, error_body(r.style, 502, f"streamtool proxy: {exc}"))
         # the model and path name the file, the index entry and the journal's row: a credential
         # the request carries (a model set to the key) reaches none of them
@@ -558,7 +562,7 @@ class ProxyApp:
         raw = _raw_target(scope)
         raw, status, why = _target(scope, raw)
         if why is not None:
-            self.log(f"WebSocket {raw[:80]!r} -> {status}: {why}")
+            self.log(f"WebSocket {_shown(raw)!r} -> {status}: {why}")
             await receive()  # websocket.connect
             await deny(send, status, [("content-type", "text/plain; charset=utf-8")], why.encode())
             return
