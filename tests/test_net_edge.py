@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from streamtool.core.net.listen import ServerThread
-from streamtool.core.net.proxy import BadTarget, target_path
+from streamtool.core.net.proxy import BadTarget, _shown, target_path
 
 from .proxy_helpers import Upstream
 from .serve_helpers import STREAMTOOL, recording, start_listening
@@ -244,6 +244,14 @@ def test_a_websocket_upgrade_naming_another_authority_is_refused_without_its_pas
     assert decoy.connections == 0
     assert f"WebSocket 'http://***@127.0.0.1:{port}/v1/realtime' -> 400" in err, err
     assert f"names '127.0.0.1:{decoy.port}'" in err and "hunter2" not in err, err
+
+
+def test_a_shown_target_masks_its_user_information_and_nothing_else() -> None:
+    assert _shown("http://user:pw@h:1/x") == "http://***@h:1/x"
+    assert _shown("//user:pw@h/x") == "//***@h/x"
+    assert _shown("user:pw@h:1") == "***@h:1"  # an authority alone
+    for plain in ("/v1/a@b", "http://h:1/v1?x=@", "h:1", "/v1/chat/completions"):
+        assert _shown(plain) == plain
 
 
 def test_target_path_unit_cases() -> None:

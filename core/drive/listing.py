@@ -16,7 +16,7 @@ from typing import Any
 from ..engine.replay import DetectionError, ReplayEngine
 from ..model.records import RecordingError
 from ..recording.reader import Source
-from ..recording.tape_index import named_by_a_writer, written
+from ..recording.tape_index import named_not_written
 from .find import find_recordings
 
 COLUMNS = (
@@ -114,7 +114,7 @@ def list_recordings(
 def read_row(path: str, filters: Filters) -> Row | None:
     row = Row(path)
     try:
-        if not written(path) and named_by_a_writer(path):
+        if named_not_written(path):
             # an exchange a writer has named and not written yet (its answer's head has not
             # come), or one cut off before its header: no end record, nothing else to show
             row.end = "cut off"

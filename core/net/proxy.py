@@ -200,7 +200,8 @@ def _target(scope: Any, raw: str) -> tuple[str, int, str | None]:
         return raw, 400, str(exc)
 
 
-_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)[^/?#@]*@")
+# the user information of a URL, or of an authority alone (``user:password@host``)
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")
 
 
 def _shown(target: str) -> str:
@@ -227,7 +228,7 @@ def target_path(raw: str, server: Any, host: str | None = None) -> str:
             parts.netloc, parts.scheme.lower(), server, host
         ):
             raise BadTarget(
-                f"the request target names {_shown('//' + parts.netloc)[2:]!r}, not this proxy: "
+                f"the request target names {_shown(parts.netloc)!r}, not this proxy: "
                 "send the path only (the proxy picks the upstream)"
             )
         raw = parts.path or "/"

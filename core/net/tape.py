@@ -49,7 +49,7 @@ from ..recording.tape_index import (
     append_entries,
     highest_seq,
     is_own_file,
-    named_by_a_writer,
+    named_not_written,
     read_index,
     renumbered,
     rewrite_index,
@@ -261,7 +261,7 @@ def load_exchanges(
             skipped.append((path.name, "not one of the tape's own regular files"))
             _log.warning("%s: not served: not one of the tape's own regular files", path)
             continue
-        if not written(path) and named_by_a_writer(path):
+        if named_not_written(path):
             skipped.append((path.name, "empty: an exchange named and not written yet"))
             continue
         try:

@@ -228,7 +228,7 @@ async def _pump(
         assert recorder is not None
         if recorder.hold(direction, data):  # the first of this turn: written at its end
             loop.call_soon(recorder.flush)
-        if recorder.reason == "limit":  # (over_limit)
+        if recorder.over_limit:
             raise _Limit(recorder.max_bytes)
 
     async def from_agent() -> None:

@@ -401,12 +401,12 @@ def _write_counter(folder: str | os.PathLike[str], seq: int, *, in_place: bool) 
         os.close(fd)
 
 
-def named_by_a_writer(path: str | os.PathLike[str]) -> bool:
-    """``path`` is a recording's name in a tape that writers number (its folder holds the
-    counter or the index): an empty file there is an exchange named and not yet written (or
-    cut off by a crash before its header), not a broken file."""
+def named_not_written(path: str | os.PathLike[str]) -> bool:
+    """``path`` is an empty recording in a tape that writers number (its folder holds the
+    counter or the index): an exchange named and not yet written (or cut off by a crash before
+    its header), not a broken file."""
     folder, name = os.path.split(os.fspath(path))
-    if not _SEQ_PREFIX.match(name) or name.startswith("."):
+    if not _SEQ_PREFIX.match(name) or name.startswith(".") or written(path):
         return False
     return any(os.path.exists(os.path.join(folder, f)) for f in (COUNTER_NAME, INDEX_NAME))
 
