@@ -277,6 +277,13 @@ def body_evicted() -> bool:
     return bool(getattr(conn, "evicted", False))
 
 
+def connection_socket() -> Any:
+    """The socket of the connection the request (or WebSocket session) running in this task
+    came on (asyncio's transport's ``socket``), ``None`` outside the guard."""
+    transport = getattr(_CONNECTION.get(), "transport", None)
+    return None if transport is None else transport.get_extra_info("socket")
+
+
 def stop_requests(protocol: Any) -> int:
     """Cut every request in progress on the server whose ``http`` setting is ``protocol`` (the
     class :func:`guarded` gave; see :meth:`ConnectionGuard.stop`): how many were cut."""

@@ -9,7 +9,8 @@ comes, text as text and binary as binary, and written to the session's recording
 (:class:`~streamtool.core.recording.session.SessionRecorder`) with its direction and time. A close
 is relayed with its code and reason; an upstream that drops the connection without a close frame
 has the agent's dropped the same way. Keep-alive pings are answered on each side by its own
-library (they are not relayed, so the recording holds none).
+library (they are not relayed, so the recording holds none). The messages the upstream sends in
+one turn of the event loop leave for the agent together (:class:`_TurnCork`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..recording.secrets import redact_keys
 from ..recording.session import SessionRecorder
+from .guard import connection_socket
 from .listen import CutConnection
 
 _log = logging.getLogger("uvicorn.error")
@@ -183,6 +186,46 @@ async def relay(
         raise CutConnection("the upstream dropped the session")
 
 
+class _TurnCork:
+    """The agent's socket corked (Linux's ``TCP_CORK``) from the second message sent in a turn
+    of the event loop to the turn's end: a turn's frames leave in as few segments as they fill,
+    not a segment (and a wake-up of the agent) each. A turn's first message leaves at once, so
+    a lone message costs no system call more and waits for nothing."""
+
+    __slots__ = ("loop", "sent", "sock")
+
+    def __init__(self, sock: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.sent = 0  # messages sent this turn (2: the socket is corked)
+
+    def __call__(self) -> None:
+        sent = self.sent
+        if sent == 0:
+            self.sent = 1
+            self.loop.call_soon(self.release)
+        elif sent == 1:
+            self.sent = 2
+            with contextlib.suppress(OSError):  # the connection is going: its disconnect tells
+                self.sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
+
+    def release(self) -> None:
+        if self.sent == 2:
+            with contextlib.suppress(OSError):
+                self.sock.setsockopt(socket.IPPROTO_TCP, _CORK, 0)
+        self.sent = 0
+
+
+_CORK = getattr(socket, "TCP_CORK", None)
+
+
+def _cork(loop: asyncio.AbstractEventLoop) -> _TurnCork | None:
+    sock = connection_socket() if _CORK is not None else None
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    return _TurnCork(sock, loop)
+
+
 class _Limit(Exception):
     def __init__(self, max_bytes: int | None) -> None:
         super().__init__(f"streamtool proxy: the recording reached its limit of {max_bytes} bytes")
@@ -258,12 +301,16 @@ async def _pump(
                 await upstream.close(1000 if code in _RESERVED else code, reason)
                 return
 
+    cork = _cork(loop)
+
     async def from_upstream() -> str:
         try:
             while True:
                 data = await upstream.recv()
                 if recorder is not None:
                     note("server", data)
+                if cork is not None:
+                    cork()
                 key = "text" if isinstance(data, str) else "bytes"
                 # the agent is gone: its disconnect tells (not suppress(), as above)
                 try:  # noqa: SIM105
