@@ -21,6 +21,9 @@ proxied sessions, which alternate (the order swapped every round). Figures and t
    median of the rounds >= 0.8x;
 3. every message of every session recorded: each recording of the last burst holds the burst.
 
+Beside the rates, the CPU (user and system) a message costs each relay process and the clients
+(this process) over the bursts: figures the cores' sharing moves far less than the rates.
+
 Beside the proxy, in the same rounds, a floor (a figure to read, not a target): a relay of the
 proxy's own libraries used as their documentation shows, nothing recorded (uvicorn's WebSocket
 protocol on the asyncio loop, an ASGI app relaying to a ``websockets`` asyncio client, a task
@@ -405,6 +408,9 @@ def main() -> None:
         relays["--against"] = others["--against"].proc.pid
     cpu = {side: 0.0 for side in relays}
     relayed = {side: 0 for side in relays}
+    # the clients' own CPU (this process's) over each side's bursts, a message received
+    client_cpu: dict[str, float] = {}
+    received: dict[str, int] = {}
     try:
         for i in range(args.rounds):
             order = [(direct, "direct"), (proxied, "proxy"), (floored, "floor")]
@@ -422,7 +428,10 @@ def main() -> None:
                 for url, side in order:
                     pid = relays.get(side)
                     before = cpu_seconds(pid) if pid else 0.0
+                    mine = time.process_time()
                     samples[side].append(asyncio.run(bursts(url, args.sessions, args.burst)))
+                    client_cpu[side] = client_cpu.get(side, 0.0) + time.process_time() - mine
+                    received[side] = received.get(side, 0) + args.sessions * (args.burst + 1)
                     if pid:
                         cpu[side] += cpu_seconds(pid) - before
                         relayed[side] += args.sessions * (args.burst + 1)
@@ -495,6 +504,11 @@ def main() -> None:
     print(
         "CPU a message relayed in the bursts (user and system): "
         + ", ".join(f"{side} {cpu[side] / relayed[side] * 1e6:.1f} µs" for side in relays)
+    )
+    print(
+        "the clients' CPU a message received (this process; the sessions' opening and closing "
+        "counted in): "
+        + ", ".join(f"{side} {client_cpu[side] / received[side] * 1e6:.1f} µs" for side in received)
     )
     print(f"recordings holding their whole burst: {whole}/{total}")
     failed = []
