@@ -335,12 +335,15 @@ def recorded(tape: Path, burst: int) -> tuple[int, int]:
     from streamtool.core.recording.reader import Source
 
     whole = total = 0
-    for path in sorted(tape.glob("0*.jsonl")):
+    for path in sorted(tape.glob("[0-9]*.jsonl")):  # 0001-... to 9999-... and on
         records = list(Source(path).session_records())
+        asked = [r for r in records if type(r) is Message and r.direction == "client"]
+        # a burst's session asked once, for the burst (an echo session sends its events)
+        if len(asked) != 1 or '"burst"' not in str(asked[0].data):
+            continue
         server = sum(1 for r in records if type(r) is Message and r.direction == "server")
-        if server >= burst:
-            total += 1
-            whole += server == burst + 1
+        total += 1
+        whole += server == burst + 1
     return whole, total
 
 
