@@ -222,6 +222,8 @@ def render(
 
     facts = result["facts"]
     timing = result["timing"]
+    # a WebSocket session's reads are its messages (and control frames)
+    unit, first = ("message", "the upgrade") if facts.get("websocket") else ("read", "request sent")
     console.print(f"[bold]{escape(str(result['source']))}[/]")
     end = facts["end_reason"] or "cut off (no end record)"
     if facts["end_error"]:
@@ -259,7 +261,7 @@ def render(
             f"TTFB {_s(timing['ttfb_s'])}",
             f"TTFT {_s(timing['ttft_s'])}",
             f"duration {_s(timing['duration_s'])}",
-            f"reads {timing['reads']}",
+            f"{unit}s {timing['reads']}",
             f"bytes {timing['bytes']:,}",
             f"events {timing['sse_events']}",
             f"comments {timing['comments']}",
@@ -274,9 +276,9 @@ def render(
     if stalls:
         console.print(f"  [red]stalls[/] (gaps over {timing['stall_threshold_s']:g} s):")
         for s in stalls:
-            before = "request sent" if s["read"] == 0 else f"read {s['read'] - 1}"
+            before = first if s["read"] == 0 else f"{unit} {s['read'] - 1}"
             console.print(
-                f"    [red]{s['gap']:.2f} s[/] after {before}, read {s['read']} at "
+                f"    [red]{s['gap']:.2f} s[/] after {before}, {unit} {s['read']} at "
                 f"{s['t']:.2f} s brought: {escape(s['after'])}"
             )
         if timing["stalls_total"] > len(stalls):
@@ -292,11 +294,17 @@ def render(
         from .reads_table import print_reads
 
         names = {c["id"]: c["name"] for c in result["tool_calls"]}
-        print_reads(console, inspector.read_rows, names, timing["stall_threshold_s"])
+        print_reads(
+            console,
+            inspector.read_rows,
+            names,
+            timing["stall_threshold_s"],
+            messages=bool(facts.get("websocket")),
+        )
     quirks = result["quirks"]
     console.print(f"[bold]quirks[/] ({len(quirks)})" if quirks else "[bold]quirks[/]: none")
     for q in quirks:
-        where = "end" if q["read"] is None else f"read {q['read']}"
+        where = "end" if q["read"] is None else f"{unit} {q['read']}"
         if q["t"] is not None:
             where += f" @ {q['t']:.2f} s"
         style = SEVERITY_STYLE.get(q["severity"], "")
@@ -307,7 +315,7 @@ def render(
     if errors:
         console.print(f"[bold red]errors[/] ({len(errors)})")
         for e in errors:
-            where = "end" if e["read"] is None else f"read {e['read']}"
+            where = "end" if e["read"] is None else f"{unit} {e['read']}"
             console.print(f"  [red]{escape(e['kind'])}[/] [dim]{where}[/] {escape(e['message'])}")
 
 

@@ -3,8 +3,9 @@
 A first pass over the reads finds each column's width, a second writes the rows, a thousand at
 a time: the table of a million reads is never held whole (a rich ``Table`` measures and keeps
 every cell). Columns: ``#``, ``t``, ``gap`` (red: a stall), ``bytes``, ``ev``, what the read
-produced, its cuts (yellow) and, for a binary framing, its frames (cyan). The last columns fold
-when the terminal is too narrow for them.
+produced (a WebSocket session's message: its direction and type first), its cuts (yellow) and,
+for a binary framing, its frames (cyan). The last columns fold when the terminal is too narrow
+for them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 CUT_LABEL = {"event": "cuts an event", "utf8": "cuts a UTF-8 char", "crlf": "cuts a CRLF"}
 HEADS = ("#", "t", "gap", "bytes", "ev", "produced", "cuts", "frames")
+MESSAGE_HEADS = ("#", "t", "gap", "bytes", "ev", "message", "cuts", "frames")
 FIXED = 5  # the first columns, right-justified and never folded
 GAP = "  "  # between columns
 BATCH = 1000  # rows written at once
@@ -44,14 +46,17 @@ def produced(r: dict[str, Any], names: dict[str, str]) -> str:
     return ", ".join(parts)
 
 
-def _cells(r: dict[str, Any], names: dict[str, str], framed: bool) -> list[str]:
+def _cells(r: dict[str, Any], names: dict[str, str], framed: bool, messages: bool) -> list[str]:
+    what = produced(r, names)
+    if messages:  # a session's message: its direction and type, then what it produced
+        what = r["preview"] + (": " + what if what else "")
     cells = [
         str(r["index"]),
         "" if r["t"] is None else f"{r['t']:.3f}",
         "" if r["gap"] is None else f"{r['gap']:.3f}",
         str(r["bytes"]),
         str(r["events"]),
-        produced(r, names),
+        what,
         ", ".join(CUT_LABEL[c] for c in r["cuts"]),
     ]
     if framed:
@@ -89,24 +94,29 @@ def print_reads(
     rows: Callable[[], Iterable[dict[str, Any]]],
     names: dict[str, str],
     stall: float,
+    *,
+    messages: bool = False,
 ) -> None:
-    """Write the table of the reads ``rows()`` gives (called twice: once for the widths)."""
+    """Write the table of the reads ``rows()`` gives (called twice: once for the widths);
+    ``messages``: a WebSocket session's, each row a message (or control frame) named by its
+    direction (``→`` the client's, ``←`` the server's) and type."""
     from rich.text import Text
 
     framed = False
-    widths = [len(h) for h in HEADS[:7]]
+    all_heads = MESSAGE_HEADS if messages else HEADS
+    widths = [len(h) for h in all_heads[:7]]
     words = list(widths)  # each column's longest word
     for r in rows():
         if r["frames"] and not framed:
             framed = True
-            widths.append(len(HEADS[7]))
-            words.append(len(HEADS[7]))
-        for i, cell in enumerate(_cells(r, names, framed)):
+            widths.append(len(all_heads[7]))
+            words.append(len(all_heads[7]))
+        for i, cell in enumerate(_cells(r, names, framed, messages)):
             if len(cell) > widths[i]:
                 widths[i] = len(cell)
             if i >= FIXED and len(cell) > words[i]:
                 words[i] = max(words[i], *map(len, cell.split()))
-    heads = HEADS[: len(widths)]
+    heads = all_heads[: len(widths)]
     fixed = sum(widths[:FIXED]) + len(GAP) * FIXED
     room = max(4 * (len(widths) - FIXED), console.width - fixed - len(GAP) * (len(widths) - 6))
     widths[FIXED:] = _fit(widths[FIXED:], words[FIXED:], room)
@@ -128,7 +138,7 @@ def print_reads(
         out = [p.rjust(widths[i]) if i < FIXED else p.ljust(widths[i]) for i, p in enumerate(parts)]
         return GAP.join(out).rstrip()
 
-    console.print(Text("reads", style="italic"))
+    console.print(Text("messages" if messages else "reads", style="italic"))
     head = line_text(list(heads))
     if plain:
         console.file.write(head + "\n")
@@ -153,7 +163,7 @@ def print_reads(
         batch, spans, at = [], [], 0
 
     for r in rows():
-        cells = _cells(r, names, framed)
+        cells = _cells(r, names, framed, messages)
         stalled = r["gap"] is not None and r["gap"] > stall
         for parts in lines_of(cells):
             line = line_text(parts)

@@ -5,6 +5,7 @@ and conform are tests/test_ws_net.py."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -192,12 +193,85 @@ def test_a_message_record_in_a_recording_of_reads_is_refused(tmp_path: Path) -> 
         list(Source(path).chunks())
 
 
-def test_outputs_of_reads_refuse_a_session_in_one_line() -> None:
-    run = cli("inspect", str(AUDIO))
+def test_outputs_of_reads_refuse_a_session_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    run = cli("report", str(AUDIO), "-o", str(out))
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert "is a WebSocket session (messages, not network reads)" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert f"{AUDIO}: is a WebSocket session: the HTML report does not draw one" in run.stderr
+    assert "inspect" in run.stderr and not out.exists()
     with pytest.raises(RecordingError, match="WebSocket session"):
         list(Source(AUDIO).chunks())
+
+
+# -- inspect -------------------------------------------------------------------------------------
+def _records_as_read(path: Path) -> list[tuple[float | None, int, str]]:
+    """Each record of a session as ``inspect`` must show it, from the file alone: its time, its
+    bytes, its direction's arrow and its event type (a control frame: its kind, code, reason)."""
+    rows = []
+    for r in Source(path).session_records():
+        arrow = "→" if r.direction == "client" else "←"
+        if type(r) is Message:
+            data = r.data.encode() if isinstance(r.data, str) else r.data
+            kind = json.loads(r.data).get("type") if isinstance(r.data, str) else "binary"
+            rows.append((r.t, len(data), f"{arrow} {kind}"))
+        else:
+            assert type(r) is Control
+            code = "" if r.code is None else f" {r.code}"
+            rows.append((r.t, len(r.data), f"{arrow} {r.kind}{code} {r.reason}".rstrip()))
+    return rows
+
+
+@pytest.mark.parametrize("path", [AUDIO, TEXT, REFUSED, RESPONSES], ids=lambda p: p.stem[:4])
+def test_inspect_json_shows_every_record_of_a_session(path: Path) -> None:
+    run = cli("inspect", str(path), "--format", "json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    expected = _records_as_read(path)
+    assert doc["facts"]["websocket"] is True and doc["facts"]["status"] == 101
+    assert [(r["t"], r["bytes"], r["preview"]) for r in doc["reads"]] == expected
+    assert doc["timing"]["reads"] == len(expected)
+    assert doc["timing"]["bytes"] == sum(n for _, n, p in expected if "close" not in p)
+    first_server = next(t for t, _, p in expected if p.startswith("←"))
+    assert doc["timing"]["ttfb_s"] == first_server
+    # the same quirks, errors and calls as replay finds in the session
+    replayed = json.loads(cli("replay", str(path), "--format", "json").stdout)
+    assert [q["id"] for q in doc["quirks"]] == [q["id"] for q in replayed["quirks"]]
+    assert [e["kind"] for e in doc["errors"]] == [e["kind"] for e in replayed["errors"]]
+    assert [c["name"] for c in doc["tool_calls"]] == [i["name"] for i in replayed["invocations"]]
+
+
+def test_inspect_annotates_the_line_of_a_session_s_record() -> None:
+    """``--format github``: a quirk met at a session's close points at the close record's line
+    of the file, and names it as a message, not a read."""
+    lines = REFUSED.read_text().splitlines()
+    close = next(i for i, line in enumerate(lines, 1) if json.loads(line)["type"] == "close")
+    run = cli("inspect", str(REFUSED), "--format", "github")
+    assert run.returncode == 0, run.stderr
+    [quirk] = [line for line in run.stdout.splitlines() if "title=quirk" in line]
+    assert f"file={REFUSED},line={close},title=quirk realtime_close_request_shape::" in quirk
+    assert f"(error, message {close - 2})" in quirk
+
+
+def test_inspect_text_names_messages_and_their_pauses(tmp_path: Path) -> None:
+    paused = tmp_path / "paused.jsonl"
+    assert cli("mutate", str(AUDIO), "-q", "ws_long_pause_pings", "-o", str(paused)).returncode == 0
+    run = cli("inspect", str(paused), "--reads", "--no-color")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    rows = _records_as_read(paused)
+    assert f"messages {len(rows)}" in out
+    # the pause: a stall named by the message before it and the one after it
+    gaps = [(i, b[0] - a[0]) for i, (a, b) in enumerate(zip(rows, rows[1:], strict=False), 1)]
+    at, gap = max(gaps, key=lambda g: g[1])
+    assert gap > 1
+    assert f"after message {at - 1}, message {at} at" in out
+    # the table: every record's direction and type, in order
+    table = out[out.index("\nmessages\n") :]
+    found = 0
+    for _, _, preview in rows:
+        found = table.index(preview, found)
+    assert re.search(r"\bread \d|\breads \d|after request sent", out) is None  # messages, not reads
 
 
 # -- replay --------------------------------------------------------------------------------------

@@ -16,9 +16,10 @@ a conform run — and the cases are written out:
   GitHub Actions job each becomes an annotation on that line of that file.
 
 The line of a finding: in a recording (JSON lines: the header is line 1, read ``i`` line
-``i + 2``, then the end record), the read where a quirk or an error was first met (the end
-record for what the end showed); in a golden file, the first line
-the drift changes (its diff's first hunk); in a message naming ``file:line``, that line.
+``i + 2``, then the end record; a WebSocket session's message or control frame ``i`` the same),
+the read where a quirk or an error was first met (the end record for what the end showed); in a
+golden file, the first line the drift changes (its diff's first hunk); in a message naming
+``file:line``, that line.
 """
 
 from __future__ import annotations
@@ -251,8 +252,10 @@ class InspectReport:
         case = CiCase(name=source, classname="streamtool.inspect")
         found: list[str] = []
         hits = list(dict.fromkeys(failing))
+        # a WebSocket session's reads are its messages (and control frames)
+        unit = "message" if result.get("facts", {}).get("websocket") else "read"
         for q in result.get("quirks", []):
-            where = f"read {q.get('read')}" if q.get("read") is not None else "at the end"
+            where = f"{unit} {q.get('read')}" if q.get("read") is not None else "at the end"
             text = f"{q['id']} ({q.get('severity')}, {where}): {q.get('explanation', '')}"
             if q.get("detail"):
                 text += f" [{q['detail']}]"
@@ -263,7 +266,7 @@ class InspectReport:
             line = _read_line(result, q.get("read"))
             case.annotations.append(Annotation(level, text, source, line, f"quirk {q['id']}"))
         for e in result.get("errors", []):
-            where = f"read {e.get('read')}" if e.get("read") is not None else "at the end"
+            where = f"{unit} {e.get('read')}" if e.get("read") is not None else "at the end"
             text = f"{e.get('kind')} ({where}): {e.get('message', '')}"
             found.append(text)
             line = _read_line(result, e.get("read"))

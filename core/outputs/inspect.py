@@ -35,7 +35,7 @@ from typing import Any, Protocol, Unpack
 from ..engine.replay import EngineOptions, Item, ReplayEngine
 from ..model import Quirk, SegmentEvent, SegmentEventType, SegmentType, StreamError, ToolInvocation
 from ..model.quirks import Severity, lookup, severity_rank
-from ..model.records import Chunk, End, Header
+from ..model.records import Chunk, Control, End, Header, Message
 from ..pipeline.segment_log import SegmentLog
 from ..wire.sse import SSEEvent
 
@@ -216,6 +216,7 @@ class Inspector:
         self._utf8_tail = False  # the last read ended inside a UTF-8 character
         self._prev_cr = False  # the last read ended with CR
         self._end: End | None = None
+        self._first_server: float | None = None  # a session's first record from the server
 
     # -- input -----------------------------------------------------------------------------
     @property
@@ -271,6 +272,46 @@ class Inspector:
             fact.cuts.append("utf8")
         if getattr(engine.decoder, "mid_event", False):
             fact.cuts.append("event")
+        self._sum(fact)
+        return items
+
+    def feed_message(self, record: Message | Control) -> list[Item]:
+        """A record of a WebSocket session (a message either way, or a control frame), taken
+        as one read: its time, the gap since the record before it, its bytes, a preview that
+        names its direction (``→`` the client's, ``←`` the server's) and its event type."""
+        index = len(self.points)
+        t = record.t
+        gap = None
+        if t is not None:
+            gap = t - self._prev_t if self._prev_t is not None else t
+            self._prev_t = t
+        arrow = "→" if record.direction == "client" else "←"
+        if isinstance(record, Message):
+            data = record.data
+            nbytes = len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
+        else:
+            nbytes = len(record.data)
+        fact = ReadFact(index, t, None if gap is None else round(gap, 6), nbytes)
+        if self._last is not None:
+            self._done(self._last)
+        self._last = fact
+        self.points.add(t, fact.gap, nbytes)
+        if self.keep_reads is None or index < self.keep_reads:
+            self.reads.append(fact)
+        items = self.engine.feed_message(record)
+        if isinstance(record, Message):
+            fact.events = 1
+            session = self.engine.session
+            entry = session.events[-1] if session is not None and session.events else {}
+            kind = entry.get("type") or ("binary" if isinstance(record.data, bytes) else "text")
+            fact.preview = f"{arrow} {kind}"
+        else:
+            said = "" if record.code is None else f" {record.code}"
+            fact.preview = f"{arrow} {record.kind}{said} {record.reason}".rstrip()
+        if self._first_server is None and record.direction == "server" and t is not None:
+            self._first_server = t
+        if items:
+            self._attribute(fact, items)
         self._sum(fact)
         return items
 
@@ -387,6 +428,8 @@ class Inspector:
             "finish_reason": engine.finish_reason,
             # an imported recording: where it came from (its reads and timing unknown)
             "imported": header.extra.get("imported"),
+            # a WebSocket session: its "reads" are its messages, both ways, and its control frames
+            "websocket": header.websocket,
         }
 
     def timing(self) -> dict[str, Any]:
@@ -408,6 +451,8 @@ class Inspector:
         usage = engine.usage or {}
         tokens = usage.get("output_tokens")
         ttfb = next((t for t in points.times if t == t), None)
+        if self.header.websocket:  # a session's first byte is its server's first record's
+            ttfb = self._first_server
         return {
             "ttfb_s": ttfb,
             "ttft_s": None if engine.ttft is None else round(engine.ttft, 6),
