@@ -49,7 +49,7 @@ def produced(r: dict[str, Any], names: dict[str, str]) -> str:
 def _cells(r: dict[str, Any], names: dict[str, str], framed: bool, messages: bool) -> list[str]:
     what = produced(r, names)
     if messages:  # a session's message: its direction and type, then what it produced
-        what = r["preview"] + (": " + what if what else "")
+        what = " ".join(r["frames"]) + (": " + what if what else "")
     cells = [
         str(r["index"]),
         "" if r["t"] is None else f"{r['t']:.3f}",
@@ -107,7 +107,7 @@ def print_reads(
     widths = [len(h) for h in all_heads[:7]]
     words = list(widths)  # each column's longest word
     for r in rows():
-        if r["frames"] and not framed:
+        if r["frames"] and not framed and not messages:  # (a message's frame is its name)
             framed = True
             widths.append(len(all_heads[7]))
             words.append(len(all_heads[7]))

@@ -153,6 +153,58 @@ def test_the_page_renders_tree_timeline_and_player_and_the_player_steps(browser,
     assert problems == []
 
 
+def test_a_websocket_session_s_page_names_its_messages(browser, tmp_path):
+    """A Realtime session (tests/test_ws_sessions.py reads the same recording): the page's
+    reads are its messages, each bar and raw entry one record of the file, named by direction
+    and type; the tree holds the transcript and the call; the player plays it to the end."""
+    rec = RECORDINGS / "realtime" / "0001-openai-realtime-gpt-realtime.jsonl"
+    out = tmp_path / "session.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamtool.cli", "report", str(rec), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in rec.read_text().splitlines()[1:]]
+    records = [r for r in records if r["type"] != "end"]
+    shown = []  # each raw entry: the record's direction and type, then its text
+    for r in records:
+        arrow = "\u2192" if r["direction"] == "client" else "\u2190"
+        if r["type"] == "message":
+            text = r["text"]
+            more = " \u2026" if len(text) > 400 else ""
+            shown.append(f"{arrow} {json.loads(text)['type']}\n{text[:400]}{more}")
+        else:
+            said = f"{r.get('code') or ''} {r.get('reason') or ''}".strip()
+            shown.append(f"{arrow} {r['type']} {said}".strip())
+    summary = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "streamtool.cli", "replay", str(rec), "--format", "json"],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    page, problems = open_page(browser, out)
+    n = len(records)
+    facts = page.inner_text("#facts")
+    assert f"messages / bytes / events\t{n} / " in facts, facts
+    assert "reads" not in facts
+    assert page.locator("#timeline-svg rect.read").count() == n
+    tree = page.inner_text("#tree")
+    assert summary["text"] in tree and "get_weather" in tree
+    assert '"city": "Paris"' in tree
+    assert "message 16" in tree  # the quirk, where it was met
+    page.click("#raw summary")
+    raw = [page.inner_text(f"#read-{i} pre") for i in range(n)]
+    assert raw == shown
+    assert page.inner_text("#pstatus").startswith(f"message 0 / {n}")
+    page.select_option("#speed", "Infinity")
+    page.click("#play")
+    page.locator("#pstatus", has_text=f"message {n} / {n}").wait_for(timeout=20000)
+    assert summary["text"] in page.inner_text("#out")
+    assert problems == []
+
+
 def test_hostile_content_stays_text_in_the_browser(browser, tmp_path):
     out = tmp_path / "hostile.html"
     out.write_text(hostile_report(), encoding="utf-8")

@@ -8,7 +8,6 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any, TypedDict, Unpack
 
-from ..model.records import RecordingError
 from ..outputs.inspect import DEFAULT_STALL, Inspector, ReadFact, row_json
 from ..outputs.report import MAX_PLAYER_READS, REPORT_READS
 from ..recording.reader import Source
@@ -61,7 +60,6 @@ def inspect_file(
     *,
     spool: bool = False,
     on_chunk: Callable[[], None] | None = None,
-    sessions: bool = True,
     **options: Unpack[InspectOptions],
 ) -> Inspector:
     """Read a whole recording (or raw body; ``-`` is standard input) into a finished Inspector.
@@ -70,16 +68,8 @@ def inspect_file(
     read's facts go to a :class:`ReadSpool` (the inspector's ``store``) instead of memory. With
     ``keep_reads=0`` and a spool, memory does not grow with the reads (but for 24 bytes a read,
     their times and sizes). ``on_chunk`` is called after each read is fed (a progress display).
-    A WebSocket session's messages and control frames are its reads; ``sessions=False``: a
-    session is refused (:class:`RecordingError`)."""
+    A WebSocket session's messages and control frames are its reads."""
     source = Source(path)
-    if source.websocket and not sessions:
-        raise RecordingError(
-            source.path,
-            None,
-            "is a WebSocket session: the HTML report does not draw one (replay, inspect, check, "
-            "diff, serve, conform and mutate read it)",
-        )
     store = ReadSpool() if spool else None
     inspector = Inspector(source.header, source=source.path, store=store, **options)
     if source.websocket:  # a session: its messages and control frames, each as a read
@@ -121,5 +111,4 @@ def inspect_for_report(
         keep_reads=REPORT_READS,
         items_limit=MAX_PLAYER_READS,
         on_chunk=on_chunk,
-        sessions=False,
     )

@@ -277,8 +277,10 @@ class Inspector:
 
     def feed_message(self, record: Message | Control) -> list[Item]:
         """A record of a WebSocket session (a message either way, or a control frame), taken
-        as one read: its time, the gap since the record before it, its bytes, a preview that
-        names its direction (``→`` the client's, ``←`` the server's) and its event type."""
+        as one read: its time, the gap since the record before it, its bytes, its one frame
+        named by its direction (``→`` the client's, ``←`` the server's) and its event type (a
+        control frame: its kind, code and reason), a text message's first characters as its
+        preview."""
         index = len(self.points)
         t = record.t
         gap = None
@@ -304,10 +306,12 @@ class Inspector:
             session = self.engine.session
             entry = session.events[-1] if session is not None and session.events else {}
             kind = entry.get("type") or ("binary" if isinstance(record.data, bytes) else "text")
-            fact.preview = f"{arrow} {kind}"
+            fact.frames = [f"{arrow} {kind}"]
+            if isinstance(record.data, str):  # a binary message's bytes are counted, not shown
+                fact.preview = record.data[:PREVIEW]
         else:
             said = "" if record.code is None else f" {record.code}"
-            fact.preview = f"{arrow} {record.kind}{said} {record.reason}".rstrip()
+            fact.frames = [f"{arrow} {record.kind}{said} {record.reason}".rstrip()]
         if self._first_server is None and record.direction == "server" and t is not None:
             self._first_server = t
         if items:

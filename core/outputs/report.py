@@ -117,7 +117,19 @@ def _player_data(inspector: Inspector) -> dict[str, Any]:
     if stop is not None:
         del reads[stop:]
         tail = []
-    return {"reads": reads, "tail": tail, "total": total, "per_bar": _per_bar(total)}
+    return {
+        "reads": reads,
+        "tail": tail,
+        "total": total,
+        "per_bar": _per_bar(total),
+        "unit": _unit(inspector.header.websocket),
+    }
+
+
+def _unit(websocket: bool) -> str:
+    """What the page calls a read: a WebSocket session's reads are its messages (and control
+    frames)."""
+    return "message" if websocket else "read"
 
 
 def _per_bar(reads: int) -> int:
@@ -140,6 +152,7 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
     span = max(end or 0.0, max(times, default=0.0)) if timed else float(n or 1)
     span = span or 1.0
     per = _per_bar(n)
+    unit = _unit(inspector.header.websocket)
     # one bar per read, or per run of ``per`` reads (bytes summed) in a long recording
     bars = [(i, min(i + per, n), sum(sizes[i : i + per])) for i in range(0, n, per)]
     top = max((b for _, _, b in bars), default=1) or 1
@@ -151,7 +164,7 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
 
     parts = [
         f'<svg id="timeline-svg" viewBox="0 0 {SVG_W} {SVG_H}" width="100%" role="img" '
-        f'aria-label="bytes per read over time" xmlns="http://www.w3.org/2000/svg">',
+        f'aria-label="bytes per {unit} over time" xmlns="http://www.w3.org/2000/svg">',
         f'<line x1="{PAD}" y1="{SVG_H - PAD}" x2="{SVG_W - PAD}" y2="{SVG_H - PAD}" class="axis"/>',
     ]
     stall = inspector.stall
@@ -165,7 +178,7 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
             x1 = x_of(i)
             parts.append(
                 f'<rect class="stall" x="{x0:.1f}" y="{PAD}" width="{max(1.0, x1 - x0):.1f}" '
-                f'height="{inner_h}"><title>stall: {gap:.2f} s before read {i}</title></rect>'
+                f'height="{inner_h}"><title>stall: {gap:.2f} s before {unit} {i}</title></rect>'
             )
     bar_w = max(2.0, min(12.0, inner_w / max(1, len(bars)) * 0.8))
     kept = inspector.reads
@@ -176,23 +189,25 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
         if last - first == 1 and first < len(kept):
             r = kept[first]
             tip = (
-                f"read {first}"
+                f"{unit} {first}"
                 + (f" at {r.t:.3f} s" if r.t is not None else "")
                 + f", {r.bytes} bytes, {r.events} events: {r.describe(inspector.call_names)}"
                 + (f" [cuts: {', '.join(r.cuts)}]" if r.cuts else "")
                 + "\n"
+                + (" ".join(r.frames) + "\n" if inspector.header.websocket else "")
                 + r.preview
             )
         else:
-            tip = f"reads {first} to {last - 1}" + (f" from {t:.3f} s" if t is not None else "")
+            tip = f"{unit}s {first} to {last - 1}"
+            tip += f" from {t:.3f} s" if t is not None else ""
             tip += f", {size:,} bytes"
         parts.append(
             f'<rect class="read" data-read="{first}" x="{x:.1f}" y="{SVG_H - PAD - h:.1f}" '
             f'width="{bar_w:.1f}" height="{h:.1f}"><title>{escape(tip)}</title></rect>'
         )
-    label_end = f"{span:.2f} s" if timed else f"read {n - 1}"
+    label_end = f"{span:.2f} s" if timed else f"{unit} {n - 1}"
     parts.append(
-        f'<text x="{PAD}" y="{SVG_H - 8}" class="lbl">{"0 s" if timed else "read 0"}</text>'
+        f'<text x="{PAD}" y="{SVG_H - 8}" class="lbl">{"0 s" if timed else unit + " 0"}</text>'
     )
     parts.append(
         f'<text x="{SVG_W - PAD}" y="{SVG_H - 8}" class="lbl" text-anchor="end">'
@@ -210,9 +225,10 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
 def _timeline_note(inspector: Inspector) -> str:
     reads = inspector.count
     per = _per_bar(reads)
+    unit = _unit(inspector.header.websocket)
     notes = []
     if per > 1:
-        notes.append(f"{reads:,} reads: each bar stands for {per:,} reads in a row.")
+        notes.append(f"{reads:,} {unit}s: each bar stands for {per:,} {unit}s in a row.")
     stalls = inspector.stall_count
     if stalls > MAX_STALLS:
         notes.append(f"The first {MAX_STALLS} of {stalls:,} stalls are marked.")
@@ -250,10 +266,11 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
             )
         out.append(f'<li class="seg seg-{escape(kind)}">{head}<pre>{escape(shown)}</pre>{cut}</li>')
     out.append("</ul>")
+    unit = _unit(inspector.header.websocket)
     if result["quirks"]:
         out.append('<h3>Quirks</h3><ul class="quirks">')
         for q in result["quirks"]:
-            where = "end" if q["read"] is None else f"read {q['read']}"
+            where = "end" if q["read"] is None else f"{unit} {q['read']}"
             if q["t"] is not None:
                 where += f" at {q['t']:.2f} s"
             out.append(
@@ -266,7 +283,7 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
     if result["errors"]:
         out.append('<h3>Errors</h3><ul class="errors">')
         for e in result["errors"]:
-            where = "end" if e["read"] is None else f"read {e['read']}"
+            where = "end" if e["read"] is None else f"{unit} {e['read']}"
             out.append(
                 f'<li><b class="bad">{escape(e["kind"])}</b> <span class="dim">{escape(where)}'
                 f"</span> {escape(e['message'])}</li>"
@@ -277,6 +294,7 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
 
 def _facts_html(result: dict[str, Any]) -> str:
     facts, timing = result["facts"], result["timing"]
+    unit = _unit(bool(facts.get("websocket")))
     rows = [
         ("provider", facts["provider"]),
         ("API", facts["api"]),
@@ -290,7 +308,7 @@ def _facts_html(result: dict[str, Any]) -> str:
         ("TTFB / TTFT", f"{_s(timing['ttfb_s'])} / {_s(timing['ttft_s'])}"),
         ("duration", _s(timing["duration_s"])),
         (
-            "reads / bytes / events",
+            f"{unit}s / bytes / events",
             f"{timing['reads']} / {timing['bytes']:,} / {timing['sse_events']}",
         ),
         (
@@ -300,7 +318,7 @@ def _facts_html(result: dict[str, Any]) -> str:
         ),
         (
             "stalls",
-            ", ".join(f"{s['gap']:.2f} s before read {s['read']}" for s in timing["stalls"])
+            ", ".join(f"{s['gap']:.2f} s before {unit} {s['read']}" for s in timing["stalls"])
             or "none",
         ),
         ("first tool fragment", _s(timing["first_tool_fragment_s"])),
@@ -318,33 +336,39 @@ def _facts_html(result: dict[str, Any]) -> str:
 def _raw_data(inspector: Inspector) -> list[list[Any]]:
     """The first ``MAX_RAW_READS`` reads for the page to draw when the list is opened."""
     rows: list[list[Any]] = []
+    session = inspector.header.websocket
     for r in inspector.reads[:MAX_RAW_READS]:
         more = r.bytes > len(r.preview.encode("utf-8"))
-        rows.append([r.index, r.t, r.bytes, ", ".join(r.cuts), r.preview, more])
+        shown = r.preview
+        if session:  # a message: its direction and type, then its text
+            shown = " ".join(r.frames) + ("\n" + shown if shown else "")
+        rows.append([r.index, r.t, r.bytes, ", ".join(r.cuts), shown, more])
     return rows
 
 
 def _raw_html(inspector: Inspector) -> str:
     n = inspector.count
+    unit = _unit(inspector.header.websocket)
     note = ""
     if n > MAX_RAW_READS:
         note = (
-            f'<p class="dim capped">The page holds the first {MAX_RAW_READS:,} of {n:,} reads '
+            f'<p class="dim capped">The page holds the first {MAX_RAW_READS:,} of {n:,} {unit}s '
             "(streamtool inspect FILE shows them all).</p>"
         )
     return (
-        f'<details id="raw"><summary>Raw reads ({n:,})</summary>{note}<ol start="0" id="raw-list">'
-        f'</ol><button id="raw-more" type="button" hidden>more reads</button></details>'
+        f'<details id="raw"><summary>Raw {unit}s ({n:,})</summary>{note}'
+        f'<ol start="0" id="raw-list"></ol>'
+        f'<button id="raw-more" type="button" hidden>more {unit}s</button></details>'
     )
 
 
 def _player_note(player: dict[str, Any]) -> str:
-    held, total = len(player["reads"]), player["total"]
+    held, total, unit = len(player["reads"]), player["total"], player["unit"]
     if held == total:
         return ""
     return (
-        f'<p class="dim capped" id="player-note">The player stops at read {held:,} of '
-        f"{total:,}: the page holds at most {MAX_PLAYER_READS:,} reads and "
+        f'<p class="dim capped" id="player-note">The player stops at {unit} {held:,} of '
+        f"{total:,}: the page holds at most {MAX_PLAYER_READS:,} {unit}s and "
         f"{MAX_PLAYER_CHARS:,} characters of the stream (streamtool replay FILE plays it all).</p>"
     )
 
@@ -376,6 +400,8 @@ def build_report(inspector: Inspector) -> str:
         raw=_raw_html(inspector),
         raw_data=_json_script(_raw_data(inspector)),
         raw_page=RAW_PAGE,
+        unit=player["unit"],
+        units=player["unit"].capitalize() + "s",
         data=data,
         js=_JS,
     )
@@ -443,7 +469,7 @@ _JS = r"""
     d.className = cls; d.textContent = text; out.appendChild(d);
   }
   function show() {
-    status.textContent = "read " + next + " / " + reads.length +
+    status.textContent = data.unit + " " + next + " / " + reads.length +
       (next > 0 && reads[next - 1].t !== null ? " at " + reads[next - 1].t.toFixed(3) + " s" : "");
     var on = next > 0 ? Math.floor((next - 1) / perBar) : -1;
     if (lit !== on) {
@@ -534,8 +560,8 @@ _PAGE = """<!DOCTYPE html>
 <body>
 <h1>{source}</h1>
 <section id="facts"><h2>Facts</h2>{facts}</section>
-<section id="timeline"><h2>Timeline</h2><p class="dim">Bytes per read over time; red bands are
-stalls. Hover a bar to see the read.</p>{timeline}</section>
+<section id="timeline"><h2>Timeline</h2><p class="dim">Bytes per {unit} over time; red bands are
+stalls. Hover a bar to see the {unit}.</p>{timeline}</section>
 <section id="player"><h2>Player</h2>
 <div id="controls"><button id="play" type="button">play</button><button id="step" type="button">step
 </button><button id="reset" type="button">reset</button><label>speed <select id="speed">
@@ -543,7 +569,7 @@ stalls. Hover a bar to see the read.</p>{timeline}</section>
 <option value="10">10x</option><option value="Infinity">max</option></select></label>
 <span id="pstatus" class="dim"></span></div>{player_note}<div id="out"></div></section>
 <section id="tree"><h2>Final tree</h2>{tree}</section>
-<section><h2>Reads</h2>{raw}</section>
+<section><h2>{units}</h2>{raw}</section>
 <script type="application/json" id="player-data">{data}</script>
 <script type="application/json" id="raw-data" data-page="{raw_page}">{raw_data}</script>
 <script>{js}</script>

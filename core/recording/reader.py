@@ -232,8 +232,8 @@ class Source:
             raise RecordingError(
                 self.path,
                 None,
-                "is a WebSocket session (messages, not network reads): replay, inspect, check, "
-                "diff, serve, conform and mutate read it",
+                "is a WebSocket session (messages, not network reads): replay, inspect, report, "
+                "check, diff, serve, conform and mutate read it",
             )
         fh = self._fh
         blocks = False
