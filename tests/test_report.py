@@ -117,22 +117,26 @@ def open_page(browser, path: Path):
     return page, problems
 
 
-def test_the_page_renders_tree_timeline_and_player_and_the_player_steps(browser, tmp_path):
-    out = tmp_path / "report.html"
+def report_and_replay(rec: Path, out: Path) -> dict:
+    """``report REC -o OUT`` (it must succeed), and what ``replay REC --format json`` says."""
     proc = subprocess.run(
-        [sys.executable, "-m", "streamtool.cli", "report", str(WEB_SEARCH), "-o", str(out)],
+        [sys.executable, "-m", "streamtool.cli", "report", str(rec), "-o", str(out)],
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    page, problems = open_page(browser, out)
-    summary = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "streamtool.cli", "replay", str(WEB_SEARCH), "--format", "json"],
-            capture_output=True,
-            text=True,
-        ).stdout
+    replayed = subprocess.run(
+        [sys.executable, "-m", "streamtool.cli", "replay", str(rec), "--format", "json"],
+        capture_output=True,
+        text=True,
     )
+    return json.loads(replayed.stdout)
+
+
+def test_the_page_renders_tree_timeline_and_player_and_the_player_steps(browser, tmp_path):
+    out = tmp_path / "report.html"
+    summary = report_and_replay(WEB_SEARCH, out)
+    page, problems = open_page(browser, out)
     tree = page.inner_text("#tree")
     assert summary["text"].strip() in tree
     assert "write_file notes.md" in tree and "web_search" in tree
@@ -159,12 +163,7 @@ def test_a_websocket_session_s_page_names_its_messages(browser, tmp_path):
     and type; the tree holds the transcript and the call; the player plays it to the end."""
     rec = RECORDINGS / "realtime" / "0001-openai-realtime-gpt-realtime.jsonl"
     out = tmp_path / "session.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "streamtool.cli", "report", str(rec), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    summary = report_and_replay(rec, out)
     records = [json.loads(line) for line in rec.read_text().splitlines()[1:]]
     records = [r for r in records if r["type"] != "end"]
     shown = []  # each raw entry: the record's direction and type, then its text
@@ -177,13 +176,6 @@ def test_a_websocket_session_s_page_names_its_messages(browser, tmp_path):
         else:
             said = f"{r.get('code') or ''} {r.get('reason') or ''}".strip()
             shown.append(f"{arrow} {r['type']} {said}".strip())
-    summary = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "streamtool.cli", "replay", str(rec), "--format", "json"],
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
     page, problems = open_page(browser, out)
     n = len(records)
     facts = page.inner_text("#facts")

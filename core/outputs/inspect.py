@@ -224,17 +224,26 @@ class Inspector:
         """Reads fed so far."""
         return len(self.points)
 
-    def feed(self, chunk: Chunk) -> list[Item]:
-        engine = self.engine
-        data = chunk.data
-        index = len(self.points)
-        t = chunk.t
+    def _fact(self, t: float | None, nbytes: int) -> ReadFact:
+        """The next read's facts: its index, time, gap since the read before it, bytes."""
         gap = None
         if t is not None:
             gap = t - self._prev_t if self._prev_t is not None else t
             self._prev_t = t
-        nbytes = chunk.nbytes
-        fact = ReadFact(index, t, None if gap is None else round(gap, 6), nbytes)
+        return ReadFact(len(self.points), t, None if gap is None else round(gap, 6), nbytes)
+
+    def _keep(self, fact: ReadFact) -> None:
+        """``fact`` is the latest read: its time and size counted, its facts kept (the first
+        ``keep_reads``)."""
+        self._last = fact
+        self.points.add(fact.t, fact.gap, fact.bytes)
+        if self.keep_reads is None or fact.index < self.keep_reads:
+            self.reads.append(fact)
+
+    def feed(self, chunk: Chunk) -> list[Item]:
+        engine = self.engine
+        data = chunk.data
+        fact = self._fact(chunk.t, chunk.nbytes)
         prev = self._last
         if prev is not None:
             starts_lf = data[:1] in ("\n", b"\n")
@@ -253,10 +262,7 @@ class Inspector:
             fact.preview = data[:PREVIEW]
             self._prev_cr = data[-1:] == "\r"
         events, comments = _counts(engine)
-        self._last = fact
-        self.points.add(t, fact.gap, nbytes)
-        if self.keep_reads is None or index < self.keep_reads:
-            self.reads.append(fact)
+        self._keep(fact)
         items = engine.feed_chunk(chunk)
         decoder = engine.decoder
         recent = getattr(getattr(decoder, "inner", None) or decoder, "recent", None)
@@ -281,25 +287,17 @@ class Inspector:
         named by its direction (``→`` the client's, ``←`` the server's) and its event type (a
         control frame: its kind, code and reason), a text message's first characters as its
         preview."""
-        index = len(self.points)
         t = record.t
-        gap = None
-        if t is not None:
-            gap = t - self._prev_t if self._prev_t is not None else t
-            self._prev_t = t
         arrow = "→" if record.direction == "client" else "←"
         if isinstance(record, Message):
             data = record.data
             nbytes = len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
         else:
             nbytes = len(record.data)
-        fact = ReadFact(index, t, None if gap is None else round(gap, 6), nbytes)
+        fact = self._fact(t, nbytes)
         if self._last is not None:
             self._done(self._last)
-        self._last = fact
-        self.points.add(t, fact.gap, nbytes)
-        if self.keep_reads is None or index < self.keep_reads:
-            self.reads.append(fact)
+        self._keep(fact)
         items = self.engine.feed_message(record)
         if isinstance(record, Message):
             fact.events = 1
