@@ -3,9 +3,9 @@
 A first pass over the reads finds each column's width, a second writes the rows, a thousand at
 a time: the table of a million reads is never held whole (a rich ``Table`` measures and keeps
 every cell). Columns: ``#``, ``t``, ``gap`` (red: a stall), ``bytes``, ``ev``, what the read
-produced (a WebSocket session's message: its direction and type first), its cuts (yellow) and,
-for a binary framing, its frames (cyan). The last columns fold when the terminal is too narrow
-for them.
+produced (a WebSocket session's message: its direction and type first; a message cuts nothing,
+so a session's table has no cuts), its cuts (yellow) and, for a binary framing, its frames
+(cyan). The last columns fold when the terminal is too narrow for them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 CUT_LABEL = {"event": "cuts an event", "utf8": "cuts a UTF-8 char", "crlf": "cuts a CRLF"}
 HEADS = ("#", "t", "gap", "bytes", "ev", "produced", "cuts", "frames")
-MESSAGE_HEADS = ("#", "t", "gap", "bytes", "ev", "message", "cuts", "frames")
+MESSAGE_HEADS = ("#", "t", "gap", "bytes", "ev", "message")
 FIXED = 5  # the first columns, right-justified and never folded
 GAP = "  "  # between columns
 BATCH = 1000  # rows written at once
@@ -57,8 +57,9 @@ def _cells(r: dict[str, Any], names: dict[str, str], framed: bool, messages: boo
         str(r["bytes"]),
         str(r["events"]),
         what,
-        ", ".join(CUT_LABEL[c] for c in r["cuts"]),
     ]
+    if not messages:  # (a message is whole: it cuts nothing)
+        cells.append(", ".join(CUT_LABEL[c] for c in r["cuts"]))
     if framed:
         cells.append(" ".join(r["frames"]))
     return cells
@@ -104,7 +105,7 @@ def print_reads(
 
     framed = False
     all_heads = MESSAGE_HEADS if messages else HEADS
-    widths = [len(h) for h in all_heads[:7]]
+    widths = [len(h) for h in all_heads[:7]]  # (six for a session: no cuts)
     words = list(widths)  # each column's longest word
     for r in rows():
         if r["frames"] and not framed and not messages:  # (a message's frame is its name)

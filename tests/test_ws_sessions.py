@@ -272,6 +272,7 @@ def test_inspect_text_names_messages_and_their_pauses(tmp_path: Path) -> None:
     assert f"after message {at - 1}, message {at} at" in out
     # the table: every record's direction and type, in order
     table = out[out.index("\nmessages\n") :]
+    assert table.splitlines()[2].split() == ["#", "t", "gap", "bytes", "ev", "message"]
     found = 0
     for _, _, preview in rows:
         found = table.index(preview, found)
