@@ -104,14 +104,14 @@ def print_reads(
     from rich.text import Text
 
     framed = False
-    all_heads = MESSAGE_HEADS if messages else HEADS
+    all_heads: tuple[str, ...] = MESSAGE_HEADS if messages else HEADS
     widths = [len(h) for h in all_heads[:7]]  # (six for a session: no cuts)
     words = list(widths)  # each column's longest word
     for r in rows():
         if r["frames"] and not framed and not messages:  # (a message's frame is its name)
             framed = True
-            widths.append(len(all_heads[7]))
-            words.append(len(all_heads[7]))
+            widths.append(len(HEADS[7]))
+            words.append(len(HEADS[7]))
         for i, cell in enumerate(_cells(r, names, framed, messages)):
             if len(cell) > widths[i]:
                 widths[i] = len(cell)
