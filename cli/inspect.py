@@ -218,12 +218,14 @@ def render(
     from rich.markup import escape
     from rich.padding import Padding
 
+    from streamtool.core.model.records import read_noun
+
     from .tree_model import imported_line
 
     facts = result["facts"]
     timing = result["timing"]
-    # a WebSocket session's reads are its messages (and control frames)
-    unit, first = ("message", "the upgrade") if facts.get("websocket") else ("read", "request sent")
+    unit = read_noun(bool(facts.get("websocket")))
+    first = "the upgrade" if facts.get("websocket") else "request sent"  # what read 0 waited for
     console.print(f"[bold]{escape(str(result['source']))}[/]")
     end = facts["end_reason"] or "cut off (no end record)"
     if facts["end_error"]:

@@ -105,7 +105,7 @@ def print_reads(
 
     framed = False
     all_heads: tuple[str, ...] = MESSAGE_HEADS if messages else HEADS
-    widths = [len(h) for h in all_heads[:7]]  # (six for a session: no cuts)
+    widths = [len(h) for h in all_heads if h != "frames"]  # (frames: added when a read has)
     words = list(widths)  # each column's longest word
     for r in rows():
         if r["frames"] and not framed and not messages:  # (a message's frame is its name)

@@ -65,6 +65,12 @@ class RecordingError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+def read_noun(websocket: bool) -> str:
+    """What the outputs call a recording's unit of arrival: a network read, or, in a WebSocket
+    session (:attr:`Header.websocket`), a message (or control frame)."""
+    return "message" if websocket else "read"
+
+
 class Header(msgspec.Struct):
     provider: str | None = None
     api: str | None = None

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from ..model.records import read_noun
+
 FORMATS = ("junit", "github")
 # what a status becomes: a failure (the check failed), an error (unusable input), a skip
 FAILURE, ERROR, SKIPPED, PASSED = "failure", "error", "skipped", "passed"
@@ -252,8 +254,7 @@ class InspectReport:
         case = CiCase(name=source, classname="streamtool.inspect")
         found: list[str] = []
         hits = list(dict.fromkeys(failing))
-        # a WebSocket session's reads are its messages (and control frames)
-        unit = "message" if result.get("facts", {}).get("websocket") else "read"
+        unit = read_noun(bool(result.get("facts", {}).get("websocket")))
         for q in result.get("quirks", []):
             where = f"{unit} {q.get('read')}" if q.get("read") is not None else "at the end"
             text = f"{q['id']} ({q.get('severity')}, {where}): {q.get('explanation', '')}"

@@ -289,19 +289,17 @@ class Inspector:
         preview."""
         t = record.t
         arrow = "→" if record.direction == "client" else "←"
-        if isinstance(record, Message):
-            data = record.data
-            nbytes = len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
-        else:
-            nbytes = len(record.data)
+        engine = self.engine
+        counted = engine.bytes
+        items = engine.feed_message(record)  # (a message's bytes counted there, once)
+        nbytes = engine.bytes - counted if isinstance(record, Message) else len(record.data)
         fact = self._fact(t, nbytes)
         if self._last is not None:
             self._done(self._last)
         self._keep(fact)
-        items = self.engine.feed_message(record)
         if isinstance(record, Message):
             fact.events = 1
-            session = self.engine.session
+            session = engine.session
             entry = session.events[-1] if session is not None and session.events else {}
             kind = entry.get("type") or ("binary" if isinstance(record.data, bytes) else "text")
             fact.frames = [f"{arrow} {kind}"]

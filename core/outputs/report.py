@@ -18,6 +18,7 @@ from html import escape
 from typing import Any
 
 from ..model import SegmentEvent, SegmentEventType
+from ..model.records import read_noun
 from .inspect import Inspector
 
 SVG_W, SVG_H, PAD = 960, 180, 30
@@ -122,14 +123,8 @@ def _player_data(inspector: Inspector) -> dict[str, Any]:
         "tail": tail,
         "total": total,
         "per_bar": _per_bar(total),
-        "unit": _unit(inspector.header.websocket),
+        "unit": read_noun(inspector.header.websocket),
     }
-
-
-def _unit(websocket: bool) -> str:
-    """What the page calls a read: a WebSocket session's reads are its messages (and control
-    frames)."""
-    return "message" if websocket else "read"
 
 
 def _per_bar(reads: int) -> int:
@@ -152,7 +147,7 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
     span = max(end or 0.0, max(times, default=0.0)) if timed else float(n or 1)
     span = span or 1.0
     per = _per_bar(n)
-    unit = _unit(inspector.header.websocket)
+    unit = read_noun(inspector.header.websocket)
     # one bar per read, or per run of ``per`` reads (bytes summed) in a long recording
     bars = [(i, min(i + per, n), sum(sizes[i : i + per])) for i in range(0, n, per)]
     top = max((b for _, _, b in bars), default=1) or 1
@@ -225,7 +220,7 @@ def _svg_timeline(inspector: Inspector, result: dict[str, Any]) -> str:
 def _timeline_note(inspector: Inspector) -> str:
     reads = inspector.count
     per = _per_bar(reads)
-    unit = _unit(inspector.header.websocket)
+    unit = read_noun(inspector.header.websocket)
     notes = []
     if per > 1:
         notes.append(f"{reads:,} {unit}s: each bar stands for {per:,} {unit}s in a row.")
@@ -266,7 +261,7 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
             )
         out.append(f'<li class="seg seg-{escape(kind)}">{head}<pre>{escape(shown)}</pre>{cut}</li>')
     out.append("</ul>")
-    unit = _unit(inspector.header.websocket)
+    unit = read_noun(inspector.header.websocket)
     if result["quirks"]:
         out.append('<h3>Quirks</h3><ul class="quirks">')
         for q in result["quirks"]:
@@ -294,7 +289,7 @@ def _tree_html(inspector: Inspector, result: dict[str, Any]) -> str:
 
 def _facts_html(result: dict[str, Any]) -> str:
     facts, timing = result["facts"], result["timing"]
-    unit = _unit(bool(facts.get("websocket")))
+    unit = read_noun(bool(facts.get("websocket")))
     rows = [
         ("provider", facts["provider"]),
         ("API", facts["api"]),
@@ -348,7 +343,7 @@ def _raw_data(inspector: Inspector) -> list[list[Any]]:
 
 def _raw_html(inspector: Inspector) -> str:
     n = inspector.count
-    unit = _unit(inspector.header.websocket)
+    unit = read_noun(inspector.header.websocket)
     note = ""
     if n > MAX_RAW_READS:
         note = (
